@@ -1,0 +1,35 @@
+"""Opaque, tamper-evident cursors bound to the listing (and sort) they were issued for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.errors import InvalidRequest
+from gateway.security import SecretBox
+
+
+class Cursors:
+    def __init__(self, box: SecretBox) -> None:
+        self._box = box
+
+    def encode(self, scope: str, position: list[Any]) -> str:
+        return self._box.sign(orjson.dumps([scope, position]))
+
+    def decode(self, scope: str, cursor: str | None) -> list[Any] | None:
+        """The position inside `cursor`, None without one; 400 when forged or from another listing."""
+        if cursor is None:
+            return None
+        data = self._box.unsign(cursor)
+        try:
+            issued_scope, position = orjson.loads(data) if data is not None else (None, None)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            issued_scope, position = None, None
+        if issued_scope != scope or not isinstance(position, list):
+            raise InvalidRequest("cursor: invalid, or issued for a different listing or sort")
+        return position
+
+
+def page_info(next_cursor: str | None) -> dict[str, Any]:
+    return {"has_next_page": next_cursor is not None, "next_cursor": next_cursor}

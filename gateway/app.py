@@ -1,0 +1,109 @@
+"""create_app(settings): the ASGI app. Knows nothing of uvicorn; the CLI owns the server."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount
+
+from gateway import wiring
+from gateway.api import routes as api_routes
+from gateway.errors import ServiceError
+from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
+from gateway.problem import PROBLEM_CONTENT_TYPE, problem_body, render
+from gateway.services import Services, build_services
+from gateway.settings import Settings
+from gateway.types import ASGIApp, Receive, Scope, Send
+
+log = logging.getLogger("gateway")
+
+
+def create_app(settings: Settings) -> ASGIApp:
+    """The API under /api/v1 and the ingress under /webhooks/w/, as the role setting allows."""
+    holder: list[Services] = []
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        services = build_services(settings)
+        try:
+            await wiring.start(services)
+            app.state.services = services
+            holder.append(services)
+            yield
+        finally:
+            holder.clear()
+            await services.close()
+
+    api = Starlette(
+        routes=[Mount("/api/v1", routes=api_routes())] if settings.serves_api else [],
+        exception_handlers={
+            ServiceError: _service_error,
+            HTTPException: _http_error,
+            Exception: _crash,
+        },
+        lifespan=lifespan,
+    )
+    if not settings.serves_ingress:
+        return api
+    return IngressDispatcher(api, IngressEndpoint(holder))
+
+
+class IngressDispatcher:
+    """Sends /webhooks/w/... straight to the ingress endpoint, past the router and middleware."""
+
+    def __init__(self, api: ASGIApp, ingress: ASGIApp) -> None:
+        self.api = api
+        self.ingress = ingress
+        self.state = getattr(api, "state", None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(INGRESS_PREFIX):
+            await self.ingress(scope, receive, send)
+        else:
+            await self.api(scope, receive, send)
+
+
+def _problem(error: ServiceError) -> Response:
+    status, body, headers = render(error)
+    return Response(
+        body, status_code=status, headers=headers, media_type=PROBLEM_CONTENT_TYPE.decode()
+    )
+
+
+async def _service_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServiceError)
+    return _problem(exc)
+
+
+async def _http_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    detail = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
+    body = problem_body(exc.status_code, code, str(exc.detail), detail)
+    return Response(
+        body,
+        status_code=exc.status_code,
+        headers=exc.headers,
+        media_type=PROBLEM_CONTENT_TYPE.decode(),
+    )
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _problem(ServiceError("an internal error occurred; it has been logged"))
+
+
+def app_from_environment() -> ASGIApp:
+    """For `uvicorn --factory gateway.app:app_from_environment`."""
+    from gateway.settings import load_settings
+
+    return create_app(load_settings())
+
+
+__all__ = ["app_from_environment", "create_app"]

@@ -1,0 +1,225 @@
+"""Command line: gateway serve | worker | admin ... | apply DIR. Admin commands print one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import orjson
+
+from gateway.services import Services, build_services
+from gateway.settings import Settings, SettingsError, load_settings
+from gateway.store import migrate
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"gateway: configuration error: {exc}", file=sys.stderr)
+        return 2
+    command: Callable[[Settings, argparse.Namespace], int] = args.run
+    return command(settings, args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the HTTP server (API and ingress)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.set_defaults(run=_serve)
+
+    worker = sub.add_parser("worker", help="run only the evaluator (accepted deliveries -> runs)")
+    worker.set_defaults(run=_worker)
+
+    apply = sub.add_parser("apply", help="apply a factory definition folder")
+    apply.add_argument("directory")
+    apply.add_argument("--factory", required=True, help="uid of the factory the folder defines")
+    apply.set_defaults(run=_apply)
+
+    admin = sub.add_parser("admin", help="bootstrap teams, users, agents, factories, secrets")
+    commands = admin.add_subparsers(required=True, metavar="ADMIN_COMMAND")
+    for name, options, run in _ADMIN_COMMANDS:
+        cmd = commands.add_parser(name)
+        for option in options:
+            cmd.add_argument(f"--{option}", required=option not in ("alias", "foreman"))
+        cmd.set_defaults(run=lambda s, a, run=run: _admin(s, a, run))
+    return parser
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.logs import uvicorn_log_config
+
+    if args.workers > 1 and not settings.uses_redis:
+        print(
+            "gateway: --workers > 1 needs GATEWAY_REDIS_URL: the embedded backend keeps rate "
+            "limits and de-duplication in one process",
+            file=sys.stderr,
+        )
+        return 2
+    asyncio.run(_migrate_only(settings))
+    uvicorn.run(
+        "gateway.app:app_from_environment",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=settings.log_level,
+        log_config=uvicorn_log_config(settings.log_level),
+        proxy_headers=False,
+        server_header=False,
+    )
+    return 0
+
+
+def _worker(settings: Settings, _args: argparse.Namespace) -> int:
+    from gateway.worker.standalone import run_worker
+
+    asyncio.run(run_worker(settings))
+    return 0
+
+
+def _apply(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.domain.definitions import DefinitionError, apply_directory
+
+    async def run(services: Services) -> dict[str, Any]:
+        return await apply_directory(services, args.factory, args.directory)
+
+    try:
+        _print(asyncio.run(_with_services(settings, run)))
+    except DefinitionError as exc:
+        print(f"gateway apply: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _migrate_only(settings: Settings) -> None:
+    services = build_services(settings)
+    try:
+        await migrate(services.database)
+    finally:
+        await services.close()
+
+
+async def _with_services(
+    settings: Settings, run: Callable[[Services], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    from gateway import wiring
+
+    services = build_services(settings)
+    try:
+        await wiring.start(services, with_worker=False)
+        return await run(services)
+    finally:
+        await services.close()
+
+
+def _admin(
+    settings: Settings,
+    args: argparse.Namespace,
+    run: Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]],
+) -> int:
+    from gateway.errors import ServiceError
+
+    try:
+        _print(asyncio.run(_with_services(settings, lambda services: run(services, args))))
+    except ServiceError as exc:
+        print(f"gateway admin: {exc.detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print(value: dict[str, Any]) -> None:
+    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+
+
+async def _create_team(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import identities
+
+    async with services.database.transaction() as conn:
+        return {"team_uid": await identities.create_team(conn, args.name)}
+
+
+async def _create_user(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import identities
+
+    async with services.database.transaction() as conn:
+        uid, key = await identities.create_user(conn, args.team, args.email)
+    return {"user_uid": uid, "api_key": key}
+
+
+async def _create_agent(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import identities
+
+    async with services.database.transaction() as conn:
+        uid, key = await identities.create_agent(conn, args.team, args.name)
+    return {"agent_uid": uid, "api_key": key}
+
+
+async def _create_factory(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import factories
+
+    async with services.database.transaction() as conn:
+        uid = await factories.create_factory(conn, args.team, args.name, args.alias, args.foreman)
+    return {"uid": uid}
+
+
+async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import identities
+
+    async with services.database.transaction() as conn:
+        await identities.set_team_secret(
+            conn, services.secret_box, args.team, args.name, args.value
+        )
+    await _secret_changed(services, args.team, args.name)
+    return {"name": args.name}
+
+
+async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
+    """Webhooks that read this managed secret must pick up the new value at once."""
+    from gateway.domain.webhooks import team_secret_changed
+
+    await team_secret_changed(services, team_uid, name)
+
+
+async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import factories, identities
+
+    async with services.database.transaction() as conn:
+        team = await identities.create_team(conn, "Demo team")
+        user, user_key = await identities.create_user(conn, team, "demo@example.com")
+        agent, agent_key = await identities.create_agent(conn, team, "Demo foreman")
+        factory = await factories.create_factory(conn, team, "Demo factory", "demo", agent)
+        await identities.set_team_secret(
+            conn, services.secret_box, team, "demo-secret", "demo-value"
+        )
+    return {
+        "team_uid": team,
+        "user_uid": user,
+        "user_api_key": user_key,
+        "agent_uid": agent,
+        "agent_api_key": agent_key,
+        "factory_uid": factory,
+        "secret_name": "demo-secret",
+    }
+
+
+_ADMIN_COMMANDS: list[
+    tuple[str, tuple[str, ...], Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]]
+] = [
+    ("create-team", ("name",), _create_team),
+    ("create-user", ("team", "email"), _create_user),
+    ("create-agent", ("team", "name"), _create_agent),
+    ("create-factory", ("team", "name", "alias", "foreman"), _create_factory),
+    ("set-secret", ("team", "name", "value"), _set_secret),
+    ("demo", (), _demo),
+]

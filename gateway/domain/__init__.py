@@ -1,0 +1,1 @@
+"""Domain rules; no HTTP here. Functions take a connection and plain values."""

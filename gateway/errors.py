@@ -1,0 +1,91 @@
+"""One domain error hierarchy; rendered as problem+json only at the HTTP edge."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base of every error the service answers with. Subclasses set status, code and title."""
+
+    status = 500
+    code = "internal_error"
+    title = "Internal server error"
+
+    def __init__(self, detail: str = "", *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.headers = headers or {}
+
+
+class InvalidRequest(ServiceError):
+    status, code, title = 400, "invalid_request", "Invalid request"
+
+
+class InvalidJson(ServiceError):
+    status, code, title = 400, "invalid_json", "Body is not valid JSON"
+
+
+class Unauthenticated(ServiceError):
+    status, code, title = 401, "unauthenticated", "Authentication required or failed"
+
+
+class Forbidden(ServiceError):
+    status, code, title = 403, "forbidden", "Access denied"
+
+
+class NotFound(ServiceError):
+    status, code, title = 404, "not_found", "Not found"
+
+
+class MethodNotAllowed(ServiceError):
+    status, code, title = 405, "method_not_allowed", "Method not allowed"
+
+
+class RequestTimeout(ServiceError):
+    status, code, title = 408, "request_timeout", "Request body not received in time"
+
+
+class Conflict(ServiceError):
+    status, code, title = 409, "conflict", "Conflict"
+
+
+class WebhookLimitReached(Conflict):
+    code, title = "webhook_limit_reached", "Webhook limit reached"
+
+
+class NoForeman(Conflict):
+    code, title = "no_foreman", "Factory has no foreman agent"
+
+
+class RunPending(Conflict):
+    code, title = "run_pending", "Run is pending; retry after a moment"
+
+
+class PayloadTooLarge(ServiceError):
+    status, code, title = 413, "payload_too_large", "Body too large"
+
+
+class Unprocessable(ServiceError):
+    status, code, title = 422, "unprocessable", "Request cannot be processed"
+
+
+class UnknownAttachment(Unprocessable):
+    code, title = "unknown_attachment", "Attachment unknown for the newest run"
+
+
+class NotCancellable(Unprocessable):
+    code, title = "not_cancellable", "Run type does not support cancellation"
+
+
+class RateLimited(ServiceError):
+    status, code, title = 429, "rate_limited", "Too many requests"
+
+    def __init__(self, detail: str = "", *, retry_after: int) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))})
+        self.retry_after = max(1, retry_after)
+
+
+class Unavailable(ServiceError):
+    status, code, title = 503, "unavailable", "Service temporarily unavailable"
+
+    def __init__(self, detail: str = "", *, retry_after: int = 1) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))})

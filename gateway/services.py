@@ -1,0 +1,57 @@
+"""The resources one process owns, created in the lifespan and shared by API, ingress and worker."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gateway.api.pagination import Cursors
+from gateway.security import SecretBox
+from gateway.settings import Settings
+from gateway.store import Database
+
+
+class ConfigPublisher(Protocol):
+    """Tells every gateway process that a webhook's configuration changed."""
+
+    async def webhook_changed(self, webhook_uid: str, version: int) -> None: ...
+
+
+class LocalConfigPublisher:
+    """Single process: notify in-process listeners (the ingress config cache) directly."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Callable[[str, int], Awaitable[None]]] = []
+
+    async def webhook_changed(self, webhook_uid: str, version: int) -> None:
+        for listener in self.listeners:
+            await listener(webhook_uid, version)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    database: Database
+    secret_box: SecretBox
+    cursors: Cursors
+    config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def close(self) -> None:
+        for close in reversed(self.closers):
+            await close()
+        self.closers.clear()
+        await self.database.close()
+
+
+def build_services(settings: Settings) -> Services:
+    from gateway.store import create_database
+
+    box = SecretBox(settings.secret_key)
+    return Services(
+        settings=settings,
+        database=create_database(settings.database_url),
+        secret_box=box,
+        cursors=Cursors(box),
+    )

@@ -1,0 +1,202 @@
+"""Settings: one frozen object built from an environment mapping, validated at start-up."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+PREFIX = "GATEWAY_"
+Role = Literal["all", "api", "ingress"]
+ROLES: tuple[Role, ...] = ("all", "api", "ingress")
+DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
+DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
+
+
+class SettingsError(ValueError):
+    """A setting is missing or invalid; the message names the variable and the value."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    redis_prefix: str = "gw"
+    webhook_base_url: str = "http://127.0.0.1:8000"
+    role: Role = "all"
+    secret_key: bytes = b""
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    egress_ranges: tuple[str, ...] = DEFAULT_EGRESS_RANGES
+    body_timeout: float = 10.0
+    run_evaluator: bool = True
+    auth_failure_limit: int = 10
+    log_level: str = "info"
+
+    @property
+    def uses_redis(self) -> bool:
+        return self.redis_url is not None
+
+    @property
+    def serves_api(self) -> bool:
+        return self.role in ("all", "api")
+
+    @property
+    def serves_ingress(self) -> bool:
+        return self.role in ("all", "ingress")
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, *, env_file: str | None = ".env"
+) -> Settings:
+    """Build settings from `environ` (default: os.environ plus an optional .env file)."""
+    values: dict[str, str] = {}
+    if env_file and environ is None and Path(env_file).is_file():
+        values.update(_read_env_file(Path(env_file)))
+    values.update(os.environ if environ is None else environ)
+    env = {k[len(PREFIX) :]: v for k, v in values.items() if k.startswith(PREFIX)}
+    return Settings(
+        database_url=_database_url(env.get("DATABASE_URL", DEFAULT_DATABASE_URL)),
+        redis_url=_optional_url(env, "REDIS_URL", ("redis://", "rediss://", "unix://")),
+        redis_prefix=_identifier(env, "REDIS_PREFIX", "gw"),
+        webhook_base_url=_optional_url(env, "WEBHOOK_BASE_URL", ("http://", "https://"))
+        or "http://127.0.0.1:8000",
+        role=_role(env.get("ROLE", "all")),
+        secret_key=_secret_key(env),
+        trusted_proxies=_networks(env, "TRUSTED_PROXIES"),
+        egress_ranges=tuple(str(n) for n in _networks(env, "EGRESS_RANGES"))
+        or DEFAULT_EGRESS_RANGES,
+        body_timeout=_positive_float(env, "BODY_TIMEOUT", 10.0),
+        run_evaluator=_bool(env, "RUN_EVALUATOR", True),
+        auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
+        log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+    )
+
+
+def _fail(name: str, value: str, why: str) -> SettingsError:
+    return SettingsError(f"{PREFIX}{name}={value!r}: {why}")
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            out[key.strip()] = value.strip().strip("'\"")
+    return out
+
+
+def _database_url(value: str) -> str:
+    if value.startswith(("postgresql://", "postgres://")):
+        return "postgresql+asyncpg://" + value.split("://", 1)[1]
+    if value.startswith(("postgresql+asyncpg://", "sqlite+aiosqlite://")):
+        return value
+    if value.startswith("sqlite://"):
+        return "sqlite+aiosqlite://" + value[len("sqlite://") :]
+    raise _fail("DATABASE_URL", value, "expected a sqlite:/// or postgresql:// URL")
+
+
+def _optional_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
+    value = env.get(name, "").strip()
+    if not value:
+        return None
+    if not value.startswith(schemes):
+        raise _fail(name, value, f"expected a URL starting with one of {', '.join(schemes)}")
+    return value.rstrip("/")
+
+
+def _identifier(env: Mapping[str, str], name: str, default: str) -> str:
+    value = env.get(name, default)
+    if not value or not all(c.isalnum() or c in "-_:" for c in value):
+        raise _fail(name, value, "use letters, digits, '-', '_' or ':'")
+    return value
+
+
+def _role(value: str) -> Role:
+    for role in ROLES:
+        if value == role:
+            return role
+    raise _fail("ROLE", value, f"expected one of {', '.join(ROLES)}")
+
+
+def _secret_key(env: Mapping[str, str]) -> bytes:
+    """32 bytes used to encrypt webhook secrets at rest and to sign cursors."""
+    value = env.get("SECRET_KEY", "")
+    if not value:
+        return _default_secret_key()
+    try:
+        key = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    except ValueError as exc:
+        raise _fail("SECRET_KEY", "<hidden>", "expected url-safe base64") from exc
+    if len(key) != 32:
+        raise _fail("SECRET_KEY", "<hidden>", "expected 32 bytes of url-safe base64 (44 chars)")
+    return key
+
+
+def _default_secret_key() -> bytes:
+    """Embedded default: a key file beside the SQLite data, created once and kept private."""
+    path = Path("data/secret.key")
+    if path.is_file():
+        return base64.urlsafe_b64decode(path.read_bytes().strip())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = os.urandom(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(base64.urlsafe_b64encode(key))
+    return key
+
+
+def _networks(
+    env: Mapping[str, str], name: str
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    value = env.get(name, "").strip()
+    if not value:
+        return ()
+    try:
+        return tuple(ipaddress.ip_network(p.strip(), strict=False) for p in value.split(","))
+    except ValueError as exc:
+        raise _fail(name, value, "expected comma-separated IP addresses or CIDR ranges") from exc
+
+
+def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
+    value = env.get(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        raise _fail(name, value, "expected a positive number of seconds")
+    return number
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    value = env.get(name)
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise _fail(name, value, "expected a positive whole number")
+    return int(value)
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    value = env.get(name)
+    if value is None:
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise _fail(name, value, "expected true or false")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env.get(name, default).lower()
+    if value not in choices:
+        raise _fail(name, value, f"expected one of {', '.join(choices)}")
+    return value

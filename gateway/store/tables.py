@@ -1,0 +1,257 @@
+"""Every table of the store. Migrations in migrations/versions create exactly these."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
+
+from gateway.store.types import UTCDateTime
+
+metadata = MetaData()
+
+# --- identities -----------------------------------------------------------------------------
+
+teams = Table(
+    "teams",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("email", String(320), nullable=False, unique=True),
+    Column("display_name", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+team_members = Table(
+    "team_members",
+    metadata,
+    Column("team_uid", String(64), ForeignKey("teams.uid"), primary_key=True),
+    Column("user_uid", String(64), ForeignKey("users.uid"), primary_key=True),
+    Index("ix_team_members_user", "user_uid"),
+)
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_hash", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),  # "user" | "agent"
+    Column("principal_uid", String(64), nullable=False, index=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+team_secrets = Table(
+    "team_secrets",
+    metadata,
+    Column("team_uid", String(64), ForeignKey("teams.uid"), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("value_encrypted", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+factories = Table(
+    "factories",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("alias", String(200), nullable=True),
+    Column("foreman_agent_uid", String(64), ForeignKey("agents.uid"), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# --- webhooks, automations, deliveries ------------------------------------------------------
+
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("auth_mode", String(16), nullable=False),
+    Column("signature_scheme", String(32), nullable=True),
+    # token modes keep a SHA-256 of the token; signature mode keeps the secret encrypted
+    Column("token_hash", String(64), nullable=True),
+    Column("secret_encrypted", Text, nullable=True),
+    Column("secret_name", String(200), nullable=True),
+    Column("delivery_id_header", String(200), nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("config_version", Integer, nullable=False),
+    Column("definition_name", String(200), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+)
+
+automations = Table(
+    "automations",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("triggers", JSON, nullable=False),
+    Column("webhook_uid", String(64), nullable=True, index=True),
+    Column("definition_name", String(200), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("delivery_id", String(64), primary_key=True),
+    Column("webhook_uid", String(64), nullable=False),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("label", String(40), nullable=False),
+    Column("identity", String(300), nullable=True),
+    Column("duplicate_of", String(64), nullable=True),
+    Column("payload", LargeBinary, nullable=True),
+    Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
+)
+
+# Embedded backend: accepted deliveries are written here before the 202, consumed by the evaluator.
+ingress_outbox = Table(
+    "ingress_outbox",
+    metadata,
+    Column(
+        "seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    ),
+    Column("delivery_id", String(64), nullable=False, unique=True),
+    Column("webhook_uid", String(64), nullable=False),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("label", String(40), nullable=False),
+    Column("identity", String(300), nullable=True),
+    Column("duplicate_of", String(64), nullable=True),
+    Column("payload", LargeBinary, nullable=True),
+)
+
+automation_runs = Table(
+    "automation_runs",
+    metadata,
+    Column("delivery_id", String(64), primary_key=True),
+    Column("automation_uid", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# --- runs, conversations, tasks -------------------------------------------------------------
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("team_uid", String(64), nullable=True, index=True),
+    Column("factory_uid", String(64), nullable=True, index=True),
+    Column("conversation_id", String(64), nullable=False, index=True),
+    Column("parent_run_id", String(64), nullable=True, index=True),
+    Column("root_run_id", String(64), nullable=False, index=True),
+    Column("title", String(500), nullable=True),
+    Column("prompt", Text, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("source", String(32), nullable=False),
+    Column("run_type", String(16), nullable=False),  # "cloud" | "local" | "ci"
+    Column("creator_kind", String(16), nullable=True),  # "user" | "agent"
+    Column("creator_uid", String(64), nullable=True),
+    Column("agent_config", JSON, nullable=True),
+    Column("metadata", JSON, nullable=True),
+    Column("status_message", JSON, nullable=True),
+    Column("session_id", String(64), nullable=True),
+    Column("session_link", String(500), nullable=True),
+    Column("ticket_ref", String(200), nullable=True),
+    Column("ticket_url", String(2000), nullable=True),
+    Column("artifacts", JSON, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime, nullable=True),
+)
+
+run_messages = Table(
+    "run_messages",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("run_id", String(64), ForeignKey("runs.run_id"), nullable=False, index=True),
+    Column("message", Text, nullable=False),
+    Column("attachments", JSON, nullable=True),
+    Column("mode", String(32), nullable=True),
+    Column("routing", String(16), nullable=False),  # "queued" | "injected" | "resumed"
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+attachments = Table(
+    "attachments",
+    metadata,
+    Column("attachment_id", String(64), primary_key=True),
+    Column("conversation_id", String(64), nullable=False, index=True),
+    Column("run_id", String(64), nullable=False),
+    Column("file_name", String(300), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False, index=True),
+    Column("title", String(500), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("stage", String(16), nullable=False),
+    Column("conversation_id", String(64), nullable=False),
+    Column("created_by_uid", String(64), nullable=True),
+    Column("ticket_source", String(64), nullable=True),
+    Column("ticket_id", String(200), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+    # a conversation is bound to at most one live task, across all factories
+    Index(
+        "ux_tasks_live_conversation",
+        "conversation_id",
+        unique=True,
+        sqlite_where=text("deleted_at IS NULL"),
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
+)
+
+task_outputs = Table(
+    "task_outputs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("task_uid", String(64), ForeignKey("tasks.uid"), nullable=False, index=True),
+    Column("kind", String(32), nullable=False),
+    Column("title", String(500), nullable=True),
+    Column("url", String(2000), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)

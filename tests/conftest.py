@@ -1,0 +1,100 @@
+"""Shared fixtures: real PostgreSQL (a database of this run's own), real Redis (a key prefix of
+this run's own), the embedded SQLite default, and a bootstrapped world of team, user, agent and
+factory. Set GATEWAY_TEST_POSTGRES_URL / GATEWAY_TEST_REDIS_URL to point elsewhere."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from gateway.settings import Settings, load_settings
+from tests.support import GatewayClient, World
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+RUN_ID = f"{os.getpid()}_{secrets.token_hex(4)}"
+
+
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(POSTGRES_ADMIN_URL)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A database created for this test run and dropped afterwards."""
+    name = f"gwtest_{RUN_ID}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def redis_prefix() -> Iterator[str]:
+    """A key prefix owned by this test run; every key under it is deleted at the end."""
+    prefix = f"gwtest:{RUN_ID}"
+    client = redis.Redis.from_url(REDIS_URL)
+    client.ping()
+    yield prefix
+    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        client.delete(key)
+    client.close()
+
+
+@pytest.fixture
+def redis_url() -> str:
+    return REDIS_URL
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/gateway.db"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def make_settings(
+    database_url: str, redis_url: str | None = None, prefix: str = "gw", **env: str
+) -> Settings:
+    environ = {
+        "GATEWAY_DATABASE_URL": database_url,
+        "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"k" * 32).decode(),
+        "GATEWAY_WEBHOOK_BASE_URL": "https://hooks.example.test",
+        "GATEWAY_REDIS_PREFIX": prefix,
+        **{f"GATEWAY_{k.upper()}": v for k, v in env.items()},
+    }
+    if redis_url:
+        environ["GATEWAY_REDIS_URL"] = redis_url
+    return load_settings(environ)
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return make_settings(database_url)
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[GatewayClient]:
+    with GatewayClient.running(settings) as gateway_client:
+        yield gateway_client
+
+
+@pytest.fixture
+def world(client: GatewayClient) -> World:
+    return World.create(client)

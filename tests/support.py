@@ -1,0 +1,90 @@
+"""Test helpers: a running app behind Starlette's TestClient, and a bootstrapped world."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from starlette.testclient import TestClient
+
+from gateway.app import create_app
+from gateway.domain import factories, identities
+from gateway.services import Services
+from gateway.settings import Settings
+
+T = TypeVar("T")
+
+
+class GatewayClient(TestClient):
+    """TestClient that can also run coroutines against the app's own services."""
+
+    @classmethod
+    @contextmanager
+    def running(cls, settings: Settings) -> Iterator[GatewayClient]:
+        with cls(create_app(settings), raise_server_exceptions=False) as client:
+            yield client
+
+    @property
+    def services(self) -> Services:
+        services: Services = self.app.state.services  # type: ignore[attr-defined]
+        return services
+
+    def run(self, fn: Callable[[Services], Awaitable[T]]) -> T:
+        assert self.portal is not None
+        return self.portal.call(fn, self.services)
+
+
+@dataclass
+class World:
+    """A team with a user, an agent (the foreman) and a factory, plus a stranger in another team."""
+
+    client: GatewayClient
+    team_uid: str
+    user_uid: str
+    user_key: str
+    agent_uid: str
+    agent_key: str
+    factory_uid: str
+    other_team_uid: str
+    stranger_key: str
+
+    @classmethod
+    def create(cls, client: GatewayClient, *, email: str | None = None) -> World:
+        async def build(services: Services) -> World:
+            import secrets
+
+            async with services.database.transaction() as conn:
+                team = await identities.create_team(conn, "Team A")
+                user, user_key = await identities.create_user(
+                    conn, team, email or f"u{secrets.token_hex(4)}@example.com"
+                )
+                agent, agent_key = await identities.create_agent(conn, team, "Foreman")
+                factory = await factories.create_factory(conn, team, "Factory A", "fa", agent)
+                other = await identities.create_team(conn, "Team B")
+                _, stranger_key = await identities.create_user(
+                    conn, other, f"s{secrets.token_hex(4)}@example.com"
+                )
+            return cls(client, team, user, user_key, agent, agent_key, factory, other, stranger_key)
+
+        return client.run(build)
+
+    @property
+    def user(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.user_key}"}
+
+    @property
+    def agent(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.agent_key}"}
+
+    @property
+    def stranger(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.stranger_key}"}
+
+    def api(
+        self, method: str, path: str, *, headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> Any:
+        return self.client.request(
+            method, f"/api/v1{path}", headers=self.user if headers is None else headers, **kwargs
+        )
