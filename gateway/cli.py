@@ -1,4 +1,4 @@
-"""Command line: gateway serve | worker | admin ... | apply DIR. Admin commands print one JSON object."""
+"""Command line: gateway serve | worker | admin ... | apply DIR (admin prints one JSON object)."""
 
 from __future__ import annotations
 

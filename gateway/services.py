@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.api.pagination import Cursors
 from gateway.security import SecretBox
@@ -37,8 +39,19 @@ class Services:
     cursors: Cursors
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run `coro` in the background, keep a reference, log (never lose) its failure."""
+        task = asyncio.create_task(coro, name=name)
+        self.background.add(task)
+        task.add_done_callback(_forget(self.background))
+        return task
 
     async def close(self) -> None:
+        for task in list(self.background):
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
         for close in reversed(self.closers):
             await close()
         self.closers.clear()
@@ -55,3 +68,14 @@ def build_services(settings: Settings) -> Services:
         secret_box=box,
         cursors=Cursors(box),
     )
+
+
+def _forget(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logging.getLogger("gateway").error(
+                "background task %s failed", task.get_name(), exc_info=task.exception()
+            )
+
+    return done

@@ -18,7 +18,7 @@ class Cursors:
         return self._box.sign(orjson.dumps([scope, position]))
 
     def decode(self, scope: str, cursor: str | None) -> list[Any] | None:
-        """The position inside `cursor`, None without one; 400 when forged or from another listing."""
+        """The position in `cursor` (None without one); 400 when forged or from another listing."""
         if cursor is None:
             return None
         data = self._box.unsign(cursor)

@@ -1,0 +1,5 @@
+"""Routes of this resource (to be filled in)."""
+
+from starlette.routing import BaseRoute
+
+routes: list[BaseRoute] = []
