@@ -120,11 +120,20 @@ automations = Table(
     Column("name", String(200), nullable=False),
     Column("prompt", Text, nullable=False),
     Column("enabled", Boolean, nullable=False),
-    Column("triggers", JSON, nullable=False),
-    Column("webhook_uid", String(64), nullable=True, index=True),
+    Column("triggers", JSON, nullable=False),  # as submitted; automation_triggers indexes them
     Column("definition_name", String(200), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# One row per trigger: the webhook it listens to and its payload filter (JSON, None = match all).
+automation_triggers = Table(
+    "automation_triggers",
+    metadata,
+    Column("automation_uid", String(64), ForeignKey("automations.uid"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("webhook_uid", String(64), nullable=False, index=True),
+    Column("payload_filter", JSON, nullable=True),
 )
 
 deliveries = Table(

@@ -236,7 +236,6 @@ def upgrade() -> None:
         sa.Column("prompt", sa.Text(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("triggers", sa.JSON(), nullable=False),
-        sa.Column("webhook_uid", sa.String(length=64), nullable=True),
         sa.Column("definition_name", sa.String(length=200), nullable=True),
         sa.Column("created_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
@@ -249,9 +248,6 @@ def upgrade() -> None:
     with op.batch_alter_table("automations", schema=None) as batch_op:
         batch_op.create_index(
             batch_op.f("ix_automations_factory_uid"), ["factory_uid"], unique=False
-        )
-        batch_op.create_index(
-            batch_op.f("ix_automations_webhook_uid"), ["webhook_uid"], unique=False
         )
 
     op.create_table(
@@ -311,6 +307,23 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_webhooks_factory_uid"), ["factory_uid"], unique=False)
 
     op.create_table(
+        "automation_triggers",
+        sa.Column("automation_uid", sa.String(length=64), nullable=False),
+        sa.Column("position", sa.Integer(), nullable=False),
+        sa.Column("webhook_uid", sa.String(length=64), nullable=False),
+        sa.Column("payload_filter", sa.JSON(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["automation_uid"],
+            ["automations.uid"],
+        ),
+        sa.PrimaryKeyConstraint("automation_uid", "position"),
+    )
+    with op.batch_alter_table("automation_triggers", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_automation_triggers_webhook_uid"), ["webhook_uid"], unique=False
+        )
+
+    op.create_table(
         "task_outputs",
         sa.Column("id", sa.String(length=64), nullable=False),
         sa.Column("task_uid", sa.String(length=64), nullable=False),
@@ -336,6 +349,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_task_outputs_task_uid"))
 
     op.drop_table("task_outputs")
+    with op.batch_alter_table("automation_triggers", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_automation_triggers_webhook_uid"))
+
+    op.drop_table("automation_triggers")
     with op.batch_alter_table("webhooks", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_webhooks_factory_uid"))
 
@@ -350,7 +367,6 @@ def downgrade() -> None:
 
     op.drop_table("tasks")
     with op.batch_alter_table("automations", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_automations_webhook_uid"))
         batch_op.drop_index(batch_op.f("ix_automations_factory_uid"))
 
     op.drop_table("automations")
