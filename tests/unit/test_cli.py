@@ -1,0 +1,117 @@
+"""The CLI as an operator uses it: each admin command prints one JSON object."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def gateway(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db",
+        "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"c" * 32).decode(),
+    }
+    env.pop("GATEWAY_REDIS_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=check,
+    )
+
+
+def admin(tmp_path: Path, *args: str) -> dict[str, Any]:
+    result = gateway(tmp_path, "admin", *args)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout
+    value: dict[str, Any] = json.loads(lines[0])
+    return value
+
+
+def test_bootstrap_commands_print_one_json_object(tmp_path: Path) -> None:
+    team = admin(tmp_path, "create-team", "--name", "Ops")["team_uid"]
+    user = admin(tmp_path, "create-user", "--team", team, "--email", "ops@example.com")
+    agent = admin(tmp_path, "create-agent", "--team", team, "--name", "Foreman")
+    factory = admin(
+        tmp_path,
+        "create-factory",
+        "--team",
+        team,
+        "--name",
+        "F",
+        "--alias",
+        "f",
+        "--foreman",
+        agent["agent_uid"],
+    )
+    secret = admin(
+        tmp_path, "set-secret", "--team", team, "--name", "gh", "--value", "s3cret-value"
+    )
+    assert user["api_key"].startswith("gk_") and agent["api_key"].startswith("gk_")
+    assert factory["uid"].startswith("fac_")
+    assert secret == {"name": "gh"}
+
+    db = sqlite3.connect(tmp_path / "cli.db")
+    stored = [row[0] for row in db.execute("SELECT key_hash FROM api_keys")]
+    secrets = [row[0] for row in db.execute("SELECT value_encrypted FROM team_secrets")]
+    db.close()
+    assert user["api_key"] not in stored and len(stored) == 2  # only hashes are kept
+    assert all("s3cret-value" not in value for value in secrets)
+
+
+def test_demo_creates_everything(tmp_path: Path) -> None:
+    demo = admin(tmp_path, "demo")
+    assert set(demo) >= {
+        "team_uid",
+        "user_uid",
+        "user_api_key",
+        "agent_uid",
+        "agent_api_key",
+        "factory_uid",
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("admin", "create-user", "--team", "team_missing", "--email", "a@b.c"),
+        ("admin", "create-factory", "--team", "team_missing", "--name", "F"),
+    ],
+)
+def test_errors_go_to_stderr_with_nonzero_exit(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = gateway(tmp_path, *args, check=False)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "team" in result.stderr
+
+
+def test_configuration_errors_name_the_variable(tmp_path: Path) -> None:
+    env = {**os.environ, "GATEWAY_ROLE": "sideways"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway", "admin", "demo"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "GATEWAY_ROLE" in result.stderr
+
+
+def test_serve_refuses_workers_without_redis(tmp_path: Path) -> None:
+    result = gateway(tmp_path, "serve", "--workers", "2", check=False)
+    assert result.returncode == 2
+    assert "GATEWAY_REDIS_URL" in result.stderr

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from gateway.security import SecretBox, hash_token, new_api_key
+
+
+def test_secret_box_round_trip_and_key_separation() -> None:
+    box = SecretBox(b"a" * 32)
+    sealed = box.encrypt("whsec_abc")
+    assert "whsec_abc" not in sealed
+    assert box.decrypt(sealed) == "whsec_abc"
+    other = SecretBox(b"b" * 32)
+    try:
+        other.decrypt(sealed)
+    except ValueError as exc:
+        assert "GATEWAY_SECRET_KEY" in str(exc)
+    else:
+        raise AssertionError("a different key must not decrypt")
+
+
+def test_signed_tokens_detect_tampering() -> None:
+    box = SecretBox(b"a" * 32)
+    token = box.sign(b'["scope",[1]]')
+    assert box.unsign(token) == b'["scope",[1]]'
+    tampered = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
+    assert box.unsign(tampered) is None
+    assert box.unsign("!!!") is None
+    assert box.unsign("") is None
+
+
+def test_api_keys_are_random_and_hashed() -> None:
+    a, b = new_api_key(), new_api_key()
+    assert a != b and len(a) > 40
+    assert hash_token(a) != a and len(hash_token(a)) == 64

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from gateway.settings import SettingsError, load_settings
+
+KEY = base64.urlsafe_b64encode(b"x" * 32).decode()
+
+
+def settings(**env: str):  # type: ignore[no-untyped-def]
+    return load_settings({"GATEWAY_SECRET_KEY": KEY, **{f"GATEWAY_{k}": v for k, v in env.items()}})
+
+
+def test_defaults_are_the_embedded_setup() -> None:
+    s = settings()
+    assert s.database_url == "sqlite+aiosqlite:///./data/gateway.db"
+    assert s.redis_url is None and not s.uses_redis
+    assert s.role == "all" and s.serves_api and s.serves_ingress
+    assert s.secret_key == b"x" * 32
+
+
+def test_postgres_and_redis_urls() -> None:
+    s = settings(DATABASE_URL="postgresql://u@h:5432/db", REDIS_URL="redis://h:6379/0")
+    assert s.database_url == "postgresql+asyncpg://u@h:5432/db"
+    assert s.uses_redis
+
+
+def test_roles_select_planes() -> None:
+    assert not settings(ROLE="ingress").serves_api
+    assert not settings(ROLE="api").serves_ingress
+
+
+def test_trusted_proxies_parse_as_networks() -> None:
+    s = settings(TRUSTED_PROXIES="10.0.0.0/8, 127.0.0.1")
+    assert [str(n) for n in s.trusted_proxies] == ["10.0.0.0/8", "127.0.0.1/32"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DATABASE_URL", "mysql://x"),
+        ("REDIS_URL", "http://x"),
+        ("ROLE", "everything"),
+        ("TRUSTED_PROXIES", "not-an-ip"),
+        ("BODY_TIMEOUT", "-1"),
+        ("BODY_TIMEOUT", "soon"),
+        ("AUTH_FAILURE_LIMIT", "0"),
+        ("RUN_EVALUATOR", "maybe"),
+        ("LOG_LEVEL", "loud"),
+        ("WEBHOOK_BASE_URL", "ftp://x"),
+        ("SECRET_KEY", "short"),
+    ],
+)
+def test_invalid_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"GATEWAY_SECRET_KEY": KEY, f"GATEWAY_{name}": value})
+    assert f"GATEWAY_{name}" in str(caught.value)
+
+
+def test_secret_key_value_is_never_echoed() -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"GATEWAY_SECRET_KEY": "c2hvcnQtc2VjcmV0"})
+    assert "c2hvcnQtc2VjcmV0" not in str(caught.value)
+
+
+def test_embedded_secret_key_is_created_once(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    first = load_settings({}).secret_key
+    assert len(first) == 32
+    assert load_settings({}).secret_key == first
+    assert (tmp_path / "data" / "secret.key").stat().st_mode & 0o077 == 0
