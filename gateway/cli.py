@@ -89,12 +89,13 @@ def _worker(settings: Settings, _args: argparse.Namespace) -> int:
 
 
 def _apply(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.domain.definitions import DefinitionError, apply_directory
+    from gateway.domain.definitions import DefinitionError, apply_definitions, load_directory
 
     async def run(services: Services) -> dict[str, Any]:
-        return await apply_directory(services, args.factory, args.directory)
+        return await apply_definitions(services, args.factory, *files)
 
     try:
+        files = load_directory(args.directory)
         _print(asyncio.run(_with_services(settings, run)))
     except DefinitionError as exc:
         print(f"gateway apply: {exc}", file=sys.stderr)
