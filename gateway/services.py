@@ -39,6 +39,8 @@ class Services:
     cursors: Cursors
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # gateway.ingress.pipeline.Ingress once wiring.start has built it (None: API-only or starting)
+    ingress: Any = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:

@@ -1,10 +1,62 @@
-"""Start-up order of one process: store, backends, worker. Each part registers its closer."""
+"""Start-up order of one process: store, backends, config cache, worker. Each part registers its
+closer; Services.close runs them in reverse."""
 
 from __future__ import annotations
 
-from gateway.services import Services
+from gateway.backends.base import IngressBackend
+from gateway.ingress.cache import ConfigCache
+from gateway.ingress.pipeline import Ingress
+from gateway.services import LocalConfigPublisher, Services
 from gateway.store import migrate
+from gateway.worker.consumer import Consumer, Source
 
 
 async def start(services: Services, *, with_worker: bool | None = None) -> None:
+    settings = services.settings
     await migrate(services.database)
+    local = services.config_publisher
+    if not isinstance(local, LocalConfigPublisher):
+        local = LocalConfigPublisher()
+    backend, source = (
+        await _redis(services, local) if settings.uses_redis else await _embedded(services)
+    )
+    services.closers.append(backend.close)
+    cache = ConfigCache(services.database, services.secret_box)
+    await cache.preload()
+    local.listeners.append(cache.webhook_changed)
+    services.ingress = Ingress(settings, cache, backend)
+    if with_worker or (with_worker is None and settings.run_evaluator):
+        services.spawn(Consumer(services, source).run(), name="delivery-consumer")
+
+
+async def _redis(services: Services, local: LocalConfigPublisher) -> tuple[IngressBackend, Source]:
+    from redis.asyncio import Redis
+
+    from gateway.backends.publisher import RedisConfigPublisher
+    from gateway.backends.redis import HOT_SCRIPTS, KeySpace, RedisBackend
+    from gateway.backends.resp import RespClient
+    from gateway.worker.stream_source import StreamSource
+
+    settings = services.settings
+    assert settings.redis_url is not None
+    redis = Redis.from_url(
+        settings.redis_url, socket_connect_timeout=2, socket_timeout=5, protocol=2
+    )
+    services.closers.append(redis.aclose)
+    keyspace = KeySpace(settings.redis_prefix)
+    services.config_publisher = RedisConfigPublisher(redis, keyspace, local)
+    client = RespClient(settings.redis_url, scripts=HOT_SCRIPTS)
+    backend = RedisBackend(client, settings.redis_prefix, settings.auth_failure_limit)
+    return backend, StreamSource(redis, keyspace)
+
+
+async def _embedded(services: Services) -> tuple[IngressBackend, Source]:
+    from gateway.backends.memory import MemoryBackend
+    from gateway.backends.outbox import OutboxWriter
+    from gateway.worker.outbox_source import OutboxSource
+
+    outbox = OutboxWriter(services.database)
+    outbox.start()
+    backend = MemoryBackend(outbox, services.settings.auth_failure_limit)
+    await backend.preload(services.database)
+    return backend, OutboxSource(services.database)

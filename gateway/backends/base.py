@@ -1,0 +1,111 @@
+"""The ingress backend interface: limits, de-duplication and the durable delivery log.
+
+Two implementations: `redis.py` (Lua scripts, any number of processes) and `memory.py`
+(embedded, one process, SQL outbox). The endpoint and the consumer only see these types.
+"""
+
+from __future__ import annotations
+
+import enum
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+SHARDS = 16  # one Redis Stream per shard; the consumer reads 16 streams, not one per webhook
+DEDUP_WINDOW_S = 7 * 24 * 3600
+RATE_LIMIT = 60  # authenticated deliveries per rolling window per webhook
+RATE_WINDOW_MS = 60_000
+REJECT_LOG_LIMIT = 60  # rejected/duplicate records logged per rolling window per webhook
+
+
+class Label(enum.StrEnum):
+    """Delivery-log labels (spec 2.9, CONTRACT 5)."""
+
+    ACCEPTED = "Accepted"
+    DUPLICATE = "Duplicate"
+    AUTH = "Rejected (auth)"
+    INVALID_JSON = "Rejected (invalid JSON)"
+    TOO_LARGE = "Rejected (too large)"
+    RATE_LIMITED = "Rejected (rate limited)"
+
+
+class Verdict(enum.Enum):
+    ACCEPTED = "OK"
+    DUPLICATE = "DUP"
+    INVALID_JSON = "BADJSON"  # authenticated, counted, logged; answer 400
+    RATE_LIMITED = "RATE"
+    AUTH_LIMITED = "AUTHLIMIT"  # failed-auth budget of this webhook and source spent
+    AUTH_REJECTED = "DENIED"  # failure counted; answer 401
+    STALE = "STALE"  # the process's config version is older than the shared one
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    verdict: Verdict
+    delivery_id: str | None = None  # accepted: the new id; duplicate: the FIRST delivery's id
+    retry_after_ms: int = 0
+
+    @property
+    def retry_after_s(self) -> int:
+        """Whole seconds to the next free slot, rounded up, at least 1 (CONTRACT 2)."""
+        return max(1, -(-self.retry_after_ms // 1000))
+
+
+def shard_of(webhook_uid: str) -> int:
+    return zlib.crc32(webhook_uid.encode()) % SHARDS
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a backend needs to know about the webhook a request addresses."""
+
+    webhook_uid: str
+    version: int
+    shard: int
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """An authenticated delivery: accepted, duplicate, or (payload not JSON) rejected."""
+
+    target: Target
+    delivery_id: str  # fresh id, used when the delivery is new
+    identity: str
+    body: bytes
+    valid_json: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRecord:
+    """One delivery-log entry as it travels from ingress to the consumer."""
+
+    delivery_id: str
+    webhook_uid: str
+    received_at: datetime
+    size: int
+    label: Label
+    identity: str | None = None
+    duplicate_of: str | None = None
+    payload: bytes | None = None
+
+
+class IngressBackend(Protocol):
+    async def submit(self, submission: Submission) -> Outcome:
+        """Budget, rate, de-duplication and the durable append, all or nothing."""
+        ...
+
+    async def auth_failed(
+        self, target: Target, source: str, delivery_id: str, size: int
+    ) -> Outcome:
+        """Count a failed authentication: AUTH_LIMITED, AUTH_REJECTED or STALE."""
+        ...
+
+    async def log_rejection(
+        self, target: Target, delivery_id: str, size: int, label: Label
+    ) -> None:
+        """Record a rejection decided before authentication (too large); capped per webhook."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,207 @@
+"""Embedded backend (no Redis, one process): limits and de-duplication in memory, the delivery
+log in the SQL outbox. Checks and reservations happen without an await in between, so they are
+atomic on the event loop; the reservation is undone when the outbox commit fails."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import deque
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+
+from gateway.backends.base import (
+    DEDUP_WINDOW_S,
+    RATE_LIMIT,
+    RATE_WINDOW_MS,
+    REJECT_LOG_LIMIT,
+    DeliveryRecord,
+    Label,
+    Outcome,
+    Submission,
+    Target,
+    Verdict,
+)
+from gateway.backends.outbox import OutboxWriter
+from gateway.errors import Unavailable
+from gateway.store import Database
+from gateway.store import tables as t
+
+
+class SlidingWindow:
+    """Timestamps (ms) of the last `window` per key: a true sliding window, no boundary burst."""
+
+    def __init__(self, window_ms: int) -> None:
+        self.window_ms = window_ms
+        self._entries: dict[object, deque[float]] = {}
+
+    def _live(self, key: object, now: float) -> deque[float]:
+        entries = self._entries.get(key)
+        if entries is None:
+            return deque()
+        while entries and entries[0] <= now - self.window_ms:
+            entries.popleft()
+        if not entries:
+            del self._entries[key]
+        return entries
+
+    def retry_ms(self, key: object, limit: int, now: float) -> int | None:
+        """None when under `limit`, else ms until a slot frees."""
+        entries = self._live(key, now)
+        if len(entries) < limit:
+            return None
+        return max(1, int(entries[len(entries) - limit] + self.window_ms - now))
+
+    def add(self, key: object, now: float) -> None:
+        self._entries.setdefault(key, deque()).append(now)
+
+    def remove(self, key: object, stamp: float) -> None:
+        entries = self._entries.get(key)
+        if entries is not None and stamp in entries:
+            entries.remove(stamp)
+
+
+class _Seen:
+    __slots__ = ("delivery_id", "expires", "pending")
+
+    def __init__(self, delivery_id: str, expires: float, pending: asyncio.Future[None] | None):
+        self.delivery_id = delivery_id
+        self.expires = expires
+        self.pending = pending
+
+
+class MemoryBackend:
+    def __init__(self, outbox: OutboxWriter, auth_failure_limit: int) -> None:
+        self.outbox = outbox
+        self.auth_failure_limit = auth_failure_limit
+        self._auth = SlidingWindow(RATE_WINDOW_MS)
+        self._rate = SlidingWindow(RATE_WINDOW_MS)
+        self._rejects = SlidingWindow(RATE_WINDOW_MS)
+        self._seen: dict[tuple[str, str], _Seen] = {}
+        self.dropped_logs = 0
+
+    async def preload(self, database: Database) -> None:
+        """Restore the 7-day de-duplication memory from the log after a restart."""
+        since = datetime.now(UTC) - timedelta(seconds=DEDUP_WINDOW_S)
+        now_ms = time.time() * 1000
+        async with database.read() as conn:
+            for table in (t.deliveries, t.ingress_outbox):
+                query = select(
+                    table.c.webhook_uid, table.c.identity, table.c.delivery_id, table.c.received_at
+                ).where(table.c.label == Label.ACCEPTED.value, table.c.received_at >= since)
+                for row in await conn.execute(query):
+                    if row.identity is not None:
+                        age = now_ms - row.received_at.timestamp() * 1000
+                        expires = now_ms + DEDUP_WINDOW_S * 1000 - age
+                        key = (row.webhook_uid, _digest(row.identity))
+                        self._seen[key] = _Seen(row.delivery_id, expires, None)
+
+    async def submit(self, s: Submission) -> Outcome:
+        now = time.time() * 1000
+        uid = s.target.webhook_uid
+        retry = self._auth.retry_ms((uid, s.source), self.auth_failure_limit, now)
+        if retry is not None:
+            self._log(s.target, s.delivery_id, len(s.body), Label.RATE_LIMITED, now)
+            return Outcome(Verdict.AUTH_LIMITED, retry_after_ms=retry)
+        retry = self._rate.retry_ms(uid, RATE_LIMIT, now)
+        if retry is not None:
+            self._log(s.target, s.delivery_id, len(s.body), Label.RATE_LIMITED, now)
+            return Outcome(Verdict.RATE_LIMITED, retry_after_ms=retry)
+        self._rate.add(uid, now)
+        if not s.valid_json:
+            self._log(s.target, s.delivery_id, len(s.body), Label.INVALID_JSON, now)
+            return Outcome(Verdict.INVALID_JSON)
+        key = (uid, _digest(s.identity))
+        seen = self._seen.get(key)
+        if seen is not None and seen.expires > now:
+            return await self._duplicate(s, seen, now)
+        return await self._accept(s, key, now)
+
+    async def _duplicate(self, s: Submission, seen: _Seen, now: float) -> Outcome:
+        if seen.pending is not None:  # the first copy is still committing: its fate is ours
+            try:
+                await asyncio.shield(seen.pending)
+            except Exception as exc:
+                raise Unavailable("delivery log unavailable; retry shortly") from exc
+        record = self._record(s.target, s.delivery_id, len(s.body), Label.DUPLICATE, now)
+        record = replace(record, identity=s.identity, duplicate_of=seen.delivery_id)
+        self._log_record(s.target, record, now)
+        return Outcome(Verdict.DUPLICATE, delivery_id=seen.delivery_id)
+
+    async def _accept(self, s: Submission, key: tuple[str, str], now: float) -> Outcome:
+        pending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seen[key] = _Seen(s.delivery_id, now + DEDUP_WINDOW_S * 1000, pending)
+        record = DeliveryRecord(
+            s.delivery_id,
+            s.target.webhook_uid,
+            _when(now),
+            len(s.body),
+            Label.ACCEPTED,
+            identity=s.identity,
+            payload=s.body,
+        )
+        try:
+            await self.outbox.write(record)
+        except Exception as exc:
+            # undo the reservation: no marker and no slot for a delivery that was not recorded
+            self._seen.pop(key, None)
+            self._rate.remove(s.target.webhook_uid, now)
+            pending.set_exception(exc)
+            pending.exception()  # retrieved here; waiting duplicates re-raise it
+            raise Unavailable("delivery log unavailable; retry shortly") from exc
+        pending.set_result(None)
+        self._seen[key].pending = None
+        self._sweep(now)
+        return Outcome(Verdict.ACCEPTED, delivery_id=s.delivery_id)
+
+    async def auth_failed(
+        self, target: Target, source: str, delivery_id: str, size: int
+    ) -> Outcome:
+        now = time.time() * 1000
+        key = (target.webhook_uid, source)
+        retry = self._auth.retry_ms(key, self.auth_failure_limit, now)
+        if retry is not None:
+            self._log(target, delivery_id, size, Label.RATE_LIMITED, now)
+            return Outcome(Verdict.AUTH_LIMITED, retry_after_ms=retry)
+        self._auth.add(key, now)
+        self._log(target, delivery_id, size, Label.AUTH, now)
+        return Outcome(Verdict.AUTH_REJECTED)
+
+    async def log_rejection(
+        self, target: Target, delivery_id: str, size: int, label: Label
+    ) -> None:
+        self._log(target, delivery_id, size, label, time.time() * 1000)
+
+    def _record(
+        self, target: Target, delivery_id: str, size: int, label: Label, now: float
+    ) -> DeliveryRecord:
+        return DeliveryRecord(delivery_id, target.webhook_uid, _when(now), size, label)
+
+    def _log(self, target: Target, delivery_id: str, size: int, label: Label, now: float) -> None:
+        self._log_record(target, self._record(target, delivery_id, size, label, now), now)
+
+    def _log_record(self, target: Target, record: DeliveryRecord, now: float) -> None:
+        if self._rejects.retry_ms(target.webhook_uid, REJECT_LOG_LIMIT, now) is not None:
+            self.dropped_logs += 1  # capped: a flood of rejections cannot flood storage
+            return
+        self._rejects.add(target.webhook_uid, now)
+        self.outbox.write_later(record)
+
+    def _sweep(self, now: float) -> None:
+        if len(self._seen) % 1024 == 0:
+            for key in [k for k, v in self._seen.items() if v.expires <= now]:
+                del self._seen[key]
+
+    async def close(self) -> None:
+        await self.outbox.close()
+
+
+def _digest(identity: str) -> str:
+    return hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
+def _when(now_ms: float) -> datetime:
+    return datetime.fromtimestamp(now_ms / 1000, UTC)

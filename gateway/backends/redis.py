@@ -1,0 +1,167 @@
+"""Redis ingress backend: one EVALSHA per accepted delivery, shared by every gateway process."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.backends import scripts
+from gateway.backends.base import (
+    DEDUP_WINDOW_S,
+    RATE_LIMIT,
+    RATE_WINDOW_MS,
+    REJECT_LOG_LIMIT,
+    SHARDS,
+    Label,
+    Outcome,
+    Submission,
+    Target,
+    Verdict,
+)
+from gateway.backends.resp import RedisUnavailable, RespClient
+from gateway.errors import Unavailable
+
+SUBMIT_SHA = scripts.sha1(scripts.SUBMIT_SCRIPT)
+AUTH_FAILED_SHA = scripts.sha1(scripts.AUTH_FAILED_SCRIPT)
+LOG_REJECTION_SHA = scripts.sha1(scripts.LOG_REJECTION_SCRIPT)
+HOT_SCRIPTS = (scripts.SUBMIT_SCRIPT, scripts.AUTH_FAILED_SCRIPT, scripts.LOG_REJECTION_SCRIPT)
+
+
+class KeySpace:
+    """Key names. `{prefix:sN}` is the hash tag: one Cluster slot and one Stream per shard."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def tag(self, shard: int) -> str:
+        return f"{{{self.prefix}:s{shard}}}"
+
+    def stream(self, shard: int) -> str:
+        return f"{self.tag(shard)}:stream"
+
+    def streams(self) -> list[str]:
+        return [self.stream(shard) for shard in range(SHARDS)]
+
+    def version(self, uid: str, shard: int) -> str:
+        return f"{self.tag(shard)}:ver:{uid}"
+
+    def webhook(self, uid: str, shard: int) -> WebhookKeys:
+        tag = self.tag(shard)
+        return WebhookKeys(
+            version=f"{tag}:ver:{uid}",
+            auth_prefix=f"{tag}:af:{uid}:",
+            rate=f"{tag}:rate:{uid}",
+            rejects=f"{tag}:rej:{uid}",
+            seen_prefix=f"{tag}:seen:{uid}:",
+            stream=f"{tag}:stream",
+            dropped=f"{tag}:dropped:{uid}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookKeys:
+    version: str
+    auth_prefix: str
+    rate: str
+    rejects: str
+    seen_prefix: str
+    stream: str
+    dropped: str
+
+    def seen(self, identity: str) -> str:
+        # hashed: identities are sender-controlled and may be long
+        return self.seen_prefix + hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
+class RedisBackend:
+    def __init__(self, client: RespClient, prefix: str, auth_failure_limit: int) -> None:
+        self.client = client
+        self.keyspace = KeySpace(prefix)
+        self.auth_failure_limit = auth_failure_limit
+        self._keys: dict[str, WebhookKeys] = {}
+
+    def keys(self, target: Target) -> WebhookKeys:
+        keys = self._keys.get(target.webhook_uid)
+        if keys is None:
+            if len(self._keys) > 100_000:  # bounded: random uids never get this far (404)
+                self._keys.clear()
+            keys = self._keys[target.webhook_uid] = self.keyspace.webhook(
+                target.webhook_uid, target.shard
+            )
+        return keys
+
+    async def submit(self, s: Submission) -> Outcome:
+        k = self.keys(s.target)
+        reply = await self._eval(
+            SUBMIT_SHA,
+            (k.version, k.auth_prefix + s.source, k.rate, k.rejects, k.seen(s.identity)),
+            (k.stream, k.dropped),
+            (
+                s.target.version,
+                self.auth_failure_limit,
+                RATE_LIMIT,
+                RATE_WINDOW_MS,
+                REJECT_LOG_LIMIT,
+                s.delivery_id,
+                s.target.webhook_uid,
+                "1" if s.valid_json else "0",
+                len(s.body),
+                s.body if s.valid_json else b"",
+                s.identity,
+                DEDUP_WINDOW_S,
+            ),
+        )
+        return _outcome(reply)
+
+    async def auth_failed(
+        self, target: Target, source: str, delivery_id: str, size: int
+    ) -> Outcome:
+        k = self.keys(target)
+        reply = await self._eval(
+            AUTH_FAILED_SHA,
+            (k.version, k.auth_prefix + source, k.rejects, k.stream, k.dropped),
+            (),
+            (
+                target.version,
+                self.auth_failure_limit,
+                RATE_WINDOW_MS,
+                REJECT_LOG_LIMIT,
+                delivery_id,
+                target.webhook_uid,
+                size,
+            ),
+        )
+        return _outcome(reply)
+
+    async def log_rejection(
+        self, target: Target, delivery_id: str, size: int, label: Label
+    ) -> None:
+        k = self.keys(target)
+        await self._eval(
+            LOG_REJECTION_SHA,
+            (k.rejects, k.stream, k.dropped),
+            (),
+            (RATE_WINDOW_MS, REJECT_LOG_LIMIT, delivery_id, target.webhook_uid, size, label.value),
+        )
+
+    async def _eval(
+        self, sha: str, keys: tuple[str, ...], more: tuple[str, ...], args: tuple[Any, ...]
+    ) -> Any:
+        try:
+            return await self.client.evalsha(sha, (*keys, *more), args)
+        except RedisUnavailable as exc:
+            # fail closed: nothing was recorded, so nothing may be acknowledged
+            raise Unavailable("delivery log unavailable; retry shortly", retry_after=1) from exc
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _outcome(reply: list[Any]) -> Outcome:
+    verdict = Verdict(reply[0].decode())
+    if verdict in (Verdict.RATE_LIMITED, Verdict.AUTH_LIMITED):
+        return Outcome(verdict, retry_after_ms=int(reply[1]))
+    if verdict in (Verdict.ACCEPTED, Verdict.DUPLICATE):
+        return Outcome(verdict, delivery_id=reply[1].decode())
+    return Outcome(verdict)

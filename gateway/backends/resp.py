@@ -1,0 +1,187 @@
+"""A lean, pipelined Redis client for the hot-path scripts only (redis-py does everything else).
+
+One asyncio Protocol connection; requests are written as they come and replies matched to them in
+FIFO order with a hiredis Reader, so concurrent requests share one socket without a pool or a
+lock. Scripts are loaded on every (re)connect and again on NOSCRIPT. A watchdog closes the
+connection when the oldest reply is overdue, which fails every pending call (fail closed); the
+next call reconnects, after a short back-off when connecting fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import hiredis
+
+from gateway.backends.scripts import sha1
+
+
+class RedisUnavailable(Exception):
+    """Redis cannot be reached, timed out, or refused the command."""
+
+
+class ReplyError(RedisUnavailable):
+    pass
+
+
+def encode_command(args: Sequence[bytes | str | int]) -> bytes:
+    out = [b"*", str(len(args)).encode(), b"\r\n"]
+    for arg in args:
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        out += (b"$", str(len(data)).encode(), b"\r\n", data, b"\r\n")
+    return b"".join(out)
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.reader = hiredis.Reader()
+        self.pending: deque[tuple[asyncio.Future[Any], float]] = deque()
+        self.closed = False
+        self._out: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but they quack alike
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            future, _ = self.pending.popleft()
+            if future.done():
+                continue
+            if isinstance(reply, hiredis.ReplyError):
+                future.set_exception(ReplyError(str(reply)))
+            else:
+                future.set_result(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        while self.pending:
+            future, _ = self.pending.popleft()
+            if not future.done():
+                future.set_exception(RedisUnavailable(f"connection lost: {exc or 'closed'}"))
+
+    def send(self, payload: bytes, count: int) -> list[asyncio.Future[Any]]:
+        if self.closed or self.transport is None:
+            raise RedisUnavailable("connection closed")
+        loop = asyncio.get_running_loop()
+        now = time.monotonic()
+        futures = [loop.create_future() for _ in range(count)]
+        self.pending.extend((f, now) for f in futures)
+        # coalesce: everything written in this event-loop turn leaves in one send() syscall
+        if not self._out:
+            loop.call_soon(self._flush)
+        self._out.append(payload)
+        return futures
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if self.transport is not None and not self.closed:
+            self.transport.write(b"".join(out))
+
+
+class RespClient:
+    def __init__(self, url: str, *, timeout: float = 2.0, scripts: Sequence[str] = ()) -> None:
+        self._url = url
+        self._timeout = timeout
+        self._scripts = {sha1(s): s for s in scripts}
+        self._conn: _Protocol | None = None
+        self._connecting: asyncio.Lock | None = None
+        self._retry_at = 0.0
+        self._watchdog: asyncio.Task[None] | None = None
+
+    async def evalsha(
+        self, sha: str, keys: Sequence[bytes | str], args: Sequence[bytes | str | int]
+    ) -> Any:
+        command = encode_command(["EVALSHA", sha, len(keys), *keys, *args])
+        try:
+            return await self._call(command)
+        except ReplyError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+        await self._call(encode_command(["SCRIPT", "LOAD", self._scripts[sha]]))
+        return await self._call(command)
+
+    async def execute(self, *args: bytes | str | int) -> Any:
+        return await self._call(encode_command(args))
+
+    async def _call(self, command: bytes) -> Any:
+        conn = self._conn if self._conn is not None and not self._conn.closed else None
+        if conn is None:
+            conn = await self._connect()
+        (future,) = conn.send(command, 1)
+        return await future
+
+    async def _connect(self) -> _Protocol:
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._conn is not None and not self._conn.closed:
+                return self._conn
+            if time.monotonic() < self._retry_at:
+                raise RedisUnavailable("reconnect back-off")
+            try:
+                conn = await asyncio.wait_for(self._open(), self._timeout)
+            except (OSError, TimeoutError, RedisUnavailable) as exc:
+                self._retry_at = time.monotonic() + 0.2
+                raise RedisUnavailable(f"cannot connect: {exc}") from exc
+            self._conn = conn
+            if self._watchdog is None or self._watchdog.done():
+                self._watchdog = asyncio.create_task(self._watch(), name="resp-watchdog")
+            return conn
+
+    async def _open(self) -> _Protocol:
+        loop = asyncio.get_running_loop()
+        url = urlparse(self._url)
+        if url.scheme == "unix":
+            _, conn = await loop.create_unix_connection(_Protocol, url.path)
+        else:
+            tls = ssl.create_default_context() if url.scheme == "rediss" else None
+            _, conn = await loop.create_connection(
+                _Protocol, url.hostname or "127.0.0.1", url.port or 6379, ssl=tls
+            )
+        try:
+            await self._handshake(conn, url)
+        except BaseException:
+            if conn.transport is not None:
+                conn.transport.close()
+            raise
+        return conn
+
+    async def _handshake(self, conn: _Protocol, url: Any) -> None:
+        setup: list[Sequence[bytes | str | int]] = []
+        if url.password:
+            user = unquote(url.username) if url.username else "default"
+            setup.append(["AUTH", user, unquote(url.password)])
+        db = url.path.strip("/") if url.scheme != "unix" else ""
+        if db.isdigit() and int(db):
+            setup.append(["SELECT", db])
+        setup += [["SCRIPT", "LOAD", script] for script in self._scripts.values()]
+        if setup:
+            futures = conn.send(b"".join(encode_command(c) for c in setup), len(setup))
+            await asyncio.gather(*futures)
+
+    async def _watch(self) -> None:
+        """Close a connection whose oldest reply is overdue: its callers get an error at once."""
+        while True:
+            await asyncio.sleep(min(0.25, self._timeout / 4))
+            conn = self._conn
+            if conn is None or conn.closed or not conn.pending:
+                continue
+            if time.monotonic() - conn.pending[0][1] > self._timeout and conn.transport:
+                conn.transport.abort()
+
+    async def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            await asyncio.gather(self._watchdog, return_exceptions=True)
+        if self._conn is not None and self._conn.transport is not None:
+            self._conn.transport.close()
+        self._conn = None

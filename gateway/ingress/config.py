@@ -1,0 +1,122 @@
+"""Per-webhook ingress configuration, prepared once when loaded so a request only compares."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, and_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.backends.base import Target, shard_of
+from gateway.security import SecretBox, hash_token
+from gateway.store import tables as t
+
+log = logging.getLogger("gateway.ingress")
+
+# (headers with lower-case names, raw body, now) -> (valid?, the provider's delivery id)
+Verifier = Callable[[Mapping[str, str], bytes, float], tuple[bool, str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    uid: str
+    enabled: bool
+    version: int
+    auth_mode: str  # "token" | "url_token" | "signature"
+    token_hash: bytes | None  # token modes: hex SHA-256 of the token
+    verifier: Verifier | None  # signature mode
+    delivery_id_header: str | None
+    target: Target
+
+    def token_matches(self, presented: str) -> bool:
+        if self.token_hash is None:
+            return False
+        return hmac.compare_digest(hash_token(presented).encode(), self.token_hash)
+
+
+_COLUMNS = (
+    t.webhooks.c.uid,
+    t.webhooks.c.auth_mode,
+    t.webhooks.c.signature_scheme,
+    t.webhooks.c.token_hash,
+    t.webhooks.c.secret_encrypted,
+    t.webhooks.c.secret_name,
+    t.webhooks.c.delivery_id_header,
+    t.webhooks.c.enabled,
+    t.webhooks.c.config_version,
+    t.team_secrets.c.value_encrypted.label("team_secret"),
+)
+
+
+def _query() -> Any:
+    joined = t.webhooks.join(t.factories, t.factories.c.uid == t.webhooks.c.factory_uid).outerjoin(
+        t.team_secrets,
+        and_(
+            t.team_secrets.c.team_uid == t.factories.c.team_uid,
+            t.team_secrets.c.name == t.webhooks.c.secret_name,
+        ),
+    )
+    return select(*_COLUMNS).select_from(joined).where(t.webhooks.c.deleted_at.is_(None))
+
+
+async def load_one(conn: AsyncConnection, box: SecretBox, uid: str) -> WebhookConfig | None:
+    row = (await conn.execute(_query().where(t.webhooks.c.uid == uid))).first()
+    return None if row is None else prepare(row, box)
+
+
+async def load_all(conn: AsyncConnection, box: SecretBox) -> list[WebhookConfig]:
+    return [prepare(row, box) for row in await conn.execute(_query())]
+
+
+def prepare(row: Row[Any], box: SecretBox) -> WebhookConfig:
+    """Decrypt and prepare the credential now; an unusable one makes every delivery a 401."""
+    token_hash: str | None = None
+    verifier: Verifier | None = None
+    try:
+        secret = _secret(row, box)
+        if row.auth_mode in ("token", "url_token"):
+            token_hash = hash_token(secret) if row.secret_name and secret else row.token_hash
+        elif row.auth_mode == "signature" and secret is not None:
+            verifier = _verifier(row.signature_scheme, secret)
+    except (ValueError, KeyError) as exc:
+        log.warning("webhook %s: credential unusable (%s); deliveries get 401", row.uid, exc)
+    return WebhookConfig(
+        uid=row.uid,
+        enabled=bool(row.enabled),
+        version=int(row.config_version),
+        auth_mode=row.auth_mode,
+        token_hash=token_hash.encode() if token_hash else None,
+        verifier=verifier,
+        delivery_id_header=(row.delivery_id_header or "").lower() or None,
+        target=Target(row.uid, int(row.config_version), shard_of(row.uid)),
+    )
+
+
+def _secret(row: Row[Any], box: SecretBox) -> str | None:
+    if row.secret_name:
+        if row.team_secret is None:
+            raise ValueError(f"team secret {row.secret_name!r} does not exist")
+        return box.decrypt(row.team_secret)
+    if row.secret_encrypted:
+        return box.decrypt(row.secret_encrypted)
+    return None
+
+
+def _verifier(scheme_name: str | None, secret: str) -> Verifier:
+    from gateway.ingress.signatures import SCHEMES, SignatureError
+
+    scheme = SCHEMES[scheme_name or ""]
+    key = scheme.prepare_key(secret)
+
+    def verify(headers: Mapping[str, str], body: bytes, now: float) -> tuple[bool, str | None]:
+        try:
+            delivery_id: str | None = scheme.verify(key, headers, body, now).delivery_id
+        except SignatureError:
+            return False, None
+        return True, delivery_id
+
+    return verify

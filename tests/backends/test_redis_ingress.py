@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from redis.exceptions import OutOfMemoryError
+
+from gateway.security import hash_token
+from gateway.store.types import utcnow
+from tests.conftest import make_settings
+from tests.ingress.hooks import add_webhook, change_webhook, own_redis
+from tests.support import GatewayClient, World
+
+
+def _commandstats(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    stats = client.info("commandstats")
+    return {name: int(value["calls"]) for name, value in stats.items()}
+
+
+def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
+    with own_redis() as server:
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, run_evaluator="false")
+        with GatewayClient.running(settings) as gw:
+            world = World.create(gw)
+            hook = add_webhook(gw, world)
+            # warm up: the connection is made and the scripts are loaded
+            assert gw.post(hook.path, content=b"0", headers=hook.auth).status_code == 202
+            redis = server.client()
+            redis.config_resetstat()
+            for i in range(1, 21):
+                assert gw.post(hook.path, content=b"%d" % i, headers=hook.auth).status_code == 202
+            stats = _commandstats(redis)
+            stats.pop("cmdstat_info", None)
+            stats.pop("cmdstat_config|resetstat", None)
+            # commandstats also counts the calls made inside scripts: the only command a client
+            # sent is EVALSHA, once per delivery; the rest is what the script does inside
+            assert stats.pop("cmdstat_evalsha") == 20
+            assert stats["cmdstat_xadd"] == 20
+            inside = {"get", "time", "zcount", "zadd", "zremrangebyscore", "pexpire", "set", "xadd"}
+            assert {name.removeprefix("cmdstat_") for name in stats} <= inside, stats
+            redis.close()
+
+
+def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
+    with own_redis() as server:
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, run_evaluator="false")
+        with GatewayClient.running(settings) as gw:
+            world = World.create(gw)
+            hook = add_webhook(gw, world)
+            assert gw.post(hook.path, content=b"1", headers=hook.auth).status_code == 202
+            server.stop()
+            down = gw.post(hook.path, content=b"2", headers=hook.auth)
+            assert down.status_code == 503
+            assert down.headers["content-type"] == "application/problem+json"
+            assert int(down.headers["retry-after"]) >= 1
+            server.start()  # same port, empty data (no persistence in this test)
+            deadline = time.monotonic() + 5
+            while True:
+                response = gw.post(hook.path, content=b"2", headers=hook.auth)
+                if response.status_code == 202 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert response.status_code == 202
+            # the failed attempt left no de-duplication marker: "2" was new after recovery
+            assert response.json()["delivery_id"] != ""
+            redis = server.client()
+            entries = sum(redis.xlen(f"{{gw:s{s}}}:stream") for s in range(16))
+            assert entries == 1  # only the delivery accepted after the restart
+            redis.close()
+
+
+def test_oom_refusal_is_a_503_and_writes_nothing(tmp_path: Path) -> None:
+    with own_redis("--maxmemory", "1mb", "--maxmemory-policy", "noeviction") as server:
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, run_evaluator="false")
+        with GatewayClient.running(settings) as gw:
+            world = World.create(gw)
+            hook = add_webhook(gw, world)
+            redis = server.client()
+            filler = b"x" * 100_000
+            with pytest.raises(OutOfMemoryError):  # fill the server up
+                for i in range(100):
+                    redis.set(f"filler:{i}", filler)
+            before = redis.dbsize()
+            response = gw.post(hook.path, content=b'{"a":1}', headers=hook.auth)
+            assert response.status_code == 503
+            assert redis.dbsize() == before  # refused before the first write
+            redis.close()
+
+
+def test_config_changes_reach_another_process(
+    tmp_path: Path, redis_url: str, redis_prefix: str
+) -> None:
+    import uuid
+
+    settings = make_settings(
+        f"sqlite:///{tmp_path}/gw.db",
+        redis_url,
+        prefix=f"{redis_prefix}:{uuid.uuid4().hex}",
+        run_evaluator="false",
+    )
+    with GatewayClient.running(settings) as one, GatewayClient.running(settings) as two:
+        world = World.create(one)
+        hook = add_webhook(one, world)
+        assert two.post(hook.path, content=b"1", headers=hook.auth).status_code == 202
+        # rotate through one: two refuses the old token and takes the new one at once
+        change_webhook(one, hook.uid, token_hash=hash_token("wht_rotated"))
+        assert two.post(hook.path, content=b"2", headers=hook.auth).status_code == 401
+        rotated = {"Authorization": "Bearer wht_rotated"}
+        assert two.post(hook.path, content=b"3", headers=rotated).status_code == 202
+        change_webhook(one, hook.uid, enabled=False)
+        assert two.post(hook.path, content=b"4", headers=rotated).status_code == 404
+        change_webhook(one, hook.uid, enabled=True)
+        time.sleep(1.1)  # a disabled webhook is remembered for the negative-cache TTL
+        assert two.post(hook.path, content=b"5", headers=rotated).status_code == 202
+        change_webhook(one, hook.uid, deleted_at=utcnow())
+        assert two.post(hook.path, content=b"6", headers=rotated).status_code == 404

@@ -1,0 +1,181 @@
+"""Test helpers for ingress: webhooks written straight to SQL (the management API is another
+module's job), the services' publisher told about changes, and a Redis server of our own."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from sqlalchemy import insert, select, update
+
+from gateway import ids
+from gateway.security import hash_token, new_webhook_token
+from gateway.services import Services
+from gateway.settings import Settings
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+from tests.conftest import make_settings
+from tests.support import GatewayClient, World
+
+
+@dataclass
+class Hook:
+    uid: str
+    secret: str
+    mode: str
+
+    @property
+    def path(self) -> str:
+        if self.mode == "url_token":
+            return f"/webhooks/w/{self.uid}/{self.secret}"
+        return f"/webhooks/w/{self.uid}"
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.secret}"} if self.mode == "token" else {}
+
+
+def add_webhook(
+    client: GatewayClient,
+    world: World,
+    mode: str = "token",
+    *,
+    scheme: str | None = None,
+    secret: str | None = None,
+    delivery_id_header: str | None = None,
+    secret_name: str | None = None,
+) -> Hook:
+    async def run(services: Services) -> Hook:
+        uid = ids.new_id("wh")
+        value = secret or new_webhook_token()
+        now = utcnow()
+        signed = mode == "signature"
+        async with services.database.transaction() as conn:
+            await conn.execute(
+                insert(t.webhooks).values(
+                    uid=uid,
+                    factory_uid=world.factory_uid,
+                    name=f"hook {uid}",
+                    auth_mode=mode,
+                    signature_scheme=scheme,
+                    token_hash=None if signed or secret_name else hash_token(value),
+                    secret_encrypted=services.secret_box.encrypt(value) if signed else None,
+                    secret_name=secret_name,
+                    delivery_id_header=delivery_id_header,
+                    enabled=True,
+                    config_version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        await services.config_publisher.webhook_changed(uid, 1)
+        return Hook(uid, value, mode)
+
+    return client.run(run)
+
+
+def change_webhook(client: GatewayClient, uid: str, **values: Any) -> None:
+    """What the management API does: commit config_version + 1, then publish it."""
+
+    async def run(services: Services) -> None:
+        async with services.database.transaction() as conn:
+            version = (
+                await conn.execute(
+                    select(t.webhooks.c.config_version).where(t.webhooks.c.uid == uid)
+                )
+            ).scalar_one()
+            await conn.execute(
+                update(t.webhooks)
+                .where(t.webhooks.c.uid == uid)
+                .values(config_version=version + 1, updated_at=utcnow(), **values)
+            )
+        await services.config_publisher.webhook_changed(uid, version + 1)
+
+    client.run(run)
+
+
+def backend_settings(
+    kind: str, database_url: str, redis_url: str, redis_prefix: str, **env: str
+) -> Settings:
+    env.setdefault("run_evaluator", "false")
+    if kind == "redis":
+        return make_settings(
+            database_url, redis_url, prefix=f"{redis_prefix}:{uuid.uuid4().hex}", **env
+        )
+    return make_settings(database_url, **env)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class OwnRedis:
+    """A redis-server of this test's own, on a free port, in a temporary directory."""
+
+    def __init__(self, *extra: str) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="gwredis")
+        self.extra = extra
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        args = ["redis-server", "--port", str(self.port), "--dir", self.dir, "--save", ""]
+        self.proc = subprocess.Popen(
+            [*args, "--appendonly", "no", *self.extra],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port)
+
+
+@contextmanager
+def own_redis(*extra: str) -> Iterator[OwnRedis]:
+    server = OwnRedis(*extra)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.dir, ignore_errors=True)
+
+
+def gateway_env(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    env.update({f"GATEWAY_{k.upper()}": v for k, v in values.items()})
+    return env

@@ -1,0 +1,173 @@
+"""SIGKILL a real `gateway serve` under load: every delivery that got a 202 is in the log."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from gateway import ids
+from gateway.domain import factories, identities
+from gateway.security import hash_token
+from gateway.services import build_services
+from gateway.store import migrate
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+from tests.conftest import make_settings
+from tests.ingress.hooks import free_port, gateway_env
+
+pytestmark = pytest.mark.slow
+TOKEN = "wht_crash_test_token"
+
+
+async def _prepare(settings) -> str:  # type: ignore[no-untyped-def]
+    services = build_services(settings)
+    try:
+        await migrate(services.database)
+        async with services.database.transaction() as conn:
+            team = await identities.create_team(conn, "T")
+            factory = await factories.create_factory(conn, team, "F", None, None)
+            uid = ids.new_id("wh")
+            now = utcnow()
+            await conn.execute(
+                t.webhooks.insert().values(
+                    uid=uid,
+                    factory_uid=factory,
+                    name="h",
+                    auth_mode="token",
+                    token_hash=hash_token(TOKEN),
+                    enabled=True,
+                    config_version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return uid
+    finally:
+        await services.close()
+
+
+async def _logged(settings) -> set[str]:  # type: ignore[no-untyped-def]
+    services = build_services(settings)
+    try:
+        async with services.database.read() as conn:
+            rows = await conn.execute(
+                select(t.deliveries.c.delivery_id).where(t.deliveries.c.label == "Accepted")
+            )
+            return set(rows.scalars())
+    finally:
+        await services.close()
+
+
+def _pending(settings) -> set[str]:  # type: ignore[no-untyped-def]
+    if settings.redis_url is None:
+        return asyncio.run(_outbox(settings))
+    from redis import Redis
+
+    from gateway.backends.redis import KeySpace
+
+    client = Redis.from_url(settings.redis_url)
+    found = set()
+    for stream in KeySpace(settings.redis_prefix).streams():
+        for _, fields in client.xrange(stream):
+            if fields[b"l"] == b"Accepted":
+                found.add(fields[b"d"].decode())
+    client.close()
+    return found
+
+
+async def _outbox(settings) -> set[str]:  # type: ignore[no-untyped-def]
+    services = build_services(settings)
+    try:
+        async with services.database.read() as conn:
+            rows = await conn.execute(select(t.ingress_outbox.c.delivery_id))
+            return set(rows.scalars())
+    finally:
+        await services.close()
+
+
+def _serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/v1/nope", timeout=0.5)
+            return proc
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("gateway did not start")
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_sigkill_under_load_loses_no_accepted_delivery(
+    kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
+) -> None:
+    db = f"sqlite:///{tmp_path}/gw.db"
+    values = {
+        "database_url": db,
+        "secret_key": base64.urlsafe_b64encode(b"k" * 32).decode(),
+        "log_level": "warning",
+    }
+    if kind == "redis":
+        values |= {"redis_url": redis_url, "redis_prefix": f"{redis_prefix}:{uuid.uuid4().hex}"}
+    settings = make_settings(db, values.get("redis_url"), prefix=values.get("redis_prefix", "gw"))
+    uid = asyncio.run(_prepare(settings))
+    env = gateway_env(**values)
+    port = free_port()
+    proc = _serve(env, port)
+    accepted: list[str] = []
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def load(worker: int) -> None:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                # a fresh identity per request; 429s after the 60th are fine
+                try:
+                    r = client.post(
+                        f"/webhooks/w/{uid}",
+                        content=b'{"w":%d,"n":%d}' % (worker, n),
+                        headers={"Authorization": f"Bearer {TOKEN}"},
+                    )
+                except httpx.TransportError:
+                    return
+                statuses.append(r.status_code)
+                if r.status_code == 202:
+                    accepted.append(r.json()["delivery_id"])
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(accepted) < 40 and time.monotonic() < deadline:
+        time.sleep(0.001)  # kill while requests are in flight, before the 60/min budget is spent
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert accepted, f"no delivery was accepted before the kill: {statuses[:5]}"
+
+    # durable means: in the shard stream / the SQL outbox, or already moved to the log table
+    logged = asyncio.run(_logged(settings)) | _pending(settings)
+    missing = set(accepted) - logged
+    assert not missing, f"{len(missing)} of {len(accepted)} accepted deliveries lost"

@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import itertools
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gateway.backends.base import RATE_LIMIT, Submission, Target, Verdict, shard_of
+from gateway.backends.memory import MemoryBackend
+from gateway.backends.outbox import OutboxWriter
+from gateway.backends.redis import HOT_SCRIPTS, RedisBackend
+from gateway.backends.resp import RespClient
+from gateway.errors import RequestTimeout
+from gateway.ingress.body import MAX_BODY, TooLarge, declared_length, read_body
+from gateway.ingress.source import source_address
+from gateway.logs import RedactTokens, redact
+from gateway.store import create_database, migrate
+
+
+def _receiver(chunks: list[bytes]) -> Any:
+    messages = [
+        {"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+        for i, c in enumerate(chunks)
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    return receive
+
+
+@st.composite
+def chunked(draw: st.DrawFn) -> list[bytes]:
+    size = draw(st.one_of(st.integers(0, 2048), st.integers(MAX_BODY - 64, MAX_BODY + 64)))
+    cuts = sorted(draw(st.lists(st.integers(0, size), max_size=6)))
+    body = b"x" * size
+    bounds = [0, *cuts, size]
+    return [body[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunked())
+def test_streamed_body_cap(chunks: list[bytes]) -> None:
+    size = sum(map(len, chunks))
+
+    async def run() -> bytes | None:
+        try:
+            return await read_body(_receiver(chunks), 5.0)
+        except TooLarge:
+            return None
+
+    body = asyncio.run(run())
+    if size > MAX_BODY:
+        assert body is None  # never accepted over the cap
+    else:
+        assert body == b"".join(chunks)  # never rejected within it
+
+
+@given(st.integers(0, 2 * MAX_BODY))
+def test_declared_length_decides(length: int) -> None:
+    declared = declared_length(str(length))
+    assert declared == length
+    assert (declared > MAX_BODY) == (length > MAX_BODY)
+
+
+def test_body_deadline() -> None:
+    async def slow() -> dict[str, Any]:
+        await asyncio.sleep(10)
+        return {}
+
+    async def run() -> None:
+        with pytest.raises(RequestTimeout):
+            await read_body(slow, 0.05)
+
+    asyncio.run(run())
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend_factory(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, redis_prefix: str
+) -> Any:
+    async def make() -> tuple[Any, Any]:
+        if request.param == "redis":
+            client = RespClient(redis_url, scripts=HOT_SCRIPTS)
+            prefix = f"{redis_prefix}:{uuid.uuid4().hex}"
+            return RedisBackend(client, prefix, 10), client.close
+        database = create_database(f"sqlite+aiosqlite:///{tmp_path}/p{uuid.uuid4().hex}.db")
+        await migrate(database)
+        outbox = OutboxWriter(database)
+        outbox.start()
+
+        async def close() -> None:
+            await outbox.close()
+            await database.close()
+
+        return MemoryBackend(outbox, 10), close
+
+    return make
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(n=st.integers(1, 140), dup_every=st.integers(0, 5), bad_every=st.integers(0, 7))
+def test_rate_window_gives_min_n_60(
+    backend_factory: Any, n: int, dup_every: int, bad_every: int
+) -> None:
+    async def run() -> int:
+        backend, close = await backend_factory()
+        target = Target("wh_prop", 1, shard_of("wh_prop"))
+        try:
+            outcomes = await asyncio.gather(
+                *[
+                    backend.submit(
+                        Submission(
+                            target,
+                            f"dlv_{uuid.uuid4().hex}",
+                            f"id{i % dup_every if dup_every else i}",
+                            b"{}",
+                            not (bad_every and i % bad_every == 0),
+                            "1.1.1.1",
+                        )
+                    )
+                    for i in range(n)
+                ]
+            )
+        finally:
+            await close()
+        return sum(o.verdict is not Verdict.RATE_LIMITED for o in outcomes)
+
+    assert asyncio.run(run()) == min(n, RATE_LIMIT)
+
+
+NETS = (ipaddress.ip_network("10.0.0.0/8"),)
+
+
+def test_source_address_trusts_only_configured_proxies() -> None:
+    assert source_address("1.2.3.4", "9.9.9.9", NETS) == "1.2.3.4"  # peer not a proxy
+    assert source_address("10.0.0.1", "9.9.9.9", ()) == "10.0.0.1"  # no proxies configured
+    assert source_address("10.0.0.1", "6.6.6.6, 9.9.9.9", NETS) == "9.9.9.9"
+    assert source_address("10.0.0.1", "6.6.6.6, 9.9.9.9, 10.0.0.7", NETS) == "9.9.9.9"
+    assert source_address("10.0.0.1", "10.0.0.9", NETS) == "10.0.0.9"
+    assert source_address("10.0.0.1", None, NETS) == "10.0.0.1"
+
+
+def test_url_tokens_never_reach_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    line = '127.0.0.1:5 - "POST /webhooks/w/wh_1/wht_SECRET?x=1 HTTP/1.1" 202'
+    assert "wht_SECRET" not in redact(line) and "/webhooks/w/wh_1/{token}" in redact(line)
+    logger = logging.getLogger("test.redact")
+    logger.addFilter(RedactTokens())
+    with caplog.at_level(logging.INFO, logger="test.redact"):
+        logger.info(
+            '%s - "%s %s HTTP/%s" %d',
+            "1.2.3.4:1",
+            "POST",
+            "/webhooks/w/wh_9/wht_TOPSECRET",
+            "1.1",
+            202,
+        )
+    assert "wht_TOPSECRET" not in caplog.text and "{token}" in caplog.text

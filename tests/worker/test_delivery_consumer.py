@@ -1,0 +1,203 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from sqlalchemy import func, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.backends.redis import KeySpace
+from gateway.domain import deliveries
+from gateway.domain.automation_runs import AcceptedDelivery, RunRef
+from gateway.services import Services
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+from gateway.worker.consumer import Consumer, Source
+from gateway.worker.outbox_source import OutboxSource
+from gateway.worker.stream_source import StreamSource
+from tests.ingress.hooks import add_webhook, backend_settings
+from tests.support import GatewayClient, World
+
+
+class RecordingStarter:
+    """Stands in for run dispatch (another module): records each call, starts one 'run'."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def start_runs(self, conn: AsyncConnection, delivery: AcceptedDelivery) -> list[RunRef]:
+        self.calls.append(delivery.delivery_id)
+        await conn.execute(
+            insert(t.automation_runs).values(
+                delivery_id=delivery.delivery_id,
+                automation_uid="auto_1",
+                run_id=f"run-{delivery.delivery_id}",
+                created_at=utcnow(),
+            )
+        )
+        return [RunRef("auto_1", f"run-{delivery.delivery_id}")]
+
+
+@pytest.fixture(params=["memory", "redis"])
+def kind(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def gwc(
+    request: pytest.FixtureRequest, kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
+) -> Iterator[GatewayClient]:
+    db = f"sqlite:///{tmp_path}/gw.db"
+    if request.param == "postgresql":
+        db = request.getfixturevalue("postgres_url")
+    with GatewayClient.running(backend_settings(kind, db, redis_url, redis_prefix)) as client:
+        yield client
+
+
+def _source(services: Services) -> Source:
+    settings = services.settings
+    if settings.uses_redis:
+        assert settings.redis_url
+        redis = Redis.from_url(settings.redis_url, protocol=2)
+        services.closers.append(redis.aclose)
+        return StreamSource(redis, KeySpace(settings.redis_prefix), block_ms=50)
+    return OutboxSource(services.database, idle_wait=0.01)
+
+
+def drain(client: GatewayClient, starter: Any) -> int:
+    async def run(services: Services) -> int:
+        consumer = Consumer(services, _source(services), starter)
+        for _ in range(20):
+            entries = await consumer.source.read()
+            if entries:
+                await consumer.process(entries)
+            elif consumer.processed:
+                break
+        return consumer.processed
+
+    return client.run(run)
+
+
+def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None:
+    world = World.create(gwc)
+    hook = add_webhook(gwc, world)
+    path, auth = hook.path, hook.auth
+    ok = gwc.post(path, content=b'{"n": 1}', headers=auth).json()["delivery_id"]
+    assert gwc.post(path, content=b'{"n": 1}', headers=auth).json()["delivery_id"] == ok
+    assert gwc.post(path, content=b"{bad", headers=auth).status_code == 400
+    assert gwc.post(path, content=b"{}", headers={"Authorization": "Bearer x"}).status_code == 401
+    assert gwc.post(path, content=b"x" * 300_000).status_code == 413
+    assert gwc.post("/webhooks/w/wh_nope", content=b"{}").status_code == 404
+    starter = RecordingStarter()
+    assert drain(gwc, starter) == 5
+    assert starter.calls == [ok]  # duplicates and rejections start nothing
+
+    listed = world.api("GET", f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries")
+    assert listed.status_code == 200, listed.text
+    items = listed.json()["deliveries"]
+    labels = sorted(item["label"] for item in items)
+    assert labels == sorted(
+        [
+            "Accepted",
+            "Duplicate",
+            "Rejected (invalid JSON)",
+            "Rejected (auth)",
+            "Rejected (too large)",
+        ]
+    )
+    accepted = next(i for i in items if i["label"] == "Accepted")
+    assert accepted["delivery_id"] == ok and accepted["size"] == 8
+    assert accepted["runs"] == [{"automation_uid": "auto_1", "run_id": f"run-{ok}"}]
+    assert next(i for i in items if i["label"] == "Rejected (too large)")["size"] == 300_000
+    detail = world.api(
+        "GET", f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries/{ok}"
+    ).json()
+    assert detail["payload"] == {"n": 1}
+    dup = next(i for i in items if i["label"] == "Duplicate")
+    dup_detail = world.api(
+        "GET", f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries/{dup['delivery_id']}"
+    ).json()
+    assert "payload" not in dup_detail
+
+    # redelivery of the same entries (e.g. after a crash before the ack) changes nothing
+    async def replay(services: Services) -> int:
+        async with services.database.transaction() as conn:
+            rows = (await conn.execute(select(t.deliveries))).all()
+            from gateway.backends.base import DeliveryRecord, Label
+
+            records = [
+                DeliveryRecord(
+                    r.delivery_id,
+                    r.webhook_uid,
+                    r.received_at,
+                    r.size,
+                    Label(r.label),
+                    r.identity,
+                    r.duplicate_of,
+                    r.payload,
+                )
+                for r in rows
+            ]
+            return len(await deliveries.store_records(conn, services, records, starter))
+
+    assert gwc.run(replay) == 0
+    assert starter.calls == [ok]
+
+
+def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:
+    world = World.create(gwc)
+    hook = add_webhook(gwc, world)
+    for i in range(7):
+        assert gwc.post(hook.path, content=str(i).encode(), headers=hook.auth).status_code == 202
+    drain(gwc, RecordingStarter())
+    base = f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries"
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": 3} | ({"cursor": cursor} if cursor else {})
+        page = world.api("GET", base, params=params).json()
+        seen += [d["delivery_id"] for d in page["deliveries"]]
+        cursor = page["page_info"]["next_cursor"]
+        if not cursor:
+            break
+    assert len(seen) == 7 and len(set(seen)) == 7
+    assert seen == sorted(seen, reverse=True)  # ids sort by time: newest first
+    assert world.api("GET", base, params={"limit": 101}).status_code == 400
+    assert world.api("GET", base, params={"cursor": "forged"}).status_code == 400
+    assert world.api("GET", base, headers=world.stranger).status_code == 403
+    assert world.api("GET", base, headers={}).status_code == 401
+    other = f"/factory/{world.factory_uid}/webhooks/wh_missing/deliveries"
+    assert world.api("GET", other).status_code == 404
+    assert world.api("GET", f"{base}/dlv_missing").status_code == 404
+
+    async def age_and_prune(services: Services) -> tuple[int, int]:
+        old = utcnow() - timedelta(days=8)
+        async with services.database.transaction() as conn:
+            rows = [
+                {
+                    "delivery_id": f"dlv_old{hook.uid[-8:]}{i:03d}",
+                    "webhook_uid": hook.uid,
+                    "received_at": old - timedelta(seconds=i),
+                    "size": 1,
+                    "label": "Accepted",
+                }
+                for i in range(60)
+            ]
+            await conn.execute(insert(t.deliveries), rows)
+            removed = await deliveries.prune(conn)
+            left = (
+                await conn.execute(
+                    select(func.count()).where(t.deliveries.c.webhook_uid == hook.uid)
+                )
+            ).scalar_one()
+        return removed, left
+
+    removed, left = gwc.run(age_and_prune)
+    # 67 records: the 7 recent ones stay (< 7 days), and of the old ones the newest 43 complete
+    # the 50 always kept
+    assert (removed, left) == (17, 50)
