@@ -89,3 +89,7 @@ class Unavailable(ServiceError):
 
     def __init__(self, detail: str = "", *, retry_after: int = 1) -> None:
         super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))})
+
+
+class ManagedSecret(Conflict):
+    code, title = "managed_secret", "Secret is a managed team secret"

@@ -16,6 +16,7 @@ RESOURCE_MODULES = (
     "tasks",
     "conversations",
     "meta",
+    "openapi",
 )
 
 

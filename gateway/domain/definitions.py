@@ -15,7 +15,7 @@ import yaml
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.api.factory_schema import definition_schema
+from gateway.domain.definition_schema import definition_schema
 from gateway.domain import automations, webhooks
 from gateway.errors import ServiceError
 from gateway.services import Services

@@ -1,0 +1,81 @@
+"""JSON Schema 2020-12 for factory definition files: webhooks/*.yaml and automations/*.yaml."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_ID = "/api/v1/factory-files/schemas/v1alpha1/factory.schema.json"
+SIGNATURE_SCHEMES = ["github", "linear", "shopify", "slack", "standard-webhooks", "stripe"]
+
+_WEBHOOK: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "authMode": {"enum": ["token", "url_token", "signature"], "default": "token"},
+        "signatureScheme": {"enum": SIGNATURE_SCHEMES},
+        "secretName": {"type": "string", "minLength": 1, "maxLength": 200},
+        "deliveryIdHeader": {"type": "string", "pattern": "^[A-Za-z0-9-]{1,100}$"},
+        "enabled": {"type": "boolean", "default": True},
+    },
+    "if": {"properties": {"authMode": {"const": "signature"}}, "required": ["authMode"]},
+    "then": {"required": ["signatureScheme"]},
+    "else": {"not": {"required": ["signatureScheme"]}},
+}
+
+_TRIGGER: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["provider", "event", "filter"],
+    "properties": {
+        "provider": {"const": "webhook"},
+        "event": {"const": "received"},
+        "filter": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["webhook_ids"],
+            "properties": {
+                "webhook_ids": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "minItems": 1,
+                    "maxItems": 1,
+                },
+                "payload": {"type": "object"},
+            },
+        },
+    },
+}
+
+_AUTOMATION: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["prompt", "triggers"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "prompt": {"type": "string", "minLength": 1},
+        "enabled": {"type": "boolean", "default": True},
+        "triggers": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/trigger"},
+            "minItems": 1,
+            "maxItems": 20,
+        },
+    },
+}
+
+FACTORY_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": SCHEMA_ID,
+    "title": "Factory definition files, v1alpha1",
+    "description": (
+        "A webhooks/<name>.yaml file is a webhook; an automations/<name>.yaml file an automation."
+    ),
+    "oneOf": [{"$ref": "#/$defs/webhook"}, {"$ref": "#/$defs/automation"}],
+    "$defs": {"webhook": _WEBHOOK, "automation": _AUTOMATION, "trigger": _TRIGGER},
+}
+
+
+def definition_schema(kind: str) -> dict[str, Any]:
+    """The schema of one file kind ("webhook" or "automation"), self-contained for validation."""
+    return {**FACTORY_SCHEMA, "oneOf": [{"$ref": f"#/$defs/{kind}"}]}
