@@ -1,0 +1,159 @@
+"""Match one payload against many filters, sharing work (an Event-Ruler-like index).
+
+Each filter gets one *anchor*: an equality condition (an array or an ``in`` list) that it
+cannot match without, reached through plain object keys. The index maps
+path -> value key -> filter ids. A delivery reads each indexed path once (following arrays at
+every level, collecting every reachable value), looks the values up, and fully checks only
+those candidates, plus the few filters with no anchor.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from .compile import ObjectCheck, compile_object, value_key
+from .tree import AnyOf, Filter, Nested, Operators, Scalar
+
+__all__ = ["MultiMatcher", "compile_many"]
+
+K = TypeVar("K")
+Path = tuple[str, ...]
+Anchor = tuple[Path, tuple[Hashable, ...]]
+_MISSING = object()
+
+
+class MultiMatcher(Generic[K]):
+    """``match(payload)`` -> keys of the matching filters, in the order they were given."""
+
+    __slots__ = ("_always", "_checks", "_index", "_keys", "_scan", "_unfiltered")
+
+    def __init__(self, filters: Mapping[K, Filter | None]) -> None:
+        self._keys: list[K] = list(filters)
+        trees = list(filters.values())
+        self._checks: list[ObjectCheck | None] = [
+            compile_object(tree) if tree is not None and tree.fields else None for tree in trees
+        ]
+        self._unfiltered = [i for i, check in enumerate(self._checks) if check is None]
+        anchors = [_anchors(tree) if tree is not None else [] for tree in trees]
+        popularity: Counter[tuple[Path, Hashable]] = Counter()
+        for options in anchors:
+            for path, keys in options:
+                popularity.update((path, key) for key in keys)
+        tables: dict[Path, dict[Hashable, list[int]]] = {}
+        scan: list[int] = []
+        for i, options in enumerate(anchors):
+            if self._checks[i] is None:
+                continue
+            if not options:
+                scan.append(i)
+                continue
+            path, keys = min(
+                options,
+                key=lambda a: (sum(popularity[(a[0], k)] for k in a[1]), len(a[0]), len(a[1])),
+            )
+            table = tables.setdefault(path, {})
+            for key in keys:
+                ids = table.setdefault(key, [])
+                if not ids or ids[-1] != i:
+                    ids.append(i)
+        self._scan = scan
+        self._index = [(_extractor(path), table) for path, table in tables.items()]
+        self._always = self._unfiltered  # ids matched by every payload, object or not
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def match(self, payload: Any) -> list[K]:
+        keys = self._keys
+        if not isinstance(payload, dict):
+            return [keys[i] for i in self._always]
+        checks = self._checks
+        candidates: set[int] = set()
+        for extract, table in self._index:
+            for value in extract(payload):
+                ids = table.get(value_key(value) if type(value) is not str else value)
+                if ids is not None:
+                    candidates.update(ids)
+        hits = list(self._always)
+        for i in candidates:
+            check = checks[i]
+            if check is not None and check(payload):
+                hits.append(i)
+        for i in self._scan:
+            check = checks[i]
+            if check is not None and check(payload):
+                hits.append(i)
+        hits.sort()
+        return [keys[i] for i in hits]
+
+
+def compile_many(filters: Mapping[K, Filter | None]) -> MultiMatcher[K]:
+    """Compile many filters (``None``: no filter, matches everything) into one matcher."""
+    return MultiMatcher(filters)
+
+
+def _anchors(tree: Filter) -> list[Anchor]:
+    return list(_walk(tree, ()))
+
+
+def _walk(tree: Filter, prefix: Path) -> Iterator[Anchor]:
+    for field in tree.fields:
+        path = (*prefix, field.key)
+        test = field.test
+        if isinstance(test, AnyOf):
+            yield path, _keys(test.values)
+        elif isinstance(test, Operators):
+            if test.in_ is not None:
+                yield path, _keys(test.in_)
+        elif isinstance(test, Nested):
+            yield from _walk(test.filter, path)
+
+
+def _keys(values: tuple[Scalar, ...]) -> tuple[Hashable, ...]:
+    return tuple(dict.fromkeys(value_key(v) for v in values))
+
+
+def _extractor(path: Path) -> Callable[[dict[str, Any]], list[Any]]:
+    """Every scalar-or-other value reachable at ``path`` (arrays followed at each level)."""
+    if len(path) == 1:
+        (only,) = path
+
+        def top(obj: dict[str, Any]) -> list[Any]:
+            value = obj.get(only, _MISSING)
+            if value is _MISSING:
+                return []
+            if isinstance(value, list):
+                return value
+            return [value]
+
+        return top
+
+    inner, last = path[:-1], path[-1]
+
+    def deep(obj: dict[str, Any]) -> list[Any]:
+        current: list[dict[str, Any]] = [obj]
+        for key in inner:
+            found: list[dict[str, Any]] = []
+            for parent in current:
+                value = parent.get(key)
+                if isinstance(value, dict):
+                    found.append(value)
+                elif isinstance(value, list):
+                    found.extend(item for item in value if isinstance(item, dict))
+            if not found:
+                return []
+            current = found
+        out: list[Any] = []
+        for parent in current:
+            value = parent.get(last, _MISSING)
+            if value is _MISSING:
+                continue
+            if isinstance(value, list):
+                out.extend(value)
+            else:
+                out.append(value)
+        return out
+
+    return deep
