@@ -9,8 +9,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.api.auth import principal_of, services_of
-from gateway.domain.definition_schema import FACTORY_SCHEMA
 from gateway.api.http import json_response
+from gateway.domain.definition_schema import FACTORY_SCHEMA
 
 
 async def egress_ranges(request: Request) -> Response:

@@ -15,8 +15,8 @@ import yaml
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.domain.definition_schema import definition_schema
 from gateway.domain import automations, webhooks
+from gateway.domain.definition_schema import definition_schema
 from gateway.errors import ServiceError
 from gateway.services import Services
 from gateway.store import tables as t

@@ -40,7 +40,8 @@ def test_apply_creates_then_updates_in_place(tmp_path: Path) -> None:
     write(
         folder / "automations" / "triage.yaml",
         "prompt: Triage the event\ntriggers:\n  - provider: webhook\n    event: received\n"
-        f"    filter:\n      webhook_ids: [{plain_uid}]\n      payload:\n        action: [opened]\n",
+        f"    filter:\n      webhook_ids: [{plain_uid}]\n"
+        "      payload:\n        action: [opened]\n",
     )
     second = apply(tmp_path, folder, factory)
     assert [w["action"] for w in second["webhooks"]] == ["unchanged", "unchanged"]
