@@ -1,0 +1,41 @@
+"""GitHub: ``x-hub-signature-256: sha256=<hex HMAC-SHA256(body)>``, key = the secret as UTF-8.
+
+GitHub signs no timestamp, so there is no freshness check (replays are caught by delivery-id
+de-duplication). The delivery id is ``x-github-delivery`` when present.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+
+from gateway.ingress.signatures.base import (
+    SignatureError,
+    Verified,
+    hex_digest,
+    hmac_sha256,
+    utf8_key,
+)
+
+_PREFIX = "sha256="
+
+
+class GitHub:
+    name = "github"
+
+    def prepare_key(self, secret: str) -> bytes:
+        return utf8_key(secret)
+
+    def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
+        header = headers.get("x-hub-signature-256")
+        if not header:
+            raise SignatureError("missing x-hub-signature-256 header")
+        if not header.startswith(_PREFIX):
+            raise SignatureError("malformed x-hub-signature-256 header")
+        provided = hex_digest(header[len(_PREFIX) :], "x-hub-signature-256 header")
+        if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
+            raise SignatureError("no matching signature")
+        return Verified(headers.get("x-github-delivery") or None)
+
+
+SCHEME = GitHub()

@@ -1,0 +1,36 @@
+"""Shopify: ``x-shopify-hmac-sha256: <base64 HMAC-SHA256(body)>``, key = the secret as UTF-8.
+
+No signed timestamp, so no freshness check. The delivery id is ``x-shopify-webhook-id``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+
+from gateway.ingress.signatures.base import (
+    SignatureError,
+    Verified,
+    base64_digest,
+    hmac_sha256,
+    utf8_key,
+)
+
+
+class Shopify:
+    name = "shopify"
+
+    def prepare_key(self, secret: str) -> bytes:
+        return utf8_key(secret)
+
+    def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
+        header = headers.get("x-shopify-hmac-sha256")
+        if not header:
+            raise SignatureError("missing x-shopify-hmac-sha256 header")
+        provided = base64_digest(header, "x-shopify-hmac-sha256 header")
+        if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
+            raise SignatureError("no matching signature")
+        return Verified(headers.get("x-shopify-webhook-id") or None)
+
+
+SCHEME = Shopify()

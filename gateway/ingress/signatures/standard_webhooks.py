@@ -1,0 +1,80 @@
+"""Standard Webhooks (https://www.standardwebhooks.com), which Svix also sends.
+
+Headers ``webhook-id``, ``webhook-timestamp``, ``webhook-signature``, or the ``svix-*``
+aliases: the family is chosen by which signature header is present (``webhook-*`` first) and
+all three headers are read from that family. Signed content is ``{id}.{timestamp}.`` + body;
+the signature header holds space-separated ``v1,<base64 HMAC-SHA256>`` entries (several while
+a secret rotates); other versions (``v1a,...``) are ignored. More than ``MAX_SIGNATURES``
+entries, or a malformed ``v1`` entry, rejects the delivery.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+from collections.abc import Mapping
+
+from gateway.ingress.signatures.base import (
+    MAX_SIGNATURES,
+    HmacKey,
+    SignatureError,
+    Verified,
+    base64_digest,
+    check_timestamp,
+    hmac_sha256,
+)
+
+_PREFIX = "whsec_"
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
+class StandardWebhooks:
+    name = "standard-webhooks"
+
+    def prepare_key(self, secret: str) -> bytes:
+        """``whsec_`` prefix (optional) then base64, decoded exactly as the official library."""
+        secret = secret.strip()
+        if secret.startswith(_PREFIX):
+            secret = secret[len(_PREFIX) :]
+        if not _BASE64_CHARS.issuperset(secret):
+            raise ValueError("expected base64 after the whsec_ prefix")
+        # like standardwebhooks.Webhook: tolerate missing padding (extra padding is skipped)
+        key = base64.b64decode(secret + "==")
+        if not key:
+            raise ValueError("empty secret")
+        return HmacKey(key)
+
+    def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
+        signature = headers.get("webhook-signature")
+        if signature is not None:
+            msg_id = headers.get("webhook-id")
+            timestamp = headers.get("webhook-timestamp")
+        else:
+            signature = headers.get("svix-signature")
+            msg_id = headers.get("svix-id")
+            timestamp = headers.get("svix-timestamp")
+        if not signature:
+            raise SignatureError("missing signature header")
+        if not msg_id:
+            raise SignatureError("missing id header")
+        timestamp = check_timestamp(timestamp, now)
+        entries = signature.split(None, MAX_SIGNATURES)
+        if len(entries) > MAX_SIGNATURES:
+            raise SignatureError("too many signatures")
+        try:
+            prefix = f"{msg_id}.{timestamp}.".encode("latin-1")
+        except UnicodeEncodeError:
+            raise SignatureError("malformed id header") from None
+        expected = hmac_sha256(key, prefix, body)
+        found = False
+        for entry in entries:
+            version, _, value = entry.partition(",")
+            if version != "v1":
+                continue
+            found = True
+            if hmac.compare_digest(base64_digest(value, "signature"), expected):
+                return Verified(msg_id)
+        raise SignatureError("no matching signature" if found else "no v1 signature")
+
+
+SCHEME = StandardWebhooks()

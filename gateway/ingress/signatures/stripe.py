@@ -1,0 +1,63 @@
+"""Stripe: ``stripe-signature: t=<unix>,v1=<hex>[,v1=<hex>...][,v0=<hex>]``.
+
+Signed payload ``{t}.`` + body, HMAC-SHA256 keyed by the whole ``whsec_...`` string as UTF-8
+(Stripe does not base64-decode it). Any ``v1`` may match (Stripe sends several while a secret
+rolls); ``v0`` and unknown keys are ignored. Unlike the ``stripe`` library, a timestamp more
+than the tolerance in the future is rejected too. At most one ``t`` and ``MAX_SIGNATURES``
+other entries. No delivery id: Stripe's event id is in the body.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+
+from gateway.ingress.signatures.base import (
+    MAX_SIGNATURES,
+    SignatureError,
+    Verified,
+    check_timestamp,
+    hex_digest,
+    hmac_sha256,
+    utf8_key,
+)
+
+_UNVERIFIED = Verified(None)
+
+
+class Stripe:
+    name = "stripe"
+
+    def prepare_key(self, secret: str) -> bytes:
+        return utf8_key(secret)
+
+    def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
+        header = headers.get("stripe-signature")
+        if not header:
+            raise SignatureError("missing stripe-signature header")
+        items = header.split(",", MAX_SIGNATURES + 1)
+        if len(items) > MAX_SIGNATURES + 1:
+            raise SignatureError("too many signatures")
+        timestamp: str | None = None
+        signatures: list[str] = []
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise SignatureError("malformed stripe-signature header")
+            if name == "t":
+                if timestamp is not None:
+                    raise SignatureError("malformed stripe-signature header")
+                timestamp = value
+            elif name == "v1":
+                signatures.append(value)
+        timestamp = check_timestamp(timestamp, now)
+        if not signatures:
+            raise SignatureError("no v1 signature")
+        expected = hmac_sha256(key, timestamp.encode() + b".", body)
+        for value in signatures:
+            if hmac.compare_digest(hex_digest(value, "signature"), expected):
+                return _UNVERIFIED
+        raise SignatureError("no matching signature")
+
+
+SCHEME = Stripe()

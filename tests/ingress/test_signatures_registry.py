@@ -1,0 +1,65 @@
+"""The scheme registry, the shared interface and the HMAC fast path."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gateway.ingress.signatures as signatures
+from gateway.ingress.signatures import SCHEMES, SignatureScheme, Verified, get_scheme
+from gateway.ingress.signatures.base import HmacKey, hmac_sha256
+
+EXPECTED = {"github", "linear", "shopify", "slack", "standard-webhooks", "stripe"}
+
+
+def test_registry_names() -> None:
+    assert set(SCHEMES) == EXPECTED
+    for name, scheme in SCHEMES.items():
+        assert scheme.name == name
+        assert get_scheme(name) is scheme
+
+
+def test_unknown_scheme_is_key_error() -> None:
+    with pytest.raises(KeyError, match="unknown signature scheme"):
+        get_scheme("md5")
+
+
+def test_all_is_sorted_and_exported() -> None:
+    # ruff's RUF022 order: SCREAMING_CASE, then CamelCase, then lowercase
+    def key(n: str) -> tuple[int, str]:
+        return (0 if n.isupper() else 1 if n[0].isupper() else 2, n)
+
+    assert signatures.__all__ == sorted(signatures.__all__, key=key)
+    for name in signatures.__all__:
+        assert hasattr(signatures, name)
+
+
+def test_verified_is_frozen() -> None:
+    v = Verified("d")
+    with pytest.raises(AttributeError):
+        v.delivery_id = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_prepared_keys_are_bytes(name: str) -> None:
+    scheme: SignatureScheme = get_scheme(name)
+    key = scheme.prepare_key("whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY")
+    assert isinstance(key, bytes)
+
+
+@given(key=st.binary(min_size=1, max_size=200), head=st.binary(max_size=40), body=st.binary())
+def test_hmac_fast_path_equals_stdlib(key: bytes, head: bytes, body: bytes) -> None:
+    expected = hmac.new(key, head + body, hashlib.sha256).digest()
+    assert hmac_sha256(HmacKey(key), head, body) == expected
+    assert hmac_sha256(key, head, body) == expected
+    assert HmacKey(key) == key
+
+
+def test_hmac_key_reusable_across_calls() -> None:
+    k = HmacKey(b"k" * 100)  # longer than a block: hashed first, as RFC 2104 says
+    first = hmac_sha256(k, b"a", b"b")
+    assert hmac_sha256(k, b"a", b"b") == first == hmac.digest(b"k" * 100, b"ab", "sha256")
