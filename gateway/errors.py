@@ -93,3 +93,11 @@ class Unavailable(ServiceError):
 
 class ManagedSecret(Conflict):
     code, title = "managed_secret", "Secret is a managed team secret"
+
+
+class RunTerminal(InvalidRequest):
+    code, title = "run_terminal", "Run already ended"
+
+
+class RunNotLive(Conflict):
+    code, title = "run_not_live", "Run has no live session"

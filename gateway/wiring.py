@@ -4,6 +4,8 @@ closer; Services.close runs them in reverse."""
 from __future__ import annotations
 
 from gateway.backends.base import IngressBackend
+from gateway.domain.automation_runs import RunStarter
+from gateway.domain.dispatch import task_binder
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.pipeline import Ingress
 from gateway.services import LocalConfigPublisher, Services
@@ -26,7 +28,10 @@ async def start(services: Services, *, with_worker: bool | None = None) -> None:
     local.listeners.append(cache.webhook_changed)
     services.ingress = Ingress(settings, cache, backend)
     if with_worker or (with_worker is None and settings.run_evaluator):
-        services.spawn(Consumer(services, source).run(), name="delivery-consumer")
+        # one RunStarter for the process, so compiled filters are reused across batches
+        consumer = Consumer(services, source, RunStarter(services))
+        services.spawn(consumer.run(), name="delivery-consumer")
+        services.spawn(task_binder(services.database), name="task-binder")
 
 
 async def _redis(services: Services, local: LocalConfigPublisher) -> tuple[IngressBackend, Source]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from gateway.domain.identities import Principal, authenticate
-from gateway.errors import Forbidden, Unauthenticated
+from gateway.errors import Forbidden, InvalidRequest, Unauthenticated
 from gateway.services import Services
 
 TEAM_HEADER = "x-service-team-uid"
@@ -18,6 +18,7 @@ def services_of(request: Request) -> Services:
 
 async def principal_of(request: Request, *, team_scoped: bool = False) -> Principal:
     """The caller; with `team_scoped`, the X-Service-Team-Uid header selects the active team."""
+    _reject_nul(request)
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -36,3 +37,10 @@ async def user_of(request: Request) -> Principal:
     if not principal.is_user:
         raise Forbidden("this operation requires user credentials")
     return principal
+
+
+def _reject_nul(request: Request) -> None:
+    """PostgreSQL text cannot hold NUL; a NUL in a path or query value is a client mistake."""
+    for name, value in [*request.path_params.items(), *request.query_params.multi_items()]:
+        if "\x00" in name or "\x00" in value:
+            raise InvalidRequest(f"{name}: must not contain NUL characters")

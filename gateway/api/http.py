@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -38,7 +38,20 @@ async def json_object(request: Request, *, allow_empty: bool = False) -> dict[st
         raise InvalidRequest(f"body: not valid JSON ({exc.msg})") from exc
     if not isinstance(value, dict):
         raise InvalidRequest("body: expected a JSON object")
+    if b"\\u0000" in body and _has_nul(value):
+        # PostgreSQL text cannot hold NUL: refuse it here rather than fail in the store
+        raise InvalidRequest("body: strings must not contain NUL (\\u0000) characters")
     return value
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def reject_unknown(body: dict[str, Any], allowed: set[str]) -> None:
@@ -82,7 +95,7 @@ def query_limit(request: Request, *, default: int = 50, maximum: int = 100) -> i
     raw = request.query_params.get("limit")
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= maximum:
         raise InvalidRequest(f"limit: expected an integer from 1 to {maximum}")
     return int(raw)
 
@@ -112,7 +125,10 @@ def parse_datetime(raw: str, name: str) -> datetime:
         raise InvalidRequest(f"{name}: expected an RFC 3339 date-time") from exc
     if value.tzinfo is None:
         raise InvalidRequest(f"{name}: expected an RFC 3339 date-time with a time zone offset")
-    return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+05:00
+        raise InvalidRequest(f"{name}: date-time out of range") from exc
 
 
 def query_choice(request: Request, name: str, choices: tuple[str, ...], default: str) -> str:

@@ -205,6 +205,8 @@ runs = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("started_at", UTCDateTime, nullable=True),
+    # a factory run whose task is still to be created (asynchronously, after the dispatch)
+    Column("task_pending", Boolean, nullable=False, server_default=text("false"), index=True),
 )
 
 run_messages = Table(
@@ -226,6 +228,10 @@ attachments = Table(
     Column("conversation_id", String(64), nullable=False, index=True),
     Column("run_id", String(64), nullable=False),
     Column("file_name", String(300), nullable=True),
+    # stored content, when the service holds it (a webhook run's event-payload.json)
+    Column("content_type", String(100), nullable=True),
+    Column("size", Integer, nullable=True),
+    Column("content", LargeBinary, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
 )
 

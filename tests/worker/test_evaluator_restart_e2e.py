@@ -145,11 +145,11 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
                     else:
                         server = evaluator = _start(serve_env, "serve", "--port", str(port))
                         _wait_ready(port)
+                if not uses_redis and DELIVERIES // 3 <= n < 2 * DELIVERIES // 3:
+                    continue  # the embedded server is down in this stretch
                 headers = {"Authorization": f"Bearer {token}", "X-Service-Delivery-Id": f"evt-{n}"}
                 body = b'{"kind": "match", "n": %d}' % n
                 response = client.post(f"/webhooks/w/{hook}", content=body, headers=headers)
-                if not uses_redis and DELIVERIES // 3 <= n < 2 * DELIVERIES // 3:
-                    continue  # the embedded server is down in this stretch
                 assert response.status_code == 202, response.text
                 accepted[f"evt-{n}"] = response.json()["delivery_id"]
             again = client.post(

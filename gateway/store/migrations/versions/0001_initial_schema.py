@@ -38,6 +38,9 @@ def upgrade() -> None:
         sa.Column("conversation_id", sa.String(length=64), nullable=False),
         sa.Column("run_id", sa.String(length=64), nullable=False),
         sa.Column("file_name", sa.String(length=300), nullable=True),
+        sa.Column("content_type", sa.String(length=100), nullable=True),
+        sa.Column("size", sa.Integer(), nullable=True),
+        sa.Column("content", sa.LargeBinary(), nullable=True),
         sa.Column("created_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("attachment_id"),
     )
@@ -116,6 +119,9 @@ def upgrade() -> None:
         sa.Column("created_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
         sa.Column("started_at", gateway.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column(
+            "task_pending", sa.Boolean(), server_default=sa.text("false"), nullable=False
+        ),
         sa.PrimaryKeyConstraint("run_id"),
     )
     with op.batch_alter_table("runs", schema=None) as batch_op:
@@ -126,6 +132,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_runs_parent_run_id"), ["parent_run_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_runs_root_run_id"), ["root_run_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_runs_team_uid"), ["team_uid"], unique=False)
+        batch_op.create_index(batch_op.f("ix_runs_task_pending"), ["task_pending"], unique=False)
 
     op.create_table(
         "teams",

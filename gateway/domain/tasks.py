@@ -1,0 +1,281 @@
+"""Factory tasks: one live task per conversation, bound to the conversation's runs.
+
+Binding rules (spec 2.5): a conversation is bound to at most one live task across all factories
+(a partial unique index enforces it under concurrency), and the conversation's newest top-level
+run must be owned by the factory's team. Deleting is soft; the conversation can then be bound
+again.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import Row, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import ids
+from gateway.domain.factories import Factory
+from gateway.domain.identities import Principal
+from gateway.domain.runs import creators, find_run, newest_root_run, one_run_json, visible_run
+from gateway.errors import Conflict, InvalidRequest, NotFound
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+STAGES = ("TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED")
+MAX_TITLE = 500
+MAX_DESCRIPTION = 100_000
+FORGE_REF = re.compile(r"[\w.-]+/[\w.-]+#\d+")
+KEY_REF = re.compile(r"[A-Za-z][A-Za-z0-9_]*-\d+")
+
+tk = t.tasks
+
+
+def parse_stage(value: Any, field: str = "stage") -> str:
+    if value not in STAGES:
+        raise InvalidRequest(f"{field}: expected one of {', '.join(STAGES)}")
+    assert isinstance(value, str)
+    return value
+
+
+def _title(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("title: expected a non-blank string")
+    if len(value) > MAX_TITLE:
+        raise InvalidRequest(f"title: longer than {MAX_TITLE} characters")
+    return value
+
+
+def ticket_parts(ticket_ref: str | None) -> tuple[str | None, str | None]:
+    """(ticket_source, ticket_id) of a run's ticket_ref: a repository issue, an issue key, or
+    another reference."""
+    if ticket_ref is None:
+        return None, None
+    if FORGE_REF.fullmatch(ticket_ref):
+        return "repository_issue", ticket_ref
+    if KEY_REF.fullmatch(ticket_ref):
+        return "issue_key", ticket_ref.upper()
+    return "reference", ticket_ref
+
+
+async def _insert(
+    conn: AsyncConnection, factory_uid: str, title: str, stage: str, seed: Row[Any]
+) -> str:
+    uid, now = ids.new_id("task"), utcnow()
+    source, ticket_id = ticket_parts(seed.ticket_ref)
+    values = dict(
+        uid=uid,
+        factory_uid=factory_uid,
+        title=title,
+        stage=stage,
+        conversation_id=seed.conversation_id,
+        created_by_uid=seed.creator_uid,
+        ticket_source=source,
+        ticket_id=ticket_id,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        async with conn.begin_nested():
+            await conn.execute(insert(tk).values(**values))
+    except IntegrityError as exc:
+        raise Conflict(
+            f"conversation_id: {seed.conversation_id} is already bound to a live task"
+        ) from exc
+    return uid
+
+
+async def create_task(conn: AsyncConnection, factory: Factory, body: dict[str, Any]) -> Row[Any]:
+    unknown = sorted(set(body) - {"title", "conversation_id", "stage"})
+    if unknown:
+        raise InvalidRequest(f"{unknown[0]}: unknown field")
+    title = _title(body.get("title"))
+    conversation = body.get("conversation_id")
+    if not isinstance(conversation, str) or not conversation.strip() or len(conversation) > 64:
+        raise InvalidRequest("conversation_id: required, a conversation id string")
+    stage = parse_stage(body["stage"]) if body.get("stage") is not None else "TRIAGE"
+    seed = await newest_root_run(conn, conversation)
+    if seed is None:
+        raise InvalidRequest(f"conversation_id: no conversation {conversation!r}")
+    if seed.team_uid != factory.team_uid:
+        raise InvalidRequest(
+            "conversation_id: the conversation's newest run is not owned by this factory's team"
+        )
+    if await live_task_of(conn, conversation) is not None:
+        raise Conflict(f"conversation_id: {conversation} is already bound to a live task")
+    return await get_task(conn, factory.uid, await _insert(conn, factory.uid, title, stage, seed))
+
+
+async def create_seed_task(conn: AsyncConnection, run: Row[Any]) -> bool:
+    """The task of a dispatched run; False when its conversation already has a live task."""
+    if run.factory_uid is None or await live_task_of(conn, run.conversation_id) is not None:
+        return False
+    title = run.title or (run.prompt.strip().splitlines() or ["Factory run"])[0][:200]
+    try:
+        await _insert(conn, run.factory_uid, title, "TRIAGE", run)
+    except Conflict:
+        return False
+    return True
+
+
+async def live_task_of(conn: AsyncConnection, conversation_id: str) -> Row[Any] | None:
+    query = select(tk).where(tk.c.conversation_id == conversation_id, tk.c.deleted_at.is_(None))
+    return (await conn.execute(query)).first()
+
+
+async def get_task(conn: AsyncConnection, factory_uid: str, task_uid: str) -> Row[Any]:
+    row = (
+        await conn.execute(
+            select(tk).where(
+                tk.c.uid == task_uid, tk.c.factory_uid == factory_uid, tk.c.deleted_at.is_(None)
+            )
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"task: {task_uid} not found in this factory")
+    return row
+
+
+def parse_patch(body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - {"title", "description", "stage"})
+    if unknown:
+        raise InvalidRequest(f"{unknown[0]}: unknown field")
+    if not body:
+        raise InvalidRequest("body: expected at least one of title, description, stage")
+    changes: dict[str, Any] = {}
+    if "title" in body:
+        changes["title"] = _title(body["title"])
+    if "description" in body:
+        description = body["description"]
+        if description is not None and not isinstance(description, str):
+            raise InvalidRequest("description: expected a string or null")
+        if description is not None and len(description) > MAX_DESCRIPTION:
+            raise InvalidRequest(f"description: longer than {MAX_DESCRIPTION} characters")
+        changes["description"] = description
+    if "stage" in body:
+        changes["stage"] = parse_stage(body["stage"])
+    return changes
+
+
+async def update_task(
+    conn: AsyncConnection, factory_uid: str, task_uid: str, changes: dict[str, Any]
+) -> Row[Any]:
+    """Last write wins; any stage may follow any stage."""
+    await get_task(conn, factory_uid, task_uid)
+    await conn.execute(
+        update(tk).where(tk.c.uid == task_uid).values(**changes, updated_at=utcnow())
+    )
+    return await get_task(conn, factory_uid, task_uid)
+
+
+async def delete_task(conn: AsyncConnection, factory_uid: str, task_uid: str) -> None:
+    await get_task(conn, factory_uid, task_uid)
+    now = utcnow()
+    await conn.execute(
+        update(tk).where(tk.c.uid == task_uid).values(deleted_at=now, updated_at=now)
+    )
+
+
+async def task_by_conversation(
+    conn: AsyncConnection, factory_uid: str, conversation_id: str
+) -> Row[Any]:
+    row = await live_task_of(conn, conversation_id)
+    if row is None or row.factory_uid != factory_uid:
+        raise NotFound(f"conversation_id: no live task of this factory bound to {conversation_id}")
+    return row
+
+
+async def task_by_run(
+    conn: AsyncConnection, principal: Principal, factory_uid: str, run_id: str
+) -> Row[Any]:
+    """Any run of a tree resolves through its root's conversation."""
+    run = await visible_run(conn, principal, run_id)
+    root = await find_run(conn, run.root_run_id) or run
+    row = await live_task_of(conn, root.conversation_id)
+    if row is None or row.factory_uid != factory_uid:
+        raise NotFound(f"run_id: {run_id} does not resolve to a live task of this factory")
+    return row
+
+
+async def add_output(
+    conn: AsyncConnection, task_uid: str, kind: str, title: str | None, url: str | None
+) -> str:
+    """Harness hook: records a derived output (a pull request, a document, ...) of a task."""
+    output_id = ids.new_id("out")
+    await conn.execute(
+        insert(t.task_outputs).values(
+            id=output_id, task_uid=task_uid, kind=kind, title=title, url=url, created_at=utcnow()
+        )
+    )
+    return output_id
+
+
+async def outputs_of(conn: AsyncConnection, task_uids: list[str]) -> dict[str, list[Any]]:
+    """Derived outputs per task, newest first."""
+    o = t.task_outputs
+    query = (
+        select(o).where(o.c.task_uid.in_(task_uids)).order_by(o.c.created_at.desc(), o.c.id.desc())
+    )
+    found: dict[str, list[Any]] = {uid: [] for uid in task_uids}
+    for row in await conn.execute(query):
+        found[row.task_uid].append(
+            {"id": row.id, "kind": row.kind, "title": row.title, "url": row.url}
+            | {"created_at": row.created_at}
+        )
+    return found
+
+
+async def tasks_json(
+    conn: AsyncConnection, rows: list[Row[Any]], *, full: bool, current_run: bool
+) -> list[dict[str, Any]]:
+    people = await creators(conn, _creator_rows(rows))
+    outputs = await outputs_of(conn, [r.uid for r in rows]) if full else {}
+    items = []
+    for row in rows:
+        item = _base_json(row, people.get(row.created_by_uid or ""))
+        if full:
+            item |= {
+                "ticket_source": row.ticket_source,
+                "ticket_id": row.ticket_id,
+                "outputs": outputs[row.uid],
+            }
+        if current_run:
+            run = await newest_root_run(conn, row.conversation_id)
+            item["current_run"] = None if run is None else await one_run_json(conn, run)
+        items.append(item)
+    return items
+
+
+async def task_json(conn: AsyncConnection, row: Row[Any], *, current_run: bool = False) -> Any:
+    """One task as GET answers it: with derived outputs, newest first."""
+    return (await tasks_json(conn, [row], full=True, current_run=current_run))[0]
+
+
+def _base_json(row: Row[Any], creator: dict[str, Any] | None) -> dict[str, Any]:
+    item = {
+        "uid": row.uid,
+        "factory_uid": row.factory_uid,
+        "title": row.title,
+        "description": row.description,
+        "stage": row.stage,
+        "conversation_id": row.conversation_id,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+    if creator is not None:
+        item["created_by"] = creator
+    return item
+
+
+class _CreatorRow:
+    """Adapts a task row to what runs.creators reads (creator_kind, creator_uid)."""
+
+    def __init__(self, uid: str, kind: str) -> None:
+        self.creator_uid, self.creator_kind = uid, kind
+
+
+def _creator_rows(rows: list[Row[Any]]) -> list[Any]:
+    # a task's creator may be a user or an agent: ask for both, whichever exists answers
+    uids = {r.created_by_uid for r in rows if r.created_by_uid}
+    return [_CreatorRow(uid, kind) for uid in uids for kind in ("user", "agent")]
