@@ -119,9 +119,7 @@ def upgrade() -> None:
         sa.Column("created_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", gateway.store.types.UTCDateTime(timezone=True), nullable=False),
         sa.Column("started_at", gateway.store.types.UTCDateTime(timezone=True), nullable=True),
-        sa.Column(
-            "task_pending", sa.Boolean(), server_default=sa.text("false"), nullable=False
-        ),
+        sa.Column("task_pending", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.PrimaryKeyConstraint("run_id"),
     )
     with op.batch_alter_table("runs", schema=None) as batch_op:
