@@ -20,8 +20,7 @@ async def list_deliveries(request: Request) -> Response:
     webhook_uid = request.path_params["webhook_uid"]
     limit = query_limit(request)
     scope = f"deliveries:{webhook_uid}"
-    position = services.cursors.decode(scope, request.query_params.get("cursor"))
-    after = (str(position[0]), str(position[1])) if position and len(position) == 2 else None
+    after = services.cursors.decode_keyset(scope, request.query_params.get("cursor"))
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
         await deliveries.require_webhook(conn, factory_uid, webhook_uid)
@@ -29,9 +28,7 @@ async def list_deliveries(request: Request) -> Response:
     cursor = None
     if more:
         last = items[-1]
-        cursor = services.cursors.encode(
-            scope, [last["received_at"].isoformat(), last["delivery_id"]]
-        )
+        cursor = services.cursors.encode_keyset(scope, last["received_at"], last["delivery_id"])
     return json_response({"deliveries": items, "page_info": page_info(cursor)})
 
 

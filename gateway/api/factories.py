@@ -19,8 +19,7 @@ async def list_factories_endpoint(request: Request) -> Response:
     search = request.query_params.get("search") or None
     team_uid = request.query_params.get("team_uid") or None
     scope = f"factories:{team_uid or principal.active_team_uid}:{search}"
-    position = services.cursors.decode(scope, request.query_params.get("cursor"))
-    after = (str(position[0]), str(position[1])) if position and len(position) == 2 else None
+    after = services.cursors.decode_keyset(scope, request.query_params.get("cursor"))
     async with services.database.read() as conn:
         page, more = await list_factories(
             conn, principal, team_uid=team_uid, search=search, limit=limit, after=after
@@ -28,7 +27,7 @@ async def list_factories_endpoint(request: Request) -> Response:
     cursor = None
     if more:
         last = page[-1]
-        cursor = services.cursors.encode(scope, [last.created_at.isoformat(), last.uid])
+        cursor = services.cursors.encode_keyset(scope, last.created_at, last.uid)
     return json_response({"factories": [f.to_json() for f in page], "page_info": page_info(cursor)})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -29,6 +30,20 @@ class Cursors:
         if issued_scope != scope or not isinstance(position, list):
             raise InvalidRequest("cursor: invalid, or issued for a different listing or sort")
         return position
+
+    def encode_keyset(self, scope: str, moment: datetime, key: str) -> str:
+        """A cursor after the item sorted at (moment, key), for keyset pagination."""
+        return self.encode(scope, [moment.isoformat(), key])
+
+    def decode_keyset(self, scope: str, cursor: str | None) -> tuple[datetime, str] | None:
+        position = self.decode(scope, cursor)
+        if position is None:
+            return None
+        try:
+            moment, key = position
+            return datetime.fromisoformat(moment), str(key)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("cursor: invalid, or issued for a different listing") from exc
 
 
 def page_info(next_cursor: str | None) -> dict[str, Any]:

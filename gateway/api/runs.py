@@ -12,7 +12,6 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.http import (
     json_object,
     json_response,
-    parse_datetime,
     query_choice,
     query_datetime,
     query_limit,
@@ -63,12 +62,7 @@ async def list_runs_endpoint(request: Request) -> Response:
         query_choice(request, "sort_order", ("asc", "desc"), "desc"),
     )
     scope = f"runs:{principal.uid}:{sort[0]}:{sort[1]}"
-    position = services.cursors.decode(scope, request.query_params.get("cursor"))
-    after = None
-    if position is not None:
-        if len(position) != 2 or not all(isinstance(p, str) for p in position):
-            raise InvalidRequest("cursor: invalid, or issued for a different listing or sort")
-        after = (parse_datetime(position[0], "cursor"), position[1])
+    after = services.cursors.decode_keyset(scope, request.query_params.get("cursor"))
     query = _run_query(request, after)
     async with services.database.read() as conn:
         rows, more = await list_runs(conn, principal, query)
@@ -76,8 +70,7 @@ async def list_runs_endpoint(request: Request) -> Response:
     cursor = None
     if more:
         last = rows[-1]
-        value = getattr(last, query.sort_by).isoformat()
-        cursor = services.cursors.encode(scope, [value, last.run_id])
+        cursor = services.cursors.encode_keyset(scope, getattr(last, query.sort_by), last.run_id)
     return json_response({"runs": items, "page_info": page_info(cursor)})
 
 

@@ -12,7 +12,6 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.http import (
     json_object,
     json_response,
-    parse_datetime,
     query_bool,
     query_choice,
     query_datetime,
@@ -26,7 +25,7 @@ from gateway.domain.factories import Factory, get_accessible_factory
 from gateway.domain.identities import Principal
 from gateway.domain.runs import can_view, newest_root_run
 from gateway.domain.task_listing import TaskQuery, list_tasks
-from gateway.errors import Forbidden, InvalidRequest, NotFound
+from gateway.errors import Forbidden, NotFound
 
 SORTS = ("created_at", "updated_at")
 
@@ -69,12 +68,7 @@ async def list_endpoint(request: Request) -> Response:
     sort_by = query_choice(request, "sort_by", SORTS, "created_at")
     sort_order = query_choice(request, "sort_order", ("asc", "desc"), "desc")
     scope = f"tasks:{factory.uid}:{sort_by}:{sort_order}"
-    position = services.cursors.decode(scope, request.query_params.get("cursor"))
-    after = None
-    if position is not None:
-        if len(position) != 2 or not all(isinstance(p, str) for p in position):
-            raise InvalidRequest("cursor: invalid, or issued for a different listing or sort")
-        after = (parse_datetime(position[0], "cursor"), position[1])
+    after = services.cursors.decode_keyset(scope, request.query_params.get("cursor"))
     query = _task_query(request, after)
     full = query_bool(request, "full_list")
     current = query_bool(request, "include_current_run")
@@ -85,8 +79,7 @@ async def list_endpoint(request: Request) -> Response:
     cursor = None
     if more:
         last = rows[-1]
-        value = getattr(last, sort_by).isoformat()
-        cursor = services.cursors.encode(scope, [value, last.uid])
+        cursor = services.cursors.encode_keyset(scope, getattr(last, sort_by), last.uid)
     return json_response({"tasks": items, "page_info": page_info(cursor)})
 
 

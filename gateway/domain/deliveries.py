@@ -103,17 +103,14 @@ async def require_webhook(conn: AsyncConnection, factory_uid: str, webhook_uid: 
 
 
 async def list_deliveries(
-    conn: AsyncConnection, webhook_uid: str, limit: int, after: tuple[str, str] | None
+    conn: AsyncConnection, webhook_uid: str, limit: int, after: tuple[datetime, str] | None
 ) -> tuple[list[dict[str, Any]], bool]:
     """Newest first; `after` is the (received_at, delivery_id) of the last item of a page."""
     query = select(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label).where(
         d.c.webhook_uid == webhook_uid
     )
     if after is not None:
-        query = query.where(
-            tuple_(d.c.received_at, d.c.delivery_id)
-            < tuple_(datetime.fromisoformat(after[0]), after[1])
-        )
+        query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
     query = query.order_by(desc(d.c.received_at), desc(d.c.delivery_id)).limit(limit + 1)
     rows = (await conn.execute(query)).all()[: limit + 1]
     items = [_item(row) for row in rows[:limit]]

@@ -101,7 +101,7 @@ async def list_factories(
     team_uid: str | None,
     search: str | None,
     limit: int,
-    after: tuple[str, str] | None,
+    after: tuple[datetime, str] | None,
 ) -> tuple[list[Factory], bool]:
     """Factories ordered by (created_at, uid) ascending; returns (page, has_more)."""
     if team_uid is not None and team_uid not in principal.team_uids:
@@ -124,8 +124,7 @@ async def list_factories(
         )
     if after is not None:
         query = query.where(
-            tuple_(t.factories.c.created_at, t.factories.c.uid)
-            > tuple_(datetime.fromisoformat(after[0]), after[1])
+            tuple_(t.factories.c.created_at, t.factories.c.uid) > tuple_(after[0], after[1])
         )
     query = query.order_by(t.factories.c.created_at, t.factories.c.uid).limit(limit + 1)
     rows = (await conn.execute(query)).all()
