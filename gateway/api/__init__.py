@@ -25,3 +25,5 @@ def routes() -> list[BaseRoute]:
     for name in RESOURCE_MODULES:
         collected += import_module(f"gateway.api.{name}").routes
     return collected
+
+__all__ = ["RESOURCE_MODULES", "routes"]
