@@ -118,7 +118,7 @@ async def _with_services(
 
     services = build_services(settings)
     try:
-        await wiring.start(services, with_worker=False)
+        await wiring.start(services, with_worker=False, serving=False)
         return await run(services)
     finally:
         await services.close()

@@ -7,13 +7,17 @@ from gateway.backends.base import IngressBackend
 from gateway.domain.automation_runs import RunStarter
 from gateway.domain.dispatch import task_binder
 from gateway.ingress.cache import ConfigCache
+from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
 from gateway.services import LocalConfigPublisher, Services
 from gateway.store import migrate
 from gateway.worker.consumer import Consumer, Source
 
 
-async def start(services: Services, *, with_worker: bool | None = None) -> None:
+async def start(
+    services: Services, *, with_worker: bool | None = None, serving: bool = True
+) -> None:
+    """`serving` is False for short-lived CLI processes, which only need the store and backend."""
     settings = services.settings
     await migrate(services.database)
     local = services.config_publisher
@@ -27,6 +31,9 @@ async def start(services: Services, *, with_worker: bool | None = None) -> None:
     await cache.preload()
     local.listeners.append(cache.webhook_changed)
     services.ingress = Ingress(settings, cache, backend)
+    if serving and not settings.uses_redis:
+        poller = ChangePoller(services.database, cache)
+        services.spawn(poller.run(), name="ingress-change-poller")
     if with_worker or (with_worker is None and settings.run_evaluator):
         # one RunStarter for the process, so compiled filters are reused across batches
         consumer = Consumer(services, source, RunStarter(services))

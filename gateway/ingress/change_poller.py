@@ -1,0 +1,60 @@
+"""Embedded backend: notice webhook changes made by other processes.
+
+With Redis, every process publishes config versions there. Without it, the serving process only
+hears of changes made through its own API; `gateway admin set-secret` or `gateway apply` run in a
+process of their own. So the server looks for recently changed webhook rows every POLL_S seconds
+(every change sets `updated_at`) and reloads those whose version it has not seen. Each poll reads
+only the rows changed in the last few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from gateway.ingress.cache import ConfigCache
+from gateway.store import Database
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+log = logging.getLogger("gateway.ingress")
+
+POLL_S = 0.5
+OVERLAP = timedelta(seconds=5)  # covers commit lag and small clock differences between processes
+
+
+class ChangePoller:
+    def __init__(self, database: Database, cache: ConfigCache) -> None:
+        self._database = database
+        self._cache = cache
+        self._seen: dict[str, int] = {}
+
+    async def poll_once(self, since: datetime) -> int:
+        """Reloads webhooks changed since `since` whose version is new; returns how many."""
+        query = select(t.webhooks.c.uid, t.webhooks.c.config_version).where(
+            t.webhooks.c.updated_at >= since
+        )
+        async with self._database.read() as conn:
+            rows = (await conn.execute(query)).all()
+        current = {row.uid: int(row.config_version) for row in rows}
+        changed = [uid for uid, version in current.items() if self._seen.get(uid) != version]
+        for uid in changed:
+            await self._cache.reload(uid)
+        self._seen = current  # only the recent window is remembered
+        return len(changed)
+
+    async def run(self) -> None:
+        while True:
+            started = utcnow()
+            try:
+                reloaded = await self.poll_once(started - OVERLAP)
+                if reloaded:
+                    log.debug("ingress config cache: %d webhooks changed elsewhere", reloaded)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store may be back in a moment
+                log.warning("ingress change poller: %s", exc)
+            await asyncio.sleep(POLL_S)
