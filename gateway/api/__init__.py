@@ -26,4 +26,5 @@ def routes() -> list[BaseRoute]:
         collected += import_module(f"gateway.api.{name}").routes
     return collected
 
+
 __all__ = ["RESOURCE_MODULES", "routes"]

@@ -10,7 +10,7 @@ import enum
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 SHARDS = 16  # one Redis Stream per shard; the consumer reads 16 streams, not one per webhook
 DEDUP_WINDOW_S = 7 * 24 * 3600
@@ -40,8 +40,9 @@ class Verdict(enum.Enum):
     STALE = "STALE"  # the process's config version is older than the shared one
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+# Outcome and Submission are made once per request: NamedTuples, since a frozen dataclass costs
+# ~1.5 µs to construct (one object.__setattr__ per field) against ~0.3 µs for a tuple.
+class Outcome(NamedTuple):
     verdict: Verdict
     delivery_id: str | None = None  # accepted: the new id; duplicate: the FIRST delivery's id
     retry_after_ms: int = 0
@@ -65,8 +66,7 @@ class Target:
     shard: int
 
 
-@dataclass(frozen=True, slots=True)
-class Submission:
+class Submission(NamedTuple):
     """An authenticated delivery: accepted, duplicate, or (payload not JSON) rejected."""
 
     target: Target

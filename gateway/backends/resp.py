@@ -30,12 +30,18 @@ class ReplyError(RedisUnavailable):
     pass
 
 
+def bulk(arg: bytes | str | int) -> bytes:
+    """One RESP bulk string."""
+    data = arg if arg.__class__ is bytes else str(arg).encode()
+    return b"$%d\r\n%b\r\n" % (len(data), data)
+
+
+def array_head(count: int) -> bytes:
+    return b"*%d\r\n" % count
+
+
 def encode_command(args: Sequence[bytes | str | int]) -> bytes:
-    out = [b"*", str(len(args)).encode(), b"\r\n"]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out += (b"$", str(len(data)).encode(), b"\r\n", data, b"\r\n")
-    return b"".join(out)
+    return array_head(len(args)) + b"".join([bulk(arg) for arg in args])
 
 
 class _Protocol(asyncio.Protocol):
@@ -45,6 +51,7 @@ class _Protocol(asyncio.Protocol):
         self.pending: deque[tuple[asyncio.Future[Any], float]] = deque()
         self.closed = False
         self._out: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, but they quack alike
@@ -68,18 +75,24 @@ class _Protocol(asyncio.Protocol):
             if not future.done():
                 future.set_exception(RedisUnavailable(f"connection lost: {exc or 'closed'}"))
 
-    def send(self, payload: bytes, count: int) -> list[asyncio.Future[Any]]:
+    def send(self, payload: bytes) -> asyncio.Future[Any]:
+        """Queue one command (or `payload` of several, see send_many); its reply's future."""
         if self.closed or self.transport is None:
             raise RedisUnavailable("connection closed")
-        loop = asyncio.get_running_loop()
-        now = time.monotonic()
-        futures = [loop.create_future() for _ in range(count)]
-        self.pending.extend((f, now) for f in futures)
+        future = self._loop.create_future()
+        self.pending.append((future, time.monotonic()))
         # coalesce: everything written in this event-loop turn leaves in one send() syscall
         if not self._out:
-            loop.call_soon(self._flush)
+            self._loop.call_soon(self._flush)
         self._out.append(payload)
-        return futures
+        return future
+
+    def send_many(self, payload: bytes, count: int) -> list[asyncio.Future[Any]]:
+        first = self.send(payload)
+        now = time.monotonic()
+        more = [self._loop.create_future() for _ in range(count - 1)]
+        self.pending.extend((f, now) for f in more)
+        return [first, *more]
 
     def _flush(self) -> None:
         out, self._out = self._out, []
@@ -100,24 +113,28 @@ class RespClient:
     async def evalsha(
         self, sha: str, keys: Sequence[bytes | str], args: Sequence[bytes | str | int]
     ) -> Any:
-        command = encode_command(["EVALSHA", sha, len(keys), *keys, *args])
+        return await self.script(encode_command(["EVALSHA", sha, len(keys), *keys, *args]))
+
+    async def script(self, command: bytes) -> Any:
+        """Run an encoded EVALSHA of a registered script. On NOSCRIPT (Redis restarted or
+        flushed its script cache) load the scripts again and retry once."""
         try:
             return await self._call(command)
         except ReplyError as exc:
             if not str(exc).startswith("NOSCRIPT"):
                 raise
-        await self._call(encode_command(["SCRIPT", "LOAD", self._scripts[sha]]))
+        for source in self._scripts.values():
+            await self._call(encode_command(["SCRIPT", "LOAD", source]))
         return await self._call(command)
 
     async def execute(self, *args: bytes | str | int) -> Any:
         return await self._call(encode_command(args))
 
     async def _call(self, command: bytes) -> Any:
-        conn = self._conn if self._conn is not None and not self._conn.closed else None
-        if conn is None:
+        conn = self._conn
+        if conn is None or conn.closed:
             conn = await self._connect()
-        (future,) = conn.send(command, 1)
-        return await future
+        return await conn.send(command)
 
     async def _connect(self) -> _Protocol:
         if self._connecting is None:
@@ -165,7 +182,7 @@ class RespClient:
             setup.append(["SELECT", db])
         setup += [["SCRIPT", "LOAD", script] for script in self._scripts.values()]
         if setup:
-            futures = conn.send(b"".join(encode_command(c) for c in setup), len(setup))
+            futures = conn.send_many(b"".join(encode_command(c) for c in setup), len(setup))
             await asyncio.gather(*futures)
 
     async def _watch(self) -> None:

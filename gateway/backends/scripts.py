@@ -45,52 +45,54 @@ SUBMIT_SCRIPT = (
     "#!lua\n"
     """
 -- SUBMIT: one authenticated delivery, one round trip.
--- KEYS: 1 version, 2 auth-failures(webhook, source), 3 rate window, 4 reject-log window,
---       5 seen(identity), 6 shard stream, 7 dropped-log counter
--- ARGV: 1 config version held, 2 auth-failure limit, 3 rate limit, 4 window ms,
---       5 reject-log limit, 6 new delivery id, 7 webhook uid, 8 '1' if body is JSON,
---       9 size, 10 body, 11 identity, 12 de-dup ttl seconds
+-- KEYS: 1 version, 2 rate window, 3 reject-log window, 4 shard stream, 5 dropped-log counter,
+--       6 auth-failures(webhook, source), 7 seen(identity)
+-- ARGV: 1 auth-failure limit, 2 rate limit, 3 window ms, 4 reject-log limit,
+--       5 de-dup ttl seconds, 6 webhook uid, 7 config version held,
+--       8 new delivery id, 9 '1' if body is JSON, 10 size, 11 body, 12 identity
+-- (Per-webhook keys and arguments come first, per-request ones last: the client sends the
+-- first part pre-encoded, see redis.py.)
 -- Returns: {'STALE'} | {'AUTHLIMIT', retry_ms} | {'RATE', retry_ms} | {'BADJSON'}
 --          | {'DUP', first delivery id} | {'OK', delivery id}
 """
     + _HELPERS
     + """
 local shared = redis.call('GET', KEYS[1])
-if shared and tonumber(shared) > tonumber(ARGV[1]) then return {'STALE'} end
+if shared and tonumber(shared) > tonumber(ARGV[7]) then return {'STALE'} end
 local now = now_ms()
-local window = tonumber(ARGV[4])
+local window = tonumber(ARGV[3])
 local floor = now - window
-local id, uid, size = ARGV[6], ARGV[7], ARGV[9]
+local id, uid, size = ARGV[8], ARGV[6], ARGV[10]
 local function reject(label, extra)
   local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
   for _, v in ipairs(extra) do fields[#fields + 1] = v end
-  log_capped(KEYS[4], KEYS[7], KEYS[6], floor, window, tonumber(ARGV[5]), now, fields)
+  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
 end
-local auth_limit = tonumber(ARGV[2])
-if redis.call('ZCOUNT', KEYS[2], '(' .. floor, '+inf') >= auth_limit then
+local auth_limit = tonumber(ARGV[1])
+if redis.call('ZCOUNT', KEYS[6], '(' .. floor, '+inf') >= auth_limit then
   reject('Rejected (rate limited)', {})
-  return {'AUTHLIMIT', retry_ms(KEYS[2], floor, window, auth_limit, now)}
+  return {'AUTHLIMIT', retry_ms(KEYS[6], floor, window, auth_limit, now)}
 end
-local rate = tonumber(ARGV[3])
-if redis.call('ZCOUNT', KEYS[3], '(' .. floor, '+inf') >= rate then
+local rate = tonumber(ARGV[2])
+if redis.call('ZCOUNT', KEYS[2], '(' .. floor, '+inf') >= rate then
   reject('Rejected (rate limited)', {})
-  return {'RATE', retry_ms(KEYS[3], floor, window, rate, now)}
+  return {'RATE', retry_ms(KEYS[2], floor, window, rate, now)}
 end
-if ARGV[8] ~= '1' then
+if ARGV[9] ~= '1' then
   reject('Rejected (invalid JSON)', {})
-  window_add(KEYS[3], floor, window, id, now)
+  window_add(KEYS[2], floor, window, id, now)
   return {'BADJSON'}
 end
-local first = redis.call('GET', KEYS[5])
+local first = redis.call('GET', KEYS[7])
 if first then
-  reject('Duplicate', {'i', ARGV[11], 'f', first})
-  window_add(KEYS[3], floor, window, id, now)
+  reject('Duplicate', {'i', ARGV[12], 'f', first})
+  window_add(KEYS[2], floor, window, id, now)
   return {'DUP', first}
 end
-redis.call('XADD', KEYS[6], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
-           'i', ARGV[11], 'p', ARGV[10])
-window_add(KEYS[3], floor, window, id, now)
-redis.call('SET', KEYS[5], id, 'EX', tonumber(ARGV[12]))
+redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
+           'i', ARGV[12], 'p', ARGV[11])
+window_add(KEYS[2], floor, window, id, now)
+redis.call('SET', KEYS[7], id, 'EX', tonumber(ARGV[5]))
 return {'OK', id}
 """
 )

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from gateway.ingress.config import WebhookConfig
 
 
 def authenticate(
-    config: WebhookConfig, headers: dict[str, str], body: bytes, path_token: str | None
+    config: WebhookConfig, headers: Mapping[str, str], body: bytes, path_token: str | None
 ) -> tuple[bool, str | None]:
     """(authenticated?, the provider's own delivery id when the signature carries one)."""
     mode = config.auth_mode
     if mode == "token":
-        scheme, _, presented = headers.get("authorization", "").partition(" ")
+        scheme, _, presented = (headers.get("authorization") or "").partition(" ")
         presented = presented.strip()
         return scheme.lower() == "bearer" and bool(presented) and config.token_matches(
             presented

@@ -39,6 +39,10 @@ class ConfigCache:
         log.info("ingress config cache: %d webhooks preloaded", len(configs))
         return len(configs)
 
+    def live(self, uid: str) -> WebhookConfig | None:
+        """The enabled webhook's config when cached: the request path's lookup, no await."""
+        return self._live.get(uid)
+
     async def get(self, uid: str) -> WebhookConfig | None:
         """The enabled webhook's config, or None (unknown, disabled or deleted)."""
         config = self._live.get(uid)

@@ -1,7 +1,7 @@
 """The ingress ASGI endpoint: POST /webhooks/w/{webhook_uid}[/{token}].
 
-A raw ASGI callable (no Starlette Request): headers become one dict, the pipeline decides, and
-errors render as problem+json. The path's token segment never reaches a log line.
+A raw ASGI callable (no Starlette Request): headers stay raw until looked up, the pipeline
+decides, and errors render as problem+json. The path's token segment never reaches a log line.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import logging
 
 from gateway.errors import MethodNotAllowed, NotFound, ServiceError, Unavailable
 from gateway.ingress.body import ClientGone
-from gateway.ingress.pipeline import Ingress, IngressRequest
+from gateway.ingress.headers import RawHeaders
+from gateway.ingress.pipeline import Ingress
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
 from gateway.services import Services
 from gateway.types import Receive, Scope, Send
@@ -19,6 +20,10 @@ INGRESS_PREFIX = "/webhooks/w/"
 log = logging.getLogger("gateway.ingress")
 
 _JSON = b"application/json"
+_PREFIX_LEN = len(INGRESS_PREFIX)
+# 202 response headers by body length (ids have a fixed size): a tuple, so no server can alter
+# the shared value
+_ACCEPTED_HEAD: dict[int, tuple[tuple[bytes, bytes], ...]] = {}
 
 
 class IngressEndpoint:
@@ -39,35 +44,38 @@ class IngressEndpoint:
             status, body, headers = render(ServiceError("an internal error occurred"))
             await _send(send, status, PROBLEM_CONTENT_TYPE, body, headers)
             return
-        await _send(send, 202, _JSON, b'{"delivery_id":"%s"}' % delivery_id.encode(), {})
+        body = b'{"delivery_id":"%s"}' % delivery_id.encode()
+        head = _ACCEPTED_HEAD.get(len(body))
+        if head is None:
+            head = ((b"content-type", _JSON), (b"content-length", b"%d" % len(body)))
+            if len(_ACCEPTED_HEAD) < 64:
+                _ACCEPTED_HEAD[len(body)] = head
+        await send({"type": "http.response.start", "status": 202, "headers": head})
+        await send({"type": "http.response.body", "body": body})
 
     async def _accept(self, scope: Scope, receive: Receive) -> str:
         if scope["method"] != "POST":
             raise MethodNotAllowed(f"{scope['method']}: webhook ingress accepts POST only")
-        ingress = self._ingress()
-        parts = scope["path"][len(INGRESS_PREFIX) :].split("/")
-        if not parts[0] or len(parts) > 2 or (len(parts) == 2 and not parts[1]):
+        services = self._services
+        ingress: Ingress | None = services[0].ingress if services else None
+        if ingress is None:
+            raise Unavailable("ingress is starting or stopping")
+        uid, sep, token = scope["path"][_PREFIX_LEN:].partition("/")
+        if not uid or "/" in token or (sep and not token):
             raise NotFound("webhook: unknown, disabled or deleted")
         client = scope.get("client")
-        request = IngressRequest(
-            webhook_uid=parts[0],
-            path_token=parts[1] if len(parts) == 2 else None,
-            headers={k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]},
-            peer=client[0] if client else None,
-            receive=receive,
+        return await ingress.accept(
+            uid,
+            token if sep else None,
+            RawHeaders(scope["headers"]),
+            client[0] if client else None,
+            receive,
         )
-        return await ingress.accept(request)
-
-    def _ingress(self) -> Ingress:
-        if not self._services or self._services[0].ingress is None:
-            raise Unavailable("ingress is starting or stopping")
-        ingress: Ingress = self._services[0].ingress
-        return ingress
 
 
 def _uid_of(scope: Scope) -> str:
     path: str = scope.get("path", "")
-    return path[len(INGRESS_PREFIX) :].split("/", 1)[0]
+    return path[_PREFIX_LEN:].split("/", 1)[0]
 
 
 async def _send(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 SERVICE_DELIVERY_HEADER = "x-service-delivery-id"
 MAX_IDENTITY = 300
@@ -10,7 +11,7 @@ MAX_IDENTITY = 300
 
 def delivery_identity(
     configured_header: str | None,
-    headers: dict[str, str],
+    headers: Mapping[str, str],
     provider_id: str | None,
     body: bytes,
 ) -> str:

@@ -4,8 +4,7 @@
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import orjson
 
@@ -20,7 +19,7 @@ from gateway.errors import (
     Unavailable,
 )
 from gateway.ingress.auth import authenticate
-from gateway.ingress.body import MAX_BODY, TooLarge, declared_length, read_body
+from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.config import WebhookConfig
 from gateway.ingress.identity import delivery_identity
@@ -28,48 +27,50 @@ from gateway.ingress.source import source_address
 from gateway.settings import Settings
 from gateway.types import Receive
 
-log = logging.getLogger("gateway.ingress")
-
-
-@dataclass(frozen=True, slots=True)
-class IngressRequest:
-    webhook_uid: str
-    path_token: str | None
-    headers: dict[str, str]
-    peer: str | None
-    receive: Receive
-
 
 class Ingress:
     def __init__(self, settings: Settings, cache: ConfigCache, backend: IngressBackend) -> None:
         self.settings = settings
         self.cache = cache
         self.backend = backend
+        self.bodies = BodyReader(settings.body_timeout)
 
-    async def accept(self, request: IngressRequest) -> str:
+    async def accept(
+        self,
+        webhook_uid: str,
+        path_token: str | None,
+        headers: Mapping[str, str],
+        peer: str | None,
+        receive: Receive,
+    ) -> str:
         """The delivery id to answer 202 with; any refusal is raised as a ServiceError."""
-        config = await self.cache.get(request.webhook_uid)
-        if config is None or (request.path_token is not None and config.auth_mode != "url_token"):
+        config = self.cache.live(webhook_uid) or await self.cache.get(webhook_uid)
+        if config is None or (path_token is not None and config.auth_mode != "url_token"):
             raise NotFound("webhook: unknown, disabled or deleted")
-        body = await self._body(config, request)
-        source = source_address(
-            request.peer, request.headers.get("x-forwarded-for"), self.settings.trusted_proxies
+        body = await self._body(config, headers, receive)
+        proxies = self.settings.trusted_proxies
+        source = (
+            source_address(peer, headers.get("x-forwarded-for"), proxies)
+            if proxies
+            else peer or "unknown"
         )
-        outcome = await self._decide(config, request, body, source)
+        outcome = await self._decide(config, headers, path_token, body, source)
         if outcome.verdict is Verdict.STALE:
             # another process changed this webhook: take its config from SQL, decide again
             fresh = await self.cache.reload(config.uid)
             if fresh is None:
                 raise NotFound("webhook: unknown, disabled or deleted")
-            outcome = await self._decide(fresh, request, body, source)
-        return _answer(config.uid, outcome)
+            outcome = await self._decide(fresh, headers, path_token, body, source)
+        return _answer(outcome)
 
-    async def _body(self, config: WebhookConfig, request: IngressRequest) -> bytes:
-        declared = declared_length(request.headers.get("content-length"))
+    async def _body(
+        self, config: WebhookConfig, headers: Mapping[str, str], receive: Receive
+    ) -> bytes:
+        declared = declared_length(headers.get("content-length"))
         try:
             if declared is not None and declared > MAX_BODY:
                 raise TooLarge(declared)
-            return await read_body(request.receive, self.settings.body_timeout)
+            return await self.bodies.read(receive)
         except TooLarge as exc:
             await self.backend.log_rejection(
                 config.target, ids.new_id("dlv"), exc.size, Label.TOO_LARGE
@@ -77,9 +78,14 @@ class Ingress:
             raise
 
     async def _decide(
-        self, config: WebhookConfig, request: IngressRequest, body: bytes, source: str
+        self,
+        config: WebhookConfig,
+        headers: Mapping[str, str],
+        path_token: str | None,
+        body: bytes,
+        source: str,
     ) -> Outcome:
-        ok, provider_id = authenticate(config, request.headers, body, request.path_token)
+        ok, provider_id = authenticate(config, headers, body, path_token)
         if not ok:
             return await self.backend.auth_failed(
                 config.target, source, ids.new_id("dlv"), len(body)
@@ -89,20 +95,20 @@ class Ingress:
             valid_json = True
         except orjson.JSONDecodeError:
             valid_json = False
-        identity = delivery_identity(config.delivery_id_header, request.headers, provider_id, body)
+        identity = delivery_identity(config.delivery_id_header, headers, provider_id, body)
         return await self.backend.submit(
             Submission(config.target, ids.new_id("dlv"), identity, body, valid_json, source)
         )
 
 
-def _answer(uid: str, outcome: Outcome) -> str:
-    verdict = outcome.verdict
-    if verdict is Verdict.ACCEPTED or verdict is Verdict.DUPLICATE:
-        assert outcome.delivery_id is not None
-        if verdict is Verdict.DUPLICATE:
-            log.debug("webhook %s: Duplicate of %s", uid, outcome.delivery_id)
-        return outcome.delivery_id
+def _answer(outcome: Outcome) -> str:
+    verdict, delivery_id, _ = outcome
+    if delivery_id is not None and (verdict is _ACCEPTED or verdict is _DUPLICATE):
+        return delivery_id
     raise _refusal(outcome)
+
+
+_ACCEPTED, _DUPLICATE = Verdict.ACCEPTED, Verdict.DUPLICATE
 
 
 def _refusal(outcome: Outcome) -> ServiceError:

@@ -1,5 +1,10 @@
 """Redis source: the 16 shard Streams, read with a consumer group.
 
+Each command names ONE stream, so every command stays within one hash slot and the same code
+works against Redis Cluster (where one XREADGROUP over streams in different slots is refused with
+CROSSSLOT). The 16 reads go out as one pipeline per pass, non-blocking; when a pass finds nothing
+the source sleeps `idle_wait` (a blocking read can only wait on one slot).
+
 Entries are acknowledged (XACK) and deleted (XDEL) only after the SQL transaction that logged
 them committed. Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for
 CLAIM_IDLE_MS; this consumer's own unacknowledged entries are re-read after a failed batch.
@@ -7,6 +12,7 @@ CLAIM_IDLE_MS; this consumer's own unacknowledged entries are re-read after a fa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -33,12 +39,12 @@ CLAIM_EVERY_S = 10.0
 
 class StreamSource:
     def __init__(
-        self, redis: Redis, keyspace: KeySpace, *, batch: int = 200, block_ms: int = 1000
+        self, redis: Redis, keyspace: KeySpace, *, batch: int = 50, idle_wait: float = 0.05
     ) -> None:
         self.redis = redis
         self.streams = keyspace.streams()
-        self.batch = batch
-        self.block_ms = block_ms
+        self.batch = batch  # per stream and pass: at most 16 * batch entries per SQL transaction
+        self.idle_wait = idle_wait
         self.consumer = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self._groups_ready = False
         self._own_pending = True  # on start, re-read anything this name left unacknowledged
@@ -54,10 +60,13 @@ class StreamSource:
                 return claimed
         if self._own_pending:
             self._own_pending = False
-            pending = await self._read_group("0", block=None)
+            pending = await self._read_group("0")
             if pending:
                 return pending
-        return await self._read_group(">", block=self.block_ms)
+        entries = await self._read_group(">")
+        if not entries:
+            await asyncio.sleep(self.idle_wait)
+        return entries
 
     async def _create_groups(self) -> None:
         for stream in self.streams:
@@ -69,18 +78,15 @@ class StreamSource:
                     raise
         self._groups_ready = True
 
-    async def _read_group(self, start: str, block: int | None) -> list[Entry]:
-        # one call for all 16 shard streams (a Redis Cluster deployment would split it by node)
-        replies: Any = await self.redis.xreadgroup(
-            GROUP,
-            self.consumer,
-            dict.fromkeys(self.streams, start),
-            count=self.batch,
-            block=block,
-        )
+    async def _read_group(self, start: str) -> list[Entry]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream in self.streams:
+                pipe.xreadgroup(GROUP, self.consumer, {stream: start}, count=self.batch)
+            replies: list[Any] = await pipe.execute()
         entries: list[Entry] = []
-        for stream, items in replies or []:
-            entries += _entries(stream, items)
+        for reply in replies:
+            for stream, items in reply or []:
+                entries += _entries(stream, items)
         return entries
 
     async def _claim(self) -> list[Entry]:

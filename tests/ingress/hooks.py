@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -179,3 +180,39 @@ def gateway_env(**values: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
     env.update({f"GATEWAY_{k.upper()}": v for k, v in values.items()})
     return env
+
+
+def serve_gateway(
+    env: dict[str, str], port: int, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """`gateway serve` as a real OS process (stderr to `log`); returns once it answers HTTP."""
+    import sys
+
+    import httpx
+
+    if log is None:
+        stderr: int = subprocess.DEVNULL
+    else:
+        with log.open("ab") as handle:  # the child keeps its own copy of the descriptor
+            stderr = os.dup(handle.fileno())
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    finally:
+        if log is not None:
+            os.close(stderr)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/v1/nope", timeout=0.5)
+            return proc
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("gateway did not start")

@@ -1,4 +1,5 @@
-"""SIGKILL a real `gateway serve` under load: every delivery that got a 202 is in the log."""
+"""SIGKILL a real `gateway serve` under load: every delivery that got a 202 is durable, and a
+restarted server (with the evaluator) drains every one of them into the deliveries table."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import asyncio
 import base64
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,8 +23,9 @@ from gateway.services import build_services
 from gateway.store import migrate
 from gateway.store import tables as t
 from gateway.store.types import utcnow
+from gateway.worker.stream_source import CLAIM_EVERY_S, CLAIM_IDLE_MS
 from tests.conftest import make_settings
-from tests.ingress.hooks import free_port, gateway_env
+from tests.ingress.hooks import free_port, gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
 TOKEN = "wht_crash_test_token"
@@ -97,24 +97,6 @@ async def _outbox(settings) -> set[str]:  # type: ignore[no-untyped-def]
         await services.close()
 
 
-def _serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/v1/nope", timeout=0.5)
-            return proc
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("gateway did not start")
-
-
 @pytest.mark.parametrize("kind", ["memory", "redis"])
 def test_sigkill_under_load_loses_no_accepted_delivery(
     kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
@@ -131,7 +113,7 @@ def test_sigkill_under_load_loses_no_accepted_delivery(
     uid = asyncio.run(_prepare(settings))
     env = gateway_env(**values)
     port = free_port()
-    proc = _serve(env, port)
+    proc = serve_gateway(env, port)
     accepted: list[str] = []
     statuses: list[int] = []
     stop = threading.Event()
@@ -171,3 +153,32 @@ def test_sigkill_under_load_loses_no_accepted_delivery(
     logged = asyncio.run(_logged(settings)) | _pending(settings)
     missing = set(accepted) - logged
     assert not missing, f"{len(missing)} of {len(accepted)} accepted deliveries lost"
+
+    _restart_and_drain(env | {"GATEWAY_RUN_EVALUATOR": "true"}, settings, set(accepted), tmp_path)
+
+
+def _restart_and_drain(
+    env: dict[str, str],
+    settings,
+    accepted: set[str],
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """The restarted evaluator moves every accepted delivery into the deliveries table."""
+    log = tmp_path / "restarted.log"
+    proc = serve_gateway(env, free_port(), log)
+    try:
+        # entries the killed consumer had read are taken over once idle for CLAIM_IDLE_MS
+        deadline = time.monotonic() + CLAIM_IDLE_MS / 1000 + 2 * CLAIM_EVERY_S + 5
+        while time.monotonic() < deadline:
+            missing = accepted - asyncio.run(_logged(settings))
+            if not missing:
+                return
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    if "being implemented" in log.read_text(errors="replace"):
+        # RunStarter.start_runs (another module, in progress) still raises NotImplementedError:
+        # the consumer keeps the entries (nothing lost, checked above) but cannot log them yet
+        pytest.xfail("RunStarter.start_runs is not implemented yet; drain not checked")
+    pytest.fail(f"{len(missing)} of {len(accepted)} accepted deliveries not drained")

@@ -18,7 +18,7 @@ from gateway.backends.outbox import OutboxWriter
 from gateway.backends.redis import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp import RespClient
 from gateway.errors import RequestTimeout
-from gateway.ingress.body import MAX_BODY, TooLarge, declared_length, read_body
+from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length, read_body
 from gateway.ingress.source import source_address
 from gateway.logs import RedactTokens, redact
 from gateway.store import create_database, migrate
@@ -165,3 +165,29 @@ def test_url_tokens_never_reach_a_log_line(caplog: pytest.LogCaptureFixture) -> 
             202,
         )
     assert "wht_TOPSECRET" not in caplog.text and "{token}" in caplog.text
+
+
+def test_shared_body_deadline_times_out_only_the_slow_reader() -> None:
+    async def run() -> None:
+        reader = BodyReader(0.05)
+        gate = asyncio.Event()
+
+        async def slow() -> dict[str, Any]:
+            await gate.wait()
+            return {"type": "http.request", "body": b"late"}
+
+        async def fast() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"{}"}
+
+        results = await asyncio.gather(reader.read(slow), reader.read(fast), return_exceptions=True)
+        assert isinstance(results[0], RequestTimeout) and results[1] == b"{}"
+        # a read cancelled by someone else stays a cancellation, not a 408
+        task = asyncio.create_task(reader.read(slow))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gate.set()
+        assert await reader.read(slow) == b"late"  # the timer re-arms for later reads
+
+    asyncio.run(run())

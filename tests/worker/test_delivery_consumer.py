@@ -65,7 +65,7 @@ def _source(services: Services) -> Source:
         assert settings.redis_url
         redis = Redis.from_url(settings.redis_url, protocol=2)
         services.closers.append(redis.aclose)
-        return StreamSource(redis, KeySpace(settings.redis_prefix), block_ms=50)
+        return StreamSource(redis, KeySpace(settings.redis_prefix), idle_wait=0.01)
     return OutboxSource(services.database, idle_wait=0.01)
 
 
