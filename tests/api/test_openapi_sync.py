@@ -1,21 +1,40 @@
-"""The OpenAPI document and the app agree: every served (method, path) is documented and back."""
+"""The OpenAPI document and the app agree: every served (method, path) is documented and back,
+and real responses (status, media type, body) match what the document says of them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
+import httpx
+from jsonschema import Draft202012Validator, FormatChecker
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 from starlette.routing import BaseRoute, Mount, Route
 
-from gateway.api.openapi_document import build_document
+from gateway.api.openapi_components import (
+    AUTH_MODES,
+    CONFIG_KEYS,
+    DELIVERY_LABELS,
+    RUN_STATES,
+    SIGNATURE_SCHEMES,
+    TASK_STAGES,
+)
+from gateway.api.openapi_document import build_document, endpoints
 from gateway.app import create_app
+from gateway.domain import tasks
 from gateway.ingress.endpoint import INGRESS_PREFIX
+from gateway.services import Services
+from tests.api.runs_support import advance
 from tests.conftest import make_settings
-from tests.support import GatewayClient
+from tests.support import GatewayClient, World
 
 METHODS = {"get", "post", "put", "patch", "delete"}
+BASE_URI = "urn:openapi"  # where the document is registered for $ref resolution
 
 
 def _walk(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -91,12 +110,357 @@ def test_openapi_json_is_served_without_credentials(tmp_path: Path) -> None:
     assert response.json() == build_document()
 
 
+def _body(name: str) -> Draft202012Validator:
+    """A validator of the request schema `name` (its $refs resolved within the document)."""
+    registry: Registry[Any] = Registry().with_resource(
+        BASE_URI, DRAFT202012.create_resource(build_document())
+    )
+    return Draft202012Validator(
+        {"$ref": f"{BASE_URI}#/components/schemas/{name}"}, registry=registry
+    )
+
+
 def test_documented_bodies_accept_what_the_api_accepts() -> None:
     """Spot-check: the request schemas agree with the handlers on required and unknown fields."""
-    schemas = build_document()["components"]["schemas"]
-    webhook = Draft202012Validator(schemas["WebhookCreate"])
+    webhook = _body("WebhookCreate")
     assert webhook.is_valid({"name": "n", "auth_mode": "url_token"})
     assert not webhook.is_valid({"auth_mode": "token"})
     assert not webhook.is_valid({"name": "n", "colour": "red"})
-    patch = Draft202012Validator(schemas["WebhookPatch"])
+    signed = {"name": "n", "auth_mode": "signature"}
+    assert not webhook.is_valid(signed)
+    assert webhook.is_valid({**signed, "signature_scheme": "stripe", "secret": "whsec"})
+    assert not webhook.is_valid({"name": "n", "secret": "whsec"})  # token modes: generated
+    patch = _body("WebhookPatch")
     assert patch.is_valid({"delivery_id_header": None}) and not patch.is_valid({"secret": "x"})
+    runs = _body("RunCreate")
+    assert runs.is_valid({"prompt": "p", "config": {"name": None}})
+    assert not runs.is_valid({"prompt": "  "}) and not runs.is_valid({"prompt": "p", "x": 1})
+    assert not runs.is_valid({"prompt": "p", "config": {"colour": "red"}})
+    task_patch = _body("TaskPatch")
+    assert task_patch.is_valid({"description": None}) and not task_patch.is_valid({})
+    automation = _body("AutomationCreate")
+    trigger = {"provider": "webhook", "event": "received", "filter": {"webhook_ids": ["wh_1"]}}
+    assert automation.is_valid({"name": "a", "prompt": "p", "triggers": [trigger]})
+    assert not automation.is_valid({"name": "a", "prompt": "p", "triggers": []})
+
+
+def test_documented_enums_match_the_code() -> None:
+    from gateway.backends.base import Label
+    from gateway.domain import runs, webhooks
+
+    assert list(runs.RUN_STATES) == RUN_STATES
+    assert list(tasks.STAGES) == TASK_STAGES
+    assert list(webhooks.AUTH_MODES) == AUTH_MODES
+    assert webhooks.scheme_names() == SIGNATURE_SCHEMES
+    assert [label.value for label in Label] == DELIVERY_LABELS
+    assert set(CONFIG_KEYS) == runs.CONFIG_KEYS
+    for endpoint in endpoints():
+        assert {status for status, _ in endpoint.problems} <= set(endpoint.errors), endpoint.path
+
+
+# --- Response shapes: real responses validated against the documented schemas ---------------
+
+DOCUMENT = build_document()
+
+
+def _closed(value: Any) -> Any:
+    """The document with every object schema that lists properties closed to others, so that
+    a field the renderer writes but the document does not name fails validation too (for the
+    response checks only: the published document leaves responses open to additions)."""
+    if isinstance(value, list):
+        return [_closed(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    closed = {key: _closed(item) for key, item in value.items()}
+    typed = closed.get("type") == "object" and "properties" in closed
+    if typed and "additionalProperties" not in closed:
+        closed["additionalProperties"] = False
+    return closed
+
+
+REGISTRY: Registry[Any] = Registry().with_resource(
+    BASE_URI, DRAFT202012.create_resource(_closed(DOCUMENT))
+)
+FORMATS = FormatChecker(formats=())
+RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def _utc_date_time(value: object) -> bool:
+    """CONTRACT 3: timestamps are RFC 3339 UTC."""
+    if not isinstance(value, str):
+        return True
+    datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return RFC3339_UTC.fullmatch(value) is not None
+
+
+def _pointer(*parts: str) -> str:
+    return "/".join(part.replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def _validator(method: str, path: str, status: int, media_type: str) -> Draft202012Validator:
+    where = _pointer("paths", path, method.lower(), "responses", str(status), "content")
+    target = {"$ref": f"{BASE_URI}#/{where}/{_pointer(media_type)}/schema"}
+    return Draft202012Validator(target, registry=REGISTRY, format_checker=FORMATS)
+
+
+class AnyResponse(Protocol):
+    """An HTTP response (httpx's, or the test client's)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def json(self) -> Any: ...
+
+
+def shape_errors(method: str, path: str, response: AnyResponse) -> list[str]:
+    """What is wrong with `response` as an answer of the documented operation (empty: fine)."""
+    operation = DOCUMENT["paths"][path][method.lower()]
+    documented = operation["responses"].get(str(response.status_code))
+    if documented is None:
+        return [f"status {response.status_code} is not documented"]
+    content = documented.get("content")
+    if content is None:
+        return [] if not response.content else ["a body where none is documented"]
+    media_type = response.headers.get("content-type", "").split(";")[0]
+    if media_type not in content:
+        return [f"media type {media_type!r} is not documented"]
+    validator = _validator(method, path, response.status_code, media_type)
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+        for e in validator.iter_errors(response.json())
+    ]
+
+
+class Checker:
+    """Sends requests as the world's user and checks every answer against the document."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.seen: set[tuple[str, str, int]] = set()
+
+    def __call__(
+        self, method: str, path: str, status: int, *, headers: Any = None, **kwargs: Any
+    ) -> Any:
+        full = path if path.startswith("/webhooks/") else f"/api/v1{path}"
+        url = full.format(uid=self.world.factory_uid, **kwargs.pop("at", {}))
+        response = self.world.client.request(
+            method, url, headers=self.world.user if headers is None else headers, **kwargs
+        )
+        assert response.status_code == status, (method, url, response.text)
+        errors = shape_errors(method, full, response)
+        assert not errors, f"{method} {full} -> {status}: {errors}\n{response.text}"
+        self.seen.add((method, full, status))
+        return response.json() if response.content else None
+
+    def eventually(self, probe: Callable[[], Any], timeout: float = 10.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while (value := probe()) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert value is not None, "condition not met in time"
+        return value
+
+
+WEBHOOKS = "/factory/{uid}/webhooks"
+RUN = "/agent/runs/{run_id}"
+CONVERSATION = "/agent/conversations/{conversation_id}"
+TASKS = "/factory/{uid}/tasks"
+TASK = TASKS + "/{task_uid}"
+
+
+def _trigger(webhook_uid: str, payload: Any = None) -> dict[str, Any]:
+    spec = {"webhook_ids": [webhook_uid]} | ({} if payload is None else {"payload": payload})
+    return {"provider": "webhook", "event": "received", "filter": spec}
+
+
+def _webhooks_and_deliveries(check: Checker) -> dict[str, Any]:
+    automations = "/factory/{uid}/automations"
+    one = WEBHOOKS + "/{webhook_uid}"
+    hook = check("POST", WEBHOOKS, 201, json={"name": "hook"})
+    url = check("POST", WEBHOOKS, 201, json={"name": "url", "auth_mode": "url_token"})
+    signed = {"name": "signed", "auth_mode": "signature", "signature_scheme": "standard-webhooks"}
+    signed = check("POST", WEBHOOKS, 201, json=signed | {"delivery_id_header": "X-Id"})
+    check("GET", WEBHOOKS, 200)
+    check("GET", one, 200, at={"webhook_uid": url["uid"]})
+    at = {"webhook_uid": hook["uid"]}
+    check("PATCH", one, 200, at=at, json={"enabled": True})
+    hook |= check("POST", one + "/rotate-secret", 200, at=at)
+    automation = {"name": "every", "prompt": "Handle it.", "triggers": [_trigger(hook["uid"])]}
+    check("POST", automations, 201, json=automation)
+
+    orphan = {"name": "orphan", "prompt": "p", "triggers": [_trigger(signed["uid"], {"a": [1]})]}
+    orphan = check("POST", automations, 201, json=orphan)
+    check("DELETE", one, 204, at={"webhook_uid": signed["uid"]})
+    at_orphan = {"automation_uid": orphan["uid"]}
+    got = check("GET", automations + "/{automation_uid}", 200, at=at_orphan)
+    assert got["webhooks_deleted"] == [signed["uid"]]
+    check("GET", automations, 200)
+    moved = {"triggers": [_trigger(url["uid"], {"a": {"exists": True}})], "enabled": False}
+    check("PATCH", automations + "/{automation_uid}", 200, at=at_orphan, json=moved)
+    check("DELETE", automations + "/{automation_uid}", 204, at=at_orphan)
+    by_token = {"webhook_uid": url["uid"], "token": url["secret"]}
+    check("POST", "/webhooks/w/{webhook_uid}/{token}", 202, at=by_token, json=[1])
+
+    ingress = "/webhooks/w/{webhook_uid}"
+    bearer = {"Authorization": f"Bearer {hook['secret']}"}
+    sent = check("POST", ingress, 202, at=at, headers=bearer, json={"action": "opened"})
+    check("POST", ingress, 401, at=at, headers={}, json={})
+    deliveries = one + "/deliveries"
+
+    def started() -> Any:
+        path = deliveries.format(uid=check.world.factory_uid, webhook_uid=hook["uid"])
+        listed = check.world.api("GET", path).json()["deliveries"]
+        found = [d for d in listed if d["delivery_id"] == sent["delivery_id"] and d["runs"]]
+        return found or None
+
+    check.eventually(started)
+    check("GET", deliveries, 200, at=at, params={"limit": 1})
+    record: dict[str, Any] = check("GET", deliveries + "/{delivery_id}", 200, at=at | sent)
+    assert record["payload"] == {"action": "opened"}
+    return record
+
+
+def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
+    webhook_run = check("GET", RUN, 200, at={"run_id": webhook_run_id})
+    assert webhook_run["artifacts"] and webhook_run["metadata"]  # documented optional fields
+
+    config = {"name": "coder", "model_id": "m1", "mcp_servers": {"x": {}}}
+    created = check("POST", "/agent/runs", 200, json={"prompt": "Do it", "config": config})
+    at = {"run_id": created["run_id"]}
+    advance(check.world, created["run_id"], "claim", "start", session_id="s1", session_link="l")
+    live: dict[str, Any] = check("GET", RUN, 200, at=at)
+    assert live["agent_config"] and live["started_at"] and live["creator"]
+    check("POST", "/agent/runs", 200, json={"prompt": "child", "parent_run_id": live["run_id"]})
+    at_conversation = {"conversation_id": live["conversation_id"]}
+    check("POST", RUN + "/followups", 200, at=at, json={"message": "more"})
+    check("POST", RUN + "/interrupt", 202, at=at)
+    check("POST", CONVERSATION + "/interrupt", 202, at=at_conversation)
+    prepared = check(
+        "POST", CONVERSATION + "/attachments/prepare", 200, at=at_conversation, json={}
+    )
+    attachments = [a["attachment_id"] for a in prepared["attachments"]]
+    body = {"message": "see file", "attachments": attachments}
+    check("POST", CONVERSATION + "/followups", 200, at=at_conversation, json=body)
+    check(
+        "POST",
+        CONVERSATION + "/followups",
+        422,
+        at=at_conversation,
+        json=body | {"attachments": ["att_x"]},
+    )
+
+    failed = check("POST", "/agent/runs", 200, json={"prompt": "Fail", "title": "t"})
+    advance(check.world, failed["run_id"], "claim", "fail", message="no", error_code="e")
+    assert "status_message" in check("GET", RUN, 200, at={"run_id": failed["run_id"]})
+    check("POST", RUN + "/cancel", 400, at={"run_id": failed["run_id"]})
+    queued = check("POST", "/agent/runs", 200, json={"prompt": "Stop"})
+    assert check("POST", RUN + "/cancel", 200, at=queued) == queued["run_id"]
+    check("GET", RUN, 404, at={"run_id": "missing"})
+    params = {"state": ["INPROGRESS", "FAILED", "QUEUED"], "limit": 2}
+    page = check("GET", "/agent/runs", 200, params=params)
+    check("GET", "/agent/runs", 200, params={"cursor": page["page_info"]["next_cursor"]} | params)
+    check("GET", "/agent/runs", 400, params={"state": "DONE"})
+    return live
+
+
+def _tasks(check: Checker, run: dict[str, Any]) -> None:
+    body = {"title": "Task", "conversation_id": run["conversation_id"]}
+    task = check("POST", TASKS, 201, json=body)
+    check("POST", TASKS, 409, json=body)
+    at = {"task_uid": task["uid"]}
+
+    async def output(services: Services) -> None:
+        async with services.database.transaction() as conn:
+            await tasks.add_output(conn, task["uid"], "pull_request", "PR", "https://x/1")
+            await tasks.add_output(conn, task["uid"], "document", None, None)
+
+    check.world.client.run(output)
+    assert len(check("GET", TASK, 200, at=at)["outputs"]) == 2
+    check("PATCH", TASK, 200, at=at, json={"description": "d", "stage": "TODO"})
+
+    dispatched = check(
+        "POST",
+        "/factory/{uid}/runs",
+        201,
+        json={"prompt": "Ship", "ticket_ref": "PROJ-1", "ticket_url": "https://t.test/PROJ-1"},
+    )
+    by_run = "/factory/{uid}/task-by-run"
+    probe = {"run_id": dispatched["run_id"]}
+
+    def bound() -> Any:
+        answer = check.world.api("GET", by_run.format(uid=check.world.factory_uid), params=probe)
+        return answer.json() if answer.status_code == 200 else None
+
+    check.eventually(bound)
+    seeded = check("GET", by_run, 200, params=probe)
+    assert seeded["ticket_source"] == "issue_key" and "created_by" in seeded
+    by_conversation = {"conversation_id": run["conversation_id"]}
+    check("GET", "/factory/{uid}/task-by-conversation", 200, params=by_conversation)
+    full = {"full_list": "true", "include_current_run": "true", "limit": 1}
+    page = check("GET", TASKS, 200, params=full)
+    assert page["tasks"][0]["current_run"] is not None and page["page_info"]["has_next_page"]
+    check("GET", TASKS, 200, params={"stage": ["TRIAGE", "TODO"]})
+    cancelled = check("POST", TASK + "/cancel", 200, at={"task_uid": seeded["uid"]})
+    assert cancelled["current_run"]["state"] == "CANCELLED"
+    check("GET", TASKS, 400, params={"stage": "NOPE"})
+    check("DELETE", TASK, 204, at=at)
+    check("GET", TASK, 404, at=at)
+    check("GET", TASK, 403, at=at, headers=check.world.stranger)
+
+
+def test_responses_match_the_documented_schemas(world: World) -> None:
+    check = Checker(world)
+    record = _webhooks_and_deliveries(check)
+    run = _runs(check, record["runs"][0]["run_id"])
+    _tasks(check, run)
+    check("GET", "/factory/{uid}", 200)
+    check("GET", "/factory", 200)
+    check("GET", "/openapi.json", 200)
+    check("GET", "/networking/egress-ranges", 200)
+    check("GET", "/factory-files/schemas/v1alpha1/factory.schema.json", 200)
+    check("GET", "/agent/runs", 401, headers={})
+    successes = {
+        (method.upper(), path, int(status))
+        for path, operations in DOCUMENT["paths"].items()
+        for method, operation in operations.items()
+        for status in operation["responses"]
+        if status.startswith("2")
+    }
+    missing = sorted(successes - check.seen)
+    assert not missing, f"documented success responses without a shape check: {missing}"
+
+
+def test_shape_check_catches_missing_fields_wrong_types_and_extras() -> None:
+    """The checker itself: a response missing a required field, with a wrong type, with a
+    field the document does not name, or with a non-UTC timestamp is refused."""
+    task: dict[str, Any] = {
+        "uid": "task_1",
+        "factory_uid": "fac_1",
+        "title": "t",
+        "description": None,
+        "stage": "TRIAGE",
+        "conversation_id": "c",
+        "created_at": "2024-01-02T03:04:05.678901Z",
+        "updated_at": "2024-01-02T03:04:05Z",
+        "outputs": [],
+    }
+    path = "/api/v1/factory/{uid}/tasks/{task_uid}"
+
+    def errors(body: dict[str, Any]) -> list[str]:
+        response = httpx.Response(200, json=body)
+        return shape_errors("GET", path, response)
+
+    assert errors(task) == []
+    assert errors({k: v for k, v in task.items() if k != "stage"})
+    assert errors(task | {"stage": 3})
+    assert errors(task | {"outputs": [{"id": "o"}]})
+    assert errors(task | {"colour": "red"})
+    assert errors(task | {"created_at": "2024-01-02T03:04:05+02:00"})
+    assert errors(task | {"current_run": {"run_id": "r"}})
+    assert shape_errors("GET", path, httpx.Response(418, json=task))
