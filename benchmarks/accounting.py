@@ -1,0 +1,130 @@
+"""What each server recorded: accepted deliveries in Redis streams or SQL, runs created, drain."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from gateway.backends.redis import KeySpace
+
+# Counts stream entries whose field `field` equals `value`, in batches, inside Redis.
+COUNT_SCRIPT = """
+local total = 0
+for _, key in ipairs(KEYS) do
+  local start = '-'
+  while true do
+    local batch = redis.call('XRANGE', key, start, '+', 'COUNT', 1000)
+    if #batch == 0 then break end
+    for _, entry in ipairs(batch) do
+      local fields = entry[2]
+      for i = 1, #fields, 2 do
+        if fields[i] == ARGV[1] and fields[i + 1] == ARGV[2] then total = total + 1 end
+      end
+    end
+    start = '(' .. batch[#batch][1]
+  end
+end
+return total
+"""
+
+
+def gateway_stream_accepted(client: redis.Redis, prefix: str) -> int:
+    keys = KeySpace(prefix).streams()
+    return int(client.eval(COUNT_SCRIPT, len(keys), *keys, "l", "Accepted"))  # type: ignore[arg-type]
+
+
+IDS_SCRIPT = """
+local ids = {}
+for _, key in ipairs(KEYS) do
+  local start = '-'
+  while true do
+    local batch = redis.call('XRANGE', key, start, '+', 'COUNT', 1000)
+    if #batch == 0 then break end
+    for _, entry in ipairs(batch) do
+      local fields = entry[2]
+      local id, accepted = nil, false
+      for i = 1, #fields, 2 do
+        if fields[i] == 'd' then id = fields[i + 1] end
+        if fields[i] == 'l' and fields[i + 1] == 'Accepted' then accepted = true end
+      end
+      if accepted and id then table.insert(ids, id) end
+    end
+    start = '(' .. batch[#batch][1]
+  end
+end
+return ids
+"""
+
+
+def accepted_anywhere(client: redis.Redis | None, prefix: str, database: Path) -> int:
+    """Accepted deliveries still waiting (stream or outbox) plus those already in the log.
+
+    The stream is read first: an entry leaves it only after its SQL commit, so each accepted
+    delivery is seen at least once; the union of ids removes the ones seen twice.
+    """
+    ids: set[str] = set()
+    if client is not None:
+        keys = KeySpace(prefix).streams()
+        raw = client.eval(IDS_SCRIPT, len(keys), *keys)  # type: ignore[arg-type]
+        ids.update(x.decode() for x in raw)  # type: ignore[union-attr]
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
+        for table in ("ingress_outbox", "deliveries"):
+            query = f"SELECT delivery_id FROM {table} WHERE label = 'Accepted'"
+            ids.update(row[0] for row in conn.execute(query))
+    return len(ids)
+
+
+def naive_stream_entries(client: redis.Redis) -> int:
+    return int(client.xlen("naive:log"))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    accepted: int
+    other_records: int
+    runs: int
+    outbox: int
+
+
+def store_counts(database: Path) -> StoreCounts:
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
+        by_label = dict(conn.execute("SELECT label, count(*) FROM deliveries GROUP BY label"))
+        runs = conn.execute("SELECT count(*) FROM automation_runs").fetchone()[0]
+        outbox = conn.execute("SELECT count(*) FROM ingress_outbox").fetchone()[0]
+    accepted = by_label.pop("Accepted", 0)
+    return StoreCounts(accepted, sum(by_label.values()), runs, outbox)
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    backlog_at_end: int
+    drain_s: float | None  # None: not drained within the bounded wait
+    evaluated_per_s: float
+    runs_per_s: float
+    final: StoreCounts
+
+
+def wait_for_drain(
+    database: Path, expected: int, load_started: float, load_s: float, max_wait_s: float
+) -> Drain:
+    """Poll the store until `expected` accepted deliveries are recorded (bounded)."""
+    at_end = store_counts(database)
+    ended = time.monotonic()
+    counts = at_end
+    while counts.accepted < expected and time.monotonic() - ended < max_wait_s:
+        time.sleep(0.5)
+        counts = store_counts(database)
+    drained = counts.accepted >= expected
+    finished = time.monotonic()
+    busy = max(load_s, finished - load_started)
+    return Drain(
+        backlog_at_end=max(0, expected - at_end.accepted),
+        drain_s=(finished - ended) if drained else None,
+        evaluated_per_s=counts.accepted / busy if busy else 0.0,
+        runs_per_s=counts.runs / busy if busy else 0.0,
+        final=counts,
+    )

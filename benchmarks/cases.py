@@ -1,0 +1,235 @@
+"""One measured case: a fresh store copy, a flushed Redis, a freshly signed request file, one
+server process tree, one wrk run, then the server's own records checked against wrk's counts."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks import accounting, profiling
+from benchmarks.procs import cpu_seconds, peak_rss_kib
+from benchmarks.redis_server import RedisServer
+from benchmarks.requests_file import RATE_LIMIT_PER_MINUTE, Plan, write_requests
+from benchmarks.seed import Seed
+from benchmarks.targets import Running, Target, serve
+from benchmarks.wrk import WrkResult, run_wrk
+
+REDIS_PREFIX = "gw"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    target: Target
+    workers: int
+    plan: Plan
+    body_size: int
+    duration_s: float
+    round: int
+    evaluator: bool
+    drain_wait_s: float
+    profile: bool = False
+
+
+def prepare_store(seed: Seed, rundir: Path, name: str) -> Path:
+    database = rundir / f"{name}.db"
+    shutil.copyfile(seed.database, database)
+    return database
+
+
+def target_env(kind: str, database: Path, redis: RedisServer, key: str, evaluator: bool) -> dict:
+    if kind == "ceiling":
+        return {}
+    if kind == "naive":
+        return {
+            "NAIVE_DATABASE": str(database),
+            "NAIVE_REDIS_URL": redis.url,
+            "GATEWAY_SECRET_KEY": key,
+        }
+    env = {
+        "GATEWAY_DATABASE_URL": f"sqlite:///{database}",
+        "GATEWAY_REDIS_PREFIX": REDIS_PREFIX,
+        "GATEWAY_SECRET_KEY": key,
+        "GATEWAY_RUN_EVALUATOR": "true" if evaluator else "false",
+        "GATEWAY_LOG_LEVEL": "warning",
+    }
+    if kind == "gateway-redis":
+        env["GATEWAY_REDIS_URL"] = redis.url
+    return env
+
+
+APPS = {
+    "ceiling": "benchmarks.servers.ceiling:create_app",
+    "naive": "benchmarks.servers.naive:create_app",
+    "gateway-redis": "gateway.app:app_from_environment",
+    "gateway-embedded": "gateway.app:app_from_environment",
+}
+
+
+def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path) -> dict[str, Any]:
+    name = f"{case.target.kind}-w{case.workers}-{case.plan.name}-{case.body_size}-r{case.round}"
+    database = prepare_store(seed, rundir, name)
+    redis.flush()
+    env = target_env(case.target.kind, database, redis, key, case.evaluator)
+    target = Target(case.target.kind, APPS[case.target.kind], env)
+    request_file = rundir / f"{name}.requests"
+    with serve(target, case.workers, rundir) as running:
+        write_requests(
+            request_file,
+            case.plan,
+            seed.webhooks,
+            seed.auth_mode,
+            case.body_size,
+            f"127.0.0.1:{running.port}",
+        )
+        pids = running.pids()
+        redis_pids = [redis.proc.pid]
+        cpu0, redis0 = cpu_seconds(pids), cpu_seconds(redis_pids)
+        spy_out = rundir / f"{name}.pyspy.txt"
+        spy = (
+            profiling.start_record(running.worker_pids()[0], case.duration_s - 1, spy_out)
+            if case.profile
+            else None
+        )
+        started = time.monotonic()
+        result = run_wrk(f"http://127.0.0.1:{running.port}", request_file, case.duration_s)
+        cpu1, redis1 = cpu_seconds(pids), cpu_seconds(redis_pids)
+        profile = profiling.finish_record(spy, spy_out) if case.profile else None
+        rss = peak_rss_kib(pids)
+        records = _records(case, running, redis, database, result, started)
+        cpu2 = cpu_seconds(pids)
+    request_file.unlink(missing_ok=True)
+    database.unlink(missing_ok=True)
+    per_k = 1000.0 / result.requests if result.requests else 0.0
+    row: dict[str, Any] = {
+        "server": case.target.kind,
+        "workers": case.workers,
+        "scenario": case.plan.name,
+        "body_bytes": case.body_size,
+        "round": case.round,
+        "auth_mode": seed.auth_mode,
+        "evaluator": case.evaluator if case.target.is_gateway else None,
+        "rps": result.rps,
+        "requests": result.requests,
+        "duration_s": result.duration_s,
+        "latency_ms": result.latency_ms,
+        "statuses": {str(k): v for k, v in sorted(result.statuses.items())},
+        "socket_errors": result.errors,
+        "wraps": result.wraps,
+        "in_flight_at_stop": max(0, result.sent - result.requests),
+        "server_cpu_s_per_1k": (cpu1 - cpu0) * per_k,
+        "redis_cpu_s_per_1k": (redis1 - redis0) * per_k if case.target.uses_redis else None,
+        "server_cpu_s_drain": cpu2 - cpu1,
+        "peak_rss_mib": rss / 1024,
+        **records,
+    }
+    if profile is not None:
+        row["profile"] = profile
+    row["failures"] = check(case, row, result)
+    return row
+
+
+def _records(
+    case: Case,
+    running: Running,
+    redis: RedisServer,
+    database: Path,
+    result: WrkResult,
+    started: float,
+) -> dict[str, Any]:
+    kind = case.target.kind
+    if kind == "ceiling":
+        return {"recorded_accepted": None}
+    if kind == "naive":
+        with redis.client() as client:
+            return {"recorded_accepted": accounting.naive_stream_entries(client)}
+    if case.evaluator:
+        drain = accounting.wait_for_drain(
+            database,
+            expected_accepted(case, result)[0],
+            started,
+            result.duration_s,
+            case.drain_wait_s,
+        )
+        recorded = drain.final.accepted
+        recorded_in = "sql deliveries (after drain)"
+        if drain.drain_s is None:  # not drained: count what waits too, without double counting
+            client = redis.client() if kind == "gateway-redis" else None
+            try:
+                recorded = accounting.accepted_anywhere(client, REDIS_PREFIX, database)
+            finally:
+                if client is not None:
+                    client.close()
+            recorded_in = "sql deliveries + still queued (stream/outbox), not drained"
+        return {
+            "recorded_accepted": recorded,
+            "recorded_in": recorded_in,
+            "evaluator": {
+                "deliveries_evaluated_per_s": drain.evaluated_per_s,
+                "runs_created_per_s": drain.runs_per_s,
+                "deliveries_evaluated": drain.final.accepted,
+                "runs_created": drain.final.runs,
+                "backlog_at_end": drain.backlog_at_end,
+                "drain_s": drain.drain_s,
+                "drain_wait_s": case.drain_wait_s,
+            },
+        }
+    if kind == "gateway-redis":
+        with redis.client() as client:
+            accepted = accounting.gateway_stream_accepted(client, REDIS_PREFIX)
+        return {"recorded_accepted": accepted, "recorded_in": "redis streams (evaluator off)"}
+    counts = accounting.store_counts(database)
+    return {"recorded_accepted": counts.outbox, "recorded_in": "sql ingress_outbox (evaluator off)"}
+
+
+def expected_accepted(case: Case, result: WrkResult) -> tuple[int, int]:
+    """The range of accepted deliveries the server should have recorded."""
+    if case.plan.name == "flood":
+        return RATE_LIMIT_PER_MINUTE, RATE_LIMIT_PER_MINUTE
+    if case.plan.name == "duplicate":
+        targets = case.plan.targets
+        sent = targets if result.wraps else targets[: max(result.sent, 0)]
+        low = len({delivery_id for _, delivery_id in targets[: result.requests]})
+        return low, len({delivery_id for _, delivery_id in sent})
+    # wrk stops with requests in flight: the server may have accepted them unseen by wrk
+    accepted_202 = result.statuses.get(202, 0)
+    return accepted_202, accepted_202 + max(0, result.sent - result.requests)
+
+
+def check(case: Case, row: dict[str, Any], result: WrkResult) -> list[str]:
+    """Everything that makes the row's figures untrustworthy, as sentences."""
+    failures: list[str] = []
+    statuses = result.statuses
+    allowed = {202, 429} if case.plan.name == "flood" else {202}
+    unexpected = {s: n for s, n in statuses.items() if s not in allowed}
+    if unexpected:
+        failures.append(f"unexpected statuses {unexpected}")
+    if result.requests == 0:
+        failures.append("no responses")
+    errors = {k: v for k, v in result.errors.items() if v and k != "status"}
+    if errors:
+        failures.append(f"socket errors {errors}")
+    recorded = row.get("recorded_accepted")
+    if recorded is None:
+        return failures
+    if result.wraps and case.plan.name == "spread":
+        failures.append(
+            f"request file exhausted ({result.wraps} wraps): repeated delivery ids; "
+            "raise --max-rate"
+        )
+    accepted_202 = statuses.get(202, 0)
+    if case.plan.name == "flood" and accepted_202 > RATE_LIMIT_PER_MINUTE:
+        failures.append(f"{accepted_202} answered 202 to one webhook, limit 60/min")
+    expected_low, expected_high = expected_accepted(case, result)
+    if not expected_low <= recorded <= expected_high:
+        failures.append(
+            f"recorded accepted {recorded}, expected {expected_low}"
+            + (
+                f"..{expected_high} (202s + in flight at stop)"
+                if expected_high > expected_low
+                else ""
+            )
+        )
+    return failures

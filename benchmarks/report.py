@@ -1,0 +1,140 @@
+"""Aggregate rows over rounds, print the table, write the JSON report."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.stats import ratio, summary
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def group_key(row: dict[str, Any]) -> tuple[str, int, str, int]:
+    return (row["server"], row["workers"], row["scenario"], row["body_bytes"])
+
+
+def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, int, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[group_key(row)].append(row)
+    out = []
+    for (server, workers, scenario, body), members in groups.items():
+        out.append(
+            {
+                "server": server,
+                "workers": workers,
+                "scenario": scenario,
+                "body_bytes": body,
+                "rounds": len(members),
+                "rps": summary([m["rps"] for m in members]),
+                "p50_ms": summary([m["latency_ms"]["p50"] for m in members]),
+                "p99_ms": summary([m["latency_ms"]["p99"] for m in members]),
+                "p999_ms": summary([m["latency_ms"]["p999"] for m in members]),
+                "server_cpu_s_per_1k": summary([m["server_cpu_s_per_1k"] for m in members]),
+                "peak_rss_mib": summary([m["peak_rss_mib"] for m in members]),
+                "failed": any(m["failures"] for m in members),
+            }
+        )
+    return out
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """gateway/ceiling and gateway/naive requests/s, per workers and body size (spread only)."""
+    by: dict[tuple[str, int, int], list[float]] = defaultdict(list)
+    for row in rows:
+        if row["scenario"] == "spread" and not row["failures"]:
+            by[(row["server"], row["workers"], row["body_bytes"])].append(row["rps"])
+    out = []
+    for (server, workers, body), values in sorted(by.items()):
+        if not server.startswith("gateway"):
+            continue
+        for base in ("ceiling", "naive"):
+            other = by.get((base, workers, body))
+            if other:
+                out.append(
+                    {
+                        "ratio": f"{server}/{base}",
+                        "workers": workers,
+                        "body_bytes": body,
+                        "rps": ratio(values, other),
+                    }
+                )
+    return out
+
+
+def table(groups: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'server':<17}{'w':>2} {'scenario':<10}{'body':>7} "
+        f"{'req/s med':>10}{'min':>8}{'max':>8} {'p50ms':>7}{'p99ms':>8}{'p99.9ms':>9} "
+        f"{'cpu s/1k':>9}{'rss MiB':>8}  ok"
+    )
+    lines = [head, "-" * len(head)]
+    for g in groups:
+        lines.append(
+            f"{g['server']:<17}{g['workers']:>2} {g['scenario']:<10}{g['body_bytes']:>7} "
+            f"{g['rps']['median']:>10.0f}{g['rps']['min']:>8.0f}{g['rps']['max']:>8.0f} "
+            f"{g['p50_ms']['median']:>7.2f}{g['p99_ms']['median']:>8.2f}"
+            f"{g['p999_ms']['median']:>9.2f} "
+            f"{g['server_cpu_s_per_1k']['median']:>9.3f}{g['peak_rss_mib']['median']:>8.0f}  "
+            f"{'FAILED' if g['failed'] else 'yes'}"
+        )
+    return "\n".join(lines)
+
+
+def ratio_table(items: list[dict[str, Any]]) -> str:
+    lines = [f"{'ratio (req/s)':<32}{'w':>2}{'body':>8}{'median':>8}{'min':>8}{'max':>8}"]
+    for r in items:
+        rps = r["rps"]
+        lines.append(
+            f"{r['ratio']:<32}{r['workers']:>2}{r['body_bytes']:>8}"
+            f"{rps['median']:>8.2f}{rps['min']:>8.2f}{rps['max']:>8.2f}"
+        )
+    return "\n".join(lines)
+
+
+def evaluator_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{'server':<17}{'w':>2} {'scenario':<10}{'body':>7}{'r':>3} "
+        f"{'eval/s':>8}{'runs/s':>8}{'backlog':>8}{'drain s':>8}"
+    ]
+    for row in rows:
+        ev = row.get("evaluator")
+        if not isinstance(ev, dict):
+            continue
+        drain = f">{ev['drain_wait_s']:.0f}" if ev["drain_s"] is None else f"{ev['drain_s']:.1f}"
+        lines.append(
+            f"{row['server']:<17}{row['workers']:>2} {row['scenario']:<10}{row['body_bytes']:>7}"
+            f"{row['round']:>3} {ev['deliveries_evaluated_per_s']:>8.0f}"
+            f"{ev['runs_created_per_s']:>8.0f}{ev['backlog_at_end']:>8}{drain:>8}"
+        )
+    return "\n".join(lines)
+
+
+def latency_table(items: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{'server':<17}{'load':>5}{'offered':>9}{'achieved':>9}{'p50ms':>8}{'p99ms':>8}"
+        f"{'p99.9ms':>9}  statuses"
+    ]
+    for item in items:
+        if "latency_ms" not in item:
+            lines.append(f"{item['server']:<17}{item['fraction']:>5.0%}  FAILED")
+            continue
+        lat = item["latency_ms"]
+        lines.append(
+            f"{item['server']:<17}{item['fraction']:>5.0%}{item['offered_rps']:>9.0f}"
+            f"{item['achieved_rps']:>9.0f}{lat['p50']:>8.2f}{lat['p99']:>8.2f}{lat['p999']:>9.2f}"
+            f"  {item['statuses']}"
+        )
+    return "\n".join(lines)
+
+
+def write(report: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = RESULTS / f"{stamp}.json"
+    path.write_text(json.dumps(report, indent=2, default=str))
+    return path

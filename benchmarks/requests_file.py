@@ -1,0 +1,141 @@
+"""Pre-generated request files: raw HTTP heads (one per delivery) plus a few shared bodies.
+
+Format (read by lua/cycle.lua and by `read_requests`):
+    "<n_bodies> <n_requests>\n"
+    n_bodies  x ("<len>\n" + body bytes)
+    n_requests x ("<body_index> <len>\n" + head bytes, ending in CRLF CRLF)
+A request is head + body. Heads carry the webhook uid, a unique delivery id and, for signed
+webhooks, a standard-webhooks signature made when the file is written (just before each run).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from standardwebhooks.webhooks import Webhook as Signer
+
+from benchmarks.seed import MATCH_TYPE, AuthMode, Webhook
+
+RATE_LIMIT_PER_MINUTE = 60
+MAX_BODIES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Which webhook and which delivery id each request carries."""
+
+    name: str
+    targets: tuple[tuple[int, str], ...]  # (webhook index, delivery id)
+
+    def max_per_webhook(self) -> int:
+        counts: dict[int, int] = {}
+        for index, _ in self.targets:
+            counts[index] = counts.get(index, 0) + 1
+        return max(counts.values(), default=0)
+
+
+def spread_plan(tag: str, webhooks: int, count: int) -> Plan:
+    """Round-robin over all webhooks, every delivery id unique; refuses to break the rate limit."""
+    if math.ceil(count / webhooks) > RATE_LIMIT_PER_MINUTE:
+        raise ValueError(
+            f"{count} requests over {webhooks} webhooks is over {RATE_LIMIT_PER_MINUTE}/min each"
+        )
+    return Plan("spread", tuple((i % webhooks, f"{tag}-{i}") for i in range(count)))
+
+
+def flood_plan(tag: str, count: int) -> Plan:
+    """Everything to webhook 0 with unique ids: 60 accepted, the rest 429."""
+    return Plan("flood", tuple((0, f"{tag}-f{i}") for i in range(count)))
+
+
+def duplicate_plan(tag: str, webhooks: int, count: int) -> Plan:
+    """Round-robin over `webhooks` webhooks, one delivery id each, repeated: one accepted per
+    webhook, the rest duplicates. At most 60 per webhook, as the Redis backend counts duplicates
+    in the rate window (the embedded one does not)."""
+    count = min(count, webhooks * RATE_LIMIT_PER_MINUTE)
+    return Plan("duplicate", tuple((i % webhooks, f"{tag}-d{i % webhooks}") for i in range(count)))
+
+
+def payload(size: int, seq: int) -> bytes:
+    """A JSON object of exactly `size` bytes whose type matches one automation per webhook."""
+    base = {"type": MATCH_TYPE, "seq": seq, "source": "benchmarks", "pad": ""}
+    empty = len(orjson.dumps(base))
+    base["pad"] = "x" * max(0, size - empty)
+    return orjson.dumps(base)
+
+
+def write_requests(
+    path: Path,
+    plan: Plan,
+    webhooks: Sequence[Webhook],
+    auth_mode: AuthMode,
+    body_size: int,
+    host: str,
+) -> None:
+    bodies = [payload(body_size, i) for i in range(min(MAX_BODIES, max(1, len(plan.targets))))]
+    signers: dict[int, Signer] = {}
+    now = datetime.now(UTC)
+    stamp = str(int(now.timestamp()))
+    with path.open("wb") as out:
+        out.write(b"%d %d\n" % (len(bodies), len(plan.targets)))
+        for body in bodies:
+            out.write(b"%d\n" % len(body))
+            out.write(body)
+        for i, (index, delivery_id) in enumerate(plan.targets):
+            hook = webhooks[index]
+            body_index = i % len(bodies)
+            body = bodies[body_index]
+            lines = [
+                f"POST /webhooks/w/{hook.uid} HTTP/1.1",
+                f"Host: {host}",
+                "Content-Type: application/json",
+                f"Content-Length: {len(body)}",
+            ]
+            if auth_mode == "token":
+                lines.append(f"Authorization: Bearer {hook.credential}")
+                lines.append(f"X-Service-Delivery-Id: {delivery_id}")
+            else:
+                signer = signers.get(index)
+                if signer is None:
+                    signer = signers[index] = Signer(hook.credential)
+                msg_id = f"msg_{delivery_id}"
+                signature = signer.sign(msg_id, now, body.decode())
+                lines += [
+                    f"webhook-id: {msg_id}",
+                    f"webhook-timestamp: {stamp}",
+                    f"webhook-signature: {signature}",
+                ]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+            out.write(b"%d %d\n" % (body_index + 1, len(head)))  # Lua tables count from 1
+            out.write(head)
+
+
+def read_requests(path: Path) -> list[bytes]:
+    """Every request of a file as raw bytes (head + body)."""
+    data = path.read_bytes()
+    pos = data.index(b"\n")
+    n_bodies, n_requests = (int(x) for x in data[:pos].split())
+    pos += 1
+    bodies: list[bytes] = []
+    for _ in range(n_bodies):
+        end = data.index(b"\n", pos)
+        size = int(data[pos:end])
+        bodies.append(data[end + 1 : end + 1 + size])
+        pos = end + 1 + size
+    out: list[bytes] = []
+    for _ in range(n_requests):
+        end = data.index(b"\n", pos)
+        body_index, size = (int(x) for x in data[pos:end].split())
+        out.append(data[end + 1 : end + 1 + size] + bodies[body_index - 1])
+        pos = end + 1 + size
+    return out
+
+
+def signed_at() -> float:
+    return time.time()

@@ -1,0 +1,316 @@
+"""The benchmark command.
+
+    python -m benchmarks.run [--quick] [--duration S] [--rounds N] [--workers 1,2]
+    python -m benchmarks.run filters [--quick]
+
+See benchmarks/README.md for what is measured and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report
+from benchmarks.cases import APPS, Case, run_case, target_env
+from benchmarks.dispatch_probe import run_dispatch_ready
+from benchmarks.redis_server import RedisServer, redis_server
+from benchmarks.requests_file import (
+    RATE_LIMIT_PER_MINUTE,
+    Plan,
+    duplicate_plan,
+    flood_plan,
+    spread_plan,
+    write_requests,
+)
+from benchmarks.seed import AuthMode, Seed, seed
+from benchmarks.targets import ROOT, Target, serve
+from benchmarks.wrk import CONNECTIONS, THREADS, ensure_wrk
+
+SERVERS = ("ceiling", "gateway-redis", "gateway-embedded", "naive")
+SIGNATURES = ROOT / "gateway" / "ingress" / "signatures" / "__init__.py"
+SMALL, BIG = 1024, 200 * 1024
+LATENCY_FRACTIONS = (0.25, 0.5, 0.8)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="short: 1 round, fewer webhooks")
+    p.add_argument("--duration", type=float, help="seconds per wrk run (default 15, quick 5)")
+    p.add_argument("--rounds", type=int, help="A/B rounds for 1 KB (default 3, quick 1)")
+    p.add_argument("--big-rounds", type=int, default=1, help="rounds for the 200 KB variant")
+    p.add_argument("--workers", help="uvicorn worker counts (default 1,2; quick 1)")
+    p.add_argument("--servers", default=",".join(SERVERS), help="subset of " + ",".join(SERVERS))
+    p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
+    p.add_argument("--evaluator", choices=("auto", "on", "off"), default="auto")
+    p.add_argument("--max-rate", type=int, default=12_000, help="sizes the request files")
+    p.add_argument("--drain-wait", type=float, help="max seconds to wait for the evaluator")
+    p.add_argument("--no-big", action="store_true", help="skip the 200 KB variant")
+    p.add_argument("--big", action="store_true", help="with --quick: keep the 200 KB variant")
+    p.add_argument("--no-latency", action="store_true", help="skip the open-loop rows")
+    p.add_argument("--no-paths", action="store_true", help="skip the 429 and duplicate rows")
+    p.add_argument("--profile", action="store_true", help="py-spy the gateway (redis, 1 worker)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["filters"]:
+        return subprocess.call([sys.executable, "-m", "benchmarks.filters_bench", *argv[1:]])
+    args = parse_args(argv)
+    ensure_wrk()
+    quick = args.quick
+    duration = args.duration or (5.0 if quick else 15.0)
+    rounds = args.rounds or (1 if quick else 3)
+    workers = [int(w) for w in (args.workers or ("1" if quick else "1,2")).split(",") if w]
+    servers = [s for s in args.servers.split(",") if s]
+    unknown = set(servers) - set(SERVERS)
+    if unknown:
+        raise SystemExit(f"unknown servers: {sorted(unknown)}")
+    auth: AuthMode = (
+        ("signature" if SIGNATURES.exists() else "token") if args.auth == "auto" else args.auth
+    )
+    dispatch = run_dispatch_ready()
+    evaluator = dispatch if args.evaluator == "auto" else args.evaluator == "on"
+    factories, per_factory = (100, 20) if quick else (500, 20)
+    automations = 10 if dispatch else 0
+    drain_wait = args.drain_wait or (5.0 if quick else 20.0)
+    args.no_big = args.no_big or (quick and not args.big)
+    key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    rundir = Path(tempfile.mkdtemp(prefix="bench-run-"))
+    notes = _notes(auth, dispatch, evaluator, automations)
+    for note in notes:
+        print("note:", note, flush=True)
+    started = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    latency: list[dict[str, Any]] = []
+    try:
+        t0 = time.monotonic()
+        seeded = seed(
+            rundir / "template.db",
+            factories=factories,
+            webhooks_per_factory=per_factory,
+            automations_per_webhook=automations,
+            auth_mode=auth,
+            secret_key=base64.urlsafe_b64decode(key),
+        )
+        print(
+            f"seeded {len(seeded.webhooks)} webhooks in {time.monotonic() - t0:.1f} s", flush=True
+        )
+        with redis_server() as redis:
+            grid = _grid(args, servers, workers, rounds, duration, evaluator, drain_wait, seeded)
+            for i, case in enumerate(grid, 1):
+                row = run_case(case, seeded, redis, key, rundir)
+                rows.append(row)
+                _progress(i, len(grid), row)
+            if not args.no_latency:
+                latency = _latency_rows(rows, servers, seeded, redis, key, rundir, quick, evaluator)
+    finally:
+        for leftover in rundir.glob("*.db*"):
+            leftover.unlink()
+    failures = [f"{_label(r)}: {f}" for r in rows for f in r["failures"]]
+    failures += [
+        f"latency {x['server']} {x['fraction']:.0%}: {f}" for x in latency for f in x["failures"]
+    ]
+    result = {
+        "command": "python -m benchmarks.run " + " ".join(argv),
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "settings": {
+            "wrk": f"-t{THREADS} -c{CONNECTIONS} -d{duration:.0f}s",
+            "uvicorn": "--loop uvloop --http httptools --no-access-log",
+            "duration_s": duration,
+            "rounds": rounds,
+            "workers": workers,
+            "webhooks": len(seeded.webhooks),
+            "automations_per_webhook": automations,
+            "auth_mode": auth,
+            "evaluator": evaluator,
+            "run_dispatch_implemented": dispatch,
+        },
+        "notes": notes,
+        "groups": report.aggregate(rows),
+        "ratios": report.ratios(rows),
+        "latency_under_load": latency,
+        "rows": rows,
+        "failures": failures,
+        "wall_s": time.monotonic() - started,
+    }
+    path = report.write(result)
+    print(
+        json.dumps({k: result[k] for k in ("command", "settings", "notes", "failures")}, indent=1)
+    )
+    print()
+    print(report.table(result["groups"]))
+    print()
+    print(report.ratio_table(result["ratios"]))
+    if any("evaluator" in r and isinstance(r["evaluator"], dict) for r in rows):
+        print()
+        print(report.evaluator_table(rows))
+    if latency:
+        print()
+        print(report.latency_table(latency))
+    for row in rows:
+        if "profile" in row:
+            print(f"\npy-spy ({row['server']}, 1 worker, under wrk), top self frames %:")
+            for frame, pct in row["profile"].get("top_self_pct", []):
+                print(f"  {pct:5.1f}  {frame}")
+    print(f"\nreport: {path}  ({result['wall_s']:.0f} s)")
+    if not failures:
+        shutil.rmtree(rundir, ignore_errors=True)
+    else:
+        print(f"server logs kept in {rundir}")
+        for failure in failures:
+            print("FAILED:", failure)
+        return 1
+    return 0
+
+
+def _notes(auth: str, dispatch: bool, evaluator: bool, automations: int) -> list[str]:
+    notes = [f"auth mode measured: {auth}"]
+    if not dispatch:
+        notes.append(
+            "RunStarter.start_runs raises NotImplementedError: webhooks seeded without "
+            "automations and the gateway runs with the evaluator off; accepted deliveries are "
+            "counted in the Redis streams / ingress_outbox instead of the deliveries table"
+        )
+    elif not evaluator:
+        notes.append("evaluator off (--evaluator off)")
+    notes.append(f"{automations} automations per webhook")
+    return notes
+
+
+def _grid(
+    args: argparse.Namespace,
+    servers: list[str],
+    workers: list[int],
+    rounds: int,
+    duration: float,
+    evaluator: bool,
+    drain_wait: float,
+    seeded: Seed,
+) -> list[Case]:
+    count = min(len(seeded.webhooks) * RATE_LIMIT_PER_MINUTE, int(args.max_rate * (duration + 2)))
+    cases: list[Case] = []
+    sizes = [(SMALL, rounds)] + ([] if args.no_big else [(BIG, args.big_rounds)])
+    for body, n_rounds in sizes:
+        for w in workers:
+            for r in range(n_rounds):
+                order = servers[r % len(servers) :] + servers[: r % len(servers)]  # A/B rotation
+                for server in order:
+                    plan = spread_plan(f"{server[:2]}{w}{body}r{r}", len(seeded.webhooks), count)
+                    profile = (
+                        args.profile and server.startswith("gateway") and w == 1 and body == SMALL
+                    )
+                    cases.append(
+                        Case(Target(server, APPS[server]), w, plan, body, duration, r + 1,
+                             evaluator, drain_wait, profile and r == 0)
+                    )  # fmt: skip
+    if not args.no_paths:
+        short = min(duration, 5.0)
+        paths: list[Plan] = [
+            flood_plan("flood", int(args.max_rate * (short + 2))),
+            duplicate_plan(
+                "dup", min(1000, len(seeded.webhooks)), int(args.max_rate * (short + 2))
+            ),
+        ]
+        for server in (s for s in servers if s.startswith("gateway")):
+            for plan in paths:
+                cases.append(
+                    Case(Target(server, APPS[server]), 1, plan, SMALL, short, 1, evaluator,
+                         drain_wait)
+                )  # fmt: skip
+    return cases
+
+
+def _latency_rows(
+    rows: list[dict[str, Any]],
+    servers: list[str],
+    seeded: Seed,
+    redis: RedisServer,
+    key: str,
+    rundir: Path,
+    quick: bool,
+    evaluator: bool,
+) -> list[dict[str, Any]]:
+    """Open-loop p99 at 25/50/80% of the measured maximum, 1 worker, 1 KB."""
+    from benchmarks.cases import prepare_store
+
+    seconds = 5.0 if quick else 10.0
+    out: list[dict[str, Any]] = []
+    for server in (s for s in ("gateway-redis", "ceiling") if s in servers):
+        measured = [
+            r["rps"] for r in rows
+            if r["server"] == server and r["workers"] == 1 and r["scenario"] == "spread"
+            and r["body_bytes"] == SMALL and not r["failures"]
+        ]  # fmt: skip
+        if not measured:
+            continue
+        top = sorted(measured)[len(measured) // 2]
+        database = prepare_store(seeded, rundir, f"latency-{server}")
+        redis.flush()
+        env = target_env(server, database, redis, key, evaluator)
+        with serve(Target(server, APPS[server], env), 1, rundir) as running:
+            offset = 0
+            for fraction in LATENCY_FRACTIONS:
+                rate = round(top * fraction, 1)
+                n = int(rate * seconds) + 1
+                plan = spread_plan(f"lat{fraction}", len(seeded.webhooks), n + offset)
+                plan = Plan(plan.name, plan.targets[offset:])
+                offset += n
+                if offset > len(seeded.webhooks) * RATE_LIMIT_PER_MINUTE:
+                    raise ValueError("latency rows would exceed the per-webhook rate limit")
+                path = rundir / f"latency-{server}-{fraction}.requests"
+                write_requests(path, plan, seeded.webhooks, seeded.auth_mode, SMALL,
+                               f"127.0.0.1:{running.port}")  # fmt: skip
+                done = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.openloop", "--port", str(running.port),
+                     "--file", str(path), "--rate", f"{rate:.1f}", "--duration", str(seconds)],
+                    capture_output=True, text=True, timeout=seconds + 120, check=False,
+                    cwd=ROOT,
+                )  # fmt: skip
+                path.unlink(missing_ok=True)
+                if done.returncode != 0:
+                    out.append({"server": server, "fraction": fraction,
+                                "failures": [done.stderr[-500:]]})  # fmt: skip
+                    continue
+                item = json.loads(done.stdout)
+                item.update(server=server, fraction=fraction, max_rps=top)
+                bad = {k: v for k, v in item["statuses"].items() if k != "202"}
+                item["failures"] = [f"unexpected statuses {bad}"] if bad else []
+                if item["achieved_rps"] < 0.95 * rate:
+                    item["note"] = "achieved rate below 95% of offered"
+                out.append(item)
+                print(
+                    f"latency {server} {fraction:.0%}: offered {rate:.0f}/s achieved "
+                    f"{item['achieved_rps']:.0f}/s p99 {item['latency_ms']['p99']:.2f} ms",
+                    flush=True,
+                )
+    return out
+
+
+def _label(row: dict[str, Any]) -> str:
+    return (
+        f"{row['server']} w{row['workers']} {row['scenario']} {row['body_bytes']}B r{row['round']}"
+    )
+
+
+def _progress(i: int, total: int, row: dict[str, Any]) -> None:
+    status = "FAILED: " + "; ".join(row["failures"]) if row["failures"] else "ok"
+    print(
+        f"[{i}/{total}] {_label(row)}: {row['rps']:.0f} req/s p99 {row['latency_ms']['p99']:.2f} ms"
+        f" cpu {row['server_cpu_s_per_1k']:.3f} s/1k {row['statuses']} {status}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

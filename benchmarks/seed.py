@@ -1,0 +1,146 @@
+"""Seed a fresh SQLite store by direct inserts: factories, webhooks, automations, triggers.
+
+The schema comes from `gateway.store.migrate`; rows go in through `gateway.store.tables`, so the
+benchmark never depends on the management API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from gateway.security import SecretBox, hash_token
+from gateway.store import migrate, tables
+from gateway.store.db import create_database
+
+AuthMode = Literal["token", "signature"]
+MATCH_TYPE = "bench.match"
+CHUNK = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    uid: str
+    credential: str  # the bearer token, or the standard-webhooks secret "whsec_..."
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    database: Path
+    auth_mode: AuthMode
+    webhooks: tuple[Webhook, ...]
+    automations_per_webhook: int
+
+
+def credential_for(uid: str, auth_mode: AuthMode, salt: bytes) -> str:
+    raw = hmac.digest(salt, uid.encode(), "sha256")
+    if auth_mode == "token":
+        return "wht_" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return "whsec_" + base64.b64encode(raw).decode()
+
+
+def seed(
+    database: Path,
+    *,
+    factories: int,
+    webhooks_per_factory: int,
+    automations_per_webhook: int,
+    auth_mode: AuthMode,
+    secret_key: bytes,
+) -> Seed:
+    return asyncio.run(
+        _seed(
+            database, factories, webhooks_per_factory, automations_per_webhook, auth_mode,
+            secret_key,
+        )
+    )  # fmt: skip
+
+
+async def _seed(
+    path: Path,
+    factories: int,
+    per_factory: int,
+    automations_per_webhook: int,
+    auth_mode: AuthMode,
+    secret_key: bytes,
+) -> Seed:
+    db = create_database(f"sqlite+aiosqlite:///{path}")
+    now = datetime.now(UTC)
+    salt = hashlib.sha256(b"bench:" + secret_key).digest()
+    box = SecretBox(secret_key)
+    rows: dict[str, list[dict[str, Any]]] = {
+        "factories": [], "webhooks": [], "automations": [], "automation_triggers": [],
+    }  # fmt: skip
+    hooks: list[Webhook] = []
+    for f in range(factories):
+        factory_uid = f"fac_bench{f:05d}"
+        rows["factories"].append(
+            {"uid": factory_uid, "team_uid": "team_bench", "name": f"bench factory {f}",
+             "foreman_agent_uid": "agt_bench", "created_at": now, "updated_at": now}
+        )  # fmt: skip
+        for w in range(per_factory):
+            uid = f"whk_bench{f:05d}x{w:03d}"
+            credential = credential_for(uid, auth_mode, salt)
+            hooks.append(Webhook(uid, credential))
+            rows["webhooks"].append(_webhook_row(uid, factory_uid, credential, auth_mode, box, now))
+            for a in range(automations_per_webhook):
+                auto_uid = f"aut_{uid[4:]}a{a:02d}"
+                wanted = MATCH_TYPE if a == 0 else f"bench.other{a}"
+                payload_filter = {"type": [wanted]}
+                trigger = {
+                    "provider": "webhook",
+                    "filter": {"webhook_ids": [uid], "payload": payload_filter},
+                }
+                rows["automations"].append(
+                    {"uid": auto_uid, "factory_uid": factory_uid, "name": f"bench {uid} {a}",
+                     "prompt": f"Handle {{{{payload.type}}}} for {uid}", "enabled": True,
+                     "triggers": [trigger], "created_at": now, "updated_at": now}
+                )  # fmt: skip
+                rows["automation_triggers"].append(
+                    {"automation_uid": auto_uid, "position": 0, "webhook_uid": uid,
+                     "payload_filter": payload_filter}
+                )  # fmt: skip
+    try:
+        await migrate(db)
+        async with db.transaction() as conn:
+            await conn.execute(
+                tables.teams.insert(), [{"uid": "team_bench", "name": "bench", "created_at": now}]
+            )
+            await conn.execute(
+                tables.agents.insert(),
+                [{"uid": "agt_bench", "team_uid": "team_bench", "name": "foreman",
+                  "created_at": now}],
+            )  # fmt: skip
+            for name in ("factories", "webhooks", "automations", "automation_triggers"):
+                table = tables.metadata.tables[name]
+                batch = rows[name]
+                for start in range(0, len(batch), CHUNK):
+                    await conn.execute(table.insert(), batch[start : start + CHUNK])
+    finally:
+        await db.close()
+    return Seed(path, auth_mode, tuple(hooks), automations_per_webhook)
+
+
+def _webhook_row(
+    uid: str, factory_uid: str, credential: str, auth_mode: AuthMode, box: SecretBox, now: datetime
+) -> dict[str, Any]:
+    signed = auth_mode == "signature"
+    return {
+        "uid": uid,
+        "factory_uid": factory_uid,
+        "name": uid,
+        "auth_mode": auth_mode,
+        "signature_scheme": "standard-webhooks" if signed else None,
+        "token_hash": None if signed else hash_token(credential),
+        "secret_encrypted": box.encrypt(credential) if signed else None,
+        "enabled": True,
+        "config_version": 1,
+        "created_at": now,
+        "updated_at": now,
+    }
