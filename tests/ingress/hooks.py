@@ -216,3 +216,26 @@ def serve_gateway(
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError("gateway did not start")
+
+
+def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """SIGTERM and wait; a server that does not stop in time has its stacks dumped, then killed."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        import sys
+
+        spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+        stacks = "(py-spy not installed)"
+        if os.path.exists(spy):
+            dump = ["sudo", "-n"] if os.geteuid() else []
+            run = subprocess.run(
+                [*dump, spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True
+            )
+            stacks = run.stdout + run.stderr
+        proc.kill()
+        proc.wait(10)
+        raise AssertionError(
+            f"gateway did not stop within {grace} s of SIGTERM:\n{stacks}"
+        ) from None
