@@ -1,24 +1,35 @@
 """Embedded durable log: the SQL `ingress_outbox` table, written with group commit.
 
 Concurrent requests queue their rows; one writer task inserts everything queued in one
-transaction and only then resolves the callers' futures, so a 202 follows a committed row while
-throughput stays near one commit per event-loop turn rather than one per request.
+transaction (one executemany INSERT) and only then resolves the callers' futures, so a 202 follows
+a committed row while throughput stays near one commit per event-loop turn rather than one per
+request.
+
+On a SQLite file the writer has its own connection on its own thread: a commit costs one thread
+hop, never waits for a pooled connection, and takes the process's write gate (see
+`gateway.store.db`) in the urgent lane, so it goes next whenever the evaluator's transaction ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import Connection, Engine, create_engine, event, insert
+from sqlalchemy.pool import StaticPool
 
 from gateway.backends.base import DeliveryRecord
 from gateway.store import Database
 from gateway.store import tables as t
+from gateway.store.db import sqlite_pragmas
 
 log = logging.getLogger("gateway.ingress")
+
+Pending = tuple[dict[str, Any], asyncio.Future[None] | None]
 
 
 def record_row(record: DeliveryRecord) -> dict[str, Any]:
@@ -27,13 +38,68 @@ def record_row(record: DeliveryRecord) -> dict[str, Any]:
     return row
 
 
+class _SqliteAppender:
+    """One synchronous connection to the same file, used only from one dedicated thread."""
+
+    def __init__(self, database: Database) -> None:
+        url = database.engine.url.set(drivername="sqlite")
+        self._engine: Engine = create_engine(
+            url,
+            poolclass=StaticPool,
+            connect_args={"timeout": 30, "check_same_thread": False},
+        )
+        event.listen(self._engine, "connect", sqlite_pragmas)
+        self._conn: Connection | None = None
+        self._statement = insert(t.ingress_outbox)
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingress-outbox")
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        if self._conn is None:
+            self._conn = self._engine.connect()
+        conn = self._conn
+        try:
+            conn.execute(self._statement, rows)
+            conn.commit()  # returns once SQLite committed (WAL: survives a process kill)
+        except BaseException:
+            try:
+                conn.rollback()
+            except Exception:  # a broken connection: open a new one next time
+                self._drop()
+            raise
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # already broken; nothing left to release
+                conn.close()
+
+    def close(self) -> None:
+        self._drop()
+        self._engine.dispose()
+
+
+def _dedicated_file(database: Database) -> bool:
+    """A SQLite file another connection can open (not `:memory:`), through aiosqlite."""
+    url = database.engine.url
+    name = url.database or ""
+    return (
+        database.is_sqlite
+        and url.drivername == "sqlite+aiosqlite"
+        and name not in ("", ":memory:")
+        and not name.startswith("file:")
+        and "mode=memory" not in str(url)
+    )
+
+
 class OutboxWriter:
-    def __init__(self, database: Database, *, max_batch: int = 500) -> None:
+    def __init__(self, database: Database, *, max_batch: int = 1000) -> None:
         self._database = database
         self._max_batch = max_batch
-        self._queue: list[tuple[dict[str, Any], asyncio.Future[None] | None]] = []
+        self._queue: list[Pending] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._appender = _SqliteAppender(database) if _dedicated_file(database) else None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="ingress-outbox-writer")
@@ -52,19 +118,22 @@ class OutboxWriter:
 
     async def _run(self) -> None:
         while True:
+            await self._drain()
+            if self._closing:
+                return
             await self._wake.wait()
             self._wake.clear()
-            while self._queue:
-                batch = self._queue[: self._max_batch]
-                del self._queue[: self._max_batch]
-                await self._commit(batch)
 
-    async def _commit(
-        self, batch: list[tuple[dict[str, Any], asyncio.Future[None] | None]]
-    ) -> None:
+    async def _drain(self) -> None:
+        while self._queue:
+            batch = self._queue[: self._max_batch]
+            del self._queue[: self._max_batch]
+            await self._commit(batch)
+
+    async def _commit(self, batch: list[Pending]) -> None:
+        rows = [row for row, _ in batch]
         try:
-            async with self._database.transaction() as conn:
-                await conn.execute(insert(t.ingress_outbox), [row for row, _ in batch])
+            await asyncio.shield(self._insert(rows))  # a cancelled writer still finishes a commit
         except Exception as exc:  # every waiter learns of it and answers 503
             log.error("outbox commit of %d rows failed: %s", len(batch), exc)
             for _, future in batch:
@@ -75,10 +144,28 @@ class OutboxWriter:
             if future is not None and not future.done():
                 future.set_result(None)
 
+    async def _insert(self, rows: list[dict[str, Any]]) -> None:
+        appender = self._appender
+        if appender is None:
+            async with self._database.transaction() as conn:
+                await conn.execute(insert(t.ingress_outbox), rows)
+            return
+        gate = self._database.write_gate
+        assert gate is not None
+        async with gate.hold(urgent=True):
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(appender.executor, appender.append, rows)
+
     async def close(self) -> None:
-        if self._queue:
-            batch, self._queue = self._queue, []
-            await self._commit(batch)
+        """Commit what is queued (the writer finishes its batch, never cancelled mid-commit)."""
+        self._closing = True
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._drain()
+        if self._appender is not None:
+            appender, self._appender = self._appender, None
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(appender.executor, appender.close)
+            appender.executor.shutdown(wait=True)

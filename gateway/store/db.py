@@ -1,9 +1,19 @@
-"""The async engine, with the pragmas SQLite needs to serve concurrent readers and one writer."""
+"""The async engine, with the pragmas SQLite needs to serve concurrent readers and one writer.
+
+SQLite has one writer at a time. Left to SQLite, a writer that finds the lock taken sleeps in the
+busy handler (1 ms, 2 ms, ... 100 ms steps) and can lose to the same competitor again and again,
+so an ingress commit waited seconds behind the evaluator's transactions. On SQLite the process
+therefore queues its own write transactions on `WriteGate` (FIFO, with an urgent lane for the
+ingress outbox): they take SQLite's lock in turn and never poll for it. Other processes on the
+same file still meet `busy_timeout`.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +21,63 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 
+class WriteGate:
+    """An asyncio lock handed over in order, urgent waiters first; re-entrant per task."""
+
+    def __init__(self) -> None:
+        self._owner: asyncio.Task[Any] | None = None
+        self._locked = False
+        self._urgent: deque[asyncio.Future[None]] = deque()
+        self._normal: deque[asyncio.Future[None]] = deque()
+
+    @asynccontextmanager
+    async def hold(self, *, urgent: bool = False) -> AsyncIterator[None]:
+        task = asyncio.current_task()
+        if self._locked and task is not None and self._owner is task:
+            yield  # nested transaction of the holder: it already has its turn
+            return
+        await self._acquire(urgent)
+        self._owner = task
+        try:
+            yield
+        finally:
+            self._owner = None
+            self._release()
+
+    async def _acquire(self, urgent: bool) -> None:
+        if not self._locked and not self._urgent and not self._normal:
+            self._locked = True
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._urgent if urgent else self._normal
+        queue.append(future)
+        try:
+            await future
+        except BaseException:
+            if future.done() and not future.cancelled():
+                self._release()  # handed the lock, then cancelled: pass it on
+            else:
+                with suppress(ValueError):
+                    queue.remove(future)
+            raise
+
+    def _release(self) -> None:
+        for queue in (self._urgent, self._normal):
+            while queue:
+                future = queue.popleft()
+                if not future.done():
+                    future.set_result(None)  # still locked: the waiter owns it now
+                    return
+        self._locked = False
+
+
 class Database:
     """Owns the engine; `transaction()` is the unit of work for domain code."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        # SQLite: this process's write transactions take turns here instead of in busy_timeout
+        self.write_gate: WriteGate | None = WriteGate() if self.is_sqlite else None
 
     @property
     def is_sqlite(self) -> bool:
@@ -23,7 +85,11 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.begin() as conn:
+        if self.write_gate is None:
+            async with self.engine.begin() as conn:
+                yield conn
+            return
+        async with self.write_gate.hold(), self.engine.begin() as conn:
             yield conn
 
     @asynccontextmanager
@@ -39,7 +105,7 @@ def create_database(url: str, **engine_options: Any) -> Database:
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
         engine = create_async_engine(url, connect_args={"timeout": 30}, **engine_options)
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", sqlite_pragmas)
     else:
         engine_options.setdefault("pool_size", 10)
         engine_options.setdefault("max_overflow", 20)
@@ -54,7 +120,7 @@ def _ensure_sqlite_dir(url: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")

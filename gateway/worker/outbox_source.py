@@ -14,12 +14,17 @@ from gateway.store import tables as t
 from gateway.worker.consumer import Entry
 
 o = t.ingress_outbox
+SQLITE_BATCH = 16
 
 
 class OutboxSource:
-    def __init__(self, database: Database, *, batch: int = 200, idle_wait: float = 0.1) -> None:
+    def __init__(
+        self, database: Database, *, batch: int | None = None, idle_wait: float = 0.1
+    ) -> None:
         self.database = database
-        self.batch = batch
+        # SQLite has one writer: the batch transaction holds it, and every ingress commit waits
+        # for it to end, so a small batch keeps the 202s flowing while the evaluator runs
+        self.batch = batch if batch is not None else (SQLITE_BATCH if database.is_sqlite else 200)
         self.idle_wait = idle_wait
 
     async def read(self) -> list[Entry]:
