@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 from sqlalchemy import delete, desc, insert, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.base import DEDUP_WINDOW_S, DeliveryRecord, Label
-from gateway.backends.outbox import record_row
 from gateway.domain.automation_runs import AcceptedDelivery, RunRef, RunStarter
 from gateway.errors import NotFound
 from gateway.services import Services
@@ -28,6 +28,15 @@ class Starter(Protocol):
     async def start_runs(
         self, conn: AsyncConnection, delivery: AcceptedDelivery
     ) -> list[RunRef]: ...
+
+
+@runtime_checkable
+class BatchStarter(Starter, Protocol):
+    """A starter that also takes a whole batch at once (RunStarter does)."""
+
+    async def start_batch(
+        self, conn: AsyncConnection, batch: Sequence[AcceptedDelivery]
+    ) -> dict[str, list[RunRef]]: ...
 
 
 async def store_records(
@@ -48,17 +57,30 @@ async def store_records(
             fresh.setdefault(record.delivery_id, record)
     if not fresh:
         return []
-    await conn.execute(insert(d), [record_row(r) for r in fresh.values()])
+    await conn.execute(insert(d), [_row(r) for r in fresh.values()])
     starter = starter or RunStarter(services)
-    for record in fresh.values():
-        if record.label is Label.ACCEPTED and record.payload is not None:
-            await starter.start_runs(
-                conn,
-                AcceptedDelivery(
-                    record.delivery_id, record.webhook_uid, record.received_at, record.payload
-                ),
-            )
+    accepted = [
+        AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload)
+        for r in fresh.values()
+        if r.label is Label.ACCEPTED and r.payload is not None
+    ]
+    if accepted:
+        if isinstance(starter, BatchStarter):  # the whole batch in a few statements
+            await starter.start_batch(conn, accepted)
+        else:
+            for delivery in accepted:
+                await starter.start_runs(conn, delivery)
     return list(fresh.values())
+
+
+_FIELDS = tuple(f.name for f in fields(DeliveryRecord))
+
+
+def _row(record: DeliveryRecord) -> dict[str, Any]:
+    """`record_row` without `asdict`'s deep copy (the payload bytes are immutable)."""
+    row = {name: getattr(record, name) for name in _FIELDS}
+    row["label"] = record.label.value
+    return row
 
 
 async def prune(conn: AsyncConnection, now: datetime | None = None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.factories import Factory
 from gateway.domain.identities import Principal
-from gateway.domain.runs import NewRun, insert_run
+from gateway.domain.runs import NewRun, insert_run, insert_runs
 from gateway.domain.tasks import create_seed_task
 from gateway.errors import InvalidRequest, NoForeman
 from gateway.store import Database
@@ -95,8 +96,7 @@ def parse_ticket_url(value: Any) -> str | None:
     return value
 
 
-async def dispatch_run(
-    conn: AsyncConnection,
+def dispatch_request(
     factory: Factory,
     request: DispatchRequest,
     *,
@@ -104,12 +104,11 @@ async def dispatch_run(
     source: str = "API",
     metadata: dict[str, str] | None = None,
     artifacts: list[dict[str, Any]] | None = None,
-    run_id: str | None = None,
-) -> Row[Any]:
-    """The run for the factory's foreman (409 no_foreman without one); its task comes later."""
+) -> NewRun:
+    """The run for the factory's foreman (409 no_foreman without one), not yet inserted."""
     if factory.foreman_agent_uid is None:
         raise NoForeman(f"factory: {factory.uid} has no foreman agent to receive work")
-    new = NewRun(
+    return NewRun(
         prompt=request.prompt,
         title=request.title,
         team_uid=factory.team_uid,
@@ -122,7 +121,32 @@ async def dispatch_run(
         ticket_url=request.ticket_url,
         task_pending=True,
     )
+
+
+async def dispatch_run(
+    conn: AsyncConnection,
+    factory: Factory,
+    request: DispatchRequest,
+    *,
+    creator: Principal | None,
+    source: str = "API",
+    metadata: dict[str, str] | None = None,
+    artifacts: list[dict[str, Any]] | None = None,
+    run_id: str | None = None,
+) -> Row[Any]:
+    """The run for the factory's foreman (409 no_foreman without one); its task comes later."""
+    new = dispatch_request(
+        factory, request, creator=creator, source=source, metadata=metadata, artifacts=artifacts
+    )
     return await insert_run(conn, new, run_id)
+
+
+async def dispatch_runs(
+    conn: AsyncConnection, runs: Sequence[tuple[NewRun, str]]
+) -> list[dict[str, Any]]:
+    """Inserts many dispatched runs (from `dispatch_request`) in one statement; their tasks come
+    later. Returns the inserted values, in order."""
+    return await insert_runs(conn, runs)
 
 
 async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int:

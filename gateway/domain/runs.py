@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, insert, select
@@ -58,38 +59,57 @@ class NewRun:
 async def insert_run(conn: AsyncConnection, new: NewRun, run_id: str | None = None) -> Row[Any]:
     """Inserts a QUEUED run. A child shares its root's conversation and root; a root run starts
     a new conversation unless it continues one."""
-    run_id = run_id or ids.new_uuid()
+    values = run_values(new, run_id or ids.new_uuid(), utcnow())
+    await conn.execute(insert(r).values(**values))
+    return await load_run(conn, values["run_id"])
+
+
+async def insert_runs(
+    conn: AsyncConnection, runs: Sequence[tuple[NewRun, str]]
+) -> list[dict[str, Any]]:
+    """Inserts many QUEUED runs (as `insert_run` does each) with one statement; returns the
+    inserted values, in order, without reading them back."""
+    if not runs:
+        return []
+    now = utcnow()
+    # created_at keeps the given order (listings sort on it)
+    rows = [
+        run_values(new, run_id, now + timedelta(microseconds=i))
+        for i, (new, run_id) in enumerate(runs)
+    ]
+    await conn.execute(insert(r), rows)
+    return rows
+
+
+def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, Any]:
+    """The row of a new QUEUED run."""
     if new.parent is not None:
         conversation, root = new.parent.conversation_id, new.parent.root_run_id
     else:
         conversation, root = new.conversation_id or ids.new_uuid(), run_id
-    now = utcnow()
-    await conn.execute(
-        insert(r).values(
-            run_id=run_id,
-            team_uid=new.team_uid,
-            factory_uid=new.factory_uid,
-            conversation_id=conversation,
-            parent_run_id=None if new.parent is None else new.parent.run_id,
-            root_run_id=root,
-            title=new.title,
-            prompt=new.prompt,
-            state="QUEUED",
-            source=new.source,
-            run_type=new.run_type,
-            creator_kind=None if new.creator is None else new.creator.kind,
-            creator_uid=None if new.creator is None else new.creator.uid,
-            agent_config=new.agent_config,
-            metadata=new.metadata,
-            artifacts=new.artifacts,
-            ticket_ref=new.ticket_ref,
-            ticket_url=new.ticket_url,
-            created_at=now,
-            updated_at=now,
-            task_pending=new.task_pending,
-        )
-    )
-    return await load_run(conn, run_id)
+    return {
+        "run_id": run_id,
+        "team_uid": new.team_uid,
+        "factory_uid": new.factory_uid,
+        "conversation_id": conversation,
+        "parent_run_id": None if new.parent is None else new.parent.run_id,
+        "root_run_id": root,
+        "title": new.title,
+        "prompt": new.prompt,
+        "state": "QUEUED",
+        "source": new.source,
+        "run_type": new.run_type,
+        "creator_kind": None if new.creator is None else new.creator.kind,
+        "creator_uid": None if new.creator is None else new.creator.uid,
+        "agent_config": new.agent_config,
+        "metadata": new.metadata,
+        "artifacts": new.artifacts,
+        "ticket_ref": new.ticket_ref,
+        "ticket_url": new.ticket_url,
+        "created_at": now,
+        "updated_at": now,
+        "task_pending": new.task_pending,
+    }
 
 
 async def load_run(conn: AsyncConnection, run_id: str) -> Row[Any]:
