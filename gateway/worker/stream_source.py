@@ -39,11 +39,13 @@ CLAIM_EVERY_S = 10.0
 
 class StreamSource:
     def __init__(
-        self, redis: Redis, keyspace: KeySpace, *, batch: int = 50, idle_wait: float = 0.05
+        self, redis: Redis, keyspace: KeySpace, *, batch: int = 4, idle_wait: float = 0.05
     ) -> None:
         self.redis = redis
         self.streams = keyspace.streams()
-        self.batch = batch  # per stream and pass: at most 16 * batch entries per SQL transaction
+        # per stream and pass: at most 16 * batch entries per SQL transaction, short enough
+        # that the evaluator never stalls the event loop it shares with ingress for long
+        self.batch = batch
         self.idle_wait = idle_wait
         self.consumer = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self._groups_ready = False
