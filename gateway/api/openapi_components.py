@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.domain.runs import RUN_STATES as run_states
+from gateway.domain.tasks import STAGES as task_stages
+from gateway.domain.webhooks import AUTH_MODES as auth_modes
+from gateway.ingress.signatures import SCHEMES
+
 Schema = dict[str, Any]
 
 STRING: Schema = {"type": "string"}
@@ -17,20 +22,11 @@ NULLABLE_STRING: Schema = {"type": ["string", "null"]}
 BOOLEAN: Schema = {"type": "boolean"}
 INTEGER: Schema = {"type": "integer"}
 TIMESTAMP: Schema = {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"}
-RUN_STATES = [
-    "QUEUED",
-    "PENDING",
-    "CLAIMED",
-    "INPROGRESS",
-    "SUCCEEDED",
-    "FAILED",
-    "BLOCKED",
-    "ERROR",
-    "CANCELLED",
-]
-TASK_STAGES = ["TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"]
-AUTH_MODES = ["token", "url_token", "signature"]
-SIGNATURE_SCHEMES = ["github", "linear", "shopify", "slack", "standard-webhooks", "stripe"]
+# the enums come from the code that enforces them
+RUN_STATES = list(run_states)
+TASK_STAGES = list(task_stages)
+AUTH_MODES = list(auth_modes)
+SIGNATURE_SCHEMES = sorted(SCHEMES)
 DELIVERY_LABELS = [
     "Accepted",
     "Duplicate",

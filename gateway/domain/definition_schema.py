@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.ingress.signatures import SCHEMES
+
 SCHEMA_ID = "/api/v1/factory-files/schemas/v1alpha1/factory.schema.json"
-SIGNATURE_SCHEMES = ["github", "linear", "shopify", "slack", "standard-webhooks", "stripe"]
+SIGNATURE_SCHEMES = sorted(SCHEMES)
 
 _WEBHOOK: dict[str, Any] = {
     "type": "object",
