@@ -51,13 +51,16 @@ class Services:
         return task
 
     async def close(self) -> None:
+        """Stops background work and releases resources; each step gets SHUTDOWN_GRACE seconds,
+        so a stuck step is logged and left behind instead of holding the process forever."""
         for task in list(self.background):
             task.cancel()
-        await asyncio.gather(*self.background, return_exceptions=True)
+        if self.background:
+            await _within_grace(asyncio.gather(*self.background, return_exceptions=True), "tasks")
         for close in reversed(self.closers):
-            await close()
+            await _within_grace(close(), getattr(close, "__qualname__", "closer"))
         self.closers.clear()
-        await self.database.close()
+        await _within_grace(self.database.close(), "database")
 
 
 def build_services(settings: Settings) -> Services:
@@ -70,6 +73,21 @@ def build_services(settings: Settings) -> Services:
         secret_box=box,
         cursors=Cursors(box),
     )
+
+
+SHUTDOWN_GRACE = 5.0
+
+
+async def _within_grace(step: Awaitable[Any], name: str) -> None:
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_GRACE)
+    if not done:
+        task.cancel()  # not awaited: a step that ignores cancellation must not block shutdown
+        logging.getLogger("gateway").warning(
+            "shutdown: %s did not finish within %.0f s; left behind", name, SHUTDOWN_GRACE
+        )
+    elif task.exception() is not None:
+        logging.getLogger("gateway").warning("shutdown: %s failed", name, exc_info=task.exception())
 
 
 def _forget(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

@@ -1,0 +1,47 @@
+"""Shutdown is bounded: a background task or closer that ignores cancellation is left behind
+with a warning instead of holding the process forever."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+import gateway.services
+from gateway.services import build_services
+from tests.conftest import make_settings
+
+
+async def _stubborn() -> None:
+    while True:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            continue  # ignores cancellation, as a buggy client library might
+
+
+async def test_stuck_steps_do_not_block_shutdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(gateway.services, "SHUTDOWN_GRACE", 0.2)
+    services = build_services(make_settings(f"sqlite:///{tmp_path}/g.db"))
+    services.spawn(_stubborn(), name="stubborn")
+    closed: list[str] = []
+
+    async def stuck_closer() -> None:
+        await _stubborn()
+
+    async def good_closer() -> None:
+        closed.append("good")
+
+    services.closers += [good_closer, stuck_closer]
+    started = time.monotonic()
+    await services.close()
+    assert time.monotonic() - started < 2.0
+    assert closed == ["good"]  # closers after a stuck one still run
+    assert "did not finish" in caplog.text
+    for task in asyncio.all_tasks() - {asyncio.current_task()}:  # don't leak into other tests
+        task.cancel()
+        task.get_coro().close()  # type: ignore[union-attr]
