@@ -51,7 +51,8 @@ def redis_prefix() -> Iterator[str]:
     client = redis.Redis.from_url(REDIS_URL)
     client.ping()
     yield prefix
-    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+    # keys are hash-tagged, "{gwtest:...:s3}:...", so match the prefix anywhere
+    for key in client.scan_iter(match=f"*{prefix}*", count=1000):
         client.delete(key)
     client.close()
 
