@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,3 +89,14 @@ class World:
         return self.client.request(
             method, f"/api/v1{path}", headers=self.user if headers is None else headers, **kwargs
         )
+
+
+def eventually(probe: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """The first truthy value `probe` returns, polling until `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)

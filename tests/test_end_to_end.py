@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 import standardwebhooks
@@ -16,7 +15,7 @@ import standardwebhooks
 from gateway.domain import run_tree
 from gateway.services import Services
 from tests.conftest import make_settings
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, eventually
 
 
 @pytest.fixture(params=["embedded", "redis"])
@@ -31,16 +30,6 @@ def e2e_client(
         settings = make_settings(database_url)
     with GatewayClient.running(settings) as client:
         yield client
-
-
-def eventually(probe: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def test_signed_delivery_to_cancelled_run(e2e_client: GatewayClient) -> None:

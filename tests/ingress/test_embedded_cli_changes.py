@@ -3,21 +3,19 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.ingress.hooks import free_port
+from tests.ingress.hooks import free_port, gateway_env, serve_gateway, stop_gateway
+from tests.support import eventually
 from tests.unit.test_cli import admin, gateway
 
 pytestmark = pytest.mark.slow
@@ -26,47 +24,19 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[httpx.Client]:
     """`gateway serve` on the same SQLite file and key the CLI helpers use."""
-    import base64
-
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
-    env |= {
-        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db",
-        "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"c" * 32).decode(),
-        "GATEWAY_LOG_LEVEL": "warning",
-    }
     admin(tmp_path, "create-team", "--name", "warm-up")  # migrate before the server starts
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    env = gateway_env(
+        database_url=f"sqlite:///{tmp_path}/cli.db",
+        secret_key=base64.urlsafe_b64encode(b"c" * 32).decode(),
+        log_level="warning",
     )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+    port = free_port()
+    proc = serve_gateway(env, port)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.get("/api/v1/openapi.json")
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield client
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            yield client
     finally:
-        client.close()
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(15)
-
-
-def eventually(probe: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, "the running server did not see the change"
-        time.sleep(0.1)
+        stop_gateway(proc)
 
 
 def github_post(client: httpx.Client, uid: str, secret: str, n: int) -> int:
@@ -102,7 +72,7 @@ def test_set_secret_from_the_cli_reaches_the_server(tmp_path: Path, server: http
         "--value",
         "changed",
     )
-    eventually(lambda: github_post(server, uid, "changed", 2) == 202)
+    eventually(lambda: github_post(server, uid, "changed", 2) == 202, timeout=5)
     assert github_post(server, uid, "demo-value", 3) == 401
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +22,7 @@ from gateway.settings import Settings
 from gateway.store import migrate
 from gateway.store import tables as t
 from tests.conftest import make_settings
-from tests.ingress.hooks import free_port, gateway_env
+from tests.ingress.hooks import free_port, gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
 DELIVERIES = 40
@@ -80,30 +78,19 @@ async def _webhook_runs(conn: Any, _services: Services, factory: str) -> int:
     return int((await conn.execute(query)).scalar_one())
 
 
-def _start(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "gateway", *args],
+        [sys.executable, "-m", "gateway", "worker"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
     )
 
 
-def _wait_ready(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=0.5)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("gateway did not start")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL: the point of this test is a process that gets no chance to clean up."""
     if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
     proc.wait(10)
 
 
@@ -130,21 +117,19 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
     # Redis: ingress-only server plus a separate `gateway worker` that we kill.
     # Embedded: one process does both, so the whole server is killed and restarted.
     serve_env = gateway_env(**values, run_evaluator="false" if uses_redis else "true")
-    server = _start(serve_env, "serve", "--port", str(port))
-    evaluator = _start(gateway_env(**values), "worker") if uses_redis else server
+    server = serve_gateway(serve_env, port)
+    evaluator = _worker(gateway_env(**values)) if uses_redis else server
     accepted: dict[str, str] = {}
     try:
-        _wait_ready(port)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             for n in range(DELIVERIES):
                 if n == DELIVERIES // 3:
-                    _stop(evaluator)
+                    _kill(evaluator)
                 if n == 2 * DELIVERIES // 3:
                     if uses_redis:
-                        evaluator = _start(gateway_env(**values), "worker")
+                        evaluator = _worker(gateway_env(**values))
                     else:
-                        server = evaluator = _start(serve_env, "serve", "--port", str(port))
-                        _wait_ready(port)
+                        server = evaluator = serve_gateway(serve_env, port)
                 if not uses_redis and DELIVERIES // 3 <= n < 2 * DELIVERIES // 3:
                     continue  # the embedded server is down in this stretch
                 headers = {"Authorization": f"Bearer {token}", "X-Service-Delivery-Id": f"evt-{n}"}
@@ -174,6 +159,6 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
         runs = asyncio.run(_with_services(settings, lambda c, s: _webhook_runs(c, s, factory)))
         assert runs == len(expected)  # redelivered entries started nothing twice
     finally:
-        _stop(server)
+        _kill(server)
         if evaluator is not server:
-            _stop(evaluator)
+            _kill(evaluator)
