@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -37,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     worker = sub.add_parser("worker", help="run only the evaluator (accepted deliveries -> runs)")
+    # set by `gateway serve` for its evaluator child: stop when that server process is gone
+    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     worker.set_defaults(run=_worker)
 
     apply = sub.add_parser("apply", help="apply a factory definition folder")
@@ -67,24 +70,46 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         )
         return 2
     asyncio.run(_migrate_only(settings))
-    uvicorn.run(
-        "gateway.app:app_from_environment",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level=settings.log_level,
-        log_config=uvicorn_log_config(settings.log_level),
-        proxy_headers=False,
-        server_header=False,
-    )
+    evaluator = None
+    _exit_on_stop_signals()
+    if settings.evaluator == "process":
+        from gateway.worker.supervisor import EvaluatorProcess
+
+        evaluator = EvaluatorProcess()
+        evaluator.start()
+    try:
+        uvicorn.run(
+            "gateway.app:app_from_environment",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=settings.log_level,
+            log_config=uvicorn_log_config(settings.log_level),
+            proxy_headers=False,
+            server_header=False,
+        )
+    finally:
+        if evaluator is not None:
+            evaluator.stop()
     return 0
 
 
-def _worker(settings: Settings, _args: argparse.Namespace) -> int:
+def _exit_on_stop_signals() -> None:
+    """uvicorn re-raises SIGINT/SIGTERM once its graceful shutdown is done; as SystemExit they
+    unwind through `_serve`'s `finally`, which stops the evaluator child first."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(0)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+
+
+def _worker(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.worker.standalone import run_worker
 
-    asyncio.run(run_worker(settings))
+    asyncio.run(run_worker(settings, parent_pid=args.parent_pid))
     return 0
 
 

@@ -13,6 +13,12 @@ from typing import Literal
 PREFIX = "GATEWAY_"
 Role = Literal["all", "api", "ingress"]
 ROLES: tuple[Role, ...] = ("all", "api", "ingress")
+# where accepted deliveries are evaluated into runs: a child process of `gateway serve`, inside
+# the serving process, or elsewhere (`gateway worker` processes started by the operator)
+EvaluatorMode = Literal["process", "inline", "off"]
+EVALUATOR_MODES: tuple[EvaluatorMode, ...] = ("process", "inline", "off")
+EvaluatorPriority = Literal["idle", "low", "normal"]
+EVALUATOR_PRIORITIES: tuple[EvaluatorPriority, ...] = ("idle", "low", "normal")
 DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
 DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
 
@@ -32,7 +38,8 @@ class Settings:
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
     egress_ranges: tuple[str, ...] = DEFAULT_EGRESS_RANGES
     body_timeout: float = 10.0
-    run_evaluator: bool = True
+    evaluator: EvaluatorMode = "inline"
+    evaluator_priority: EvaluatorPriority = "idle"
     auth_failure_limit: int = 10
     log_level: str = "info"
 
@@ -70,7 +77,8 @@ def load_settings(
         egress_ranges=tuple(str(n) for n in _networks(env, "EGRESS_RANGES"))
         or DEFAULT_EGRESS_RANGES,
         body_timeout=_positive_float(env, "BODY_TIMEOUT", 10.0),
-        run_evaluator=_bool(env, "RUN_EVALUATOR", True),
+        evaluator=_evaluator(env),
+        evaluator_priority=_evaluator_priority(env.get("EVALUATOR_PRIORITY", "idle")),
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
     )
@@ -121,6 +129,26 @@ def _role(value: str) -> Role:
         if value == role:
             return role
     raise _fail("ROLE", value, f"expected one of {', '.join(ROLES)}")
+
+
+def _evaluator(env: Mapping[str, str]) -> EvaluatorMode:
+    """Default: its own process with Redis; inline with the embedded backend, whose rate limits,
+    de-duplication and outbox notifications live in the one serving process."""
+    uses_redis = bool(env.get("REDIS_URL", "").strip())
+    value = env.get("EVALUATOR", "process" if uses_redis else "inline").lower()
+    for mode in EVALUATOR_MODES:
+        if value == mode:
+            if mode == "process" and not uses_redis:
+                raise _fail("EVALUATOR", value, "'process' needs GATEWAY_REDIS_URL; use inline")
+            return mode
+    raise _fail("EVALUATOR", value, f"expected one of {', '.join(EVALUATOR_MODES)}")
+
+
+def _evaluator_priority(value: str) -> EvaluatorPriority:
+    for priority in EVALUATOR_PRIORITIES:
+        if value.lower() == priority:
+            return priority
+    raise _fail("EVALUATOR_PRIORITY", value, f"expected one of {', '.join(EVALUATOR_PRIORITIES)}")
 
 
 def _secret_key(env: Mapping[str, str]) -> bytes:
@@ -182,17 +210,6 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     if not value.isdigit() or int(value) < 1:
         raise _fail(name, value, "expected a positive whole number")
     return int(value)
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    value = env.get(name)
-    if value is None:
-        return default
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise _fail(name, value, "expected true or false")
 
 
 def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:

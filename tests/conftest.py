@@ -73,6 +73,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def make_settings(
     database_url: str, redis_url: str | None = None, prefix: str = "gw", **env: str
 ) -> Settings:
+    env.setdefault("evaluator", "inline")  # tests run app and evaluator in one process
     environ = {
         "GATEWAY_DATABASE_URL": database_url,
         "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"k" * 32).decode(),

@@ -1,30 +1,50 @@
-"""`gateway worker`: the consumer alone, for scale-out next to ingress-only processes."""
+"""`gateway worker`: the consumer alone, for scale-out next to ingress-only processes, and the
+child process `gateway serve` starts when GATEWAY_EVALUATOR=process."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import os
 import signal
 
 from gateway import wiring
 from gateway.services import build_services
 from gateway.settings import Settings
+from gateway.worker.priority import lower_priority
 
 log = logging.getLogger("gateway.worker")
 
+PARENT_CHECK_S = 1.0
 
-async def run_worker(settings: Settings) -> None:
-    """Run the delivery consumer until SIGINT or SIGTERM."""
+
+async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
+    """Run the delivery consumer until SIGINT or SIGTERM, or until process `parent_pid` (the
+    `gateway serve` that started this one) is no longer this process's parent."""
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(message)s")
+    # batch work yields the CPU to ingress and Redis on a shared host; backlog drains when idle
+    priority = lower_priority(settings.evaluator_priority)
     services = build_services(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if parent_pid is not None:
+        services.spawn(_watch_parent(parent_pid, stop), name="parent-watch")
     try:
         await wiring.start(services, with_worker=True)
-        log.info("gateway worker running")
+        gc.freeze()  # start-up objects live as long as the process: keep them out of collections
+        log.info("gateway worker running (pid %d, %s)", os.getpid(), priority)
         await stop.wait()
     finally:
         await services.close()
         log.info("gateway worker stopped")
+
+
+async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
+    # nothing signals a parent's death portably (PR_SET_PDEATHSIG is Linux-only): poll
+    while os.getppid() == parent:  # noqa: ASYNC110
+        await asyncio.sleep(PARENT_CHECK_S)
+    log.warning("the process that started this worker (%d) is gone; stopping", parent)
+    stop.set()

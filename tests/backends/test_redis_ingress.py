@@ -20,7 +20,7 @@ def _commandstats(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
 
 def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
     with own_redis() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, run_evaluator="false")
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hook = add_webhook(gw, world)
@@ -44,7 +44,7 @@ def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
 
 def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
     with own_redis() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, run_evaluator="false")
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hook = add_webhook(gw, world)
@@ -72,7 +72,7 @@ def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
 
 def test_oom_refusal_is_a_503_and_writes_nothing(tmp_path: Path) -> None:
     with own_redis("--maxmemory", "1mb", "--maxmemory-policy", "noeviction") as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, run_evaluator="false")
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hook = add_webhook(gw, world)
@@ -97,7 +97,7 @@ def test_config_changes_reach_another_process(
         f"sqlite:///{tmp_path}/gw.db",
         redis_url,
         prefix=f"{redis_prefix}:{uuid.uuid4().hex}",
-        run_evaluator="false",
+        evaluator="off",
     )
     with GatewayClient.running(settings) as one, GatewayClient.running(settings) as two:
         world = World.create(one)

@@ -108,7 +108,7 @@ def change_webhook(client: GatewayClient, uid: str, **values: Any) -> None:
 def backend_settings(
     kind: str, database_url: str, redis_url: str, redis_prefix: str, **env: str
 ) -> Settings:
-    env.setdefault("run_evaluator", "false")
+    env.setdefault("evaluator", "off")
     if kind == "redis":
         return make_settings(
             database_url, redis_url, prefix=f"{redis_prefix}:{uuid.uuid4().hex}", **env

@@ -154,7 +154,9 @@ def test_sigkill_under_load_loses_no_accepted_delivery(
     missing = set(accepted) - logged
     assert not missing, f"{len(missing)} of {len(accepted)} accepted deliveries lost"
 
-    _restart_and_drain(env | {"GATEWAY_RUN_EVALUATOR": "true"}, settings, set(accepted), tmp_path)
+    # the restarted server evaluates as by default: Redis in a child process, embedded inline
+    evaluator = "process" if settings.uses_redis else "inline"
+    _restart_and_drain(env | {"GATEWAY_EVALUATOR": evaluator}, settings, set(accepted), tmp_path)
 
 
 def _restart_and_drain(

@@ -51,7 +51,7 @@ def two_gateways(
         redis_url=redis_url,
         redis_prefix=prefix,
         secret_key=base64.urlsafe_b64encode(b"t" * 32).decode(),
-        run_evaluator="false",
+        evaluator="off",
         log_level="warning",
     )
     procs = []

@@ -27,6 +27,14 @@ def test_postgres_and_redis_urls() -> None:
     assert s.uses_redis
 
 
+def test_evaluator_runs_beside_redis_ingress_and_inside_the_embedded_server() -> None:
+    assert settings().evaluator == "inline"
+    redis = settings(REDIS_URL="redis://h:6379/0")
+    assert redis.evaluator == "process" and redis.evaluator_priority == "idle"
+    assert settings(REDIS_URL="redis://h", EVALUATOR="inline").evaluator == "inline"
+    assert settings(EVALUATOR="off", EVALUATOR_PRIORITY="Low").evaluator_priority == "low"
+
+
 def test_roles_select_planes() -> None:
     assert not settings(ROLE="ingress").serves_api
     assert not settings(ROLE="api").serves_ingress
@@ -47,7 +55,9 @@ def test_trusted_proxies_parse_as_networks() -> None:
         ("BODY_TIMEOUT", "-1"),
         ("BODY_TIMEOUT", "soon"),
         ("AUTH_FAILURE_LIMIT", "0"),
-        ("RUN_EVALUATOR", "maybe"),
+        ("EVALUATOR", "sometimes"),
+        ("EVALUATOR_PRIORITY", "urgent"),
+        ("EVALUATOR", "process"),
         ("LOG_LEVEL", "loud"),
         ("WEBHOOK_BASE_URL", "ftp://x"),
         ("SECRET_KEY", "short"),

@@ -116,7 +116,7 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
     port = free_port()
     # Redis: ingress-only server plus a separate `gateway worker` that we kill.
     # Embedded: one process does both, so the whole server is killed and restarted.
-    serve_env = gateway_env(**values, run_evaluator="false" if uses_redis else "true")
+    serve_env = gateway_env(**values, evaluator="off" if uses_redis else "inline")
     server = serve_gateway(serve_env, port)
     evaluator = _worker(gateway_env(**values)) if uses_redis else server
     accepted: dict[str, str] = {}
