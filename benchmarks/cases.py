@@ -14,7 +14,7 @@ from benchmarks.procs import cpu_seconds, peak_rss_kib
 from benchmarks.redis_server import RedisServer
 from benchmarks.requests_file import RATE_LIMIT_PER_MINUTE, Plan, write_requests
 from benchmarks.seed import Seed
-from benchmarks.targets import Running, Target, serve
+from benchmarks.targets import EVALUATOR, Running, Target, serve
 from benchmarks.wrk import WrkResult, run_wrk
 
 REDIS_PREFIX = "gw"
@@ -52,7 +52,11 @@ def target_env(kind: str, database: Path, redis: RedisServer, key: str, evaluato
         "GATEWAY_DATABASE_URL": f"sqlite:///{database}",
         "GATEWAY_REDIS_PREFIX": REDIS_PREFIX,
         "GATEWAY_SECRET_KEY": key,
-        "GATEWAY_RUN_EVALUATOR": "true" if evaluator else "false",
+        # Redis: the evaluator in its own process (started beside the server, see
+        # `companion`), as `gateway serve` runs it; embedded: inside the server
+        "GATEWAY_EVALUATOR": ("process" if kind == "gateway-redis" else "inline")
+        if evaluator
+        else "off",
         "GATEWAY_LOG_LEVEL": "warning",
     }
     if kind == "gateway-redis":
@@ -68,12 +72,18 @@ APPS = {
 }
 
 
+def companion(kind: str, evaluator: bool) -> tuple[str, ...]:
+    return EVALUATOR if kind == "gateway-redis" and evaluator else ()
+
+
 def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path) -> dict[str, Any]:
     name = f"{case.target.kind}-w{case.workers}-{case.plan.name}-{case.body_size}-r{case.round}"
     database = prepare_store(seed, rundir, name)
     redis.flush()
     env = target_env(case.target.kind, database, redis, key, case.evaluator)
-    target = Target(case.target.kind, APPS[case.target.kind], env)
+    target = Target(
+        case.target.kind, APPS[case.target.kind], env, companion(case.target.kind, case.evaluator)
+    )
     request_file = rundir / f"{name}.requests"
     with serve(target, case.workers, rundir) as running:
         write_requests(
@@ -86,7 +96,9 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         )
         pids = running.pids()
         redis_pids = [redis.proc.pid]
+        evaluator_pids = running.companion_pids()
         cpu0, redis0 = cpu_seconds(pids), cpu_seconds(redis_pids)
+        eval0 = cpu_seconds(evaluator_pids)
         spy_out = rundir / f"{name}.pyspy.txt"
         spy = (
             profiling.start_record(running.worker_pids()[0], case.duration_s - 1, spy_out)
@@ -96,10 +108,14 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         started = time.monotonic()
         result = run_wrk(f"http://127.0.0.1:{running.port}", request_file, case.duration_s)
         cpu1, redis1 = cpu_seconds(pids), cpu_seconds(redis_pids)
+        eval1 = cpu_seconds(evaluator_pids)
         profile = profiling.finish_record(spy, spy_out) if case.profile else None
         rss = peak_rss_kib(pids)
+        worker_rss = max(peak_rss_kib([pid]) for pid in running.worker_pids())
         records = _records(case, running, redis, database, result, started)
         cpu2 = cpu_seconds(pids)
+        eval2 = cpu_seconds(evaluator_pids)
+        evaluator_rss = peak_rss_kib(evaluator_pids) if evaluator_pids else None
     request_file.unlink(missing_ok=True)
     database.unlink(missing_ok=True)
     per_k = 1000.0 / result.requests if result.requests else 0.0
@@ -122,7 +138,11 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         "server_cpu_s_per_1k": (cpu1 - cpu0) * per_k,
         "redis_cpu_s_per_1k": (redis1 - redis0) * per_k if case.target.uses_redis else None,
         "server_cpu_s_drain": cpu2 - cpu1,
+        "evaluator_cpu_s_per_1k": (eval1 - eval0) * per_k if evaluator_pids else None,
+        "evaluator_cpu_s_drain": eval2 - eval1 if evaluator_pids else None,
         "peak_rss_mib": rss / 1024,
+        "peak_rss_mib_per_worker": worker_rss / 1024,
+        "evaluator_peak_rss_mib": evaluator_rss / 1024 if evaluator_rss else None,
         **records,
     }
     if profile is not None:

@@ -36,10 +36,18 @@ def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "p999_ms": summary([m["latency_ms"]["p999"] for m in members]),
                 "server_cpu_s_per_1k": summary([m["server_cpu_s_per_1k"] for m in members]),
                 "peak_rss_mib": summary([m["peak_rss_mib"] for m in members]),
+                "peak_rss_mib_per_worker": summary([m["peak_rss_mib_per_worker"] for m in members]),
+                "evaluator_cpu_s_per_1k": _optional(members, "evaluator_cpu_s_per_1k"),
+                "evaluator_peak_rss_mib": _optional(members, "evaluator_peak_rss_mib"),
                 "failed": any(m["failures"] for m in members),
             }
         )
     return out
+
+
+def _optional(members: list[dict[str, Any]], key: str) -> dict[str, float] | None:
+    values = [m[key] for m in members if m.get(key) is not None]
+    return summary(values) if values else None
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,7 +78,7 @@ def table(groups: list[dict[str, Any]]) -> str:
     head = (
         f"{'server':<17}{'w':>2} {'scenario':<10}{'body':>7} "
         f"{'req/s med':>10}{'min':>8}{'max':>8} {'p50ms':>7}{'p99ms':>8}{'p99.9ms':>9} "
-        f"{'cpu s/1k':>9}{'rss MiB':>8}  ok"
+        f"{'cpu s/1k':>9}{'+eval':>7}{'rss/w MiB':>10}{'eval MiB':>9}  ok"
     )
     lines = [head, "-" * len(head)]
     for g in groups:
@@ -79,10 +87,16 @@ def table(groups: list[dict[str, Any]]) -> str:
             f"{g['rps']['median']:>10.0f}{g['rps']['min']:>8.0f}{g['rps']['max']:>8.0f} "
             f"{g['p50_ms']['median']:>7.2f}{g['p99_ms']['median']:>8.2f}"
             f"{g['p999_ms']['median']:>9.2f} "
-            f"{g['server_cpu_s_per_1k']['median']:>9.3f}{g['peak_rss_mib']['median']:>8.0f}  "
+            f"{g['server_cpu_s_per_1k']['median']:>9.3f}{_cell(g['evaluator_cpu_s_per_1k'], 7, 3)}"
+            f"{g['peak_rss_mib_per_worker']['median']:>10.0f}"
+            f"{_cell(g['evaluator_peak_rss_mib'], 9, 0)}  "
             f"{'FAILED' if g['failed'] else 'yes'}"
         )
     return "\n".join(lines)
+
+
+def _cell(value: dict[str, float] | None, width: int, digits: int) -> str:
+    return f"{value['median']:>{width}.{digits}f}" if value else f"{'-':>{width}}"
 
 
 def ratio_table(items: list[dict[str, Any]]) -> str:

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report
-from benchmarks.cases import APPS, Case, run_case, target_env
+from benchmarks import loadgen, report
+from benchmarks.cases import APPS, Case, companion, run_case, target_env
 from benchmarks.dispatch_probe import run_dispatch_ready
 from benchmarks.redis_server import RedisServer, redis_server
 from benchmarks.requests_file import (
@@ -52,7 +52,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--servers", default=",".join(SERVERS), help="subset of " + ",".join(SERVERS))
     p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
     p.add_argument("--evaluator", choices=("auto", "on", "off"), default="auto")
-    p.add_argument("--max-rate", type=int, default=12_000, help="sizes the request files")
+    p.add_argument("--max-rate", type=int, default=40_000, help="sizes the request files")
     p.add_argument("--drain-wait", type=float, help="max seconds to wait for the evaluator")
     p.add_argument("--no-big", action="store_true", help="skip the 200 KB variant")
     p.add_argument("--big", action="store_true", help="with --quick: keep the 200 KB variant")
@@ -242,9 +242,8 @@ def _latency_rows(
     evaluator: bool,
 ) -> list[dict[str, Any]]:
     """Open-loop p99 at 25/50/80% of the measured maximum, 1 worker, 1 KB."""
-    from benchmarks.cases import prepare_store
-
     seconds = 5.0 if quick else 10.0
+    native = loadgen.build(rundir)
     out: list[dict[str, Any]] = []
     for server in (s for s in ("gateway-redis", "ceiling") if s in servers):
         measured = [
@@ -255,46 +254,63 @@ def _latency_rows(
         if not measured:
             continue
         top = sorted(measured)[len(measured) // 2]
-        database = prepare_store(seeded, rundir, f"latency-{server}")
-        redis.flush()
-        env = target_env(server, database, redis, key, evaluator)
-        with serve(Target(server, APPS[server], env), 1, rundir) as running:
-            offset = 0
-            for fraction in LATENCY_FRACTIONS:
-                rate = round(top * fraction, 1)
-                n = int(rate * seconds) + 1
-                plan = spread_plan(f"lat{fraction}", len(seeded.webhooks), n + offset)
-                plan = Plan(plan.name, plan.targets[offset:])
-                offset += n
-                if offset > len(seeded.webhooks) * RATE_LIMIT_PER_MINUTE:
-                    raise ValueError("latency rows would exceed the per-webhook rate limit")
-                path = rundir / f"latency-{server}-{fraction}.requests"
-                write_requests(path, plan, seeded.webhooks, seeded.auth_mode, SMALL,
-                               f"127.0.0.1:{running.port}")  # fmt: skip
-                done = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.openloop", "--port", str(running.port),
-                     "--file", str(path), "--rate", f"{rate:.1f}", "--duration", str(seconds)],
-                    capture_output=True, text=True, timeout=seconds + 120, check=False,
-                    cwd=ROOT,
-                )  # fmt: skip
-                path.unlink(missing_ok=True)
-                if done.returncode != 0:
-                    out.append({"server": server, "fraction": fraction,
-                                "failures": [done.stderr[-500:]]})  # fmt: skip
-                    continue
-                item = json.loads(done.stdout)
-                item.update(server=server, fraction=fraction, max_rps=top)
-                bad = {k: v for k, v in item["statuses"].items() if k != "202"}
-                item["failures"] = [f"unexpected statuses {bad}"] if bad else []
-                if item["achieved_rps"] < 0.95 * rate:
-                    item["note"] = "achieved rate below 95% of offered"
-                out.append(item)
+        for fraction in LATENCY_FRACTIONS:
+            item = _latency_row(
+                server, fraction, top, seeded, redis, key, rundir, seconds, evaluator, native
+            )
+            out.append(item)
+            if "latency_ms" in item:
                 print(
-                    f"latency {server} {fraction:.0%}: offered {rate:.0f}/s achieved "
-                    f"{item['achieved_rps']:.0f}/s p99 {item['latency_ms']['p99']:.2f} ms",
+                    f"latency {server} {fraction:.0%}: offered {item['offered_rps']:.0f}/s "
+                    f"achieved {item['achieved_rps']:.0f}/s p99 {item['latency_ms']['p99']:.2f} ms",
                     flush=True,
                 )
     return out
+
+
+def _latency_row(
+    server: str,
+    fraction: float,
+    top: float,
+    seeded: Seed,
+    redis: RedisServer,
+    key: str,
+    rundir: Path,
+    seconds: float,
+    evaluator: bool,
+    native: Path | None,
+) -> dict[str, Any]:
+    """One fixed rate against a fresh server, store and Redis (rate windows start empty)."""
+    from benchmarks.cases import prepare_store
+
+    rate = round(top * fraction, 1)
+    count = int(rate * (seconds + loadgen.WARMUP_S)) + 1
+    plan = spread_plan(
+        f"lat{fraction}", len(seeded.webhooks), count, rate_limited=server != "ceiling"
+    )
+    database = prepare_store(seeded, rundir, f"latency-{server}-{fraction}")
+    redis.flush()
+    env = target_env(server, database, redis, key, evaluator)
+    target = Target(server, APPS[server], env, companion(server, evaluator))
+    with serve(target, 1, rundir) as running:
+        path = rundir / f"latency-{server}-{fraction}.requests"
+        write_requests(path, plan, seeded.webhooks, seeded.auth_mode, SMALL,
+                       f"127.0.0.1:{running.port}")  # fmt: skip
+        done = subprocess.run(
+            loadgen.command(native, running.port, path, rate, seconds),
+            capture_output=True, text=True, timeout=seconds + 120, check=False, cwd=ROOT,
+        )  # fmt: skip
+        path.unlink(missing_ok=True)
+    database.unlink(missing_ok=True)
+    if done.returncode != 0:
+        return {"server": server, "fraction": fraction, "failures": [done.stderr[-500:]]}
+    item: dict[str, Any] = json.loads(done.stdout)
+    item.update(server=server, fraction=fraction, max_rps=top)
+    bad = {k: v for k, v in item["statuses"].items() if k != "202"}
+    item["failures"] = [f"unexpected statuses {bad}"] if bad else []
+    if item["achieved_rps"] < 0.95 * rate:
+        item["note"] = "achieved rate below 95% of offered: the server could not keep up"
+    return item
 
 
 def _label(row: dict[str, Any]) -> str:

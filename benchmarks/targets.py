@@ -14,6 +14,7 @@ from benchmarks.procs import free_port, process_tree, spawn, stop, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_LINE = b"Application startup complete"
+EVALUATOR = (sys.executable, "-m", "gateway", "worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,9 @@ class Target:
     kind: str
     app: str  # uvicorn --factory import string
     env: dict[str, str] = field(default_factory=dict)
+    # a process started beside the server: the gateway's evaluator, exactly as `gateway serve`
+    # starts it with GATEWAY_EVALUATOR=process (it lowers its own priority)
+    companion: tuple[str, ...] = ()
 
     @property
     def uses_redis(self) -> bool:
@@ -39,9 +43,13 @@ class Running:
     port: int
     pid: int
     workers: int
+    companion_pid: int | None = None
 
     def pids(self) -> list[int]:
         return process_tree(self.pid)
+
+    def companion_pids(self) -> list[int]:
+        return process_tree(self.companion_pid) if self.companion_pid else []
 
     def worker_pids(self) -> list[int]:
         tree = self.pids()
@@ -71,6 +79,11 @@ def serve(target: Target, workers: int, rundir: Path, timeout: float = 60.0) -> 
     }
     log = rundir / f"{target.kind}-w{workers}.log"
     proc = spawn(uvicorn_argv(target.app, port, workers), env=env, log=log, cwd=rundir)
+    companion = (
+        spawn(target.companion, env=env, log=rundir / f"{target.kind}-companion.log", cwd=ROOT)
+        if target.companion
+        else None
+    )
     try:
         wait_port(port, proc, timeout)
         deadline = time.monotonic() + timeout
@@ -79,6 +92,10 @@ def serve(target: Target, workers: int, rundir: Path, timeout: float = 60.0) -> 
                 tail = log.read_bytes()[-3000:].decode(errors="replace")
                 raise RuntimeError(f"{target.kind} did not start:\n{tail}")
             time.sleep(0.1)
-        yield Running(target, port, proc.pid, workers)
+        if companion is not None and companion.poll() is not None:
+            raise RuntimeError(f"{target.kind} companion exited with {companion.returncode}")
+        yield Running(target, port, proc.pid, workers, companion.pid if companion else None)
     finally:
         stop(proc)
+        if companion is not None:
+            stop(companion)
