@@ -50,9 +50,11 @@ class KeySpace:
         tag = self.tag(shard)
         return WebhookKeys(
             version=f"{tag}:ver:{uid}",
-            auth_prefix=f"{tag}:af:{uid}:",
-            rate=f"{tag}:rate:{uid}",
-            rejects=f"{tag}:rej:{uid}",
+            # rolling windows (lists; `win:` so keys of the earlier sorted-set layout never
+            # meet a list command, they expire within a minute)
+            auth_prefix=f"{tag}:win:af:{uid}:",
+            rate=f"{tag}:win:rate:{uid}",
+            rejects=f"{tag}:win:rej:{uid}",
             seen_prefix=f"{tag}:seen:{uid}:",
             stream=f"{tag}:stream",
             dropped=f"{tag}:dropped:{uid}",

@@ -2,8 +2,9 @@
 
 Every key one script touches shares the hash tag `{<prefix>:s<shard>}`, so a script runs on one
 Redis Cluster slot. The `#!lua` shebang (no flags) makes Redis refuse the whole script under
-maxmemory pressure *before* it runs, and the scripts check everything before their first write,
-so an error or a refusal leaves no half-done state. Time comes from Redis itself (TIME), so every
+maxmemory pressure *before* it runs, and the scripts check everything before their first write
+(SUBMIT's de-dup marker is checked and set by one SET NX GET), so an error or a refusal leaves
+no half-done state. Time comes from Redis itself (TIME), so every
 process shares one clock; Redis 7 replicates script effects, which TIME requires.
 """
 
@@ -12,32 +13,35 @@ from __future__ import annotations
 import hashlib
 
 # Shared helpers, pasted at the top of each script.
+#
+# A rolling window is a list of Redis-clock timestamps (ms), newest first. It is full when its
+# limit-th newest entry is still inside the window, and that entry's age says when a slot frees
+# up: one LINDEX answers both. Lists are trimmed lazily (at twice the limit, down to the limit;
+# only the newest `limit` entries ever matter), so an append is usually LPUSH + PEXPIRE.
 _HELPERS = """
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- ms until the window holds fewer than `limit` entries again
-local function retry_ms(key, floor, window, limit, now)
-  local n = redis.call('ZCOUNT', key, '(' .. floor, '+inf')
-  local first = redis.call('ZRANGEBYSCORE', key, '(' .. floor, '+inf', 'WITHSCORES',
-                           'LIMIT', n - limit, 1)
-  return tonumber(first[2]) + window - now
+-- nil while the window has room, else the time (ms) at which it will have room again
+local function full_until(key, limit, floor, window)
+  local nth = redis.call('LINDEX', key, limit - 1)
+  if nth and tonumber(nth) > floor then return tonumber(nth) + window end
+  return nil
 end
-local function window_add(key, floor, window, member, now)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
-  redis.call('ZADD', key, now, member)
+local function window_push(key, now, window, limit)
+  if redis.call('LPUSH', key, now) > 2 * limit then redis.call('LTRIM', key, 0, limit - 1) end
   redis.call('PEXPIRE', key, window)
 end
 -- rejected and duplicate records are logged up to `limit` per window, beyond that only counted
 local function log_capped(rej, dropped, stream, floor, window, limit, now, fields)
-  if redis.call('ZCOUNT', rej, '(' .. floor, '+inf') >= limit then
+  if full_until(rej, limit, floor, window) then
     redis.call('INCR', dropped)
     redis.call('EXPIRE', dropped, 604800)
     return
   end
   redis.call('XADD', stream, '*', unpack(fields))
-  window_add(rej, floor, window, fields[2], now)
+  window_push(rej, now, window, limit)
 end
 """
 
@@ -69,30 +73,32 @@ local function reject(label, extra)
   log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
 end
 local auth_limit = tonumber(ARGV[1])
-if redis.call('ZCOUNT', KEYS[6], '(' .. floor, '+inf') >= auth_limit then
+local free_at = full_until(KEYS[6], auth_limit, floor, window)
+if free_at then
   reject('Rejected (rate limited)', {})
-  return {'AUTHLIMIT', retry_ms(KEYS[6], floor, window, auth_limit, now)}
+  return {'AUTHLIMIT', free_at - now}
 end
 local rate = tonumber(ARGV[2])
-if redis.call('ZCOUNT', KEYS[2], '(' .. floor, '+inf') >= rate then
+free_at = full_until(KEYS[2], rate, floor, window)
+if free_at then
   reject('Rejected (rate limited)', {})
-  return {'RATE', retry_ms(KEYS[2], floor, window, rate, now)}
+  return {'RATE', free_at - now}
 end
 if ARGV[9] ~= '1' then
   reject('Rejected (invalid JSON)', {})
-  window_add(KEYS[2], floor, window, id, now)
+  window_push(KEYS[2], now, window, rate)
   return {'BADJSON'}
 end
-local first = redis.call('GET', KEYS[7])
+-- checked and set in one command; every check that could refuse the delivery is behind us
+local first = redis.call('SET', KEYS[7], id, 'NX', 'GET', 'EX', tonumber(ARGV[5]))
 if first then
   reject('Duplicate', {'i', ARGV[12], 'f', first})
-  window_add(KEYS[2], floor, window, id, now)
+  window_push(KEYS[2], now, window, rate)
   return {'DUP', first}
 end
 redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
            'i', ARGV[12], 'p', ARGV[11])
-window_add(KEYS[2], floor, window, id, now)
-redis.call('SET', KEYS[7], id, 'EX', tonumber(ARGV[5]))
+window_push(KEYS[2], now, window, rate)
 return {'OK', id}
 """
 )
@@ -116,12 +122,13 @@ local window = tonumber(ARGV[3])
 local floor = now - window
 local limit = tonumber(ARGV[2])
 local fields = {'d', ARGV[5], 'w', ARGV[6], 't', now, 'n', ARGV[7], 'l', 'Rejected (auth)'}
-if redis.call('ZCOUNT', KEYS[2], '(' .. floor, '+inf') >= limit then
+local free_at = full_until(KEYS[2], limit, floor, window)
+if free_at then
   fields[10] = 'Rejected (rate limited)'
   log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
-  return {'AUTHLIMIT', retry_ms(KEYS[2], floor, window, limit, now)}
+  return {'AUTHLIMIT', free_at - now}
 end
-window_add(KEYS[2], floor, window, ARGV[5], now)
+window_push(KEYS[2], now, window, limit)
 log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
 return {'DENIED'}
 """
