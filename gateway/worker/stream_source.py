@@ -33,6 +33,9 @@ from gateway.worker.consumer import Entry
 log = logging.getLogger("gateway.worker")
 
 GROUP = "evaluator"
+# bodies read per shard and pass: large bodies mean fewer entries per read, so that one read
+# never holds Redis (which answers ingress) for long, nor fills this process's memory
+READ_BYTES_PER_SHARD = 256 * 1024
 CLAIM_IDLE_MS = 30_000
 CLAIM_EVERY_S = 10.0
 
@@ -46,6 +49,7 @@ class StreamSource:
         # per stream and pass: at most 16 * batch entries per SQL transaction, short enough
         # that the evaluator never stalls the event loop it shares with ingress for long
         self.batch = batch
+        self.count = batch  # entries per shard and read, lowered while bodies are large
         self.idle_wait = idle_wait
         self.consumer = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self._groups_ready = False
@@ -83,12 +87,15 @@ class StreamSource:
     async def _read_group(self, start: str) -> list[Entry]:
         async with self.redis.pipeline(transaction=False) as pipe:
             for stream in self.streams:
-                pipe.xreadgroup(GROUP, self.consumer, {stream: start}, count=self.batch)
+                pipe.xreadgroup(GROUP, self.consumer, {stream: start}, count=self.count)
             replies: list[Any] = await pipe.execute()
         entries: list[Entry] = []
         for reply in replies:
             for stream, items in reply or []:
                 entries += _entries(stream, items)
+        if entries:
+            largest = max(entry.record.size for entry in entries)
+            self.count = max(1, min(self.batch, READ_BYTES_PER_SHARD // max(largest, 1)))
         return entries
 
     async def _claim(self) -> list[Entry]:
