@@ -234,7 +234,7 @@ def check(case: Case, row: dict[str, Any], result: WrkResult) -> list[str]:
     recorded = row.get("recorded_accepted")
     if recorded is None:
         return failures
-    if result.wraps and case.plan.name == "spread":
+    if result.wraps and case.plan.name in ("spread", "duplicate"):
         failures.append(
             f"request file exhausted ({result.wraps} wraps): repeated delivery ids; "
             "raise --max-rate"

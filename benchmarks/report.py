@@ -146,6 +146,36 @@ def latency_table(items: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def latency_summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """p99 per server and load over the rounds (median, min, max)."""
+    by: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    for item in items:
+        if "latency_ms" in item and not item["failures"]:
+            by[(item["server"], item["fraction"])].append(item)
+    return [
+        {
+            "server": server,
+            "fraction": fraction,
+            "rounds": len(members),
+            "offered_rps": members[0]["offered_rps"],
+            "p99_ms": summary([m["latency_ms"]["p99"] for m in members]),
+            "p999_ms": summary([m["latency_ms"]["p999"] for m in members]),
+        }
+        for (server, fraction), members in by.items()
+    ]
+
+
+def latency_summary_table(items: list[dict[str, Any]]) -> str:
+    lines = [f"{'p99 over rounds':<17}{'load':>5}{'offered':>9}{'median':>8}{'min':>8}{'max':>8}"]
+    for item in items:
+        p99 = item["p99_ms"]
+        lines.append(
+            f"{item['server']:<17}{item['fraction']:>5.0%}{item['offered_rps']:>9.0f}"
+            f"{p99['median']:>8.2f}{p99['min']:>8.2f}{p99['max']:>8.2f}"
+        )
+    return "\n".join(lines)
+
+
 def write(report: dict[str, Any]) -> Path:
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
