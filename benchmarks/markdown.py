@@ -61,8 +61,9 @@ def ratios(report: dict[str, Any]) -> str:
 
 def evaluator(report: dict[str, Any]) -> str:
     lines = [
-        "| server | w | body | round | evaluated/s | runs/s | backlog at end | drain s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| server | w | scenario | body | round | evaluated/s | runs/s | backlog at end "
+        "| drain s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["rows"]:
         ev = row.get("evaluator")
@@ -70,7 +71,8 @@ def evaluator(report: dict[str, Any]) -> str:
             continue
         drain = f"> {ev['drain_wait_s']:.0f}" if ev["drain_s"] is None else f"{ev['drain_s']:.1f}"
         lines.append(
-            f"| {row['server']} | {row['workers']} | {_kb(row['body_bytes'])} | {row['round']} "
+            f"| {row['server']} | {row['workers']} | {row['scenario']} | {_kb(row['body_bytes'])} "
+            f"| {row['round']} "
             f"| {ev['deliveries_evaluated_per_s']:,.0f} | {ev['runs_created_per_s']:,.0f} "
             f"| {ev['backlog_at_end']:,} | {drain} |"
         )
@@ -105,7 +107,7 @@ def latency_summary(report: dict[str, Any]) -> str:
     for item in report.get("latency_summary", []):
         p99 = item["p99_ms"]
         lines.append(
-            f"| {item['server']} | {item['fraction']:.0%} | {item.get('round', 1)} "
+            f"| {item['server']} | {item['fraction']:.0%} "
             f"| {item['offered_rps']:,.0f} "
             f"| {item['rounds']} | **{p99['median']:.2f}** ({p99['min']:.2f}-{p99['max']:.2f}) "
             f"| {item['p999_ms']['median']:.2f} |"
