@@ -6,6 +6,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import redis
 
@@ -23,11 +24,11 @@ def stream_accepted_ids(client: redis.Redis, prefix: str) -> set[str]:
     ids: set[str] = set()
     for stream in KeySpace(prefix).streams():
         start = "-"
-        while page := client.xrange(stream, start, "+", count=PAGE):  # type: ignore[arg-type]
-            for _entry_id, fields in page:  # type: ignore[union-attr]
+        while page := cast(Any, client.xrange(stream, start, "+", count=PAGE)):
+            for _entry_id, fields in page:
                 if fields.get(b"l") == b"Accepted":
                     ids.add(fields[b"d"].decode())
-            start = "(" + page[-1][0].decode()  # type: ignore[index]
+            start = "(" + page[-1][0].decode()
     return ids
 
 
@@ -50,7 +51,7 @@ def accepted_anywhere(client: redis.Redis | None, prefix: str, database: Path) -
 
 
 def naive_stream_entries(client: redis.Redis) -> int:
-    return int(client.xlen("naive:log"))  # type: ignore[arg-type]
+    return int(client.xlen("naive:log"))
 
 
 @dataclass(frozen=True, slots=True)

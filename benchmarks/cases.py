@@ -39,7 +39,9 @@ def prepare_store(seed: Seed, rundir: Path, name: str) -> Path:
     return database
 
 
-def target_env(kind: str, database: Path, redis: RedisServer, key: str, evaluator: bool) -> dict:
+def target_env(
+    kind: str, database: Path, redis: RedisServer, key: str, evaluator: bool
+) -> dict[str, str]:
     if kind == "ceiling":
         return {}
     if kind == "naive":

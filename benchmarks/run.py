@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     failures += [
         f"latency {x['server']} {x['fraction']:.0%}: {f}" for x in latency for f in x["failures"]
     ]
-    result = {
+    result: dict[str, Any] = {
         "command": "python -m benchmarks.run " + " ".join(argv),
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "settings": {
@@ -257,14 +257,14 @@ def _latency_rows(
     seconds = 5.0 if quick else 10.0
     native = loadgen.build(rundir)
     tops: dict[str, float] = {}
-    for server in (s for s in ("gateway-redis", "ceiling") if s in servers):
+    for name in (s for s in ("gateway-redis", "ceiling") if s in servers):
         measured = [
             r["rps"] for r in rows
-            if r["server"] == server and r["workers"] == 1 and r["scenario"] == "spread"
+            if r["server"] == name and r["workers"] == 1 and r["scenario"] == "spread"
             and r["body_bytes"] == SMALL and not r["failures"]
         ]  # fmt: skip
         if measured:
-            tops[server] = sorted(measured)[len(measured) // 2]
+            tops[name] = sorted(measured)[len(measured) // 2]
     out: list[dict[str, Any]] = []
     for r in range(rounds):
         for fraction in LATENCY_FRACTIONS:

@@ -94,7 +94,7 @@ def create_app() -> FastAPI:
         )
         if not fresh:
             first = await redis.get(f"naive:seen:{uid}:{identity}")
-            return Accepted(delivery_id=first.decode() if first else delivery_id)
+            return Accepted(delivery_id=first.decode() if isinstance(first, bytes) else delivery_id)
         await redis.xadd(
             "naive:log", {"delivery_id": delivery_id, "webhook_uid": uid, "payload": body}
         )
