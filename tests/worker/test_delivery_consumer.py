@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -156,17 +156,21 @@ def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:
         assert gwc.post(hook.path, content=str(i).encode(), headers=hook.auth).status_code == 202
     drain(gwc, RecordingStarter())
     base = f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries"
-    seen: list[str] = []
+    seen: list[tuple[datetime, str]] = []
     cursor = None
     while True:
         params: dict[str, Any] = {"limit": 3} | ({"cursor": cursor} if cursor else {})
         page = world.api("GET", base, params=params).json()
-        seen += [d["delivery_id"] for d in page["deliveries"]]
+        seen += [
+            (datetime.fromisoformat(d["received_at"]), d["delivery_id"]) for d in page["deliveries"]
+        ]
         cursor = page["page_info"]["next_cursor"]
         if not cursor:
             break
-    assert len(seen) == 7 and len(set(seen)) == 7
-    assert seen == sorted(seen, reverse=True)  # ids sort by time: newest first
+    assert len(seen) == 7 and len({delivery_id for _, delivery_id in seen}) == 7
+    # newest first, by receive time, then id (ids carry only milliseconds: two deliveries within
+    # one millisecond have random relative order)
+    assert seen == sorted(seen, reverse=True)
     assert world.api("GET", base, params={"limit": 101}).status_code == 400
     assert world.api("GET", base, params={"cursor": "forged"}).status_code == 400
     assert world.api("GET", base, headers=world.stranger).status_code == 403
