@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 PREFIX = "GATEWAY_"
 Role = Literal["all", "api", "ingress"]
@@ -19,6 +19,7 @@ EvaluatorMode = Literal["process", "inline", "off"]
 EVALUATOR_MODES: tuple[EvaluatorMode, ...] = ("process", "inline", "off")
 EvaluatorPriority = Literal["idle", "low", "normal"]
 EVALUATOR_PRIORITIES: tuple[EvaluatorPriority, ...] = ("idle", "low", "normal")
+Choice = TypeVar("Choice", bound=str)
 DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
 DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
 
@@ -78,7 +79,7 @@ def load_settings(
         or DEFAULT_EGRESS_RANGES,
         body_timeout=_positive_float(env, "BODY_TIMEOUT", 10.0),
         evaluator=_evaluator(env),
-        evaluator_priority=_evaluator_priority(env.get("EVALUATOR_PRIORITY", "idle")),
+        evaluator_priority=_choice(env, "EVALUATOR_PRIORITY", "idle", EVALUATOR_PRIORITIES),
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
     )
@@ -135,20 +136,11 @@ def _evaluator(env: Mapping[str, str]) -> EvaluatorMode:
     """Default: its own process with Redis; inline with the embedded backend, whose rate limits,
     de-duplication and outbox notifications live in the one serving process."""
     uses_redis = bool(env.get("REDIS_URL", "").strip())
-    value = env.get("EVALUATOR", "process" if uses_redis else "inline").lower()
-    for mode in EVALUATOR_MODES:
-        if value == mode:
-            if mode == "process" and not uses_redis:
-                raise _fail("EVALUATOR", value, "'process' needs GATEWAY_REDIS_URL; use inline")
-            return mode
-    raise _fail("EVALUATOR", value, f"expected one of {', '.join(EVALUATOR_MODES)}")
-
-
-def _evaluator_priority(value: str) -> EvaluatorPriority:
-    for priority in EVALUATOR_PRIORITIES:
-        if value.lower() == priority:
-            return priority
-    raise _fail("EVALUATOR_PRIORITY", value, f"expected one of {', '.join(EVALUATOR_PRIORITIES)}")
+    default: EvaluatorMode = "process" if uses_redis else "inline"
+    mode = _choice(env, "EVALUATOR", default, EVALUATOR_MODES)
+    if mode == "process" and not uses_redis:
+        raise _fail("EVALUATOR", mode, "'process' needs GATEWAY_REDIS_URL; use inline")
+    return mode
 
 
 def _secret_key(env: Mapping[str, str]) -> bytes:
@@ -212,8 +204,12 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(value)
 
 
-def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+def _choice(
+    env: Mapping[str, str], name: str, default: Choice, choices: tuple[Choice, ...]
+) -> Choice:
+    """One of `choices` (matched case-insensitively), typed as narrowly as they are."""
     value = env.get(name, default).lower()
-    if value not in choices:
-        raise _fail(name, value, f"expected one of {', '.join(choices)}")
-    return value
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise _fail(name, value, f"expected one of {', '.join(choices)}")

@@ -46,8 +46,8 @@ class StreamSource:
     ) -> None:
         self.redis = redis
         self.streams = keyspace.streams()
-        # per stream and pass: at most 16 * batch entries per SQL transaction, short enough
-        # that the evaluator never stalls the event loop it shares with ingress for long
+        # most entries per stream and pass: at most 16 * batch per SQL transaction (wiring.py
+        # picks it: small beside ingress in one event loop, larger in a process of its own)
         self.batch = batch
         self.count = batch  # entries per shard and read, lowered while bodies are large
         self.idle_wait = idle_wait

@@ -3,7 +3,7 @@
 Evaluating deliveries into runs is batch SQL work; inside a serving process it takes CPU and
 event-loop time from ingress, whose latency senders see. So `gateway serve` runs one
 `gateway worker` beside its HTTP workers, restarts it if it dies (with back-off), and stops it
-when the server stops. The child lowers its own CPU priority (GATEWAY_EVALUATOR_NICE) and exits
+when the server stops. The child lowers its own CPU priority (GATEWAY_EVALUATOR_PRIORITY) and exits
 by itself if this process disappears without stopping it (SIGKILL, OOM killer).
 """
 
