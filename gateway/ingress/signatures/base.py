@@ -95,6 +95,14 @@ def utf8_key(secret: str) -> HmacKey:
     return HmacKey(secret.encode("utf-8"))  # UnicodeEncodeError (a ValueError) on surrogates
 
 
+def required_header(headers: Mapping[str, str], name: str) -> str:
+    """The value of header `name` (lower case); a missing or empty one fails verification."""
+    value = headers.get(name)
+    if not value:
+        raise SignatureError(f"missing {name} header")
+    return value
+
+
 def check_timestamp(value: str | None, now: float) -> str:
     """A decimal Unix-seconds timestamp within the tolerance of ``now``; returns it unchanged."""
     if not value:

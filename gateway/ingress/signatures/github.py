@@ -14,6 +14,7 @@ from gateway.ingress.signatures.base import (
     Verified,
     hex_digest,
     hmac_sha256,
+    required_header,
     utf8_key,
 )
 
@@ -27,9 +28,7 @@ class GitHub:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = headers.get("x-hub-signature-256")
-        if not header:
-            raise SignatureError("missing x-hub-signature-256 header")
+        header = required_header(headers, "x-hub-signature-256")
         if not header.startswith(_PREFIX):
             raise SignatureError("malformed x-hub-signature-256 header")
         provided = hex_digest(header[len(_PREFIX) :], "x-hub-signature-256 header")

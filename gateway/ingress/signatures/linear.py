@@ -15,6 +15,7 @@ from gateway.ingress.signatures.base import (
     Verified,
     hex_digest,
     hmac_sha256,
+    required_header,
     utf8_key,
 )
 
@@ -26,9 +27,7 @@ class Linear:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = headers.get("linear-signature")
-        if not header:
-            raise SignatureError("missing linear-signature header")
+        header = required_header(headers, "linear-signature")
         provided = hex_digest(header, "linear-signature header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
             raise SignatureError("no matching signature")

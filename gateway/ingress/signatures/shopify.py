@@ -13,6 +13,7 @@ from gateway.ingress.signatures.base import (
     Verified,
     base64_digest,
     hmac_sha256,
+    required_header,
     utf8_key,
 )
 
@@ -24,9 +25,7 @@ class Shopify:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = headers.get("x-shopify-hmac-sha256")
-        if not header:
-            raise SignatureError("missing x-shopify-hmac-sha256 header")
+        header = required_header(headers, "x-shopify-hmac-sha256")
         provided = base64_digest(header, "x-shopify-hmac-sha256 header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
             raise SignatureError("no matching signature")

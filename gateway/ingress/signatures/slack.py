@@ -15,6 +15,7 @@ from gateway.ingress.signatures.base import (
     check_timestamp,
     hex_digest,
     hmac_sha256,
+    required_header,
     utf8_key,
 )
 
@@ -29,9 +30,7 @@ class Slack:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = headers.get("x-slack-signature")
-        if not header:
-            raise SignatureError("missing x-slack-signature header")
+        header = required_header(headers, "x-slack-signature")
         if not header.startswith(_PREFIX):
             raise SignatureError("malformed x-slack-signature header")
         timestamp = check_timestamp(headers.get("x-slack-request-timestamp"), now)

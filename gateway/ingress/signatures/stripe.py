@@ -19,6 +19,7 @@ from gateway.ingress.signatures.base import (
     check_timestamp,
     hex_digest,
     hmac_sha256,
+    required_header,
     utf8_key,
 )
 
@@ -32,9 +33,7 @@ class Stripe:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = headers.get("stripe-signature")
-        if not header:
-            raise SignatureError("missing stripe-signature header")
+        header = required_header(headers, "stripe-signature")
         items = header.split(",", MAX_SIGNATURES + 1)
         if len(items) > MAX_SIGNATURES + 1:
             raise SignatureError("too many signatures")
