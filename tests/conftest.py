@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from hypothesis import settings as hypothesis_settings
 
 from gateway.settings import Settings, load_settings
 from tests.support import GatewayClient, World
@@ -22,6 +23,11 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 RUN_ID = f"{os.getpid()}_{secrets.token_hex(4)}"
+
+# Property tests assert behaviour, never speed: no per-example deadline (hypothesis' default
+# 200 ms fails examples on a busy 2-core machine; timing belongs in benchmarks/)
+hypothesis_settings.register_profile("gateway", deadline=None)
+hypothesis_settings.load_profile("gateway")
 
 
 async def _pg_admin(sql: str) -> None:
