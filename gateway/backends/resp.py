@@ -115,26 +115,35 @@ class RespClient:
     ) -> Any:
         return await self.script(encode_command(["EVALSHA", sha, len(keys), *keys, *args]))
 
-    async def script(self, command: bytes) -> Any:
-        """Run an encoded EVALSHA of a registered script. On NOSCRIPT (Redis restarted or
-        flushed its script cache) load the scripts again and retry once."""
+    async def script(self, command: bytes, *, before: bytes = b"") -> Any:
+        """Run an encoded EVALSHA of a registered script; `before`, one encoded command sent in
+        the same write just ahead of it (its reply is not returned: the script checks what it
+        needs of it). On NOSCRIPT (Redis restarted or flushed its script cache) load the
+        scripts again and retry once, `before` included."""
         try:
-            return await self._call(command)
+            return await self._call(command, before)
         except ReplyError as exc:
             if not str(exc).startswith("NOSCRIPT"):
                 raise
         for source in self._scripts.values():
             await self._call(encode_command(["SCRIPT", "LOAD", source]))
-        return await self._call(command)
+        return await self._call(command, before)
 
     async def execute(self, *args: bytes | str | int) -> Any:
         return await self._call(encode_command(args))
 
-    async def _call(self, command: bytes) -> Any:
+    async def _call(self, command: bytes, before: bytes = b"") -> Any:
         conn = self._conn
         if conn is None or conn.closed:
             conn = await self._connect()
-        return await conn.send(command)
+        if not before:
+            return await conn.send(command)
+        first, reply = conn.send(before), conn.send(command)  # one write: same loop turn
+        try:
+            return await reply
+        finally:  # replies come in order: `first` is settled; mark its error as seen
+            if first.done() and not first.cancelled():
+                first.exception()
 
     async def _connect(self) -> _Protocol:
         if self._connecting is None:

@@ -50,24 +50,35 @@ SUBMIT_SCRIPT = (
     """
 -- SUBMIT: one authenticated delivery, one round trip.
 -- KEYS: 1 version, 2 rate window, 3 reject-log window, 4 shard stream, 5 dropped-log counter,
---       6 auth-failures(webhook, source), 7 seen(identity)
+--       6 auth-failures(webhook, source), 7 seen(identity),
+--       8 (large bodies only) the body, SET by the command pipelined just before this one
 -- ARGV: 1 auth-failure limit, 2 rate limit, 3 window ms, 4 reject-log limit,
 --       5 de-dup ttl seconds, 6 webhook uid, 7 config version held,
---       8 new delivery id, 9 '1' if body is JSON, 10 size, 11 body, 12 identity
+--       8 new delivery id, 9 '1' if body is JSON, 10 size, 11 body ('' if in KEYS[8]),
+--       12 identity
 -- (Per-webhook keys and arguments come first, per-request ones last: the client sends the
 -- first part pre-encoded, see redis.py.)
--- Returns: {'STALE'} | {'AUTHLIMIT', retry_ms} | {'RATE', retry_ms} | {'BADJSON'}
+-- A large body stays out of the Lua VM: copying it in and out of Lua costs far more than the
+-- stream append. Accepted, its key loses the orphan TTL and the stream entry names it ('k');
+-- refused, the key is deleted. A missing key (the SET failed) refuses with NOBODY first.
+-- Returns: {'STALE'} | {'NOBODY'} | {'AUTHLIMIT', retry_ms} | {'RATE', retry_ms} | {'BADJSON'}
 --          | {'DUP', first delivery id} | {'OK', delivery id}
 """
     + _HELPERS
     + """
+local body_key = KEYS[8]
 local shared = redis.call('GET', KEYS[1])
-if shared and tonumber(shared) > tonumber(ARGV[7]) then return {'STALE'} end
+if shared and tonumber(shared) > tonumber(ARGV[7]) then
+  if body_key then redis.call('DEL', body_key) end
+  return {'STALE'}
+end
+if body_key and redis.call('EXISTS', body_key) == 0 then return {'NOBODY'} end
 local now = now_ms()
 local window = tonumber(ARGV[3])
 local floor = now - window
 local id, uid, size = ARGV[8], ARGV[6], ARGV[10]
 local function reject(label, extra)
+  if body_key then redis.call('DEL', body_key) end
   local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
   for _, v in ipairs(extra) do fields[#fields + 1] = v end
   log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
@@ -96,8 +107,14 @@ if first then
   window_push(KEYS[2], now, window, rate)
   return {'DUP', first}
 end
-redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
-           'i', ARGV[12], 'p', ARGV[11])
+if body_key then
+  redis.call('PERSIST', body_key)
+  redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
+             'i', ARGV[12], 'k', body_key)
+else
+  redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
+             'i', ARGV[12], 'p', ARGV[11])
+end
 window_push(KEYS[2], now, window, rate)
 return {'OK', id}
 """

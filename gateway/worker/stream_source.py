@@ -6,7 +6,8 @@ CROSSSLOT). The 16 reads go out as one pipeline per pass, non-blocking; when a p
 the source sleeps `idle_wait` (a blocking read can only wait on one slot).
 
 Entries are acknowledged (XACK) and deleted (XDEL) only after the SQL transaction that logged
-them committed. Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for
+them committed; the keys holding large bodies (named by the entry's field `k`) are deleted with
+them. Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for
 CLAIM_IDLE_MS; this consumer's own unacknowledged entries are re-read after a failed batch.
 """
 
@@ -89,24 +90,48 @@ class StreamSource:
             for stream in self.streams:
                 pipe.xreadgroup(GROUP, self.consumer, {stream: start}, count=self.count)
             replies: list[Any] = await pipe.execute()
-        entries: list[Entry] = []
+        raw: list[RawEntry] = []
         for reply in replies:
             for stream, items in reply or []:
-                entries += _entries(stream, items)
+                raw += _raw_entries(stream, items)
+        entries = await self._entries(raw)
         if entries:
             largest = max(entry.record.size for entry in entries)
             self.count = max(1, min(self.batch, READ_BYTES_PER_SHARD // max(largest, 1)))
         return entries
 
     async def _claim(self) -> list[Entry]:
-        entries: list[Entry] = []
+        raw: list[RawEntry] = []
         for stream in self.streams:
             reply: Any = await self.redis.xautoclaim(
                 stream, GROUP, self.consumer, CLAIM_IDLE_MS, "0-0", count=self.batch
             )
-            entries += _entries(stream, list(reply[1]))
+            raw += _raw_entries(stream, list(reply[1]))
+        entries = await self._entries(raw)
         if entries:
             log.info("delivery consumer: took over %d entries of dead consumers", len(entries))
+        return entries
+
+    async def _entries(self, raw: list[RawEntry]) -> list[Entry]:
+        """Records of the read entries; large bodies are fetched from their own keys."""
+        body_keys = [fields[b"k"] for _, _, fields in raw if b"k" in fields]
+        bodies: dict[bytes, bytes | None] = {}
+        if body_keys:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for key in body_keys:
+                    pipe.get(key)
+                bodies = dict(zip(body_keys, await pipe.execute(), strict=True))
+        entries = []
+        for stream, entry_id, fields in raw:
+            body_key = fields.get(b"k")
+            payload = bodies.get(body_key) if body_key is not None else fields.get(b"p")
+            if body_key is not None and payload is None:
+                log.error(
+                    "delivery %s: its body is gone from Redis (%s); logged without payload",
+                    fields[b"d"].decode(),
+                    body_key.decode(),
+                )
+            entries.append(Entry((stream, entry_id, body_key), _record(fields, payload)))
         return entries
 
     async def settle(self, conn: AsyncConnection, entries: Sequence[Entry]) -> None:
@@ -114,28 +139,33 @@ class StreamSource:
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
         by_stream: dict[Any, list[Any]] = {}
+        body_keys: list[bytes] = []
         for entry in entries:
-            stream, entry_id = entry.token
+            stream, entry_id, body_key = entry.token
             by_stream.setdefault(stream, []).append(entry_id)
+            if body_key is not None:
+                body_keys.append(body_key)
         async with self.redis.pipeline(transaction=False) as pipe:
             for stream, ids in by_stream.items():
                 pipe.xack(stream, GROUP, *ids)
                 pipe.xdel(stream, *ids)
+            for key in body_keys:  # one key per command: each may live in its own slot
+                pipe.delete(key)
             await pipe.execute()
 
     async def retry_later(self, entries: Sequence[Entry]) -> None:
         self._own_pending = True
 
 
-def _entries(stream: Any, items: list[Any]) -> list[Entry]:
-    out = []
-    for entry_id, fields in items:
-        if fields:  # an entry deleted while pending comes back empty
-            out.append(Entry((stream, entry_id), _record(fields)))
-    return out
+RawEntry = tuple[Any, Any, dict[bytes, bytes]]  # stream, entry id, fields
 
 
-def _record(f: dict[bytes, bytes]) -> DeliveryRecord:
+def _raw_entries(stream: Any, items: list[Any]) -> list[RawEntry]:
+    # an entry deleted while pending comes back without fields
+    return [(stream, entry_id, fields) for entry_id, fields in items if fields]
+
+
+def _record(f: dict[bytes, bytes], payload: bytes | None) -> DeliveryRecord:
     def text(name: bytes) -> str | None:
         value = f.get(name)
         return value.decode() if value else None
@@ -148,5 +178,5 @@ def _record(f: dict[bytes, bytes]) -> DeliveryRecord:
         label=Label(f[b"l"].decode()),
         identity=text(b"i"),
         duplicate_of=text(b"f"),
-        payload=f.get(b"p") if f[b"l"] == Label.ACCEPTED.value.encode() else None,
+        payload=payload if f[b"l"] == Label.ACCEPTED.value.encode() else None,
     )
