@@ -3,6 +3,7 @@ server process tree, one wrk run, then the server's own records checked against 
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import accounting, profiling
-from benchmarks.procs import cpu_seconds, peak_rss_kib
+from benchmarks.procs import children_cpu_seconds, cpu_seconds, host_cpu, peak_rss_kib
 from benchmarks.redis_server import RedisServer
 from benchmarks.requests_file import RATE_LIMIT_PER_MINUTE, Plan, write_requests
 from benchmarks.seed import Seed
@@ -108,7 +109,9 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
             else None
         )
         started = time.monotonic()
+        host0, wrk0 = host_cpu(), children_cpu_seconds()
         result = run_wrk(f"http://127.0.0.1:{running.port}", request_file, case.duration_s)
+        host1, wrk1 = host_cpu(), children_cpu_seconds()
         cpu1, redis1 = cpu_seconds(pids), cpu_seconds(redis_pids)
         eval1 = cpu_seconds(evaluator_pids)
         profile = profiling.finish_record(spy, spy_out) if case.profile else None
@@ -142,6 +145,9 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         "server_cpu_s_drain": cpu2 - cpu1,
         "evaluator_cpu_s_per_1k": (eval1 - eval0) * per_k if evaluator_pids else None,
         "evaluator_cpu_s_drain": eval2 - eval1 if evaluator_pids else None,
+        # where the machine's cores went: the load generator shares them with the server
+        "loadgen_cpu_s_per_1k": (wrk1 - wrk0) * per_k,
+        "host_busy_cores": _busy_cores(host0, host1),
         "peak_rss_mib": rss / 1024,
         "peak_rss_mib_per_worker": worker_rss / 1024,
         "evaluator_peak_rss_mib": evaluator_rss / 1024 if evaluator_rss else None,
@@ -151,6 +157,11 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         row["profile"] = profile
     row["failures"] = check(case, row, result)
     return row
+
+
+def _busy_cores(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total * (os.cpu_count() or 1) if total > 0 else None
 
 
 def _records(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -100,6 +101,20 @@ def cpu_seconds(pids: Sequence[int]) -> float:
         fields = stat.rsplit(")", 1)[1].split()
         ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
     return ticks / CLOCK_TICKS
+
+
+def host_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all cores (/proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user
+    return (total - idle) / CLOCK_TICKS, total / CLOCK_TICKS
+
+
+def children_cpu_seconds() -> float:
+    """utime + stime of this process's waited-for children (the load generator runs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_kib(pids: Sequence[int]) -> int:

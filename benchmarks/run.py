@@ -339,9 +339,16 @@ def _progress(i: int, total: int, row: dict[str, Any]) -> None:
     status = "FAILED: " + "; ".join(row["failures"]) if row["failures"] else "ok"
     print(
         f"[{i}/{total}] {_label(row)}: {row['rps']:.0f} req/s p99 {row['latency_ms']['p99']:.2f} ms"
-        f" cpu {row['server_cpu_s_per_1k']:.3f} s/1k {row['statuses']} {status}",
+        f" cpu {row['server_cpu_s_per_1k']:.3f} s/1k{_redis_cpu(row)}"
+        f" wrk {row['loadgen_cpu_s_per_1k']:.3f} s/1k, {row['host_busy_cores']:.2f} cores busy"
+        f" {row['statuses']} {status}",
         flush=True,
     )
+
+
+def _redis_cpu(row: dict[str, Any]) -> str:
+    redis = row.get("redis_cpu_s_per_1k")
+    return f" redis {redis:.3f} s/1k" if redis is not None else ""
 
 
 if __name__ == "__main__":
