@@ -140,11 +140,11 @@ class SubmitFrame:
             )
         )
 
-    def side_commands(self, s: Submission) -> tuple[bytes, bytes]:
-        """(SET of the body, SUBMIT naming its key) for a large valid-JSON body."""
+    def side_commands(self, s: Submission) -> tuple[tuple[bytes, ...], bytes]:
+        """(SET of the body in pieces, SUBMIT naming its key) for a large valid-JSON body."""
         bulk = resp.bulk
         body_key = self.body_prefix + s.delivery_id
-        store = resp.encode_command(("SET", body_key, s.body, "EX", SIDE_BODY_ORPHAN_TTL_S))
+        store = resp.command_parts(("SET", body_key), s.body, ("EX", SIDE_BODY_ORPHAN_TTL_S))
         submit = b"".join(
             (
                 self.head_side,

@@ -44,6 +44,15 @@ def encode_command(args: Sequence[bytes | str | int]) -> bytes:
     return array_head(len(args)) + b"".join([bulk(arg) for arg in args])
 
 
+def command_parts(
+    head: Sequence[bytes | str | int], large: bytes, tail: Sequence[bytes | str | int]
+) -> tuple[bytes, bytes, bytes]:
+    """One command as three pieces around a large bulk argument, which is left uncopied."""
+    count = len(head) + 1 + len(tail)
+    before = array_head(count) + b"".join([bulk(arg) for arg in head]) + b"$%d\r\n" % len(large)
+    return before, large, b"\r\n" + b"".join([bulk(arg) for arg in tail])
+
+
 class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -51,6 +60,7 @@ class _Protocol(asyncio.Protocol):
         self.pending: deque[tuple[asyncio.Future[Any], float]] = deque()
         self.closed = False
         self._out: list[bytes] = []
+        self._out_large = False  # a large piece is queued: hand the pieces over without joining
         self._loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -87,6 +97,13 @@ class _Protocol(asyncio.Protocol):
         self._out.append(payload)
         return future
 
+    def send_parts(self, parts: Sequence[bytes]) -> asyncio.Future[Any]:
+        """Queue one command given in pieces (a large body among them is never copied)."""
+        future = self.send(parts[0])
+        self._out.extend(parts[1:])
+        self._out_large = True
+        return future
+
     def send_many(self, payload: bytes, count: int) -> list[asyncio.Future[Any]]:
         first = self.send(payload)
         now = time.monotonic()
@@ -96,7 +113,12 @@ class _Protocol(asyncio.Protocol):
 
     def _flush(self) -> None:
         out, self._out = self._out, []
-        if self.transport is not None and not self.closed:
+        if self.transport is None or self.closed:
+            return
+        if self._out_large:  # writev of the pieces: no copy of a large body
+            self._out_large = False
+            self.transport.writelines(out)
+        else:
             self.transport.write(b"".join(out))
 
 
@@ -115,11 +137,11 @@ class RespClient:
     ) -> Any:
         return await self.script(encode_command(["EVALSHA", sha, len(keys), *keys, *args]))
 
-    async def script(self, command: bytes, *, before: bytes = b"") -> Any:
-        """Run an encoded EVALSHA of a registered script; `before`, one encoded command sent in
-        the same write just ahead of it (its reply is not returned: the script checks what it
-        needs of it). On NOSCRIPT (Redis restarted or flushed its script cache) load the
-        scripts again and retry once, `before` included."""
+    async def script(self, command: bytes, *, before: Sequence[bytes] = ()) -> Any:
+        """Run an encoded EVALSHA of a registered script; `before`, one encoded command (in
+        pieces, see `command_parts`) sent in the same write just ahead of it (its reply is not
+        returned: the script checks what it needs of it). On NOSCRIPT (Redis restarted or
+        flushed its script cache) load the scripts again and retry once, `before` included."""
         try:
             return await self._call(command, before)
         except ReplyError as exc:
@@ -132,13 +154,13 @@ class RespClient:
     async def execute(self, *args: bytes | str | int) -> Any:
         return await self._call(encode_command(args))
 
-    async def _call(self, command: bytes, before: bytes = b"") -> Any:
+    async def _call(self, command: bytes, before: Sequence[bytes] = ()) -> Any:
         conn = self._conn
         if conn is None or conn.closed:
             conn = await self._connect()
         if not before:
             return await conn.send(command)
-        first, reply = conn.send(before), conn.send(command)  # one write: same loop turn
+        first, reply = conn.send_parts(before), conn.send(command)  # one write: same loop turn
         try:
             return await reply
         finally:  # replies come in order: `first` is settled; mark its error as seen
