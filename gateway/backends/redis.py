@@ -20,7 +20,7 @@ from gateway.backends.base import (
     Target,
     Verdict,
 )
-from gateway.backends.resp import RedisUnavailable, RespClient
+from gateway.backends.resp import RedisUnavailable, ReplyError, RespClient
 from gateway.errors import Unavailable
 
 log = logging.getLogger("gateway.ingress")
@@ -125,19 +125,29 @@ class SubmitFrame:
         self.middle = b"".join([resp.bulk(a) for a in fixed_args])
 
     def command(self, s: Submission) -> bytes:
-        bulk = resp.bulk
-        return b"".join(
-            (
-                self.head,
-                bulk(self.auth_prefix + s.source),
-                bulk(self.seen_prefix + _digest(s.identity)),
-                self.middle,
-                bulk(s.delivery_id),
-                _JSON_YES if s.valid_json else _JSON_NO,
-                bulk(len(s.body)),
-                bulk(s.body) if s.valid_json else _EMPTY,
-                bulk(s.identity),
-            )
+        # one bytes-format of everything (a bulk() call per argument plus a join cost ~2x)
+        source = (self.auth_prefix + s.source).encode()
+        seen = (self.seen_prefix + _digest(s.identity)).encode()
+        delivery_id = s.delivery_id.encode()
+        identity = s.identity.encode()
+        size = len(s.body)
+        body = s.body if s.valid_json else b""
+        return _SUBMIT_TAIL % (
+            self.head,
+            len(source),
+            source,
+            len(seen),
+            seen,
+            self.middle,
+            len(delivery_id),
+            delivery_id,
+            b"1" if s.valid_json else b"0",
+            len(b"%d" % size),
+            size,
+            len(body),
+            body,
+            len(identity),
+            identity,
         )
 
     def side_commands(self, s: Submission) -> tuple[tuple[bytes, ...], bytes]:
@@ -162,7 +172,12 @@ class SubmitFrame:
         return store, submit
 
 
-_JSON_YES, _JSON_NO, _EMPTY = resp.bulk("1"), resp.bulk("0"), resp.bulk(b"")
+_JSON_YES, _EMPTY = resp.bulk("1"), resp.bulk(b"")
+# head, source, seen, middle, delivery id, JSON flag, size, body, identity
+_SUBMIT_TAIL = (
+    b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
+    b"$%d\r\n%b\r\n$%d\r\n%b\r\n"
+)
 
 
 class RedisBackend:
@@ -198,7 +213,13 @@ class RedisBackend:
                 store, submit = frame.side_commands(s)
                 reply = await self.client.script(submit, before=store)
             else:
-                reply = await self.client.script(frame.command(s))
+                command = frame.command(s)
+                try:
+                    reply = await self.client.send_script(command)
+                except ReplyError as exc:
+                    if not str(exc).startswith("NOSCRIPT"):
+                        raise
+                    reply = await self.client.script(command)  # loads the scripts, retries
         except RedisUnavailable as exc:
             raise _unavailable() from exc
         if reply[0] == b"NOBODY":  # the body's SET failed (e.g. maxmemory): nothing recorded

@@ -13,7 +13,7 @@ import asyncio
 import ssl
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -136,6 +136,14 @@ class RespClient:
         self, sha: str, keys: Sequence[bytes | str], args: Sequence[bytes | str | int]
     ) -> Any:
         return await self.script(encode_command(["EVALSHA", sha, len(keys), *keys, *args]))
+
+    def send_script(self, command: bytes) -> Awaitable[Any]:
+        """The request path's EVALSHA: on a live connection, the reply's future itself (no
+        coroutine in between); a NOSCRIPT reply is the caller's to retry through `script`."""
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            return conn.send(command)
+        return self._call(command)
 
     async def script(self, command: bytes, *, before: Sequence[bytes] = ()) -> Any:
         """Run an encoded EVALSHA of a registered script; `before`, one encoded command (in
