@@ -9,6 +9,7 @@ those candidates, plus the few filters with no anchor.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
@@ -32,9 +33,7 @@ class MultiMatcher(Generic[K]):
     def __init__(self, filters: Mapping[K, Filter | None]) -> None:
         self._keys: list[K] = list(filters)
         trees = list(filters.values())
-        self._checks: list[ObjectCheck | None] = [
-            compile_object(tree) if tree is not None and tree.fields else None for tree in trees
-        ]
+        self._checks: list[ObjectCheck | None] = [_check(tree) for tree in trees]
         self._unfiltered = [i for i, check in enumerate(self._checks) if check is None]
         anchors = [_anchors(tree) if tree is not None else [] for tree in trees]
         popularity: Counter[tuple[Path, Hashable]] = Counter()
@@ -59,7 +58,11 @@ class MultiMatcher(Generic[K]):
                 if not ids or ids[-1] != i:
                     ids.append(i)
         self._scan = scan
-        self._index = [(_extractor(path), table) for path, table in tables.items()]
+        # frozen: tuples are smaller than lists, and a process keeps thousands of matchers
+        self._index = [
+            (_extractor(path), {key: tuple(ids) for key, ids in table.items()})
+            for path, table in tables.items()
+        ]
         self._always = self._unfiltered  # ids matched by every payload, object or not
 
     def __len__(self) -> int:
@@ -89,6 +92,22 @@ class MultiMatcher(Generic[K]):
         return [keys[i] for i in hits]
 
 
+def _check(tree: Filter | None) -> ObjectCheck | None:
+    """The full check of one filter; None for no filter (matches everything)."""
+    if tree is None or not tree.fields:
+        return None
+    if len(tree.fields) == 1 and isinstance(tree.fields[0].test, AnyOf):
+        # the filter IS its anchor: found in the index means matched. One shared function
+        # instead of a closure per filter (most automation filters are like this one, and a
+        # process keeps the matchers of thousands of webhooks)
+        return _found_is_matched
+    return compile_object(tree)
+
+
+def _found_is_matched(_obj: dict[str, Any]) -> bool:
+    return True
+
+
 def compile_many(filters: Mapping[K, Filter | None]) -> MultiMatcher[K]:
     """Compile many filters (``None``: no filter, matches everything) into one matcher."""
     return MultiMatcher(filters)
@@ -115,6 +134,7 @@ def _keys(values: tuple[Scalar, ...]) -> tuple[Hashable, ...]:
     return tuple(dict.fromkeys(value_key(v) for v in values))
 
 
+@functools.lru_cache(maxsize=4096)  # pure in `path`: matchers of many webhooks share one
 def _extractor(path: Path) -> Callable[[dict[str, Any]], list[Any]]:
     """Every scalar-or-other value reachable at ``path`` (arrays followed at each level)."""
     if len(path) == 1:
