@@ -6,8 +6,10 @@ import base64
 import hashlib
 import hmac
 import secrets
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 API_KEY_PREFIX = "gk_"
 
@@ -33,15 +35,26 @@ class SecretBox:
     """Encrypts secret material (HMAC keys, managed team secrets) with a key from settings."""
 
     def __init__(self, key: bytes) -> None:
-        self._fernet = Fernet(base64.urlsafe_b64encode(hashlib.sha256(b"secrets:" + key).digest()))
+        self._fernet_key = base64.urlsafe_b64encode(hashlib.sha256(b"secrets:" + key).digest())
+        self._fernet: Fernet | None = None
         self._signing_key = hashlib.sha256(b"cursors:" + key).digest()
 
+    def _cipher(self) -> Fernet:
+        if self._fernet is None:
+            # imported on first use: a process that never decrypts (the evaluator) saves ~6 MB
+            from cryptography.fernet import Fernet
+
+            self._fernet = Fernet(self._fernet_key)
+        return self._fernet
+
     def encrypt(self, plaintext: str) -> str:
-        return self._fernet.encrypt(plaintext.encode()).decode()
+        return self._cipher().encrypt(plaintext.encode()).decode()
 
     def decrypt(self, token: str) -> str:
+        from cryptography.fernet import InvalidToken
+
         try:
-            return self._fernet.decrypt(token.encode()).decode()
+            return self._cipher().decrypt(token.encode()).decode()
         except InvalidToken as exc:
             raise ValueError(
                 "secret cannot be decrypted with the configured GATEWAY_SECRET_KEY"
