@@ -10,6 +10,7 @@ those candidates, plus the few filters with no anchor.
 from __future__ import annotations
 
 import functools
+import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
@@ -31,7 +32,7 @@ class MultiMatcher(Generic[K]):
     __slots__ = ("_always", "_checks", "_index", "_keys", "_scan", "_unfiltered")
 
     def __init__(self, filters: Mapping[K, Filter | None]) -> None:
-        self._keys: list[K] = list(filters)
+        self._keys: tuple[K, ...] = tuple(filters)
         trees = list(filters.values())
         self._checks: list[ObjectCheck | None] = [_check(tree) for tree in trees]
         self._unfiltered = [i for i, check in enumerate(self._checks) if check is None]
@@ -131,7 +132,9 @@ def _walk(tree: Filter, prefix: Path) -> Iterator[Anchor]:
 
 
 def _keys(values: tuple[Scalar, ...]) -> tuple[Hashable, ...]:
-    return tuple(dict.fromkeys(value_key(v) for v in values))
+    # interned: the same event names recur in the filters of many webhooks
+    keys = (value_key(v) for v in values)
+    return tuple(dict.fromkeys(sys.intern(k) if type(k) is str else k for k in keys))
 
 
 @functools.lru_cache(maxsize=4096)  # pure in `path`: matchers of many webhooks share one
