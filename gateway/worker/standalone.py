@@ -12,7 +12,7 @@ import signal
 from gateway import wiring
 from gateway.services import build_services
 from gateway.settings import Settings
-from gateway.worker.priority import lower_priority
+from gateway.worker.priority import leave_idle_cgroup, lower_priority
 
 log = logging.getLogger("gateway.worker")
 
@@ -35,10 +35,12 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
     try:
         await wiring.start(services, with_worker=True)
         gc.freeze()  # start-up objects live as long as the process: keep them out of collections
-        log.info("gateway worker running (pid %d, %s)", os.getpid(), priority)
+        log.info("gateway worker running (pid %d, %s)", os.getpid(), priority.description)
         await stop.wait()
     finally:
         await services.close()
+        if priority.idle_cgroup is not None:
+            leave_idle_cgroup(priority.idle_cgroup)
         log.info("gateway worker stopped")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.worker import supervisor
+from gateway.worker.priority import CGROUP_ROOT, IDLE_CGROUP, _cpu_cgroups
 from gateway.worker.supervisor import EvaluatorProcess
 from tests.ingress.hooks import free_port, gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
@@ -89,9 +90,20 @@ def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
         eventually(lambda: b"gateway worker running" in (tmp_path / "serve.log").read_bytes())
         assert os.getpriority(os.PRIO_PROCESS, child) == 19
         assert os.sched_getscheduler(child) == os.SCHED_IDLE
+        log = (tmp_path / "serve.log").read_text()
+        if os.geteuid() == 0 and _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
+            # root on a host with a CPU cgroup: the child runs in the cpu.idle group
+            assert f"/{IDLE_CGROUP}" in Path(f"/proc/{child}/cgroup").read_text()
+            assert "idle cgroup /" in log
+        else:
+            assert "no idle cgroup (not permitted)" in log
     finally:
         stop_gateway(server)
     assert not _alive(child)
+    # a clean stop removes the idle cgroup again
+    assert not any((base / IDLE_CGROUP).exists() for base in _cpu_cgroups(
+        Path("/proc/self/cgroup").read_text(), CGROUP_ROOT
+    ))  # fmt: skip
 
     # killed outright: the orphaned evaluator notices within a second or two and stops
     server = serve_gateway(env, free_port(), tmp_path / "serve.log")
