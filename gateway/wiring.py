@@ -39,6 +39,7 @@ async def start(
     if serving and with_worker is not True and settings.serves_ingress:
         cache = ConfigCache(services.database, services.secret_box)
         await cache.preload()
+        backend.prepare(config.target for config in cache.configs())
         local.listeners.append(cache.webhook_changed)
         services.ingress = Ingress(settings, cache, backend)
         if not settings.uses_redis:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -92,6 +93,12 @@ class DeliveryRecord:
 
 
 class IngressBackend(Protocol):
+    def prepare(self, targets: Iterable[Target]) -> None:
+        """Build whatever per-webhook state the request path needs, at start-up: made before
+        the serving process freezes its start-up objects, it stays out of garbage collections
+        (built lazily instead, 10,000 webhooks' worth fed full collections of ~30 ms)."""
+        ...
+
     async def submit(self, submission: Submission) -> Outcome:
         """Budget, rate, de-duplication and the durable append, all or nothing."""
         ...

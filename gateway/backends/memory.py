@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -82,6 +83,9 @@ class MemoryBackend:
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
         self._seen: dict[tuple[str, str], _Seen] = {}
         self.dropped_logs = 0
+
+    def prepare(self, targets: Iterable[Target]) -> None:
+        return None  # nothing per webhook until its first delivery
 
     async def preload(self, database: Database) -> None:
         """Restore the 7-day de-duplication memory from the log after a restart."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,18 +102,15 @@ class SubmitFrame:
     the pre-encoded parts with the seven per-request bulk strings.
     """
 
-    __slots__ = ("auth_prefix", "body_prefix", "head", "head_side", "middle", "seen_prefix",
-                 "version")  # fmt: skip
+    __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "version")
 
     def __init__(self, k: WebhookKeys, target: Target, auth_failure_limit: int) -> None:
         self.version = target.version
         self.auth_prefix = k.auth_prefix
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
-        fixed_keys = [resp.bulk(a) for a in (k.version, k.rate, k.rejects, k.stream, k.dropped)]
-        sha = resp.bulk("EVALSHA") + resp.bulk(SUBMIT_SHA)
-        self.head = resp.array_head(3 + 7 + 12) + sha + resp.bulk(7) + b"".join(fixed_keys)
-        self.head_side = resp.array_head(3 + 8 + 12) + sha + resp.bulk(8) + b"".join(fixed_keys)
+        fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped)
+        self.head = _HEAD + b"".join([resp.bulk(key) for key in fixed_keys])
         fixed_args = (
             auth_failure_limit,
             RATE_LIMIT,
@@ -157,7 +155,7 @@ class SubmitFrame:
         store = resp.command_parts(("SET", body_key), s.body, ("EX", SIDE_BODY_ORPHAN_TTL_S))
         submit = b"".join(
             (
-                self.head_side,
+                _HEAD_SIDE + self.head[len(_HEAD) :],  # built when needed: rare, saves memory
                 bulk(self.auth_prefix + s.source),
                 bulk(self.seen_prefix + _digest(s.identity)),
                 bulk(body_key),
@@ -173,6 +171,11 @@ class SubmitFrame:
 
 
 _JSON_YES, _EMPTY = resp.bulk("1"), resp.bulk(b"")
+# EVALSHA SUBMIT with 7 keys (22 arguments), or 8 with a side body
+_HEAD, _HEAD_SIDE = (
+    resp.array_head(3 + keys + 12) + resp.bulk("EVALSHA") + resp.bulk(SUBMIT_SHA) + resp.bulk(keys)
+    for keys in (7, 8)
+)
 # head, source, seen, middle, delivery id, JSON flag, size, body, identity
 _SUBMIT_TAIL = (
     b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
@@ -198,6 +201,10 @@ class RedisBackend:
                 target.webhook_uid, target.shard
             )
         return keys
+
+    def prepare(self, targets: Iterable[Target]) -> None:
+        for target in targets:
+            self._frame(target)
 
     def _frame(self, target: Target) -> SubmitFrame:
         frame = self._frames.get(target.webhook_uid)

@@ -39,6 +39,10 @@ class ConfigCache:
         log.info("ingress config cache: %d webhooks preloaded", len(configs))
         return len(configs)
 
+    def configs(self) -> list[WebhookConfig]:
+        """Every cached enabled webhook's config."""
+        return list(self._live.values())
+
     def live(self, uid: str) -> WebhookConfig | None:
         """The enabled webhook's config when cached: the request path's lookup, no await."""
         return self._live.get(uid)

@@ -135,3 +135,25 @@ def test_config_changes_reach_another_process(
         assert two.post(hook.path, content=b"5", headers=rotated).status_code == 202
         change_webhook(one, hook.uid, deleted_at=utcnow())
         assert two.post(hook.path, content=b"6", headers=rotated).status_code == 404
+
+
+def test_request_state_of_preloaded_webhooks_is_built_at_start(tmp_path: Path) -> None:
+    """Built lazily, 10,000 webhooks' request state lands after gc.freeze() and full
+    collections scan it (p99 stalls); built at start, requests add nothing long-lived."""
+    from gateway.backends.redis import RedisBackend
+
+    with own_redis() as server:
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        with GatewayClient.running(settings) as gw:
+            world = World.create(gw)
+            hooks = [add_webhook(gw, world) for _ in range(5)]
+        with GatewayClient.running(settings) as gw:  # a new process: these 5 are preloaded
+            ingress = gw.services.ingress
+            assert ingress is not None and isinstance(ingress.backend, RedisBackend)
+            frames = ingress.backend._frames
+            assert set(frames) == {hook.uid for hook in hooks}  # before any request
+            prepared = dict(frames)
+            for hook in hooks:
+                assert gw.post(hook.path, content=b"{}", headers=hook.auth).status_code == 202
+            # the same objects serve the requests: nothing was rebuilt on the request path
+            assert all(frames[uid] is frame for uid, frame in prepared.items())
