@@ -9,7 +9,7 @@ from redis.exceptions import OutOfMemoryError
 from gateway.security import hash_token
 from gateway.store.types import utcnow
 from tests.conftest import make_settings
-from tests.ingress.hooks import add_webhook, change_webhook, own_redis
+from tests.ingress.hooks import add_webhook, change_webhook, gateway_on_own_redis, own_redis
 from tests.support import GatewayClient, World
 
 
@@ -46,20 +46,16 @@ def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
 
 
 def test_scripts_flushed_on_a_live_connection_are_loaded_again(tmp_path: Path) -> None:
-    with own_redis() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
-        with GatewayClient.running(settings) as gw:
-            world = World.create(gw)
-            hook = add_webhook(gw, world)
-            redis = server.client()
-            large = b'{"pad":"%b"}' % (b"x" * 40_000)  # travels beside the script
-            for n, body in enumerate([b'{"n":1}', large, b'{"n":2}', large + b" "]):
-                redis.script_flush()  # as after SCRIPT FLUSH: the connection stays up
-                response = gw.post(hook.path, content=body, headers=hook.auth)
-                assert response.status_code == 202, (n, response.text)
-            entries = sum(redis.xlen(f"{{gw:s{s}}}:stream") for s in range(16))
-            assert entries == 4
-            redis.close()
+    with gateway_on_own_redis(tmp_path) as (gw, hook, server):
+        redis = server.client()
+        large = b'{"pad":"%b"}' % (b"x" * 40_000)  # travels beside the script
+        for n, body in enumerate([b'{"n":1}', large, b'{"n":2}', large + b" "]):
+            redis.script_flush()  # as after SCRIPT FLUSH: the connection stays up
+            response = gw.post(hook.path, content=body, headers=hook.auth)
+            assert response.status_code == 202, (n, response.text)
+        entries = sum(redis.xlen(f"{{gw:s{s}}}:stream") for s in range(16))
+        assert entries == 4
+        redis.close()
 
 
 def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:

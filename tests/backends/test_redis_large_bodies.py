@@ -17,9 +17,7 @@ from gateway.backends.redis import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBa
 from gateway.backends.resp import RespClient
 from gateway.errors import Unavailable
 from gateway.worker.stream_source import StreamSource
-from tests.conftest import make_settings
-from tests.ingress.hooks import add_webhook, own_redis
-from tests.support import GatewayClient, World
+from tests.ingress.hooks import gateway_on_own_redis, own_redis
 
 
 def _large_json(seq: int) -> bytes:
@@ -40,16 +38,12 @@ def _stream_fields(redis) -> list[dict[bytes, bytes]]:  # type: ignore[no-untype
 
 
 def test_accepted_large_body_is_kept_until_the_evaluator_logged_it(tmp_path: Path) -> None:
-    with own_redis() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+    with gateway_on_own_redis(tmp_path) as (gw, hook, server):
         redis = server.client()
-        with GatewayClient.running(settings) as gw:
-            world = World.create(gw)
-            hook = add_webhook(gw, world)
-            body = _large_json(1)
-            response = gw.post(hook.path, content=body, headers=hook.auth)
-            assert response.status_code == 202
-            delivery_id = response.json()["delivery_id"]
+        body = _large_json(1)
+        response = gw.post(hook.path, content=body, headers=hook.auth)
+        assert response.status_code == 202
+        delivery_id = response.json()["delivery_id"]
         (fields,) = _stream_fields(redis)
         assert b"p" not in fields  # the body is not in the stream entry ...
         (key,) = _body_keys(redis)
@@ -75,25 +69,21 @@ def test_accepted_large_body_is_kept_until_the_evaluator_logged_it(tmp_path: Pat
 
 
 def test_refused_large_bodies_leave_no_key(tmp_path: Path) -> None:
-    with own_redis() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+    with gateway_on_own_redis(tmp_path) as (gw, hook, server):
         redis = server.client()
-        with GatewayClient.running(settings) as gw:
-            world = World.create(gw)
-            hook = add_webhook(gw, world)
 
-            def send(seq: int, delivery: str) -> int:
-                headers = {**hook.auth, "X-Service-Delivery-Id": delivery}
-                return gw.post(hook.path, content=_large_json(seq), headers=headers).status_code
+        def send(seq: int, delivery: str) -> int:
+            headers = {**hook.auth, "X-Service-Delivery-Id": delivery}
+            return gw.post(hook.path, content=_large_json(seq), headers=headers).status_code
 
-            assert send(0, "first") == 202
-            assert send(0, "first") == 202  # a duplicate: answered with the first id
-            assert len(_body_keys(redis)) == 1
-            invalid = b"{" + b"x" * SIDE_BODY_MIN  # large, but not JSON: never stored aside
-            assert gw.post(hook.path, content=invalid, headers=hook.auth).status_code == 400
-            statuses = [send(seq, f"d-{seq}") for seq in range(1, 61)]
-            # the duplicate and the invalid one count in the window: 57 more fit, then 429
-            assert statuses.count(202) == 57 and set(statuses[57:]) == {429}
+        assert send(0, "first") == 202
+        assert send(0, "first") == 202  # a duplicate: answered with the first id
+        assert len(_body_keys(redis)) == 1
+        invalid = b"{" + b"x" * SIDE_BODY_MIN  # large, but not JSON: never stored aside
+        assert gw.post(hook.path, content=invalid, headers=hook.auth).status_code == 400
+        statuses = [send(seq, f"d-{seq}") for seq in range(1, 61)]
+        # the duplicate and the invalid one count in the window: 57 more fit, then 429
+        assert statuses.count(202) == 57 and set(statuses[57:]) == {429}
         assert len(_body_keys(redis)) == 58  # one per accepted delivery, none for refusals
         accepted = [f for f in _stream_fields(redis) if f[b"l"] == b"Accepted"]
         assert sorted(f[b"k"] for f in accepted) == _body_keys(redis)

@@ -176,6 +176,17 @@ def own_redis(*extra: str) -> Iterator[OwnRedis]:
         shutil.rmtree(server.dir, ignore_errors=True)
 
 
+@contextmanager
+def gateway_on_own_redis(
+    tmp_path: Path, *redis_args: str
+) -> Iterator[tuple[GatewayClient, Hook, OwnRedis]]:
+    """A gateway (evaluator off) on a Redis of its own, with one token webhook."""
+    with own_redis(*redis_args) as server:
+        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        with GatewayClient.running(settings) as gw:
+            yield gw, add_webhook(gw, World.create(gw)), server
+
+
 def gateway_env(**values: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
     env.update({f"GATEWAY_{k.upper()}": v for k, v in values.items()})
