@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import secrets
 from collections.abc import Iterator
@@ -106,3 +107,15 @@ def client(settings: Settings) -> Iterator[GatewayClient]:
 @pytest.fixture
 def world(client: GatewayClient) -> World:
     return World.create(client)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_idle_cgroup() -> Iterator[None]:
+    """Evaluators this run killed outright (SIGKILL) cannot leave their `cpu.idle` cgroup
+    themselves: remove it at the end when empty (rmdir refuses while a process is inside)."""
+    yield
+    from gateway.worker.priority import CGROUP_ROOT, IDLE_CGROUP, _cpu_cgroups
+
+    for base in _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
+        with contextlib.suppress(OSError):
+            (base / IDLE_CGROUP).rmdir()
