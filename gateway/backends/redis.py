@@ -122,20 +122,25 @@ class SubmitFrame:
         )
         self.middle = b"".join([resp.bulk(a) for a in fixed_args])
 
-    def command(self, s: Submission) -> bytes:
+    def command(self, s: Submission, body_key: str | None = None) -> bytes:
+        """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[8])."""
         # one bytes-format of everything (a bulk() call per argument plus a join cost ~2x)
         source = (self.auth_prefix + s.source).encode()
         seen = (self.seen_prefix + _digest(s.identity)).encode()
         delivery_id = s.delivery_id.encode()
         identity = s.identity.encode()
         size = len(s.body)
-        body = s.body if s.valid_json else b""
+        if body_key is None:
+            head, side_key, body = self.head, b"", s.body if s.valid_json else b""
+        else:  # the 8-key head is derived when needed: rare, and it saves memory per webhook
+            head, side_key, body = _HEAD_SIDE + self.head[len(_HEAD) :], resp.bulk(body_key), b""
         return _SUBMIT_TAIL % (
-            self.head,
+            head,
             len(source),
             source,
             len(seen),
             seen,
+            side_key,
             self.middle,
             len(delivery_id),
             delivery_id,
@@ -150,35 +155,20 @@ class SubmitFrame:
 
     def side_commands(self, s: Submission) -> tuple[tuple[bytes, ...], bytes]:
         """(SET of the body in pieces, SUBMIT naming its key) for a large valid-JSON body."""
-        bulk = resp.bulk
         body_key = self.body_prefix + s.delivery_id
         store = resp.command_parts(("SET", body_key), s.body, ("EX", SIDE_BODY_ORPHAN_TTL_S))
-        submit = b"".join(
-            (
-                _HEAD_SIDE + self.head[len(_HEAD) :],  # built when needed: rare, saves memory
-                bulk(self.auth_prefix + s.source),
-                bulk(self.seen_prefix + _digest(s.identity)),
-                bulk(body_key),
-                self.middle,
-                bulk(s.delivery_id),
-                _JSON_YES,
-                bulk(len(s.body)),
-                _EMPTY,
-                bulk(s.identity),
-            )
-        )
-        return store, submit
+        return store, self.command(s, body_key)
 
 
-_JSON_YES, _EMPTY = resp.bulk("1"), resp.bulk(b"")
 # EVALSHA SUBMIT with 7 keys (22 arguments), or 8 with a side body
 _HEAD, _HEAD_SIDE = (
     resp.array_head(3 + keys + 12) + resp.bulk("EVALSHA") + resp.bulk(SUBMIT_SHA) + resp.bulk(keys)
     for keys in (7, 8)
 )
-# head, source, seen, middle, delivery id, JSON flag, size, body, identity
+# head, source, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size,
+# body, identity
 _SUBMIT_TAIL = (
-    b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
+    b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
     b"$%d\r\n%b\r\n$%d\r\n%b\r\n"
 )
 
@@ -224,7 +214,7 @@ class RedisBackend:
                 try:
                     reply = await self.client.send_script(command)
                 except ReplyError as exc:
-                    if not str(exc).startswith("NOSCRIPT"):
+                    if not resp.is_noscript(exc):
                         raise
                     reply = await self.client.script(command)  # loads the scripts, retries
         except RedisUnavailable as exc:

@@ -30,6 +30,11 @@ class ReplyError(RedisUnavailable):
     pass
 
 
+def is_noscript(exc: ReplyError) -> bool:
+    """Redis does not know the script (restarted, or its script cache was flushed)."""
+    return str(exc).startswith("NOSCRIPT")
+
+
 def bulk(arg: bytes | str | int) -> bytes:
     """One RESP bulk string."""
     data = arg if arg.__class__ is bytes else str(arg).encode()
@@ -153,7 +158,7 @@ class RespClient:
         try:
             return await self._call(command, before)
         except ReplyError as exc:
-            if not str(exc).startswith("NOSCRIPT"):
+            if not is_noscript(exc):
                 raise
         for source in self._scripts.values():
             await self._call(encode_command(["SCRIPT", "LOAD", source]))
