@@ -44,7 +44,7 @@ async def migrate(database: Database) -> None:
 async def stored_revision(database: Database) -> str | None:
     """The store's Alembic revision; None for a store never migrated."""
     try:
-        async with database.transaction() as conn:
+        async with database.read() as conn:
             return (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
     except DBAPIError:  # no alembic_version table yet
         return None
