@@ -110,12 +110,14 @@ def world(client: GatewayClient) -> World:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _remove_idle_cgroup() -> Iterator[None]:
-    """Evaluators this run killed outright (SIGKILL) cannot leave their `cpu.idle` cgroup
-    themselves: remove it at the end when empty (rmdir refuses while a process is inside)."""
+def _remove_idle_cgroups() -> Iterator[None]:
+    """Evaluators this run killed outright (SIGKILL) cannot leave their `cpu.idle` cgroups
+    themselves: remove this run's (named after its key prefixes) at the end when empty (rmdir
+    refuses while a process is inside). Other gateways' groups on the host are never touched."""
     yield
-    from gateway.worker.priority import CGROUP_ROOT, IDLE_CGROUP, _cpu_cgroups
+    from gateway.worker.priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
 
     for base in _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
-        with contextlib.suppress(OSError):
-            (base / IDLE_CGROUP).rmdir()
+        for group in base.glob(idle_cgroup_name(f"gwtest:{RUN_ID}") + "*"):
+            with contextlib.suppress(OSError):
+                group.rmdir()

@@ -12,9 +12,11 @@ SCHED_IDLE and nice only order tasks within their group: between groups (other s
 services, Redis) the worker would still take its time slices, and a request woken behind it
 waited for the slice to end (p99 6 -> 2 ms at 25 % load, 113 -> 17 ms at 80 %, measured with
 `python -m benchmarks.run`). So `idle` also moves the process into the cgroup
-`gateway-evaluator` beside its own, marked `cpu.idle` (Linux 5.15+, cgroup v1 or v2): it then
-runs only on CPU time no other group wants, and a waking task preempts it at once. This needs
-write access to the cgroup tree (root, or a delegated one); without it the rest still applies.
+`gateway-evaluator-<GATEWAY_REDIS_PREFIX>` beside its own (one per deployment, so gateways of
+different deployments on one host never share or remove each other's), marked `cpu.idle`
+(Linux 5.15+, cgroup v1 or v2): it then runs only on CPU time no other group wants, and a
+waking task preempts it at once. This needs write access to the cgroup tree (root, or a
+delegated one); without it the rest still applies.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from gateway.settings import EvaluatorPriority
 
 AUTOGROUP = Path("/proc/self/autogroup")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-IDLE_CGROUP = "gateway-evaluator"
+IDLE_CGROUP_PREFIX = "gateway-evaluator-"
 NICENESS: dict[EvaluatorPriority, int] = {"idle": 19, "low": 10, "normal": 0}
 
 
@@ -38,8 +40,13 @@ class Lowered:
     idle_cgroup: Path | None = None  # to leave on the way out (see leave_idle_cgroup)
 
 
-def lower_priority(priority: EvaluatorPriority) -> Lowered:
-    """Apply `priority` to this process."""
+def idle_cgroup_name(deployment: str) -> str:
+    """The idle cgroup of one deployment (its Redis key prefix), safe as a directory name."""
+    return IDLE_CGROUP_PREFIX + "".join(c if c.isalnum() or c in "-_" else "_" for c in deployment)
+
+
+def lower_priority(priority: EvaluatorPriority, deployment: str = "gw") -> Lowered:
+    """Apply `priority` to this process; `deployment` names its idle cgroup."""
     if priority == "normal":
         return Lowered("normal priority")
     os.nice(NICENESS[priority] - os.getpriority(os.PRIO_PROCESS, 0))
@@ -54,7 +61,7 @@ def lower_priority(priority: EvaluatorPriority) -> Lowered:
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             applied.insert(0, "idle scheduling class")
-    group = join_idle_cgroup(os.getpid())
+    group = join_idle_cgroup(os.getpid(), idle_cgroup_name(deployment))
     applied.append(f"idle cgroup {group}" if group else "no idle cgroup (not permitted)")
     return Lowered(", ".join(applied), group)
 
@@ -67,7 +74,7 @@ def leave_idle_cgroup(group: Path) -> None:
 
 
 def join_idle_cgroup(
-    pid: int, membership: str | None = None, root: Path = CGROUP_ROOT
+    pid: int, name: str, membership: str | None = None, root: Path = CGROUP_ROOT
 ) -> Path | None:
     """Move `pid` into the `cpu.idle` cgroup beside its own cpu cgroup; its path, or None.
 
@@ -78,7 +85,7 @@ def join_idle_cgroup(
         except OSError:
             return None
     for base in _cpu_cgroups(membership, root):
-        group = base / IDLE_CGROUP
+        group = base / name
         created = not group.exists()
         try:
             group.mkdir(exist_ok=True)

@@ -24,7 +24,7 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
     `gateway serve` that started this one) is no longer this process's parent."""
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(message)s")
     # batch work yields the CPU to ingress and Redis on a shared host; backlog drains when idle
-    priority = lower_priority(settings.evaluator_priority)
+    priority = lower_priority(settings.evaluator_priority, settings.redis_prefix)
     services = build_services(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.worker import supervisor
-from gateway.worker.priority import CGROUP_ROOT, IDLE_CGROUP, _cpu_cgroups
+from gateway.worker.priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
 from gateway.worker.supervisor import EvaluatorProcess
 from tests.ingress.hooks import free_port, gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
@@ -72,10 +72,12 @@ def test_a_child_that_ignores_sigterm_is_killed_on_stop() -> None:
 def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
     tmp_path: Path, postgres_url: str, redis_url: str, redis_prefix: str
 ) -> None:
+    deployment = f"{redis_prefix}:{uuid.uuid4().hex}"
+    idle_cgroup = idle_cgroup_name(deployment)  # this deployment's own: no other gateway's
     env = gateway_env(
         database_url=postgres_url,
         redis_url=redis_url,
-        redis_prefix=f"{redis_prefix}:{uuid.uuid4().hex}",
+        redis_prefix=deployment,
         secret_key="a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
         log_level="info",
     )
@@ -93,7 +95,7 @@ def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
         log = (tmp_path / "serve.log").read_text()
         if os.geteuid() == 0 and _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
             # root on a host with a CPU cgroup: the child runs in the cpu.idle group
-            assert f"/{IDLE_CGROUP}" in Path(f"/proc/{child}/cgroup").read_text()
+            assert f"/{idle_cgroup}" in Path(f"/proc/{child}/cgroup").read_text()
             assert "idle cgroup /" in log
         else:
             assert "no idle cgroup (not permitted)" in log
@@ -101,7 +103,7 @@ def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
         stop_gateway(server)
     assert not _alive(child)
     # a clean stop removes the idle cgroup again
-    assert not any((base / IDLE_CGROUP).exists() for base in _cpu_cgroups(
+    assert not any((base / idle_cgroup).exists() for base in _cpu_cgroups(
         Path("/proc/self/cgroup").read_text(), CGROUP_ROOT
     ))  # fmt: skip
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.worker.priority import IDLE_CGROUP, join_idle_cgroup
+from gateway.worker.priority import idle_cgroup_name, join_idle_cgroup
+
+IDLE_CGROUP = idle_cgroup_name("gw")
 
 
 def _cgroup(root: Path, *parts: str) -> Path:
@@ -17,7 +19,7 @@ def _cgroup(root: Path, *parts: str) -> Path:
 def test_v1_cpu_hierarchy(tmp_path: Path) -> None:
     base = _cgroup(tmp_path, "cpu,cpuacct", "services", "gw")
     membership = "4:memory:/x\n2:cpu,cpuacct:/services/gw\n0::/services/gw\n"
-    group = join_idle_cgroup(4242, membership, root=tmp_path)
+    group = join_idle_cgroup(4242, IDLE_CGROUP, membership, root=tmp_path)
     assert group == base / IDLE_CGROUP
     assert (group / "cpu.idle").read_text() == "1"
     assert (group / "cgroup.procs").read_text() == "4242"
@@ -25,23 +27,23 @@ def test_v1_cpu_hierarchy(tmp_path: Path) -> None:
 
 def test_v1_cpu_hierarchy_mounted_as_cpu(tmp_path: Path) -> None:
     base = _cgroup(tmp_path, "cpu")
-    group = join_idle_cgroup(7, "1:cpu:/\n", root=tmp_path)
+    group = join_idle_cgroup(7, IDLE_CGROUP, "1:cpu:/\n", root=tmp_path)
     assert group == base / IDLE_CGROUP
 
 
 def test_v2_unified_hierarchy(tmp_path: Path) -> None:
     base = _cgroup(tmp_path, "system.slice", "gateway.service")
-    group = join_idle_cgroup(7, "0::/system.slice/gateway.service\n", root=tmp_path)
+    group = join_idle_cgroup(7, IDLE_CGROUP, "0::/system.slice/gateway.service\n", root=tmp_path)
     assert group == base / IDLE_CGROUP
 
 
 def test_no_cpu_controller_leaves_nothing_behind(tmp_path: Path) -> None:
     (tmp_path / "system.slice").mkdir()  # a cgroup without the CPU controller (no cpu.idle)
-    assert join_idle_cgroup(7, "0::/system.slice\n3:memory:/\n", root=tmp_path) is None
+    assert join_idle_cgroup(7, IDLE_CGROUP, "0::/system.slice\n3:memory:/\n", root=tmp_path) is None
     assert list(tmp_path.rglob(IDLE_CGROUP)) == []
 
 
 def test_unwritable_tree_gives_up_and_cleans_up(tmp_path: Path) -> None:
     base = _cgroup(tmp_path, "cpu")
     (base / IDLE_CGROUP).write_text("a file where the group would go")  # mkdir fails
-    assert join_idle_cgroup(7, "1:cpu:/\n", root=tmp_path) is None
+    assert join_idle_cgroup(7, IDLE_CGROUP, "1:cpu:/\n", root=tmp_path) is None
