@@ -91,6 +91,10 @@ class Unavailable(ServiceError):
         super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))})
 
 
+class BacklogFull(Unavailable):
+    code, title = "backlog_full", "Too many deliveries wait for evaluation"
+
+
 class ManagedSecret(Conflict):
     code, title = "managed_secret", "Secret is a managed team secret"
 

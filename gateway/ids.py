@@ -12,7 +12,12 @@ def new_id(prefix: str) -> str:
 
 
 def new_uuid() -> str:
-    """A UUID4 string, for run and task ids that clients parse as UUIDs."""
-    import uuid
-
-    return str(uuid.uuid4())
+    """A time-ordered (version 7, RFC 9562) UUID string, for run and conversation ids that
+    clients parse as UUIDs: 48 bits of Unix milliseconds, then 74 random bits. New ids land at
+    the end of the indexes that hold them instead of on random pages (random version 4 ids
+    made the evaluator's inserts ~2x slower once the tables outgrew the page cache)."""
+    raw = bytearray(int(time.time() * 1000).to_bytes(6, "big") + os.urandom(10))
+    raw[6] = raw[6] & 0x0F | 0x70  # version 7
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 9562 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

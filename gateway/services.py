@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.api.pagination import Cursors
+from gateway.backends.pending import NothingPending, PendingDeliveries
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -38,6 +39,8 @@ class Services:
     secret_box: SecretBox
     cursors: Cursors
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
+    # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
+    pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # gateway.ingress.pipeline.Ingress once wiring.start has built it (None: API-only or starting)
     ingress: Any = None

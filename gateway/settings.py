@@ -42,6 +42,8 @@ class Settings:
     evaluator: EvaluatorMode = "inline"
     evaluator_priority: EvaluatorPriority = "idle"
     auth_failure_limit: int = 10
+    # accepted deliveries waiting for the evaluator before ingress answers 503 backlog_full
+    max_backlog: int = 100_000
     log_level: str = "info"
 
     @property
@@ -81,6 +83,7 @@ def load_settings(
         evaluator=_evaluator(env),
         evaluator_priority=_choice(env, "EVALUATOR_PRIORITY", "idle", EVALUATOR_PRIORITIES),
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
+        max_backlog=_positive_int(env, "MAX_BACKLOG", 100_000),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
     )
 

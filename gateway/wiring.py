@@ -16,16 +16,23 @@ from gateway.worker.consumer import Consumer, Source
 # stream entries read per shard and pass (16 shards): at most 64 / 256 per SQL transaction
 INLINE_BATCH_PER_SHARD = 4
 DEDICATED_BATCH_PER_SHARD = 16
+# pending log rows per SQL transaction (embedded): small beside ingress, whose commits wait for
+# the evaluator's on SQLite's one write lock
+INLINE_PENDING_BATCH = 64
+DEDICATED_PENDING_BATCH = 256
 
 
 async def start(
     services: Services, *, with_worker: bool | None = None, serving: bool = True
-) -> None:
+) -> Consumer | None:
     """`with_worker`: True in `gateway worker` (a process of its own for the evaluator, without
     ingress), None to follow the evaluator setting. `serving` is False for short-lived CLI
-    processes, which only need the store and backend."""
+    processes, which only need the store and backend. Returns the delivery consumer when this
+    process evaluates."""
     settings = services.settings
     evaluating = with_worker or (with_worker is None and settings.evaluator == "inline")
+    if serving or with_worker:  # a long-lived process: SQLite's WAL checkpoints off its commits
+        services.database.start_background_checkpoints()
     await migrate(services.database)
     local = services.config_publisher
     if not isinstance(local, LocalConfigPublisher):
@@ -33,7 +40,7 @@ async def start(
     backend, source = (
         await _redis(services, local, dedicated=with_worker is True)
         if settings.uses_redis
-        else await _embedded(services)
+        else await _embedded(services, dedicated=with_worker is True)
     )
     services.closers.append(backend.close)
     if serving and with_worker is not True and settings.serves_ingress:
@@ -45,11 +52,13 @@ async def start(
         if not settings.uses_redis:
             poller = ChangePoller(services.database, cache)
             services.spawn(poller.run(), name="ingress-change-poller")
-    if evaluating:
-        # one RunStarter for the process, so compiled filters are reused across batches
-        consumer = Consumer(services, source, RunStarter(services))
-        services.spawn(consumer.run(), name="delivery-consumer")
-        services.spawn(task_binder(services.database), name="task-binder")
+    if not evaluating:
+        return None
+    # one RunStarter for the process, so compiled filters are reused across batches
+    consumer = Consumer(services.database, source, RunStarter())
+    services.spawn(consumer.run(), name="delivery-consumer")
+    services.spawn(task_binder(services.database), name="task-binder")
+    return consumer
 
 
 async def _redis(
@@ -57,6 +66,7 @@ async def _redis(
 ) -> tuple[IngressBackend, Source]:
     from redis.asyncio import Redis
 
+    from gateway.backends.pending import RedisPending
     from gateway.backends.publisher import RedisConfigPublisher
     from gateway.backends.redis import HOT_SCRIPTS, KeySpace, RedisBackend
     from gateway.backends.resp import RespClient
@@ -70,21 +80,33 @@ async def _redis(
     services.closers.append(redis.aclose)
     keyspace = KeySpace(settings.redis_prefix)
     services.config_publisher = RedisConfigPublisher(redis, keyspace, local)
+    services.pending_deliveries = RedisPending(redis, keyspace)
     client = RespClient(settings.redis_url, scripts=HOT_SCRIPTS)
-    backend = RedisBackend(client, settings.redis_prefix, settings.auth_failure_limit)
+    backend = RedisBackend(
+        client, settings.redis_prefix, settings.auth_failure_limit, settings.max_backlog
+    )
     # sharing the event loop with ingress, the evaluator reads small batches so that it never
     # stalls requests for long; in a process of its own, larger batches mean fewer commits
     batch = DEDICATED_BATCH_PER_SHARD if dedicated else INLINE_BATCH_PER_SHARD
     return backend, StreamSource(redis, keyspace, batch=batch)
 
 
-async def _embedded(services: Services) -> tuple[IngressBackend, Source]:
+async def _embedded(services: Services, *, dedicated: bool) -> tuple[IngressBackend, Source]:
+    from gateway.backends.delivery_writer import DeliveryWriter
     from gateway.backends.memory import MemoryBackend
-    from gateway.backends.outbox import OutboxWriter
-    from gateway.worker.outbox_source import OutboxSource
+    from gateway.worker.pending_source import PendingSource
 
-    outbox = OutboxWriter(services.database)
-    outbox.start()
-    backend = MemoryBackend(outbox, services.settings.auth_failure_limit)
-    await backend.preload(services.database)
-    return backend, OutboxSource(services.database)
+    settings = services.settings
+    writer = DeliveryWriter(services.database)
+    writer.start()
+    backend = MemoryBackend(
+        services.database, writer, settings.auth_failure_limit, settings.max_backlog
+    )
+    await backend.preload()
+    source = PendingSource(
+        services.database,
+        batch=DEDICATED_PENDING_BATCH if dedicated else INLINE_PENDING_BATCH,
+        wake=writer.committed,
+        on_evaluated=backend.evaluated,
+    )
+    return backend, source

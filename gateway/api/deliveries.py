@@ -24,7 +24,8 @@ async def list_deliveries(request: Request) -> Response:
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
         await deliveries.require_webhook(conn, factory_uid, webhook_uid)
-        items, more = await deliveries.list_deliveries(conn, webhook_uid, limit, after)
+        pending = await services.pending_deliveries.of_webhook(webhook_uid)
+        items, more = await deliveries.list_deliveries(conn, webhook_uid, limit, after, pending)
     cursor = None
     if more:
         last = items[-1]
@@ -37,10 +38,13 @@ async def get_delivery(request: Request) -> Response:
     services = services_of(request)
     factory_uid = request.path_params["uid"]
     webhook_uid = request.path_params["webhook_uid"]
+    delivery_id = request.path_params["delivery_id"]
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
         await deliveries.require_webhook(conn, factory_uid, webhook_uid)
-        item = await deliveries.get_delivery(conn, webhook_uid, request.path_params["delivery_id"])
+        # looked up before the log: a delivery the evaluator logs meanwhile is then in the log
+        pending = await services.pending_deliveries.find(webhook_uid, delivery_id)
+        item = await deliveries.get_delivery(conn, webhook_uid, delivery_id, pending)
     return json_response(item)
 
 

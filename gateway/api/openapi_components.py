@@ -173,6 +173,11 @@ def _webhook_schemas() -> dict[str, Schema]:
                 "received_at": TIMESTAMP,
                 "size": {"type": "integer", "minimum": 0, "description": "body size in bytes"},
                 "label": {"enum": DELIVERY_LABELS},
+                "evaluation": {
+                    "enum": ["pending", "evaluated", None],
+                    "description": "accepted deliveries: pending until matched against the "
+                    "automations (the runs are listed then); null for the others",
+                },
                 "runs": {
                     "type": "array",
                     "items": ref("DeliveryRun"),
@@ -180,7 +185,7 @@ def _webhook_schemas() -> dict[str, Schema]:
                 },
                 "payload": {"description": "the JSON body; accepted deliveries, on GET one only"},
             },
-            ("delivery_id", "received_at", "size", "label", "runs"),
+            ("delivery_id", "received_at", "size", "label", "evaluation", "runs"),
         ),
         "DeliveryList": list_of("deliveries", "Delivery", paged=True),
         "IngressAccepted": obj({"delivery_id": STRING}, ("delivery_id",)),

@@ -39,6 +39,7 @@ class Verdict(enum.Enum):
     AUTH_LIMITED = "AUTHLIMIT"  # failed-auth budget of this webhook and source spent
     AUTH_REJECTED = "DENIED"  # failure counted; answer 401
     STALE = "STALE"  # the process's config version is older than the shared one
+    BACKLOG_FULL = "FULL"  # too many deliveries wait for the evaluator: refused, nothing recorded
 
 
 # Outcome and Submission are made once per request: NamedTuples, since a frozen dataclass costs

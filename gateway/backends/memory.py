@@ -1,6 +1,12 @@
 """Embedded backend (no Redis, one process): limits and de-duplication in memory, the delivery
-log in the SQL outbox. Checks and reservations happen without an await in between, so they are
-atomic on the event loop; the reservation is undone when the outbox commit fails."""
+log in SQL (accepted deliveries as pending, the evaluator's queue). Checks and reservations happen
+without an await in between, so they are atomic on the event loop; the reservation is undone
+when the log commit fails.
+
+The backlog (accepted deliveries not evaluated yet) is counted here: up on each accepted
+delivery, down when the evaluator reports what it claimed. An evaluator in another process
+reports nothing, so a full backlog is counted again in SQL (at most every RECOUNT_S) before a
+delivery is refused."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from gateway.backends.base import (
     DEDUP_WINDOW_S,
@@ -26,7 +32,8 @@ from gateway.backends.base import (
     Target,
     Verdict,
 )
-from gateway.backends.outbox import OutboxWriter
+from gateway.backends.delivery_log import PENDING
+from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.errors import Unavailable
 from gateway.store import Database
 from gateway.store import tables as t
@@ -74,34 +81,67 @@ class _Seen:
         self.pending = pending
 
 
+RECOUNT_S = 0.5
+
+
 class MemoryBackend:
-    def __init__(self, outbox: OutboxWriter, auth_failure_limit: int) -> None:
-        self.outbox = outbox
+    def __init__(
+        self, database: Database, log: DeliveryWriter, auth_failure_limit: int, max_backlog: int
+    ) -> None:
+        self.database = database
+        self.log = log
         self.auth_failure_limit = auth_failure_limit
+        self.max_backlog = max_backlog
         self._auth = SlidingWindow(RATE_WINDOW_MS)
         self._rate = SlidingWindow(RATE_WINDOW_MS)
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
         self._seen: dict[tuple[str, str], _Seen] = {}
-        self.dropped_logs = 0
+        self.backlog = 0  # accepted (committed or committing), not evaluated yet
+        self._committing = 0
+        self._recounted = 0.0
 
     def prepare(self, targets: Iterable[Target]) -> None:
         return None  # nothing per webhook until its first delivery
 
-    async def preload(self, database: Database) -> None:
-        """Restore the 7-day de-duplication memory from the log after a restart."""
+    async def preload(self) -> None:
+        """Restore the 7-day de-duplication memory and the backlog from the log after a
+        restart."""
         since = datetime.now(UTC) - timedelta(seconds=DEDUP_WINDOW_S)
         now_ms = time.time() * 1000
-        async with database.read() as conn:
-            for table in (t.deliveries, t.ingress_outbox):
-                query = select(
-                    table.c.webhook_uid, table.c.identity, table.c.delivery_id, table.c.received_at
-                ).where(table.c.label == Label.ACCEPTED.value, table.c.received_at >= since)
-                for row in await conn.execute(query):
-                    if row.identity is not None:
-                        age = now_ms - row.received_at.timestamp() * 1000
-                        expires = now_ms + DEDUP_WINDOW_S * 1000 - age
-                        key = (row.webhook_uid, _digest(row.identity))
-                        self._seen[key] = _Seen(row.delivery_id, expires, None)
+        d = t.deliveries
+        query = select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at).where(
+            d.c.label == Label.ACCEPTED.value, d.c.received_at >= since
+        )
+        async with self.database.read() as conn:
+            for row in await conn.execute(query):
+                if row.identity is not None:
+                    age = now_ms - row.received_at.timestamp() * 1000
+                    expires = now_ms + DEDUP_WINDOW_S * 1000 - age
+                    key = (row.webhook_uid, _digest(row.identity))
+                    self._seen[key] = _Seen(row.delivery_id, expires, None)
+        self.backlog = await self._count_pending()
+
+    def evaluated(self, count: int) -> None:
+        """The evaluator (in this process) claimed `count` pending deliveries."""
+        self.backlog = max(0, self.backlog - count)
+
+    async def _count_pending(self) -> int:
+        d = t.deliveries
+        query = select(func.count()).select_from(d).where(d.c.evaluation == PENDING)
+        async with self.database.read() as conn:
+            return int((await conn.execute(query)).scalar_one())
+
+    async def _backlog_full(self) -> bool:
+        if self.backlog < self.max_backlog:
+            return False
+        if time.monotonic() - self._recounted < RECOUNT_S:
+            return True
+        # an evaluator elsewhere may have drained it: count again (rows still committing are
+        # not in SQL yet)
+        self._recounted = time.monotonic()
+        committing = self._committing
+        self.backlog = await self._count_pending() + committing
+        return self.backlog >= self.max_backlog
 
     async def submit(self, s: Submission) -> Outcome:
         now = time.time() * 1000
@@ -114,14 +154,22 @@ class MemoryBackend:
         if retry is not None:
             self._log(s.target, s.delivery_id, len(s.body), Label.RATE_LIMITED, now)
             return Outcome(Verdict.RATE_LIMITED, retry_after_ms=retry)
-        self._rate.add(uid, now)
         if not s.valid_json:
+            self._rate.add(uid, now)
             self._log(s.target, s.delivery_id, len(s.body), Label.INVALID_JSON, now)
             return Outcome(Verdict.INVALID_JSON)
         key = (uid, _digest(s.identity))
         seen = self._seen.get(key)
         if seen is not None and seen.expires > now:
+            self._rate.add(uid, now)
             return await self._duplicate(s, seen, now)
+        if self.backlog >= self.max_backlog and await self._backlog_full():
+            return Outcome(Verdict.BACKLOG_FULL)  # nothing recorded, no rate slot taken
+        seen = self._seen.get(key)  # the recount awaited: another copy may have come meanwhile
+        if seen is not None and seen.expires > now:
+            self._rate.add(uid, now)
+            return await self._duplicate(s, seen, now)
+        self._rate.add(uid, now)
         return await self._accept(s, key, now)
 
     async def _duplicate(self, s: Submission, seen: _Seen, now: float) -> Outcome:
@@ -147,15 +195,20 @@ class MemoryBackend:
             identity=s.identity,
             payload=s.body,
         )
+        self.backlog += 1
+        self._committing += 1
         try:
-            await self.outbox.write(record)
+            await self.log.write(record)
         except Exception as exc:
             # undo the reservation: no marker and no slot for a delivery that was not recorded
             self._seen.pop(key, None)
             self._rate.remove(s.target.webhook_uid, now)
+            self.backlog = max(0, self.backlog - 1)
             pending.set_exception(exc)
             pending.exception()  # retrieved here; waiting duplicates re-raise it
             raise Unavailable("delivery log unavailable; retry shortly") from exc
+        finally:
+            self._committing -= 1
         pending.set_result(None)
         self._seen[key].pending = None
         self._sweep(now)
@@ -189,10 +242,9 @@ class MemoryBackend:
 
     def _log_record(self, target: Target, record: DeliveryRecord, now: float) -> None:
         if self._rejects.retry_ms(target.webhook_uid, REJECT_LOG_LIMIT, now) is not None:
-            self.dropped_logs += 1  # capped: a flood of rejections cannot flood storage
-            return
+            return  # capped: a flood of rejections cannot flood storage
         self._rejects.add(target.webhook_uid, now)
-        self.outbox.write_later(record)
+        self.log.write_later(record)
 
     def _sweep(self, now: float) -> None:
         if len(self._seen) % 1024 == 0:
@@ -200,7 +252,7 @@ class MemoryBackend:
                 del self._seen[key]
 
     async def close(self) -> None:
-        await self.outbox.close()
+        await self.log.close()
 
 
 def _digest(identity: str) -> str:

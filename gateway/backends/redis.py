@@ -47,6 +47,14 @@ class KeySpace:
     def streams(self) -> list[str]:
         return [self.stream(shard) for shard in range(SHARDS)]
 
+    def backlog(self) -> str:
+        """Entries waiting in all shard streams (the one key outside the shards' slots)."""
+        return f"{{{self.prefix}}}:backlog"
+
+    def pending(self, uid: str, shard: int) -> str:
+        """The webhook's accepted deliveries not evaluated yet: delivery id -> stream entry id."""
+        return f"{self.tag(shard)}:pend:{uid}"
+
     def version(self, uid: str, shard: int) -> str:
         return f"{self.tag(shard)}:ver:{uid}"
 
@@ -63,6 +71,8 @@ class KeySpace:
             body_prefix=f"{tag}:body:",
             stream=f"{tag}:stream",
             dropped=f"{tag}:dropped:{uid}",
+            backlog=self.backlog(),
+            pending=self.pending(uid, shard),
         )
 
 
@@ -76,6 +86,8 @@ class WebhookKeys:
     body_prefix: str
     stream: str
     dropped: str
+    backlog: str
+    pending: str
 
     def seen(self, identity: str) -> str:
         # hashed: identities are sender-controlled and may be long
@@ -97,19 +109,21 @@ SIDE_BODY_ORPHAN_TTL_S = 3600
 class SubmitFrame:
     """SUBMIT's EVALSHA for one webhook at one config version, encoded once.
 
-    Encoding 22 arguments per request cost ~10 µs; all but seven are the same for every delivery
+    Encoding 25 arguments per request cost ~10 µs; all but seven are the same for every delivery
     to a webhook, so they are encoded when the webhook is first seen and the request path joins
     the pre-encoded parts with the seven per-request bulk strings.
     """
 
     __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "version")
 
-    def __init__(self, k: WebhookKeys, target: Target, auth_failure_limit: int) -> None:
+    def __init__(
+        self, k: WebhookKeys, target: Target, auth_failure_limit: int, max_backlog: int
+    ) -> None:
         self.version = target.version
         self.auth_prefix = k.auth_prefix
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
-        fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped)
+        fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped, k.backlog, k.pending)
         self.head = _HEAD + b"".join([resp.bulk(key) for key in fixed_keys])
         fixed_args = (
             auth_failure_limit,
@@ -119,11 +133,12 @@ class SubmitFrame:
             DEDUP_WINDOW_S,
             target.webhook_uid,
             target.version,
+            max_backlog,
         )
         self.middle = b"".join([resp.bulk(a) for a in fixed_args])
 
     def command(self, s: Submission, body_key: str | None = None) -> bytes:
-        """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[8])."""
+        """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[10])."""
         # one bytes-format of everything (a bulk() call per argument plus a join cost ~2x)
         source = (self.auth_prefix + s.source).encode()
         seen = (self.seen_prefix + _digest(s.identity)).encode()
@@ -132,7 +147,7 @@ class SubmitFrame:
         size = len(s.body)
         if body_key is None:
             head, side_key, body = self.head, b"", s.body if s.valid_json else b""
-        else:  # the 8-key head is derived when needed: rare, and it saves memory per webhook
+        else:  # the 10-key head is derived when needed: rare, and it saves memory per webhook
             head, side_key, body = _HEAD_SIDE + self.head[len(_HEAD) :], resp.bulk(body_key), b""
         return _SUBMIT_TAIL % (
             head,
@@ -160,10 +175,10 @@ class SubmitFrame:
         return store, self.command(s, body_key)
 
 
-# EVALSHA SUBMIT with 7 keys (22 arguments), or 8 with a side body
+# EVALSHA SUBMIT with 9 keys (25 arguments), or 10 with a side body
 _HEAD, _HEAD_SIDE = (
-    resp.array_head(3 + keys + 12) + resp.bulk("EVALSHA") + resp.bulk(SUBMIT_SHA) + resp.bulk(keys)
-    for keys in (7, 8)
+    resp.array_head(3 + keys + 13) + resp.bulk("EVALSHA") + resp.bulk(SUBMIT_SHA) + resp.bulk(keys)
+    for keys in (9, 10)
 )
 # head, source, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size,
 # body, identity
@@ -174,10 +189,13 @@ _SUBMIT_TAIL = (
 
 
 class RedisBackend:
-    def __init__(self, client: RespClient, prefix: str, auth_failure_limit: int) -> None:
+    def __init__(
+        self, client: RespClient, prefix: str, auth_failure_limit: int, max_backlog: int
+    ) -> None:
         self.client = client
         self.keyspace = KeySpace(prefix)
         self.auth_failure_limit = auth_failure_limit
+        self.max_backlog = max_backlog
         self._keys: dict[str, WebhookKeys] = {}
         self._frames: dict[str, SubmitFrame] = {}
 
@@ -199,7 +217,9 @@ class RedisBackend:
     def _frame(self, target: Target) -> SubmitFrame:
         frame = self._frames.get(target.webhook_uid)
         if frame is None or frame.version != target.version:
-            frame = SubmitFrame(self.keys(target), target, self.auth_failure_limit)
+            frame = SubmitFrame(
+                self.keys(target), target, self.auth_failure_limit, self.max_backlog
+            )
             self._frames[target.webhook_uid] = frame
         return frame
 
@@ -232,7 +252,7 @@ class RedisBackend:
         k = self.keys(target)
         reply = await self._eval(
             AUTH_FAILED_SHA,
-            (k.version, k.auth_prefix + source, k.rejects, k.stream, k.dropped),
+            (k.version, k.auth_prefix + source, k.rejects, k.stream, k.dropped, k.backlog),
             (
                 target.version,
                 self.auth_failure_limit,
@@ -241,6 +261,7 @@ class RedisBackend:
                 delivery_id,
                 target.webhook_uid,
                 size,
+                self.max_backlog,
             ),
         )
         return _outcome(reply)
@@ -251,8 +272,11 @@ class RedisBackend:
         k = self.keys(target)
         await self._eval(
             LOG_REJECTION_SHA,
-            (k.rejects, k.stream, k.dropped),
-            (RATE_WINDOW_MS, REJECT_LOG_LIMIT, delivery_id, target.webhook_uid, size, label.value),
+            (k.rejects, k.stream, k.dropped, k.backlog),
+            (
+                *(RATE_WINDOW_MS, REJECT_LOG_LIMIT, delivery_id, target.webhook_uid, size),
+                *(label.value, self.max_backlog),
+            ),
         )
 
     async def _eval(self, sha: str, keys: tuple[str, ...], args: tuple[Any, ...]) -> Any:

@@ -1,8 +1,9 @@
 """The Lua scripts of the Redis ingress backend. Each is registered once per connection.
 
-Every key one script touches shares the hash tag `{<prefix>:s<shard>}`, so a script runs on one
-Redis Cluster slot. The `#!lua` shebang (no flags) makes Redis refuse the whole script under
-maxmemory pressure *before* it runs, and the scripts check everything before their first write
+Every key one script touches shares the hash tag `{<prefix>:s<shard>}`, except the backlog
+counter `{<prefix>}:backlog`: one count of the entries waiting in all 16 streams, so that
+GATEWAY_MAX_BACKLOG is exact. The `#!lua` shebang (no flags) makes Redis refuse the whole script
+under maxmemory pressure *before* it runs, and the scripts check everything before their first write
 (SUBMIT's de-dup marker is checked and set by one SET NX GET), so an error or a refusal leaves
 no half-done state. Time comes from Redis itself (TIME), so every
 process shares one clock; Redis 7 replicates script effects, which TIME requires.
@@ -33,14 +34,20 @@ local function window_push(key, now, window, limit)
   if redis.call('LPUSH', key, now) > 2 * limit then redis.call('LTRIM', key, 0, limit - 1) end
   redis.call('PEXPIRE', key, window)
 end
--- rejected and duplicate records are logged up to `limit` per window, beyond that only counted
-local function log_capped(rej, dropped, stream, floor, window, limit, now, fields)
-  if full_until(rej, limit, floor, window) then
+-- entries waiting in the streams for the evaluator, against the backlog limit
+local function backlog_full(backlog, max_backlog)
+  return tonumber(redis.call('GET', backlog) or '0') >= tonumber(max_backlog)
+end
+-- rejected and duplicate records are logged up to `limit` per window, and while the backlog
+-- has room; beyond that only counted
+local function log_capped(rej, dropped, stream, floor, window, limit, now, fields, log)
+  if full_until(rej, limit, floor, window) or backlog_full(log[1], log[2]) then
     redis.call('INCR', dropped)
     redis.call('EXPIRE', dropped, 604800)
     return
   end
   redis.call('XADD', stream, '*', unpack(fields))
+  redis.call('INCR', log[1])
   window_push(rej, now, window, limit)
 end
 """
@@ -50,23 +57,26 @@ SUBMIT_SCRIPT = (
     """
 -- SUBMIT: one authenticated delivery, one round trip.
 -- KEYS: 1 version, 2 rate window, 3 reject-log window, 4 shard stream, 5 dropped-log counter,
---       6 auth-failures(webhook, source), 7 seen(identity),
---       8 (large bodies only) the body, SET by the command pipelined just before this one
+--       6 backlog counter, 7 pending index (delivery id -> stream entry id) of the webhook,
+--       8 auth-failures(webhook, source), 9 seen(identity),
+--       10 (large bodies only) the body, SET by the command pipelined just before this one
 -- ARGV: 1 auth-failure limit, 2 rate limit, 3 window ms, 4 reject-log limit,
---       5 de-dup ttl seconds, 6 webhook uid, 7 config version held,
---       8 new delivery id, 9 '1' if body is JSON, 10 size, 11 body ('' if in KEYS[8]),
---       12 identity
+--       5 de-dup ttl seconds, 6 webhook uid, 7 config version held, 8 backlog limit,
+--       9 new delivery id, 10 '1' if body is JSON, 11 size, 12 body ('' if in KEYS[10]),
+--       13 identity
 -- (Per-webhook keys and arguments come first, per-request ones last: the client sends the
 -- first part pre-encoded, see redis.py.)
 -- A large body stays out of the Lua VM: copying it in and out of Lua costs far more than the
 -- stream append. Accepted, its key loses the orphan TTL and the stream entry names it ('k');
 -- refused, the key is deleted. A missing key (the SET failed) refuses with NOBODY first.
+-- With the backlog (entries waiting for the evaluator) at its limit, a new delivery is refused
+-- with FULL and nothing recorded; a duplicate is still answered with its first delivery id.
 -- Returns: {'STALE'} | {'NOBODY'} | {'AUTHLIMIT', retry_ms} | {'RATE', retry_ms} | {'BADJSON'}
---          | {'DUP', first delivery id} | {'OK', delivery id}
+--          | {'DUP', first delivery id} | {'FULL'} | {'OK', delivery id}
 """
     + _HELPERS
     + """
-local body_key = KEYS[8]
+local body_key = KEYS[10]
 local shared = redis.call('GET', KEYS[1])
 if shared and tonumber(shared) > tonumber(ARGV[7]) then
   if body_key then redis.call('DEL', body_key) end
@@ -76,15 +86,16 @@ if body_key and redis.call('EXISTS', body_key) == 0 then return {'NOBODY'} end
 local now = now_ms()
 local window = tonumber(ARGV[3])
 local floor = now - window
-local id, uid, size = ARGV[8], ARGV[6], ARGV[10]
+local id, uid, size = ARGV[9], ARGV[6], ARGV[11]
+local backlog = {KEYS[6], ARGV[8]}
 local function reject(label, extra)
   if body_key then redis.call('DEL', body_key) end
   local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
   for _, v in ipairs(extra) do fields[#fields + 1] = v end
-  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
+  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
 end
 local auth_limit = tonumber(ARGV[1])
-local free_at = full_until(KEYS[6], auth_limit, floor, window)
+local free_at = full_until(KEYS[8], auth_limit, floor, window)
 if free_at then
   reject('Rejected (rate limited)', {})
   return {'AUTHLIMIT', free_at - now}
@@ -95,26 +106,38 @@ if free_at then
   reject('Rejected (rate limited)', {})
   return {'RATE', free_at - now}
 end
-if ARGV[9] ~= '1' then
+if ARGV[10] ~= '1' then
   reject('Rejected (invalid JSON)', {})
   window_push(KEYS[2], now, window, rate)
   return {'BADJSON'}
 end
--- checked and set in one command; every check that could refuse the delivery is behind us
-local first = redis.call('SET', KEYS[7], id, 'NX', 'GET', 'EX', tonumber(ARGV[5]))
+local first
+if backlog_full(KEYS[6], ARGV[8]) then
+  first = redis.call('GET', KEYS[9])
+  if not first then
+    if body_key then redis.call('DEL', body_key) end
+    return {'FULL'}
+  end
+else
+  -- checked and set in one command; every check that could refuse the delivery is behind us
+  first = redis.call('SET', KEYS[9], id, 'NX', 'GET', 'EX', tonumber(ARGV[5]))
+end
 if first then
-  reject('Duplicate', {'i', ARGV[12], 'f', first})
+  reject('Duplicate', {'i', ARGV[13], 'f', first})
   window_push(KEYS[2], now, window, rate)
   return {'DUP', first}
 end
+local entry
 if body_key then
   redis.call('PERSIST', body_key)
-  redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
-             'i', ARGV[12], 'k', body_key)
+  entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
+                     'l', 'Accepted', 'i', ARGV[13], 'k', body_key)
 else
-  redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size, 'l', 'Accepted',
-             'i', ARGV[12], 'p', ARGV[11])
+  entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
+                     'l', 'Accepted', 'i', ARGV[13], 'p', ARGV[12])
 end
+redis.call('INCR', KEYS[6])
+redis.call('HSET', KEYS[7], id, entry)
 window_push(KEYS[2], now, window, rate)
 return {'OK', id}
 """
@@ -125,9 +148,9 @@ AUTH_FAILED_SCRIPT = (
     """
 -- AUTH_FAILED: count one failed authentication of (webhook, source) and log it.
 -- KEYS: 1 version, 2 auth-failures(webhook, source), 3 reject-log window, 4 shard stream,
---       5 dropped-log counter
+--       5 dropped-log counter, 6 backlog counter
 -- ARGV: 1 config version held, 2 auth-failure limit, 3 window ms, 4 reject-log limit,
---       5 new delivery id, 6 webhook uid, 7 size
+--       5 new delivery id, 6 webhook uid, 7 size, 8 backlog limit
 -- Returns: {'STALE'} | {'AUTHLIMIT', retry_ms} | {'DENIED'}
 """
     + _HELPERS
@@ -138,15 +161,16 @@ local now = now_ms()
 local window = tonumber(ARGV[3])
 local floor = now - window
 local limit = tonumber(ARGV[2])
+local backlog = {KEYS[6], ARGV[8]}
 local fields = {'d', ARGV[5], 'w', ARGV[6], 't', now, 'n', ARGV[7], 'l', 'Rejected (auth)'}
 local free_at = full_until(KEYS[2], limit, floor, window)
 if free_at then
   fields[10] = 'Rejected (rate limited)'
-  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
+  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
   return {'AUTHLIMIT', free_at - now}
 end
 window_push(KEYS[2], now, window, limit)
-log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields)
+log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
 return {'DENIED'}
 """
 )
@@ -155,8 +179,9 @@ LOG_REJECTION_SCRIPT = (
     "#!lua\n"
     """
 -- LOG_REJECTION: log a rejection decided before authentication (too large), capped.
--- KEYS: 1 reject-log window, 2 shard stream, 3 dropped-log counter
--- ARGV: 1 window ms, 2 reject-log limit, 3 new delivery id, 4 webhook uid, 5 size, 6 label
+-- KEYS: 1 reject-log window, 2 shard stream, 3 dropped-log counter, 4 backlog counter
+-- ARGV: 1 window ms, 2 reject-log limit, 3 new delivery id, 4 webhook uid, 5 size, 6 label,
+--       7 backlog limit
 -- Returns: 1
 """
     + _HELPERS
@@ -164,10 +189,44 @@ LOG_REJECTION_SCRIPT = (
 local now = now_ms()
 local window = tonumber(ARGV[1])
 local fields = {'d', ARGV[3], 'w', ARGV[4], 't', now, 'n', ARGV[5], 'l', ARGV[6]}
-log_capped(KEYS[1], KEYS[3], KEYS[2], now - window, window, tonumber(ARGV[2]), now, fields)
+log_capped(KEYS[1], KEYS[3], KEYS[2], now - window, window, tonumber(ARGV[2]), now, fields,
+           {KEYS[4], ARGV[7]})
 return 1
 """
 )
+
+ACK_SCRIPT = """
+-- ACK: entries of one shard stream whose deliveries are committed to SQL: acknowledge and
+-- delete them, lower the backlog by what was deleted (an entry acknowledged twice counts
+-- once), drop their pending-index fields and their large-body keys.
+-- KEYS: 1 shard stream, 2 backlog counter, 3..2+p pending indexes, then large-body keys
+-- ARGV: 1 group, 2 entry count n, 3..2+n entry ids, then p, then for each pending index:
+--       count m, m delivery ids
+-- Returns: the number of entries deleted
+local n = tonumber(ARGV[2])
+redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 3, n + 2))
+local gone = redis.call('XDEL', KEYS[1], unpack(ARGV, 3, n + 2))
+if gone > 0 and redis.call('DECRBY', KEYS[2], gone) < 0 then redis.call('SET', KEYS[2], 0) end
+local p = tonumber(ARGV[n + 3])
+local at = n + 4
+for k = 3, p + 2 do
+  local m = tonumber(ARGV[at])
+  redis.call('HDEL', KEYS[k], unpack(ARGV, at + 1, at + m))
+  at = at + m + 1
+end
+for k = p + 3, #KEYS do redis.call('DEL', KEYS[k]) end
+return gone
+"""
+
+RECOUNT_SCRIPT = """
+-- RECOUNT: set the backlog counter to the entries the streams really hold (it drifts only when
+-- entries are deleted behind the scripts' back, e.g. by hand).
+-- KEYS: 1 backlog counter, 2.. every shard stream   Returns: the backlog
+local total = 0
+for k = 2, #KEYS do total = total + redis.call('XLEN', KEYS[k]) end
+redis.call('SET', KEYS[1], total)
+return total
+"""
 
 PUBLISH_VERSION_SCRIPT = """
 -- PUBLISH_VERSION: raise a webhook's shared config version, never lower it.

@@ -1,110 +1,108 @@
-"""The webhook delivery log in SQL: batch writes from the consumer, retention, and reads."""
+"""The webhook delivery log in SQL: batch writes and claims for the evaluator, retention, reads.
+
+Two ways in: with Redis, the evaluator logs each stream entry once it is evaluated (`log_new`);
+on the embedded backend, ingress writes accepted deliveries as "pending" before its 202 and the
+evaluator claims them (`claim_pending`). Either way the batch transaction that claims a delivery
+is the one that starts its runs, so a delivery is evaluated exactly once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import fields
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import orjson
-from sqlalchemy import delete, desc, insert, select, tuple_
+from sqlalchemy import and_, delete, desc, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.base import DEDUP_WINDOW_S, DeliveryRecord, Label
-from gateway.domain.automation_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.backends.delivery_log import DELIVERIES, EVALUATED, PENDING, delivery_row
 from gateway.errors import NotFound
-from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 KEEP_NEWEST = 50  # per webhook, whatever their age
 RETENTION = timedelta(seconds=DEDUP_WINDOW_S)
-
 d = t.deliveries
+Position = tuple[datetime, str]  # (received_at, delivery_id): the log's order
 
 
-class Starter(Protocol):
-    async def start_runs(
-        self, conn: AsyncConnection, delivery: AcceptedDelivery
-    ) -> list[RunRef]: ...
+async def log_new(conn: AsyncConnection, records: Sequence[DeliveryRecord]) -> set[str]:
+    """Logs the records not logged yet, accepted ones as evaluated (the caller starts their
+    runs in this transaction); returns the delivery ids this call logged."""
+    rows = {r.delivery_id: delivery_row(r, EVALUATED) for r in records}
+    return await DELIVERIES.insert_new(conn, list(rows.values()), "delivery_id")
 
 
-@runtime_checkable
-class BatchStarter(Starter, Protocol):
-    """A starter that also takes a whole batch at once (RunStarter does)."""
-
-    async def start_batch(
-        self, conn: AsyncConnection, batch: Sequence[AcceptedDelivery]
-    ) -> dict[str, list[RunRef]]: ...
-
-
-async def store_records(
-    conn: AsyncConnection,
-    services: Services,
-    records: Sequence[DeliveryRecord],
-    starter: Starter | None = None,
-) -> list[DeliveryRecord]:
-    """Insert the records not yet logged and start runs for the accepted ones, in the caller's
-    transaction. Idempotent: a redelivered record is skipped. Returns the records inserted."""
-    ids = list({r.delivery_id for r in records})
-    present = set(
-        (await conn.execute(select(d.c.delivery_id).where(d.c.delivery_id.in_(ids)))).scalars()
+async def claim_pending(conn: AsyncConnection, delivery_ids: Iterable[str]) -> set[str]:
+    """Marks these pending deliveries evaluated; returns the ones this call claimed (the others
+    were claimed before)."""
+    wanted = sorted(set(delivery_ids))
+    if not wanted:
+        return set()
+    statement = (
+        update(d)
+        .where(d.c.delivery_id.in_(wanted), d.c.evaluation == PENDING)
+        .values(evaluation=EVALUATED)
+        .returning(d.c.delivery_id)
     )
-    fresh: dict[str, DeliveryRecord] = {}
-    for record in records:
-        if record.delivery_id not in present:
-            fresh.setdefault(record.delivery_id, record)
-    if not fresh:
-        return []
-    await conn.execute(insert(d), [_row(r) for r in fresh.values()])
-    starter = starter or RunStarter(services)
-    accepted = [
-        AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload)
-        for r in fresh.values()
-        if r.label is Label.ACCEPTED and r.payload is not None
-    ]
-    if accepted:
-        if isinstance(starter, BatchStarter):  # the whole batch in a few statements
-            await starter.start_batch(conn, accepted)
-        else:
-            for delivery in accepted:
-                await starter.start_runs(conn, delivery)
-    return list(fresh.values())
+    return set((await conn.execute(statement)).scalars())
 
 
-_FIELDS = tuple(f.name for f in fields(DeliveryRecord))
+async def read_pending(
+    conn: AsyncConnection, limit: int, after: Position | None = None
+) -> list[DeliveryRecord]:
+    """The oldest deliveries waiting for the evaluator (after `after`, if given)."""
+    query = select(d).where(d.c.evaluation == PENDING)
+    if after is not None:
+        query = query.where(tuple_(d.c.received_at, d.c.delivery_id) > tuple_(*after))
+    query = query.order_by(d.c.received_at, d.c.delivery_id).limit(limit)
+    return [_record(row) for row in await conn.execute(query)]
 
 
-def _row(record: DeliveryRecord) -> dict[str, Any]:
-    """`record_row` without `asdict`'s deep copy (the payload bytes are immutable)."""
-    row = {name: getattr(record, name) for name in _FIELDS}
-    row["label"] = record.label.value
-    return row
+async def count_pending(conn: AsyncConnection) -> int:
+    query = select(func.count()).select_from(d).where(d.c.evaluation == PENDING)
+    return int((await conn.execute(query)).scalar_one())
+
+
+def _record(row: Any) -> DeliveryRecord:
+    return DeliveryRecord(
+        row.delivery_id,
+        row.webhook_uid,
+        row.received_at,
+        row.size,
+        Label(row.label),
+        row.identity,
+        row.duplicate_of,
+        row.payload,
+    )
 
 
 async def prune(conn: AsyncConnection, now: datetime | None = None) -> int:
-    """Delete records older than 7 days, except the newest 50 of each webhook."""
+    """Delete records older than 7 days, except the newest 50 of each webhook, those not
+    evaluated yet and those whose payload runs still point at."""
     cutoff = (now or utcnow()) - RETENTION
     stale_hooks = select(d.c.webhook_uid).where(d.c.received_at < cutoff).distinct()
     ranked = (
-        select(
-            d.c.delivery_id,
-            _row_number().label("rn"),
-        )
+        select(d.c.delivery_id, _row_number().label("rn"))
         .where(d.c.webhook_uid.in_(stale_hooks))
         .subquery()
     )
     keep = select(ranked.c.delivery_id).where(ranked.c.rn <= KEEP_NEWEST)
+    started_runs = exists().where(t.runs.c.delivery_id == d.c.delivery_id)
     result = await conn.execute(
-        delete(d).where(d.c.received_at < cutoff, d.c.delivery_id.not_in(keep))
+        delete(d).where(
+            d.c.received_at < cutoff,
+            d.c.delivery_id.not_in(keep),
+            (d.c.evaluation.is_(None)) | (d.c.evaluation != PENDING),
+            ~started_runs,
+        )
     )
     return int(result.rowcount or 0)
 
 
 def _row_number() -> Any:
-    from sqlalchemy import func
-
     return func.row_number().over(
         partition_by=d.c.webhook_uid, order_by=(desc(d.c.received_at), desc(d.c.delivery_id))
     )
@@ -125,33 +123,56 @@ async def require_webhook(conn: AsyncConnection, factory_uid: str, webhook_uid: 
 
 
 async def list_deliveries(
-    conn: AsyncConnection, webhook_uid: str, limit: int, after: tuple[datetime, str] | None
+    conn: AsyncConnection,
+    webhook_uid: str,
+    limit: int,
+    after: Position | None,
+    pending: Sequence[DeliveryRecord] = (),
 ) -> tuple[list[dict[str, Any]], bool]:
-    """Newest first; `after` is the (received_at, delivery_id) of the last item of a page."""
-    query = select(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label).where(
+    """Newest first, with `pending` (accepted, still waiting for the evaluator outside SQL)
+    merged in by position."""
+    query = select(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation).where(
         d.c.webhook_uid == webhook_uid
     )
     if after is not None:
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
     query = query.order_by(desc(d.c.received_at), desc(d.c.delivery_id)).limit(limit + 1)
-    rows = (await conn.execute(query)).all()[: limit + 1]
-    items = [_item(row) for row in rows[:limit]]
-    await _attach_runs(conn, items)
-    return items, len(rows) > limit
+    items = [_item(row) for row in await conn.execute(query)]
+    logged = {item["delivery_id"] for item in items}
+    for record in pending:
+        position = (record.received_at, record.delivery_id)
+        if record.delivery_id not in logged and (after is None or position < after):
+            items.append(_pending_item(record))
+    items.sort(key=lambda item: (item["received_at"], item["delivery_id"]), reverse=True)
+    page = items[:limit]
+    await _attach_runs(conn, page)
+    return page, len(items) > limit
 
 
-async def get_delivery(conn: AsyncConnection, webhook_uid: str, delivery_id: str) -> dict[str, Any]:
+async def get_delivery(
+    conn: AsyncConnection,
+    webhook_uid: str,
+    delivery_id: str,
+    pending: DeliveryRecord | None = None,
+) -> dict[str, Any]:
+    """One delivery with its payload (accepted ones); `pending` stands in when the log has no
+    row yet (accepted, still waiting for the evaluator outside SQL)."""
     row = (
         await conn.execute(
             select(d).where(d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id)
         )
     ).first()
     if row is None:
-        raise NotFound(f"delivery: {delivery_id} not found for this webhook")
-    item = _item(row)
-    await _attach_runs(conn, [item])
-    if row.label == Label.ACCEPTED.value and row.payload is not None:
-        item["payload"] = orjson.loads(row.payload)
+        if pending is None:
+            raise NotFound(f"delivery: {delivery_id} not found for this webhook")
+        item = _pending_item(pending)
+        payload = pending.payload
+    else:
+        item = _item(row)
+        payload = row.payload
+        await _attach_runs(conn, [item])
+    if item["label"] == Label.ACCEPTED.value and payload is not None:
+        item["payload"] = orjson.loads(payload)
     return item
 
 
@@ -161,19 +182,31 @@ def _item(row: Any) -> dict[str, Any]:
         "received_at": row.received_at,
         "size": row.size,
         "label": row.label,
+        "evaluation": row.evaluation,
+        "runs": [],
+    }
+
+
+def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
+    return {
+        "delivery_id": record.delivery_id,
+        "received_at": record.received_at,
+        "size": record.size,
+        "label": record.label.value,
+        "evaluation": PENDING,
         "runs": [],
     }
 
 
 async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> None:
-    by_id = {item["delivery_id"]: item for item in items}
+    by_id = {item["delivery_id"]: item for item in items if item["evaluation"] == EVALUATED}
     if not by_id:
         return
-    ar = t.automation_runs
+    r = t.runs
     query = (
-        select(ar.c.delivery_id, ar.c.automation_uid, ar.c.run_id)
-        .where(ar.c.delivery_id.in_(list(by_id)))
-        .order_by(ar.c.created_at, ar.c.automation_uid)
+        select(r.c.delivery_id, r.c.automation_uid, r.c.run_id)
+        .where(and_(r.c.delivery_id.in_(list(by_id)), r.c.automation_uid.is_not(None)))
+        .order_by(r.c.created_at, r.c.automation_uid)
     )
     for row in await conn.execute(query):
         by_id[row.delivery_id]["runs"].append(

@@ -9,6 +9,7 @@ again.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, insert, select, update
@@ -59,23 +60,34 @@ def ticket_parts(ticket_ref: str | None) -> tuple[str | None, str | None]:
     return "reference", ticket_ref
 
 
+def task_values(
+    factory_uid: str, title: str, stage: str, seed: Any, now: datetime
+) -> dict[str, Any]:
+    """The row of a new task bound to the conversation of `seed` (a run's row or values)."""
+    source, ticket_id = ticket_parts(seed["ticket_ref"])
+    return {
+        "uid": ids.new_id("task"),
+        "factory_uid": factory_uid,
+        "title": title,
+        "stage": stage,
+        "conversation_id": seed["conversation_id"],
+        "created_by_uid": seed["creator_uid"],
+        "ticket_source": source,
+        "ticket_id": ticket_id,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def seed_title(run_title: str | None, prompt: str) -> str:
+    """A dispatched run's task title: the run's title, else its prompt's first line."""
+    return run_title or (prompt.strip().splitlines() or ["Factory run"])[0][:200]
+
+
 async def _insert(
     conn: AsyncConnection, factory_uid: str, title: str, stage: str, seed: Row[Any]
 ) -> str:
-    uid, now = ids.new_id("task"), utcnow()
-    source, ticket_id = ticket_parts(seed.ticket_ref)
-    values = dict(
-        uid=uid,
-        factory_uid=factory_uid,
-        title=title,
-        stage=stage,
-        conversation_id=seed.conversation_id,
-        created_by_uid=seed.creator_uid,
-        ticket_source=source,
-        ticket_id=ticket_id,
-        created_at=now,
-        updated_at=now,
-    )
+    values = task_values(factory_uid, title, stage, seed._mapping, utcnow())
     try:
         async with conn.begin_nested():
             await conn.execute(insert(tk).values(**values))
@@ -83,7 +95,7 @@ async def _insert(
         raise Conflict(
             f"conversation_id: {seed.conversation_id} is already bound to a live task"
         ) from exc
-    return uid
+    return str(values["uid"])
 
 
 async def create_task(conn: AsyncConnection, factory: Factory, body: dict[str, Any]) -> Row[Any]:
@@ -111,9 +123,8 @@ async def create_seed_task(conn: AsyncConnection, run: Row[Any]) -> bool:
     """The task of a dispatched run; False when its conversation already has a live task."""
     if run.factory_uid is None or await live_task_of(conn, run.conversation_id) is not None:
         return False
-    title = run.title or (run.prompt.strip().splitlines() or ["Factory run"])[0][:200]
     try:
-        await _insert(conn, run.factory_uid, title, "TRIAGE", run)
+        await _insert(conn, run.factory_uid, seed_title(run.title, run.prompt), "TRIAGE", run)
     except Conflict:
         return False
     return True

@@ -11,6 +11,7 @@ import orjson
 from gateway import ids
 from gateway.backends.base import IngressBackend, Label, Outcome, Submission, Verdict
 from gateway.errors import (
+    BacklogFull,
     InvalidJson,
     NotFound,
     RateLimited,
@@ -26,6 +27,9 @@ from gateway.ingress.identity import delivery_identity
 from gateway.ingress.source import source_address
 from gateway.settings import Settings
 from gateway.types import Receive
+
+# a full backlog drains at the evaluator's pace (thousands per second): a short wait suffices
+BACKLOG_RETRY_AFTER_S = 2
 
 
 class Ingress:
@@ -125,4 +129,9 @@ def _refusal(outcome: Outcome) -> ServiceError:
         )
     if verdict is Verdict.INVALID_JSON:
         return InvalidJson("body: not valid JSON")
+    if verdict is Verdict.BACKLOG_FULL:
+        return BacklogFull(
+            "too many accepted deliveries wait for evaluation; nothing was recorded, retry later",
+            retry_after=BACKLOG_RETRY_AFTER_S,
+        )
     return Unavailable("webhook configuration is changing; retry shortly")

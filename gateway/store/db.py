@@ -20,6 +20,8 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from gateway.store.checkpoints import WalCheckpointer
+
 
 class WriteGate:
     """An asyncio lock handed over in order, urgent waiters first; re-entrant per task."""
@@ -78,6 +80,28 @@ class Database:
         self.engine = engine
         # SQLite: this process's write transactions take turns here instead of in busy_timeout
         self.write_gate: WriteGate | None = WriteGate() if self.is_sqlite else None
+        self._checkpointer: WalCheckpointer | None = None
+
+    @property
+    def sqlite_file(self) -> str | None:
+        """The SQLite database file, when the store is one (not in memory)."""
+        name = self.engine.url.database or ""
+        if not self.is_sqlite or name in ("", ":memory:") or name.startswith("file:"):
+            return None
+        return name
+
+    @property
+    def background_checkpoints(self) -> bool:
+        return self._checkpointer is not None
+
+    def start_background_checkpoints(self) -> None:
+        """SQLite file: checkpoint the WAL on a thread of its own from now on; connections
+        opened afterwards leave it to that thread (see `gateway.store.checkpoints`)."""
+        path = self.sqlite_file
+        if path is None or self._checkpointer is not None:
+            return
+        self._checkpointer = WalCheckpointer(path)
+        self._checkpointer.start()
 
     @property
     def is_sqlite(self) -> bool:
@@ -99,13 +123,23 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)
+            self._checkpointer = None
+
+    def on_connect(self, dbapi_connection: Any, _record: Any = None) -> None:
+        """Pragmas for every new SQLite connection of this process (see `sqlite_pragmas`)."""
+        checkpoints = self.background_checkpoints
+        sqlite_pragmas(dbapi_connection, _record, background_checkpoints=checkpoints)
 
 
 def create_database(url: str, **engine_options: Any) -> Database:
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
         engine = create_async_engine(url, connect_args={"timeout": 30}, **engine_options)
-        event.listen(engine.sync_engine, "connect", sqlite_pragmas)
+        database = Database(engine)
+        event.listen(engine.sync_engine, "connect", database.on_connect)
+        return database
     else:
         engine_options.setdefault("pool_size", 10)
         engine_options.setdefault("max_overflow", 20)
@@ -120,10 +154,14 @@ def _ensure_sqlite_dir(url: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-def sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def sqlite_pragmas(
+    dbapi_connection: Any, _record: Any = None, *, background_checkpoints: bool = False
+) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
+    if background_checkpoints:
+        cursor.execute("PRAGMA wal_autocheckpoint=0")
     cursor.close()

@@ -136,6 +136,11 @@ automation_triggers = Table(
     Column("payload_filter", JSON, nullable=True),
 )
 
+# The webhook delivery log: every outcome, the payload of accepted deliveries. `evaluation` is
+# "pending" until the evaluator has matched an accepted delivery against the automations (the
+# embedded backend writes accepted deliveries here before its 202, so this table is also its
+# durable queue), then "evaluated"; None for deliveries that are not evaluated (rejected,
+# duplicate). A delivery that started runs also holds their event-payload.json.
 deliveries = Table(
     "deliveries",
     metadata,
@@ -147,33 +152,24 @@ deliveries = Table(
     Column("identity", String(300), nullable=True),
     Column("duplicate_of", String(64), nullable=True),
     Column("payload", LargeBinary, nullable=True),
+    Column("evaluation", String(16), nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
-)
-
-# Embedded backend: accepted deliveries are written here before the 202, consumed by the evaluator.
-ingress_outbox = Table(
-    "ingress_outbox",
-    metadata,
-    Column(
-        "seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    Index(
+        "ix_deliveries_pending",
+        "received_at",
+        "delivery_id",
+        sqlite_where=text("evaluation = 'pending'"),
+        postgresql_where=text("evaluation = 'pending'"),
     ),
-    Column("delivery_id", String(64), nullable=False, unique=True),
-    Column("webhook_uid", String(64), nullable=False),
-    Column("received_at", UTCDateTime, nullable=False),
-    Column("size", Integer, nullable=False),
-    Column("label", String(40), nullable=False),
-    Column("identity", String(300), nullable=True),
-    Column("duplicate_of", String(64), nullable=True),
-    Column("payload", LargeBinary, nullable=True),
 )
 
-automation_runs = Table(
-    "automation_runs",
+# One row, bumped by database triggers (migration 0002) on every change to webhooks, factories,
+# automations and their triggers: the evaluator's cached configuration is checked against it.
+config_revision = Table(
+    "config_revision",
     metadata,
-    Column("delivery_id", String(64), primary_key=True),
-    Column("automation_uid", String(64), primary_key=True),
-    Column("run_id", String(64), nullable=False),
-    Column("created_at", UTCDateTime, nullable=False),
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("value", BigInteger, nullable=False),
 )
 
 # --- runs, conversations, tasks -------------------------------------------------------------
@@ -207,6 +203,10 @@ runs = Table(
     Column("started_at", UTCDateTime, nullable=True),
     # a factory run whose task is still to be created (asynchronously, after the dispatch)
     Column("task_pending", Boolean, nullable=False, server_default=text("false"), index=True),
+    # a run an automation started for a webhook delivery: one per (delivery, automation)
+    Column("delivery_id", String(64), nullable=True),
+    Column("automation_uid", String(64), nullable=True),
+    Index("ux_runs_delivery_automation", "delivery_id", "automation_uid", unique=True),
 )
 
 run_messages = Table(
@@ -233,6 +233,8 @@ attachments = Table(
     Column("size", Integer, nullable=True),
     Column("content", LargeBinary, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # a webhook run's event-payload.json: the content is the delivery's payload, stored once
+    Column("delivery_id", String(64), nullable=True),
 )
 
 tasks = Table(

@@ -1,4 +1,11 @@
-"""The delivery consumer: one SQL transaction per batch, acknowledged only after it commits."""
+"""The delivery consumer: read a batch, plan its runs, then one short SQL transaction that claims
+the batch in the delivery log and writes the runs; acknowledged only after it commits.
+
+Everything that costs CPU (parsing, matching, building rows) happens before the transaction, so
+the write lock (SQLite has one writer) is held only for the inserts themselves. The two stages
+overlap: while one batch's transaction runs (in the database driver's thread, or PostgreSQL), the
+next batch is read and planned.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +18,27 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.base import DeliveryRecord
+from gateway.backends.base import DeliveryRecord, Label
 from gateway.domain import deliveries
-from gateway.services import Services
+from gateway.domain.automation_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.store import Database
 
 log = logging.getLogger("gateway.worker")
 
 PRUNE_EVERY_S = 60.0
+REPORT_EVERY_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    token: Any  # where the entry lives in its source (stream + id, outbox seq)
+    token: Any  # where the entry lives in its source (stream + id, or nothing)
     record: DeliveryRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    entries: Sequence[Entry]
+    batch: RunBatch
 
 
 class Source(Protocol):
@@ -31,12 +46,13 @@ class Source(Protocol):
         """The next entries; waits a little when there are none."""
         ...
 
-    async def settle(self, conn: AsyncConnection, entries: Sequence[Entry]) -> None:
-        """Inside the batch transaction (the outbox deletes its rows here)."""
+    async def claim(self, conn: AsyncConnection, entries: Sequence[Entry]) -> set[str]:
+        """Inside the batch transaction: mark the entries evaluated in the delivery log; the
+        ids of the deliveries this transaction evaluates (the others were evaluated before)."""
         ...
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
-        """After the commit (the stream acknowledges and deletes its entries here)."""
+        """After the commit: the entries are done."""
         ...
 
     async def retry_later(self, entries: Sequence[Entry]) -> None:
@@ -45,67 +61,110 @@ class Source(Protocol):
 
 
 class Consumer:
-    def __init__(
-        self, services: Services, source: Source, starter: deliveries.Starter | None = None
-    ) -> None:
-        self.services = services
+    def __init__(self, database: Database, source: Source, starter: RunStarter) -> None:
+        self.database = database
         self.source = source
         self.starter = starter
         self.processed = 0
+        self.runs_started = 0
         self._next_prune = time.monotonic() + 5.0
+        self._next_report = time.monotonic() + REPORT_EVERY_S
+        self._reported = (0, 0)
 
     async def run(self) -> None:
         log.info("delivery consumer started (%s)", type(self.source).__name__)
+        planned: asyncio.Queue[Planned] = asyncio.Queue(maxsize=1)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._read_and_plan(planned), name="consumer-plan")
+            group.create_task(self._write_planned(planned), name="consumer-write")
+
+    async def _read_and_plan(self, planned: asyncio.Queue[Planned]) -> None:
         while True:
             try:
                 entries = await self.source.read()
                 if entries:
-                    await self.process(entries)
+                    await planned.put(await self._plan(entries))
                 await self._maybe_prune()
+                self._maybe_report()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep consuming: Redis or SQL may be back in a moment
                 log.warning("delivery consumer: %s; retrying in 1 s", exc, exc_info=True)
                 await asyncio.sleep(1.0)
 
+    async def _write_planned(self, planned: asyncio.Queue[Planned]) -> None:
+        while True:
+            batch = await planned.get()
+            try:
+                await self._write_or_isolate(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # retried by the source; keep writing the next ones
+                log.warning("delivery consumer: %s", exc, exc_info=True)
+                await asyncio.sleep(1.0)
+
     async def process(self, entries: Sequence[Entry]) -> None:
+        """One batch, planned and written (the stages in sequence)."""
+        await self._write_or_isolate(await self._plan(entries))
+
+    async def _write_or_isolate(self, planned: Planned) -> None:
         try:
-            await self._commit(entries)
+            await self._write(planned)
         except Exception:
+            entries = planned.entries
             if len(entries) == 1:
                 await self.source.retry_later(entries)
                 raise
             # isolate a poison entry: the others must not wait behind it
             for entry in entries:
                 try:
-                    await self._commit([entry])
+                    await self._write(await self._plan([entry]))
                 except Exception as exc:
                     log.error("delivery %s not logged yet: %s", entry.record.delivery_id, exc)
                     await self.source.retry_later([entry])
 
-    async def _commit(self, entries: Sequence[Entry]) -> None:
-        started = time.monotonic()
-        async with self.services.database.transaction() as conn:
-            inserted = await deliveries.store_records(
-                conn, self.services, [e.record for e in entries], self.starter
-            )
-            await self.source.settle(conn, entries)
+    async def _plan(self, entries: Sequence[Entry]) -> Planned:
+        accepted = [
+            AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload)
+            for r in (entry.record for entry in entries)
+            if r.label is Label.ACCEPTED and r.payload is not None
+        ]
+        async with self.database.read() as conn:
+            return Planned(entries, await self.starter.plan(conn, accepted))
+
+    async def _write(self, planned: Planned) -> None:
+        entries = planned.entries
+        async with self.database.transaction() as conn:
+            claimed = await self.source.claim(conn, entries)
+            started = await planned.batch.write(conn, claimed)
         await self.source.acknowledge(entries)
         self.processed += len(entries)
-        oldest = min(e.record.received_at for e in entries).timestamp()
-        log.info(
-            "delivery consumer: batch of %d (%d new) in %.1f ms, lag %.2f s",
-            len(entries),
-            len(inserted),
-            (time.monotonic() - started) * 1000,
-            time.time() - oldest,
-        )
+        self.runs_started += len(started)
+
+    def _maybe_report(self) -> None:
+        """One progress line per interval (not per batch: at thousands per second, a line per
+        batch would be the loudest thing in the log)."""
+        now = time.monotonic()
+        if now < self._next_report:
+            return
+        done, runs = self.processed - self._reported[0], self.runs_started - self._reported[1]
+        elapsed = REPORT_EVERY_S + (now - self._next_report)
+        if done:
+            log.info(
+                "delivery consumer: %d deliveries (%.0f/s), %d runs started in the last %.0f s",
+                done,
+                done / elapsed,
+                runs,
+                elapsed,
+            )
+        self._reported = (self.processed, self.runs_started)
+        self._next_report = now + REPORT_EVERY_S
 
     async def _maybe_prune(self) -> None:
         if time.monotonic() < self._next_prune:
             return
         self._next_prune = time.monotonic() + PRUNE_EVERY_S
-        async with self.services.database.transaction() as conn:
+        async with self.database.transaction() as conn:
             removed = await deliveries.prune(conn)
         if removed:
             log.info("delivery log: pruned %d records past retention", removed)

@@ -5,10 +5,13 @@ works against Redis Cluster (where one XREADGROUP over streams in different slot
 CROSSSLOT). The 16 reads go out as one pipeline per pass, non-blocking; when a pass finds nothing
 the source sleeps `idle_wait` (a blocking read can only wait on one slot).
 
-Entries are acknowledged (XACK) and deleted (XDEL) only after the SQL transaction that logged
-them committed; the keys holding large bodies (named by the entry's field `k`) are deleted with
-them. Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for
-CLAIM_IDLE_MS; this consumer's own unacknowledged entries are re-read after a failed batch.
+The batch transaction logs the entries in SQL (`claim`: a delivery already logged was evaluated
+before and is skipped). Only after it commits are they acknowledged and deleted, one ACK script
+per shard that also lowers the backlog counter, drops their pending-index fields (read-your-writes
+for the delivery log API) and deletes the keys holding large bodies (the entry's field `k`).
+Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for CLAIM_IDLE_MS;
+this consumer's own unacknowledged entries are re-read after a failed batch. Every RECOUNT_EVERY_S
+the backlog counter is set to what the streams hold, in case something deleted entries by hand.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import secrets
 import socket
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.base import DeliveryRecord, Label
+from gateway.backends.base import Label, shard_of
 from gateway.backends.redis import KeySpace
+from gateway.backends.scripts import ACK_SCRIPT, RECOUNT_SCRIPT
+from gateway.backends.stream_entries import RawEntry, body_key, raw_entries, record_of
+from gateway.domain import deliveries
 from gateway.worker.consumer import Entry
 
 log = logging.getLogger("gateway.worker")
@@ -39,6 +44,7 @@ GROUP = "evaluator"
 READ_BYTES_PER_SHARD = 256 * 1024
 CLAIM_IDLE_MS = 30_000
 CLAIM_EVERY_S = 10.0
+RECOUNT_EVERY_S = 30.0
 
 
 class StreamSource:
@@ -46,7 +52,11 @@ class StreamSource:
         self, redis: Redis, keyspace: KeySpace, *, batch: int = 4, idle_wait: float = 0.05
     ) -> None:
         self.redis = redis
+        self.keyspace = keyspace
         self.streams = keyspace.streams()
+        self._ack = redis.register_script(ACK_SCRIPT)
+        self._recount = redis.register_script(RECOUNT_SCRIPT)
+        self._next_recount = 0.0
         # most entries per stream and pass: at most 16 * batch per SQL transaction (wiring.py
         # picks it: small beside ingress in one event loop, larger in a process of its own)
         self.batch = batch
@@ -65,6 +75,9 @@ class StreamSource:
             claimed = await self._claim()
             if claimed:
                 return claimed
+        if time.monotonic() >= self._next_recount:
+            self._next_recount = time.monotonic() + RECOUNT_EVERY_S
+            await self._recount(keys=[self.keyspace.backlog(), *self.streams])
         if self._own_pending:
             self._own_pending = False
             pending = await self._read_group("0")
@@ -93,7 +106,7 @@ class StreamSource:
         raw: list[RawEntry] = []
         for reply in replies:
             for stream, items in reply or []:
-                raw += _raw_entries(stream, items)
+                raw += raw_entries(stream, items)
         entries = await self._entries(raw)
         if entries:
             largest = max(entry.record.size for entry in entries)
@@ -106,7 +119,7 @@ class StreamSource:
             reply: Any = await self.redis.xautoclaim(
                 stream, GROUP, self.consumer, CLAIM_IDLE_MS, "0-0", count=self.batch
             )
-            raw += _raw_entries(stream, list(reply[1]))
+            raw += raw_entries(stream, list(reply[1]))
         entries = await self._entries(raw)
         if entries:
             log.info("delivery consumer: took over %d entries of dead consumers", len(entries))
@@ -114,69 +127,56 @@ class StreamSource:
 
     async def _entries(self, raw: list[RawEntry]) -> list[Entry]:
         """Records of the read entries; large bodies are fetched from their own keys."""
-        body_keys = [fields[b"k"] for _, _, fields in raw if b"k" in fields]
+        keys = [key for _, _, fields in raw if (key := body_key(fields)) is not None]
         bodies: dict[bytes, bytes | None] = {}
-        if body_keys:
+        if keys:
             async with self.redis.pipeline(transaction=False) as pipe:
-                for key in body_keys:
+                for key in keys:
                     pipe.get(key)
-                bodies = dict(zip(body_keys, await pipe.execute(), strict=True))
+                bodies = dict(zip(keys, await pipe.execute(), strict=True))
         entries = []
         for stream, entry_id, fields in raw:
-            body_key = fields.get(b"k")
-            payload = bodies.get(body_key) if body_key is not None else fields.get(b"p")
-            if body_key is not None and payload is None:
+            key = body_key(fields)
+            payload = bodies.get(key) if key is not None else fields.get(b"p")
+            if key is not None and payload is None:
                 log.error(
                     "delivery %s: its body is gone from Redis (%s); logged without payload",
                     fields[b"d"].decode(),
-                    body_key.decode(),
+                    key.decode(),
                 )
-            entries.append(Entry((stream, entry_id, body_key), _record(fields, payload)))
+            entries.append(Entry((stream, entry_id, key), record_of(fields, payload)))
         return entries
 
-    async def settle(self, conn: AsyncConnection, entries: Sequence[Entry]) -> None:
-        return None
+    async def claim(self, conn: AsyncConnection, entries: Sequence[Entry]) -> set[str]:
+        return await deliveries.log_new(conn, [entry.record for entry in entries])
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
-        by_stream: dict[Any, list[Any]] = {}
-        body_keys: list[bytes] = []
+        """One ACK script per shard stream, all in one pipeline."""
+        by_stream: dict[Any, list[Entry]] = {}
         for entry in entries:
-            stream, entry_id, body_key = entry.token
-            by_stream.setdefault(stream, []).append(entry_id)
-            if body_key is not None:
-                body_keys.append(body_key)
+            by_stream.setdefault(entry.token[0], []).append(entry)
         async with self.redis.pipeline(transaction=False) as pipe:
-            for stream, ids in by_stream.items():
-                pipe.xack(stream, GROUP, *ids)
-                pipe.xdel(stream, *ids)
-            for key in body_keys:  # one key per command: each may live in its own slot
-                pipe.delete(key)
+            for stream, own in by_stream.items():
+                keys, args = self._ack_call(stream, own)
+                await self._ack(keys=keys, args=args, client=pipe)
             await pipe.execute()
+
+    def _ack_call(self, stream: Any, entries: list[Entry]) -> tuple[list[Any], list[Any]]:
+        """ACK_SCRIPT's keys and arguments for one stream's entries."""
+        pending: dict[str, list[str]] = {}  # pending-index key -> delivery ids
+        body_keys = []
+        for entry in entries:
+            record = entry.record
+            if record.label is Label.ACCEPTED:
+                index = self.keyspace.pending(record.webhook_uid, shard_of(record.webhook_uid))
+                pending.setdefault(index, []).append(record.delivery_id)
+            if entry.token[2] is not None:
+                body_keys.append(entry.token[2])
+        args: list[Any] = [GROUP, len(entries), *(entry.token[1] for entry in entries)]
+        args.append(len(pending))
+        for ids in pending.values():
+            args += [len(ids), *ids]
+        return [stream, self.keyspace.backlog(), *pending, *body_keys], args
 
     async def retry_later(self, entries: Sequence[Entry]) -> None:
         self._own_pending = True
-
-
-RawEntry = tuple[Any, Any, dict[bytes, bytes]]  # stream, entry id, fields
-
-
-def _raw_entries(stream: Any, items: list[Any]) -> list[RawEntry]:
-    # an entry deleted while pending comes back without fields
-    return [(stream, entry_id, fields) for entry_id, fields in items if fields]
-
-
-def _record(f: dict[bytes, bytes], payload: bytes | None) -> DeliveryRecord:
-    def text(name: bytes) -> str | None:
-        value = f.get(name)
-        return value.decode() if value else None
-
-    return DeliveryRecord(
-        delivery_id=f[b"d"].decode(),
-        webhook_uid=f[b"w"].decode(),
-        received_at=datetime.fromtimestamp(int(f[b"t"]) / 1000, UTC),
-        size=int(f[b"n"]),
-        label=Label(f[b"l"].decode()),
-        identity=text(b"i"),
-        duplicate_of=text(b"f"),
-        payload=payload if f[b"l"] == Label.ACCEPTED.value.encode() else None,
-    )

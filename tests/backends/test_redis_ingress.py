@@ -37,11 +37,23 @@ def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
             # sent is EVALSHA, once per delivery; the rest is what the script does inside
             assert stats.pop("cmdstat_evalsha") == 20
             assert stats["cmdstat_xadd"] == 20
-            inside = {"get", "time", "lindex", "lpush", "ltrim", "pexpire", "set", "xadd"}
+            inside = {
+                "get",
+                "time",
+                "lindex",
+                "lpush",
+                "ltrim",
+                "pexpire",
+                "set",
+                "xadd",
+                "incr",
+                "hset",
+            }
             assert {name.removeprefix("cmdstat_") for name in stats} <= inside, stats
             # per accepted delivery: GET version, TIME, LINDEX x2 (auth budget, rate window),
-            # SET NX GET (de-dup), XADD, LPUSH + PEXPIRE (window); no trim below 2 x 60 entries
-            assert sum(stats.values()) == 20 * 8, stats
+            # GET backlog, SET NX GET (de-dup), XADD, INCR backlog, HSET pending index,
+            # LPUSH + PEXPIRE (window); no trim below 2 x 60 entries
+            assert sum(stats.values()) == 20 * 11, stats
             redis.close()
 
 

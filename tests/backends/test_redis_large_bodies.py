@@ -96,7 +96,7 @@ def test_missing_body_key_refuses_before_any_write() -> None:
 
         async def run() -> None:
             client = RespClient(server.url, scripts=HOT_SCRIPTS)
-            backend = RedisBackend(client, "gw", auth_failure_limit=20)
+            backend = RedisBackend(client, "gw", auth_failure_limit=20, max_backlog=100_000)
             target = Target("whk_big", 1, 3)
             submission = Submission(target, "dlv_1", "id-1", _large_json(1), True, "10.0.0.1")
             try:
@@ -112,7 +112,7 @@ def test_missing_body_key_refuses_before_any_write() -> None:
                     commands=["+@all", "-set"],
                 )  # fmt: skip
                 url = server.url.replace("redis://", f"redis://noset:{password}@")
-                limited = RedisBackend(RespClient(url, scripts=HOT_SCRIPTS), "gw", 20)
+                limited = RedisBackend(RespClient(url, scripts=HOT_SCRIPTS), "gw", 20, 100_000)
                 try:
                     with pytest.raises(Unavailable):
                         await limited.submit(submission)

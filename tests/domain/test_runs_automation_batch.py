@@ -1,4 +1,4 @@
-"""RunStarter.start_batch via deliveries.store_records: a consumer batch in a few statements."""
+"""A consumer batch: planned once, written in a few statements, idempotent."""
 
 from __future__ import annotations
 
@@ -49,13 +49,20 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
             _record(lonely_hook, f"{prefix}_5", {}),  # no foreman: nothing
             _record(a, f"{prefix}_1", {"kind": "x"}),  # the same delivery twice in a batch
         ]
-        starter = RunStarter(services)
+        starter = RunStarter()
+        batch = [
+            AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload or b"")
+            for r in records
+        ]
+        async with services.database.read() as conn:
+            planned = await starter.plan(conn, batch)
         async with services.database.transaction() as conn:
-            stored = await deliveries.store_records(conn, services, records, starter)
-        assert len(stored) == 5
-        ar = t.automation_runs
-        query = select(ar.c.delivery_id, ar.c.automation_uid, ar.c.run_id).where(
-            ar.c.delivery_id.like(f"{prefix}%")
+            claimed = await deliveries.log_new(conn, records)
+            started = await planned.write(conn, claimed)
+        assert len(claimed) == 5 and len(started) == 4
+        r = t.runs
+        query = select(r.c.delivery_id, r.c.automation_uid, r.c.run_id).where(
+            r.c.delivery_id.like(f"{prefix}%")
         )
         async with services.database.read() as conn:
             pairs = {(r.delivery_id, r.automation_uid): r.run_id for r in await conn.execute(query)}
@@ -67,37 +74,50 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
                     select(t.attachments).where(t.attachments.c.run_id.in_(pairs.values()))
                 )
             ).all()
+            tasks = (
+                await conn.execute(
+                    select(t.tasks).where(
+                        t.tasks.c.conversation_id.in_([run.conversation_id for run in runs])
+                    )
+                )
+            ).all()
         assert set(pairs) == {
             (f"{prefix}_1", on_a),
             (f"{prefix}_1", both),
             (f"{prefix}_2", both),
             (f"{prefix}_3", both),
         }
-        assert len(runs) == len(files) == 4
+        assert {(s.automation_uid, s.run_id) for s in started} == {
+            (a, run) for (_, a), run in pairs.items()
+        }
+        assert len(runs) == len(files) == len(tasks) == 4
         by_run = {f.run_id: f for f in files}
         for run in runs:
             delivery_id = run.metadata["delivery_id"]
             assert pairs[(delivery_id, run.metadata["automation_id"])] == run.run_id
+            assert (run.delivery_id, run.automation_uid) == (
+                delivery_id,
+                run.metadata["automation_id"],
+            )
             stored_file = by_run[run.run_id]
             assert run.artifacts[0]["attachment_id"] == stored_file.attachment_id
             assert stored_file.conversation_id == run.conversation_id
-            assert orjson.loads(stored_file.content) == orjson.loads(
-                next(r.payload for r in records if r.delivery_id == delivery_id) or b""
-            )
-            assert run.source == "WEBHOOK" and run.task_pending
+            assert stored_file.delivery_id == delivery_id and stored_file.content is None
+            assert run.source == "WEBHOOK" and not run.task_pending
             assert delivery_id in run.prompt
+        # the first delivery's two runs keep the match order (automation creation order)
+        first = sorted((run.created_at, run.automation_uid) for run in runs
+                       if run.delivery_id == f"{prefix}_1")  # fmt: skip
+        assert [uid for _, uid in first] == [on_a, both]
 
-        # the batch again (the deliveries are logged: nothing new), then straight to the starter
+        # the batch again (the deliveries are logged: nothing is claimed, nothing starts)
+        async with services.database.read() as conn:
+            planned = await starter.plan(conn, batch)
         async with services.database.transaction() as conn:
-            assert await deliveries.store_records(conn, services, records, starter) == []
-            refs = await starter.start_batch(
-                conn,
-                [
-                    AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload or b"")
-                    for r in records
-                ],
-            )
-        again = {(d, ref.automation_uid): ref.run_id for d, got in refs.items() for ref in got}
+            assert await deliveries.log_new(conn, records) == set()
+            assert await planned.write(conn, set()) == []
+        async with services.database.read() as conn:
+            again = {(r.delivery_id, r.automation_uid): r.run_id for r in await conn.execute(query)}
         assert again == pairs
         assert starter.compilations == 3  # a, b, lonely: compiled once, then reused
 

@@ -1,4 +1,7 @@
-"""RunStarter: accepted deliveries -> factory runs, on SQLite and PostgreSQL."""
+"""RunStarter: accepted deliveries -> factory runs, on SQLite and PostgreSQL.
+
+`evaluate` does what the delivery consumer does with a batch: plan on a read connection, then
+claim the deliveries in the log and write the runs in one transaction."""
 
 from __future__ import annotations
 
@@ -8,9 +11,9 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select
 
-from gateway.domain import automations, factories, webhooks
+from gateway.backends.base import DeliveryRecord, Label
+from gateway.domain import automations, deliveries, factories, webhooks
 from gateway.domain.automation_runs import AcceptedDelivery, RunRef, RunStarter
-from gateway.domain.dispatch import bind_pending
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.support import GatewayClient, World
@@ -46,11 +49,39 @@ def _delivery(webhook_uid: str, delivery_id: str, payload: bytes) -> AcceptedDel
     return AcceptedDelivery(delivery_id, webhook_uid, datetime.now(UTC), payload)
 
 
+async def evaluate(
+    services: Services, starter: RunStarter, batch: list[AcceptedDelivery]
+) -> dict[str, list[RunRef]]:
+    """Evaluates `batch` as the consumer does; the runs each delivery has (in match order)."""
+    records = [
+        DeliveryRecord(
+            d.delivery_id, d.webhook_uid, d.received_at, len(d.payload), Label.ACCEPTED,
+            payload=d.payload,
+        )
+        for d in batch
+    ]  # fmt: skip
+    async with services.database.read() as conn:
+        planned = await starter.plan(conn, batch)
+    async with services.database.transaction() as conn:
+        claimed = await deliveries.log_new(conn, records)
+        await planned.write(conn, claimed)
+    r = t.runs
+    query = (
+        select(r.c.delivery_id, r.c.automation_uid, r.c.run_id)
+        .where(r.c.delivery_id.in_([d.delivery_id for d in batch]))
+        .order_by(r.c.created_at)
+    )
+    refs: dict[str, list[RunRef]] = {}
+    async with services.database.read() as conn:
+        for row in await conn.execute(query):
+            refs.setdefault(row.delivery_id, []).append(RunRef(row.automation_uid, row.run_id))
+    return refs
+
+
 async def _start(
     services: Services, starter: RunStarter, delivery: AcceptedDelivery
 ) -> list[RunRef]:
-    async with services.database.transaction() as conn:
-        return await starter.start_runs(conn, delivery)
+    return (await evaluate(services, starter, [delivery])).get(delivery.delivery_id, [])
 
 
 async def _count(services: Services, table: Any, *where: Any) -> int:
@@ -73,7 +104,7 @@ def test_matching_idempotency_and_envelope(client: GatewayClient) -> None:
             services, world.factory_uid, "closed", [_trigger(hook, {"action": ["closed"]})]
         )
         await _automation(services, world.factory_uid, "off", [_trigger(hook)], enabled=False)
-        starter = RunStarter(services)
+        starter = RunStarter()
         body = orjson.dumps({"action": "opened", "number": 7})
         refs = await _start(services, starter, _delivery(hook, "dlv_1", body))
         assert sorted(r.automation_uid for r in refs) == sorted([opened, anything])
@@ -92,6 +123,11 @@ def test_matching_idempotency_and_envelope(client: GatewayClient) -> None:
                     select(t.attachments).where(t.attachments.c.run_id == run.run_id)
                 )
             ).one()
+            logged = (
+                await conn.execute(
+                    select(t.deliveries.c.payload).where(t.deliveries.c.delivery_id == "dlv_1")
+                )
+            ).scalar_one()
         assert run.source == "WEBHOOK" and run.state == "QUEUED"
         assert run.factory_uid == world.factory_uid and run.team_uid == world.team_uid
         assert run.creator_uid is None
@@ -114,14 +150,15 @@ def test_matching_idempotency_and_envelope(client: GatewayClient) -> None:
                 "attachment_id": stored.attachment_id,
             }
         ]
-        assert stored.content == body and stored.size == len(body)
+        # the payload is stored once, in the delivery log, and the attachment points at it
+        assert stored.content is None and stored.delivery_id == "dlv_1"
+        assert logged == body and stored.size == len(body)
 
         # non-object body: only the automation without a payload filter fires
         refs2 = await _start(services, starter, _delivery(hook, "dlv_2", b"[1, 2]"))
         assert [r.automation_uid for r in refs2] == [anything]
 
-        # the factory tasks are bound asynchronously, one per run
-        await bind_pending(services.database)
+        # each run has its factory task at once (a webhook run is already asynchronous)
         assert await _count(services, t.tasks, t.tasks.c.factory_uid == world.factory_uid) == 3
 
     client.run(scenario)
@@ -140,15 +177,12 @@ def test_disabled_or_deleted_webhooks_and_no_foreman(client: GatewayClient) -> N
             lonely = await factories.create_factory(conn, world.team_uid, "No foreman", None, None)
         lonely_hook = await _webhook(services, lonely, world.team_uid, "lonely")
         await _automation(services, lonely, "b", [_trigger(lonely_hook)])
-        starter = RunStarter(services)
+        starter = RunStarter()
         for hook in (off, gone, lonely_hook):
             assert await _start(services, starter, _delivery(hook, f"d_{hook}", b"{}")) == []
         hooks = (off, gone, lonely_hook)
         keys = [f"d_{hook}" for hook in hooks]
-        assert (
-            await _count(services, t.automation_runs, t.automation_runs.c.delivery_id.in_(keys))
-            == 0
-        )
+        assert await _count(services, t.runs, t.runs.c.delivery_id.in_(keys)) == 0
         assert await _count(services, t.runs, t.runs.c.team_uid == world.team_uid) == 0
 
     client.run(scenario)
@@ -160,7 +194,7 @@ def test_changed_automation_is_recompiled(client: GatewayClient) -> None:
     async def scenario(services: Services) -> None:
         hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
         uid = await _automation(services, world.factory_uid, "a", [_trigger(hook, {"x": [1]})])
-        starter = RunStarter(services)
+        starter = RunStarter()
         assert await _start(services, starter, _delivery(hook, "d1", b'{"x": 2}')) == []
         async with services.database.transaction() as conn:
             await automations.update_automation(
@@ -183,7 +217,7 @@ def test_concurrent_evaluators_start_one_run(client: GatewayClient) -> None:
         await _automation(services, world.factory_uid, "a", [_trigger(hook)])
         delivery = _delivery(hook, f"race_{hook}", b"{}")
         results = await asyncio.gather(
-            *(_start(services, RunStarter(services), delivery) for _ in range(4))
+            *(_start(services, RunStarter(), delivery) for _ in range(4))
         )
         assert all(refs == results[0] and len(refs) == 1 for refs in results)
         runs = t.runs.c.factory_uid == world.factory_uid
@@ -192,32 +226,20 @@ def test_concurrent_evaluators_start_one_run(client: GatewayClient) -> None:
     client.run(scenario)
 
 
-def test_task_binder_loop_binds_webhook_runs(client: GatewayClient) -> None:
+def test_a_webhook_run_has_its_task_at_once(client: GatewayClient) -> None:
     world = World.create(client)
 
     async def scenario(services: Services) -> None:
-        import asyncio
-
-        from gateway.domain.dispatch import task_binder
-
         hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
         await _automation(services, world.factory_uid, "a", [_trigger(hook)])
-        refs = await _start(services, RunStarter(services), _delivery(hook, f"b_{hook}", b"{}"))
-        runs = select(t.runs.c.conversation_id).where(t.runs.c.run_id == refs[0].run_id)
+        refs = await _start(services, RunStarter(), _delivery(hook, f"b_{hook}", b"{}"))
+        runs = select(t.runs).where(t.runs.c.run_id == refs[0].run_id)
         async with services.database.read() as conn:
-            conversation = (await conn.execute(runs)).scalar_one()
-        bound = t.tasks.c.conversation_id == conversation
-        loop = asyncio.create_task(task_binder(services.database, interval_s=0.05))
-        try:
-            for _ in range(100):
-                if await _count(services, t.tasks, bound):
-                    break
-                await asyncio.sleep(0.05)
-        finally:
-            loop.cancel()
-        assert await _count(services, t.tasks, bound) == 1
-        async with services.database.read() as conn:
+            run = (await conn.execute(runs)).one()
+            bound = t.tasks.c.conversation_id == run.conversation_id
             task = (await conn.execute(select(t.tasks).where(bound))).one()
+        assert not run.task_pending
         assert task.title == "a" and task.stage == "TRIAGE" and task.created_by_uid is None
+        assert task.factory_uid == world.factory_uid and task.deleted_at is None
 
     client.run(scenario)

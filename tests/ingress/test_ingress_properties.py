@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.backends.base import RATE_LIMIT, Submission, Target, Verdict, shard_of
+from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.memory import MemoryBackend
-from gateway.backends.outbox import OutboxWriter
 from gateway.backends.redis import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp import RespClient
 from gateway.errors import RequestTimeout
@@ -90,17 +90,17 @@ def backend_factory(
         if request.param == "redis":
             client = RespClient(redis_url, scripts=HOT_SCRIPTS)
             prefix = f"{redis_prefix}:{uuid.uuid4().hex}"
-            return RedisBackend(client, prefix, 10), client.close
+            return RedisBackend(client, prefix, 10, 100_000), client.close
         database = create_database(f"sqlite+aiosqlite:///{tmp_path}/p{uuid.uuid4().hex}.db")
         await migrate(database)
-        outbox = OutboxWriter(database)
-        outbox.start()
+        log = DeliveryWriter(database)
+        log.start()
 
         async def close() -> None:
-            await outbox.close()
+            await log.close()
             await database.close()
 
-        return MemoryBackend(outbox, 10), close
+        return MemoryBackend(database, log, 10, 100_000), close
 
     return make
 

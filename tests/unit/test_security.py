@@ -31,3 +31,22 @@ def test_api_keys_are_random_and_hashed() -> None:
     a, b = new_api_key(), new_api_key()
     assert a != b and len(a) > 40
     assert hash_token(a) != a and len(hash_token(a)) == 64
+
+
+def test_new_uuid_is_a_time_ordered_version_7_uuid() -> None:
+    import time
+    import uuid
+
+    from gateway.ids import new_uuid
+
+    before = int(time.time() * 1000)
+    made = [new_uuid() for _ in range(2000)]
+    after = int(time.time() * 1000)
+    assert len(set(made)) == len(made)
+    for value in made:
+        parsed = uuid.UUID(value)
+        assert str(parsed) == value  # canonical lower-case 8-4-4-4-12 form
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+        assert before <= parsed.int >> 80 <= after  # its first 48 bits: Unix milliseconds
+    # ids made in later milliseconds sort after earlier ones
+    assert made[0][:13] <= made[-1][:13]

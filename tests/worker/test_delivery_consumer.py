@@ -1,3 +1,6 @@
+"""The delivery consumer on both backends and both stores: every outcome logged, runs started
+once, the log API (pending first, then evaluated), pagination and retention."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -8,38 +11,19 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 from sqlalchemy import func, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.backends.base import DeliveryRecord, Label
 from gateway.backends.redis import KeySpace
-from gateway.domain import deliveries
-from gateway.domain.automation_runs import AcceptedDelivery, RunRef
+from gateway.domain import automations, deliveries
+from gateway.domain.automation_runs import AcceptedDelivery, RunStarter
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
-from gateway.worker.consumer import Consumer, Source
-from gateway.worker.outbox_source import OutboxSource
+from gateway.worker.consumer import Consumer, Entry, Source
+from gateway.worker.pending_source import PendingSource
 from gateway.worker.stream_source import StreamSource
 from tests.ingress.hooks import add_webhook, backend_settings
 from tests.support import GatewayClient, World
-
-
-class RecordingStarter:
-    """Stands in for run dispatch (another module): records each call, starts one 'run'."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    async def start_runs(self, conn: AsyncConnection, delivery: AcceptedDelivery) -> list[RunRef]:
-        self.calls.append(delivery.delivery_id)
-        await conn.execute(
-            insert(t.automation_runs).values(
-                delivery_id=delivery.delivery_id,
-                automation_uid="auto_1",
-                run_id=f"run-{delivery.delivery_id}",
-                created_at=utcnow(),
-            )
-        )
-        return [RunRef("auto_1", f"run-{delivery.delivery_id}")]
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -66,12 +50,12 @@ def _source(services: Services) -> Source:
         redis = Redis.from_url(settings.redis_url, protocol=2)
         services.closers.append(redis.aclose)
         return StreamSource(redis, KeySpace(settings.redis_prefix), idle_wait=0.01)
-    return OutboxSource(services.database, idle_wait=0.01)
+    return PendingSource(services.database, idle_wait=0.01)
 
 
-def drain(client: GatewayClient, starter: Any) -> int:
+def drain(client: GatewayClient, starter: RunStarter | None = None) -> int:
     async def run(services: Services) -> int:
-        consumer = Consumer(services, _source(services), starter)
+        consumer = Consumer(services.database, _source(services), starter or RunStarter())
         for _ in range(20):
             entries = await consumer.source.read()
             if entries:
@@ -83,9 +67,46 @@ def drain(client: GatewayClient, starter: Any) -> int:
     return client.run(run)
 
 
+def automation_for_everything(client: GatewayClient, world: World, webhook_uid: str) -> str:
+    async def run(services: Services) -> str:
+        body = {
+            "name": "every delivery",
+            "prompt": "Handle it.",
+            "triggers": [
+                {
+                    "provider": "webhook",
+                    "event": "received",
+                    "filter": {"webhook_ids": [webhook_uid]},
+                }
+            ],
+        }
+        async with services.database.transaction() as conn:
+            row = await automations.create_automation(
+                conn, world.factory_uid, automations.parse_changes(body, creating=True)
+            )
+        return str(row.uid)
+
+    return client.run(run)
+
+
+def runs_of(client: GatewayClient, delivery_ids: list[str]) -> list[tuple[str, str, str]]:
+    """(delivery id, automation uid, run id) of the runs these deliveries started."""
+
+    async def run(services: Services) -> list[tuple[str, str, str]]:
+        r = t.runs
+        query = select(r.c.delivery_id, r.c.automation_uid, r.c.run_id).where(
+            r.c.delivery_id.in_(delivery_ids)
+        )
+        async with services.database.read() as conn:
+            return [tuple(row) for row in await conn.execute(query)]  # type: ignore[misc]
+
+    return client.run(run)
+
+
 def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None:
     world = World.create(gwc)
     hook = add_webhook(gwc, world)
+    automation = automation_for_everything(gwc, world, hook.uid)
     path, auth = hook.path, hook.auth
     ok = gwc.post(path, content=b'{"n": 1}', headers=auth).json()["delivery_id"]
     assert gwc.post(path, content=b'{"n": 1}', headers=auth).json()["delivery_id"] == ok
@@ -93,11 +114,25 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
     assert gwc.post(path, content=b"{}", headers={"Authorization": "Bearer x"}).status_code == 401
     assert gwc.post(path, content=b"x" * 300_000).status_code == 413
     assert gwc.post("/webhooks/w/wh_nope", content=b"{}").status_code == 404
-    starter = RecordingStarter()
-    assert drain(gwc, starter) == 5
-    assert starter.calls == [ok]  # duplicates and rejections start nothing
 
-    listed = world.api("GET", f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries")
+    # read your writes: the 202's id is found before the evaluator ran, pending evaluation
+    base = f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries"
+    early = world.api("GET", f"{base}/{ok}")
+    assert early.status_code == 200, early.text
+    assert early.json()["evaluation"] == "pending" and early.json()["payload"] == {"n": 1}
+    assert early.json()["runs"] == []
+    listed_early = world.api("GET", base).json()["deliveries"]
+    assert [
+        (i["delivery_id"], i["evaluation"]) for i in listed_early if i["label"] == "Accepted"
+    ] == [(ok, "pending")]
+
+    # embedded: rejections are in the log at once, only the accepted one waits for the
+    # evaluator; Redis: all five stream entries do
+    assert drain(gwc) in (1, 5)
+    started = runs_of(gwc, [ok])
+    assert [(d, a) for d, a, _ in started] == [(ok, automation)]  # duplicates start nothing
+
+    listed = world.api("GET", base)
     assert listed.status_code == 200, listed.text
     items = listed.json()["deliveries"]
     labels = sorted(item["label"] for item in items)
@@ -112,24 +147,22 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
     )
     accepted = next(i for i in items if i["label"] == "Accepted")
     assert accepted["delivery_id"] == ok and accepted["size"] == 8
-    assert accepted["runs"] == [{"automation_uid": "auto_1", "run_id": f"run-{ok}"}]
+    assert accepted["evaluation"] == "evaluated"
+    assert accepted["runs"] == [{"automation_uid": automation, "run_id": started[0][2]}]
+    assert all(i["evaluation"] is None for i in items if i["label"] != "Accepted")
     assert next(i for i in items if i["label"] == "Rejected (too large)")["size"] == 300_000
-    detail = world.api(
-        "GET", f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries/{ok}"
-    ).json()
-    assert detail["payload"] == {"n": 1}
+    detail = world.api("GET", f"{base}/{ok}").json()
+    assert detail["payload"] == {"n": 1} and detail["evaluation"] == "evaluated"
     dup = next(i for i in items if i["label"] == "Duplicate")
-    dup_detail = world.api(
-        "GET", f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries/{dup['delivery_id']}"
-    ).json()
+    dup_detail = world.api("GET", f"{base}/{dup['delivery_id']}").json()
     assert "payload" not in dup_detail
 
     # redelivery of the same entries (e.g. after a crash before the ack) changes nothing
-    async def replay(services: Services) -> int:
-        async with services.database.transaction() as conn:
-            rows = (await conn.execute(select(t.deliveries))).all()
-            from gateway.backends.base import DeliveryRecord, Label
-
+    async def replay(services: Services) -> tuple[int, int]:
+        source = _source(services)
+        async with services.database.read() as conn:
+            query = select(t.deliveries).where(t.deliveries.c.webhook_uid == hook.uid)
+            rows = (await conn.execute(query)).all()
             records = [
                 DeliveryRecord(
                     r.delivery_id,
@@ -143,10 +176,20 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
                 )
                 for r in rows
             ]
-            return len(await deliveries.store_records(conn, services, records, starter))
+            accepted = [
+                AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload)
+                for r in records
+                if r.label is Label.ACCEPTED and r.payload is not None
+            ]
+            batch = await RunStarter().plan(conn, accepted)
+        assert batch.deliveries == 1  # it matches, as before
+        async with services.database.transaction() as conn:
+            claimed = await source.claim(conn, [Entry(None, r) for r in records])
+            started = await batch.write(conn, claimed)
+        return len(claimed), len(started)
 
-    assert gwc.run(replay) == 0
-    assert starter.calls == [ok]
+    assert gwc.run(replay) == (0, 0)
+    assert runs_of(gwc, [ok]) == started
 
 
 def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:
@@ -154,7 +197,7 @@ def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:
     hook = add_webhook(gwc, world)
     for i in range(7):
         assert gwc.post(hook.path, content=str(i).encode(), headers=hook.auth).status_code == 202
-    drain(gwc, RecordingStarter())
+    drain(gwc)
     base = f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries"
     seen: list[tuple[datetime, str]] = []
     cursor = None

@@ -64,8 +64,8 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
 
 async def _pairs(conn: Any, _services: Services, delivery_ids: set[str]) -> list[tuple[str, str]]:
     rows = await conn.execute(
-        select(t.automation_runs.c.delivery_id, t.automation_runs.c.automation_uid).where(
-            t.automation_runs.c.delivery_id.in_(delivery_ids)
+        select(t.runs.c.delivery_id, t.runs.c.automation_uid).where(
+            t.runs.c.delivery_id.in_(delivery_ids)
         )
     )
     return [tuple(row) for row in rows]

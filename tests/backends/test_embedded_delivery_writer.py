@@ -1,4 +1,4 @@
-"""Embedded backend on SQLite: the write gate and the outbox writer's dedicated connection."""
+"""Embedded backend on SQLite: the write gate and the delivery log writer's dedicated connection."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.backends.base import DeliveryRecord, Label
-from gateway.backends.outbox import OutboxWriter
+from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
 
 
-def _record(i: int) -> DeliveryRecord:
-    return DeliveryRecord(
-        f"d-{i}", "wh-1", datetime.now(UTC), 10, Label.ACCEPTED, None, None, b'{"a": 1}'
-    )
+def _record(i: int, label: Label = Label.ACCEPTED) -> DeliveryRecord:
+    return DeliveryRecord(f"d-{i}", "wh-1", datetime.now(UTC), 10, label, None, None, b'{"a": 1}')
 
 
 async def test_gate_serves_urgent_waiters_first_and_is_reentrant() -> None:
@@ -57,14 +55,14 @@ async def test_gate_survives_a_cancelled_waiter() -> None:
 async def test_writer_commits_before_returning_and_batches(tmp_path: Path) -> None:
     database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
     await migrate(database)
-    writer = OutboxWriter(database)
+    writer = DeliveryWriter(database)
     assert writer._appender is not None  # the dedicated connection is in use on a file
     writer.start()
     try:
         await asyncio.gather(*(writer.write(_record(i)) for i in range(300)))
-        writer.write_later(_record(1000))
+        writer.write_later(_record(1000, Label.AUTH))
         async with database.read() as conn:
-            count = await conn.execute(select(func.count()).select_from(t.ingress_outbox))
+            count = await conn.execute(select(func.count()).select_from(t.deliveries))
             assert count.scalar_one() >= 300
         # the consumer's transactions and the writer take turns without busy waits
         async with database.transaction() as conn:
@@ -74,16 +72,22 @@ async def test_writer_commits_before_returning_and_batches(tmp_path: Path) -> No
         await asyncio.wait_for(pending, 5)
     finally:
         await writer.close()
+    d = t.deliveries
     async with database.read() as conn:
-        count = await conn.execute(select(func.count()).select_from(t.ingress_outbox))
+        count = await conn.execute(select(func.count()).select_from(d))
         assert count.scalar_one() == 302
+        # accepted deliveries wait for the evaluator as pending, the rejection does not
+        pending = await conn.execute(
+            select(func.count()).select_from(d).where(d.c.evaluation == "pending")
+        )
+        assert pending.scalar_one() == 301
     await database.close()
 
 
 async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:
     database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
     await migrate(database)
-    writer = OutboxWriter(database)
+    writer = DeliveryWriter(database)
     writer.start()
     try:
         await writer.write(_record(1))

@@ -1,9 +1,10 @@
-"""Embedded durable log: the SQL `ingress_outbox` table, written with group commit.
+"""Embedded durable log: delivery rows written to SQL with group commit.
 
 Concurrent requests queue their rows; one writer task inserts everything queued in one
-transaction (one executemany INSERT) and only then resolves the callers' futures, so a 202 follows
-a committed row while throughput stays near one commit per event-loop turn rather than one per
-request.
+transaction (one executemany) and only then resolves the callers' futures, so a 202 follows a
+committed row while throughput stays near one commit per event-loop turn rather than one per
+request. Accepted deliveries go in as "pending": the log is also the evaluator's queue, and
+`committed` wakes it after each commit.
 
 On a SQLite file the writer has its own connection on its own thread: a commit costs one thread
 hop, never waits for a pooled connection, and takes the process's write gate (see
@@ -16,26 +17,18 @@ import asyncio
 import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, insert
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from gateway.backends.base import DeliveryRecord
+from gateway.backends.delivery_log import DELIVERIES, PENDING, delivery_row
 from gateway.store import Database
-from gateway.store import tables as t
-from gateway.store.db import sqlite_pragmas
 
 log = logging.getLogger("gateway.ingress")
 
 Pending = tuple[dict[str, Any], asyncio.Future[None] | None]
-
-
-def record_row(record: DeliveryRecord) -> dict[str, Any]:
-    row = asdict(record)
-    row["label"] = record.label.value
-    return row
 
 
 class _SqliteAppender:
@@ -48,17 +41,17 @@ class _SqliteAppender:
             poolclass=StaticPool,
             connect_args={"timeout": 30, "check_same_thread": False},
         )
-        event.listen(self._engine, "connect", sqlite_pragmas)
+        event.listen(self._engine, "connect", database.on_connect)
         self._conn: Connection | None = None
-        self._statement = insert(t.ingress_outbox)
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingress-outbox")
+        self._statement = DELIVERIES.sql(self._engine.dialect, 0)
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="delivery-log")
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         if self._conn is None:
             self._conn = self._engine.connect()
         conn = self._conn
         try:
-            conn.execute(self._statement, rows)
+            conn.exec_driver_sql(self._statement, DELIVERIES.encode(self._engine.dialect, rows))
             conn.commit()  # returns once SQLite committed (WAL: survives a process kill)
         except BaseException:
             try:
@@ -91,29 +84,31 @@ def _dedicated_file(database: Database) -> bool:
     )
 
 
-class OutboxWriter:
+class DeliveryWriter:
     def __init__(self, database: Database, *, max_batch: int = 1000) -> None:
         self._database = database
         self._max_batch = max_batch
         self._queue: list[Pending] = []
         self._wake = asyncio.Event()
+        self.committed = asyncio.Event()  # set after every commit (the evaluator waits on it)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._appender = _SqliteAppender(database) if _dedicated_file(database) else None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="ingress-outbox-writer")
+        self._task = asyncio.create_task(self._run(), name="delivery-log-writer")
 
     async def write(self, record: DeliveryRecord) -> None:
-        """Return once the row is committed; raise when the commit failed."""
+        """Logs an accepted delivery as pending; returns once the row is committed, raises when
+        the commit failed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((record_row(record), future))
+        self._queue.append((delivery_row(record, PENDING), future))
         self._wake.set()
         await asyncio.shield(future)
 
     def write_later(self, record: DeliveryRecord) -> None:
         """Metadata-only records (rejections) ride along with the next batch; nobody waits."""
-        self._queue.append((record_row(record), None))
+        self._queue.append((delivery_row(record, None), None))
         self._wake.set()
 
     async def _run(self) -> None:
@@ -135,7 +130,7 @@ class OutboxWriter:
         try:
             await asyncio.shield(self._insert(rows))  # a cancelled writer still finishes a commit
         except Exception as exc:  # every waiter learns of it and answers 503
-            log.error("outbox commit of %d rows failed: %s", len(batch), exc)
+            log.error("delivery log commit of %d rows failed: %s", len(batch), exc)
             for _, future in batch:
                 if future is not None and not future.done():
                     future.set_exception(exc)
@@ -143,12 +138,13 @@ class OutboxWriter:
         for _, future in batch:
             if future is not None and not future.done():
                 future.set_result(None)
+        self.committed.set()
 
     async def _insert(self, rows: list[dict[str, Any]]) -> None:
         appender = self._appender
         if appender is None:
             async with self._database.transaction() as conn:
-                await conn.execute(insert(t.ingress_outbox), rows)
+                await DELIVERIES.insert(conn, rows)
             return
         gate = self._database.write_gate
         assert gate is not None

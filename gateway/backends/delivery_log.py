@@ -1,0 +1,36 @@
+"""The delivery log's row: how a DeliveryRecord is stored (written by the embedded backend before
+its 202, and by the evaluator for deliveries that reached it through a Redis stream)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.backends.base import DeliveryRecord, Label
+from gateway.store import tables as t
+from gateway.store.bulk import BulkInsert
+
+PENDING, EVALUATED = "pending", "evaluated"
+
+DELIVERIES = BulkInsert(
+    t.deliveries,
+    (
+        *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
+        *("duplicate_of", "payload", "evaluation"),
+    ),
+)
+
+
+def delivery_row(record: DeliveryRecord, evaluation: str | None) -> dict[str, Any]:
+    """The log row of `record`; `evaluation` (pending, evaluated) applies to accepted ones."""
+    accepted = record.label is Label.ACCEPTED
+    return {
+        "delivery_id": record.delivery_id,
+        "webhook_uid": record.webhook_uid,
+        "received_at": record.received_at,
+        "size": record.size,
+        "label": record.label.value,
+        "identity": record.identity,
+        "duplicate_of": record.duplicate_of,
+        "payload": record.payload if accepted else None,
+        "evaluation": evaluation if accepted else None,
+    }

@@ -1,0 +1,266 @@
+"""The evaluator's view of the configuration, cached between batches.
+
+Per webhook: whether it is live (enabled, not deleted) with its factory, and the compiled
+filters of its enabled automations; per automation that starts runs: its name and prompt. All of
+it is kept across batches and checked against the store's config revision (one row, bumped by
+triggers on every configuration change): while the revision stands, a batch reads nothing but
+that row. After a change, each cached webhook is checked once more, by its automations'
+(uid, updated_at) signature, when a delivery next needs it; only the ones that changed are read
+and compiled again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, select, type_coerce
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.types import NullType
+
+from filters import Filter, FilterError, MultiMatcher, compile_many, parse_filter
+from gateway.store import tables as t
+
+log = logging.getLogger("gateway.automations")
+
+# ~3 kB per webhook of 10 automations: sized so a store of 10,000 busy webhooks stays cached
+MAX_CACHED_WEBHOOKS = 16_384
+# prompts run to 100,000 characters: only those of automations that start runs are kept, up to
+# this many characters in all, least recently used first out
+MAX_CACHED_PROMPT_CHARS = 8_000_000
+CHUNK = 500  # keys per IN (...) list
+
+Key = tuple[str, int]  # (automation uid, trigger position)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveHook:
+    """An enabled, not deleted webhook and the factory its runs go to."""
+
+    uid: str
+    name: str
+    factory_uid: str
+    team_uid: str
+    foreman_agent_uid: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HookAutomations:
+    """A webhook as the evaluator sees it at config revision `revision`: `hook` is None when it
+    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `stamps`
+    holds each enabled automation's updated_at as stored."""
+
+    hook: LiveHook | None
+    signature: bytes
+    matcher: MultiMatcher[Key]
+    stamps: dict[str, Any]
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Automation:
+    uid: str
+    name: str
+    prompt: str
+    stamp: Any
+
+
+class AutomationIndex:
+    def __init__(self) -> None:
+        self._hooks: OrderedDict[str, HookAutomations] = OrderedDict()
+        self._prompts: OrderedDict[str, Automation] = OrderedDict()
+        self._prompt_chars = 0
+        self.revision = -1
+        self.compilations = 0
+
+    async def lookup(
+        self, conn: AsyncConnection, webhook_uids: Iterable[str]
+    ) -> dict[str, HookAutomations]:
+        """Every given webhook's current entry; reads only the config revision unless
+        something changed or was never read."""
+        self.revision = await _revision(conn)
+        found: dict[str, HookAutomations] = {}
+        unsure: list[str] = []
+        for uid in set(webhook_uids):
+            entry = self._hooks.get(uid)
+            if entry is not None and entry.revision == self.revision:
+                self._hooks.move_to_end(uid)
+                found[uid] = entry
+            else:
+                unsure.append(uid)
+        if unsure:
+            found.update(await self._check(conn, unsure))
+        return found
+
+    async def automations(
+        self, conn: AsyncConnection, wanted: dict[str, Any]
+    ) -> dict[str, Automation]:
+        """Name and prompt of each automation uid in `wanted` (uid -> updated_at stamp);
+        automations deleted meanwhile are absent."""
+        found: dict[str, Automation] = {}
+        missing: list[str] = []
+        for uid, stamp in wanted.items():
+            cached = self._prompts.get(uid)
+            if cached is not None and cached.stamp == stamp:
+                self._prompts.move_to_end(uid)
+                found[uid] = cached
+            else:
+                missing.append(uid)
+        for automation in await _automations(conn, missing):
+            found[automation.uid] = automation
+            self._keep_prompt(automation)
+        return found
+
+    async def _check(
+        self, conn: AsyncConnection, webhook_uids: Sequence[str]
+    ) -> dict[str, HookAutomations]:
+        hooks = await _live_hooks(conn, webhook_uids)
+        stamps = await _stamps(conn, [uid for uid in webhook_uids if uid in hooks])
+        found: dict[str, HookAutomations] = {}
+        stale: list[str] = []
+        for uid in webhook_uids:
+            hook = hooks.get(uid)
+            own = stamps.get(uid, {})
+            signature = _signature(own.items())
+            cached = self._hooks.get(uid)
+            if cached is not None and cached.hook == hook and cached.signature == signature:
+                found[uid] = self._keep(uid, cached.hook, signature, cached.matcher, own)
+            elif hook is None or not own:
+                found[uid] = self._keep(uid, hook, signature, _NOTHING, own)
+            else:
+                stale.append(uid)
+        if stale:
+            triggers = await _enabled_triggers(conn, stale)
+            for uid in stale:
+                own = stamps[uid]
+                matcher = self._compile(uid, triggers.get(uid, []))
+                found[uid] = self._keep(uid, hooks[uid], _signature(own.items()), matcher, own)
+        return found
+
+    def _keep(
+        self,
+        uid: str,
+        hook: LiveHook | None,
+        signature: bytes,
+        matcher: MultiMatcher[Key],
+        stamps: dict[str, Any],
+    ) -> HookAutomations:
+        entry = HookAutomations(hook, signature, matcher, stamps, self.revision)
+        self._hooks[uid] = entry
+        self._hooks.move_to_end(uid)
+        while len(self._hooks) > MAX_CACHED_WEBHOOKS:
+            self._hooks.popitem(last=False)
+        return entry
+
+    def _compile(self, webhook_uid: str, triggers: list[Row[Any]]) -> MultiMatcher[Key]:
+        filters: dict[Key, Filter | None] = {}
+        for row in triggers:
+            try:
+                filters[(row.uid, row.position)] = parse_filter(row.payload_filter or {})
+            except FilterError as exc:  # validated on write; a stored fault must not stop others
+                log.error("automation %s trigger %d: bad filter: %s", row.uid, row.position, exc)
+        self.compilations += 1
+        return compile_many(filters)
+
+    def _keep_prompt(self, automation: Automation) -> None:
+        old = self._prompts.pop(automation.uid, None)
+        if old is not None:
+            self._prompt_chars -= len(old.prompt)
+        self._prompts[automation.uid] = automation
+        self._prompt_chars += len(automation.prompt)
+        while self._prompt_chars > MAX_CACHED_PROMPT_CHARS and len(self._prompts) > 1:
+            _, evicted = self._prompts.popitem(last=False)
+            self._prompt_chars -= len(evicted.prompt)
+
+
+_NOTHING: MultiMatcher[Key] = compile_many({})
+
+
+def _signature(pairs: Iterable[tuple[str, Any]]) -> bytes:
+    # a digest, not the pairs themselves: ~1 kB less per cached webhook of 10 automations
+    canonical = repr(sorted(pairs)).encode()
+    return hashlib.blake2b(canonical, digest_size=16).digest()
+
+
+async def _revision(conn: AsyncConnection) -> int:
+    query = select(t.config_revision.c.value).where(t.config_revision.c.id == 1)
+    return int((await conn.execute(query)).scalar_one())
+
+
+def _chunks(keys: Sequence[str]) -> Iterable[list[str]]:
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), CHUNK):
+        yield ordered[start : start + CHUNK]
+
+
+async def _live_hooks(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[str, LiveHook]:
+    w, f = t.webhooks, t.factories
+    found: dict[str, LiveHook] = {}
+    for chunk in _chunks(webhook_uids):
+        query = (
+            select(w.c.uid, w.c.name, f.c.uid, f.c.team_uid, f.c.foreman_agent_uid)
+            .join(f, f.c.uid == w.c.factory_uid)
+            .where(w.c.uid.in_(chunk), w.c.deleted_at.is_(None), w.c.enabled)
+        )
+        for uid, name, factory_uid, team_uid, foreman in await conn.execute(query):
+            found[uid] = LiveHook(uid, name, factory_uid, team_uid, foreman)
+    return found
+
+
+# automations.updated_at as the driver returns it (a string on SQLite): the signatures compare it,
+# and skipping the type's result processing keeps reading them cheap
+_STAMP = type_coerce(t.automations.c.updated_at, NullType()).label("stamp")
+
+
+def _enabled(hooks: list[str]) -> tuple[Any, tuple[Any, ...]]:
+    """Triggers on these webhooks of enabled automations of the webhook's factory."""
+    a, tr, w = t.automations, t.automation_triggers, t.webhooks
+    return (
+        a.join(tr, tr.c.automation_uid == a.c.uid).join(w, w.c.uid == tr.c.webhook_uid),
+        (tr.c.webhook_uid.in_(hooks), a.c.enabled, a.c.factory_uid == w.c.factory_uid),
+    )
+
+
+async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per webhook with enabled automations: automation uid -> updated_at."""
+    a, tr = t.automations, t.automation_triggers
+    found: dict[str, dict[str, Any]] = {}
+    for chunk in _chunks(webhook_uids):
+        joined, where = _enabled(chunk)
+        query = select(tr.c.webhook_uid, a.c.uid, _STAMP).select_from(joined).where(*where)
+        for webhook_uid, uid, stamp in await conn.execute(query):
+            found.setdefault(webhook_uid, {})[uid] = stamp
+    return found
+
+
+async def _enabled_triggers(
+    conn: AsyncConnection, webhook_uids: Sequence[str]
+) -> dict[str, list[Row[Any]]]:
+    """Per webhook, its triggers of enabled automations, in automation creation order."""
+    a, tr = t.automations, t.automation_triggers
+    found: dict[str, list[Row[Any]]] = {}
+    for chunk in _chunks(webhook_uids):
+        joined, where = _enabled(chunk)
+        query: Any = (
+            select(tr.c.webhook_uid, a.c.uid, tr.c.position, tr.c.payload_filter)
+            .select_from(joined)
+            .where(*where)
+            .order_by(tr.c.webhook_uid, a.c.created_at, a.c.uid, tr.c.position)
+        )
+        for row in await conn.execute(query):
+            found.setdefault(row.webhook_uid, []).append(row)
+    return found
+
+
+async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Automation]:
+    a = t.automations
+    found = []
+    for chunk in _chunks(uids):
+        query = select(a.c.uid, a.c.name, a.c.prompt, _STAMP).where(a.c.uid.in_(chunk))
+        for row in await conn.execute(query):
+            found.append(Automation(row.uid, row.name, row.prompt, row.stamp))
+    return found
