@@ -37,16 +37,15 @@ def gateway_stream_accepted(client: redis.Redis, prefix: str) -> int:
 
 
 def accepted_anywhere(client: redis.Redis | None, prefix: str, database: Path) -> int:
-    """Accepted deliveries still waiting (stream or outbox) plus those already in the log.
+    """Accepted deliveries still waiting (stream, or pending in the log) plus those evaluated.
 
     The stream is read first: an entry leaves it only after its SQL commit, so each accepted
     delivery is seen at least once; the union of ids removes the ones seen twice.
     """
     ids = stream_accepted_ids(client, prefix) if client is not None else set()
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
-        for table in ("ingress_outbox", "deliveries"):
-            query = f"SELECT delivery_id FROM {table} WHERE label = 'Accepted'"
-            ids.update(row[0] for row in conn.execute(query))
+        query = "SELECT delivery_id FROM deliveries WHERE label = 'Accepted'"
+        ids.update(row[0] for row in conn.execute(query))
     return len(ids)
 
 
@@ -56,19 +55,26 @@ def naive_stream_entries(client: redis.Redis) -> int:
 
 @dataclass(frozen=True, slots=True)
 class StoreCounts:
-    accepted: int
+    accepted: int  # evaluated
     other_records: int
     runs: int
-    outbox: int
+    pending: int  # embedded: accepted, in the log, waiting for the evaluator
 
 
 def store_counts(database: Path) -> StoreCounts:
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
-        by_label = dict(conn.execute("SELECT label, count(*) FROM deliveries GROUP BY label"))
-        runs = conn.execute("SELECT count(*) FROM automation_runs").fetchone()[0]
-        outbox = conn.execute("SELECT count(*) FROM ingress_outbox").fetchone()[0]
+        by_label = dict(
+            conn.execute(
+                "SELECT label, count(*) FROM deliveries WHERE evaluation IS NULL "
+                "OR evaluation = 'evaluated' GROUP BY label"
+            )
+        )
+        runs = conn.execute("SELECT count(*) FROM runs WHERE delivery_id IS NOT NULL").fetchone()[0]
+        pending = conn.execute(
+            "SELECT count(*) FROM deliveries WHERE evaluation = 'pending'"
+        ).fetchone()[0]
     accepted = by_label.pop("Accepted", 0)
-    return StoreCounts(accepted, sum(by_label.values()), runs, outbox)
+    return StoreCounts(accepted, sum(by_label.values()), runs, pending)
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,7 +195,7 @@ def _records(
             finally:
                 if client is not None:
                     client.close()
-            recorded_in = "sql deliveries + still queued (stream/outbox), not drained"
+            recorded_in = "sql deliveries + still queued (stream / pending), not drained"
         return {
             "recorded_accepted": recorded,
             "recorded_in": recorded_in,
@@ -214,7 +214,7 @@ def _records(
             accepted = accounting.gateway_stream_accepted(client, REDIS_PREFIX)
         return {"recorded_accepted": accepted, "recorded_in": "redis streams (evaluator off)"}
     counts = accounting.store_counts(database)
-    return {"recorded_accepted": counts.outbox, "recorded_in": "sql ingress_outbox (evaluator off)"}
+    return {"recorded_accepted": counts.pending, "recorded_in": "sql log, pending (evaluator off)"}
 
 
 def expected_accepted(case: Case, result: WrkResult) -> tuple[int, int]:

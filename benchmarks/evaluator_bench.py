@@ -1,15 +1,29 @@
-"""Evaluator throughput: accepted deliveries -> automation runs, as the delivery consumer does it.
+"""Evaluator throughput: accepted deliveries -> delivery log + runs, as a `gateway worker` does it.
 
-    python -m benchmarks.evaluator_bench [--db sqlite|postgresql] [--deliveries N]
-        [--webhooks W] [--automations A] [--batch B] [--profile out.html]
+    python -m benchmarks.evaluator_bench                 # the four target figures (below)
+    python -m benchmarks.evaluator_bench one [--db sqlite|postgresql] [--source stream|log]
+        [--match all|none] [--deliveries N] [--webhooks W] [--automations A] [--profile out.html]
 
-Seeds W webhooks x A automations (one payload filter per automation; exactly one matches the
-benchmark payload) by direct inserts, then feeds N accepted deliveries, spread round-robin over
-the webhooks, through `deliveries.store_records` in batches of B, one transaction per batch,
-exactly as `Consumer._commit` does (one long-lived RunStarter, as `wiring` builds it). Prints
-JSON: deliveries/s, runs/s and a correctness check (one run per match, no duplicates, one
-attachment per run). SQLite runs in a temporary directory; PostgreSQL in a database of its own
-(created and dropped; GATEWAY_BENCH_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432).
+Seeds W webhooks x A automations by direct inserts (one payload filter per automation; with
+`--match all` exactly one of each webhook's matches the benchmark payload, with `none` none
+does). Then queues N accepted deliveries the way ingress does, before the clock starts:
+`stream` submits them through the Redis backend's SUBMIT script into the shard streams of a
+private redis-server; `log` writes them as pending rows through the embedded backend's
+delivery writer. Then the real delivery consumer (the source, RunStarter, the batch transaction,
+the acknowledgements) runs, with a `gateway worker`'s batch sizes, until every delivery is
+evaluated. A warm-up delivery per webhook is evaluated first and not counted: a long-running
+worker has compiled each webhook's filters once (the warm-up's time is reported apart).
+Reported: deliveries/s and runs/s over the rest, the evaluator's CPU per delivery (this
+process, all threads: `time.process_time`), and a correctness check (every delivery
+logged and evaluated once, one run, one task and one attachment per match, the stream and
+backlog empty). The default command runs the four cases the evaluator is held to:
+
+    SQLite, every delivery starts a run        >= 5,000 deliveries/s, <= 150 us CPU each
+    PostgreSQL, every delivery starts a run    >= 3,000 deliveries/s, <= 150 us CPU each
+    SQLite, no delivery matches                >= 15,000 deliveries/s
+
+SQLite runs in a temporary directory; PostgreSQL in a database of its own (created and
+dropped; GATEWAY_BENCH_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432).
 """
 
 from __future__ import annotations
@@ -23,6 +37,8 @@ import secrets
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,31 +46,37 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select, text
 
-from gateway.backends.base import DeliveryRecord, Label
-from gateway.domain import deliveries
-from gateway.domain.automation_runs import RunStarter
+from gateway import ids, wiring
+from gateway.backends.base import Submission, Target, shard_of
 from gateway.services import Services, build_services
-from gateway.settings import load_settings
-from gateway.store import migrate
+from gateway.settings import Settings, load_settings
 from gateway.store import tables as t
+from gateway.worker.consumer import Consumer
 
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10
 CHUNK = 5_000
 PG_ADMIN = os.environ.get("GATEWAY_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432")
+TARGETS = (
+    # (label, db, source, match, deliveries/s at least, CPU us per delivery at most)
+    ("SQLite, every delivery starts a run", "sqlite", "stream", "all", 5_000, 150),
+    ("PostgreSQL, every delivery starts a run", "postgresql", "stream", "all", 3_000, 150),
+    ("SQLite, no delivery matches", "sqlite", "stream", "none", 15_000, None),
+)
 
 
-def _settings(database_url: str) -> Any:
-    return load_settings(
-        {
-            "GATEWAY_DATABASE_URL": database_url,
-            "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"b" * 32).decode(),
-            "GATEWAY_WEBHOOK_BASE_URL": "https://hooks.example.test",
-        }
-    )
+@dataclass(frozen=True, slots=True)
+class Case:
+    db: str
+    source: str
+    match: str
+    deliveries: int
+    webhooks: int
+    automations: int
+    profile: str | None = None
 
 
-async def seed(services: Services, webhooks: int, per_webhook: int) -> list[str]:
+async def seed(services: Services, case: Case) -> list[str]:
     now = datetime.now(UTC)
     rows: dict[str, list[dict[str, Any]]] = {
         "factories": [],
@@ -63,7 +85,7 @@ async def seed(services: Services, webhooks: int, per_webhook: int) -> list[str]
         "automation_triggers": [],
     }
     hooks: list[str] = []
-    for w in range(webhooks):
+    for w in range(case.webhooks):
         factory_uid = f"fac_bench{w // HOOKS_PER_FACTORY:05d}"
         if w % HOOKS_PER_FACTORY == 0:
             rows["factories"].append(
@@ -91,9 +113,10 @@ async def seed(services: Services, webhooks: int, per_webhook: int) -> list[str]
                 "updated_at": now,
             }
         )
-        for a in range(per_webhook):
+        for a in range(case.automations):
             auto_uid = f"aut_{uid[4:]}a{a:02d}"
-            payload_filter = {"type": [MATCH_TYPE if a == 0 else f"bench.other{a}"]}
+            matches = a == 0 and case.match == "all"
+            payload_filter = {"type": [MATCH_TYPE if matches else f"bench.other{a}"]}
             trigger = {
                 "provider": "webhook",
                 "event": "received",
@@ -104,7 +127,7 @@ async def seed(services: Services, webhooks: int, per_webhook: int) -> list[str]
                     "uid": auto_uid,
                     "factory_uid": factory_uid,
                     "name": f"bench {uid} {a}",
-                    "prompt": f"Handle the event for {uid}.",
+                    "prompt": f"Handle the event for {uid}. " * 8,
                     "enabled": True,
                     "triggers": [trigger],
                     "created_at": now + timedelta(microseconds=a),
@@ -137,112 +160,152 @@ async def seed(services: Services, webhooks: int, per_webhook: int) -> list[str]
     return hooks
 
 
-def records(hooks: list[str], n: int) -> list[DeliveryRecord]:
-    now = datetime.now(UTC)
-    out = []
-    for i in range(n):
-        payload = orjson.dumps(
-            {
-                "type": MATCH_TYPE,
-                "id": i,
-                "repository": {"full_name": "acme/widgets", "private": False},
-                "sender": {"login": "octocat", "id": 583231},
-                "body": "x" * 400,
-            }
-        )
-        out.append(
-            DeliveryRecord(
-                delivery_id=f"dlv_bench{i:08d}",
-                webhook_uid=hooks[i % len(hooks)],
-                received_at=now,
-                size=len(payload),
-                label=Label.ACCEPTED,
-                payload=payload,
+def payload(i: int) -> bytes:
+    """~1 KB, shaped like a forge event."""
+    return orjson.dumps(
+        {
+            "type": MATCH_TYPE,
+            "id": i,
+            "action": "opened",
+            "repository": {"full_name": "acme/widgets", "private": False, "id": 1296269},
+            "sender": {"login": "octocat", "id": 583231, "type": "User"},
+            "body": "x" * 760,
+        }
+    )
+
+
+async def queue_deliveries(services: Services, hooks: list[str], n: int, first: int = 0) -> None:
+    """N accepted deliveries (numbered from `first`), through the case's ingress backend."""
+    backend = services.ingress.backend
+    targets = [Target(uid, 1, shard_of(uid)) for uid in hooks]
+    backend.prepare(targets)
+    for start in range(first, first + n, 500):
+        submissions = [
+            Submission(
+                targets[i % len(targets)],
+                ids.new_id("dlv"),
+                f"bench-{i}",
+                payload(i),
+                True,
+                "127.0.0.1",
             )
-        )
-    return out
+            for i in range(start, min(first + n, start + 500))
+        ]
+        outcomes = await asyncio.gather(*(backend.submit(s) for s in submissions))
+        refused = [o for o in outcomes if o.delivery_id is None]
+        if refused:
+            raise SystemExit(f"FAILED: ingress refused {len(refused)} deliveries: {refused[0]}")
 
 
-async def process(
-    services: Services, recs: list[DeliveryRecord], batch: int, starter: RunStarter
-) -> float:
+async def evaluate_all(consumer: Consumer, n: int) -> float:
+    """Seconds until the consumer (running in the background) has evaluated `n` deliveries in
+    all."""
     started = time.perf_counter()
-    for i in range(0, len(recs), batch):
-        async with services.database.transaction() as conn:
-            await deliveries.store_records(conn, services, recs[i : i + batch], starter)
+    while consumer.processed < n:
+        await asyncio.sleep(0.01)
+        if time.perf_counter() - started > 600:
+            raise SystemExit(f"FAILED: only {consumer.processed} of {n} evaluated in 600 s")
     return time.perf_counter() - started
 
 
-async def check(services: Services, n: int, per_match: int) -> dict[str, Any]:
-    ar, r, att = t.automation_runs, t.runs, t.attachments
-    async with services.database.read() as conn:
+async def check(services: Services, case: Case, total: int) -> dict[str, Any]:
+    """`total`: every delivery queued, the warm-up included."""
+    d, r = t.deliveries, t.runs
 
-        async def scalar(query: Any) -> int:
+    async def scalar(query: Any) -> int:
+        async with services.database.read() as conn:
             return int((await conn.execute(query)).scalar_one())
 
-        pairs = await scalar(select(func.count()).select_from(ar))
-        runs = await scalar(select(func.count()).select_from(r))
-        attachments = await scalar(select(func.count()).select_from(att))
-        distinct_runs = await scalar(select(func.count(func.distinct(ar.c.run_id))))
-        unmatched = await scalar(
-            select(func.count()).select_from(ar).where(ar.c.automation_uid.not_like("%a00"))
-        )
-        logged = await scalar(select(func.count()).select_from(t.deliveries))
-    expected = n * per_match
-    ok = (
-        pairs == runs == attachments == distinct_runs == expected and unmatched == 0 and logged == n
-    )
-    return {
-        "ok": ok,
-        "expected_runs": expected,
-        "automation_runs": pairs,
-        "runs": runs,
-        "attachments": attachments,
-        "distinct_run_ids": distinct_runs,
-        "wrong_automation": unmatched,
-        "deliveries_logged": logged,
+    expected = total if case.match == "all" else 0
+    found = {
+        "deliveries_logged": await scalar(select(func.count()).select_from(d)),
+        "evaluated": await scalar(
+            select(func.count()).select_from(d).where(d.c.evaluation == "evaluated")
+        ),
+        "runs": await scalar(select(func.count()).select_from(r)),
+        "distinct_deliveries_with_runs": await scalar(
+            select(func.count(r.c.delivery_id.distinct()))
+        ),
+        "tasks": await scalar(select(func.count()).select_from(t.tasks)),
+        "attachments": await scalar(select(func.count()).select_from(t.attachments)),
+        "wrong_automation": await scalar(
+            select(func.count()).select_from(r).where(r.c.automation_uid.not_like("%a00"))
+        ),
     }
+    if case.source == "stream":
+        redis = services.pending_deliveries.redis  # type: ignore[attr-defined]
+        keyspace = services.pending_deliveries.keyspace  # type: ignore[attr-defined]
+        found["left_in_streams"] = sum([await redis.xlen(s) for s in keyspace.streams()])
+        found["backlog_counter"] = int(await redis.get(keyspace.backlog()) or 0)
+    ok = (
+        found["deliveries_logged"] == found["evaluated"] == total
+        and found["runs"] == found["tasks"] == found["attachments"] == expected
+        and found["distinct_deliveries_with_runs"] == expected
+        and found["wrong_automation"] == 0
+        and found.get("left_in_streams", 0) == found.get("backlog_counter", 0) == 0
+    )
+    return {"ok": ok, "expected_runs": expected, **found}
 
 
-async def bench(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
-    services = build_services(_settings(database_url))
+def _settings(case: Case, database_url: str, redis_url: str | None) -> Settings:
+    env = {
+        "GATEWAY_DATABASE_URL": database_url,
+        "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"b" * 32).decode(),
+        "GATEWAY_EVALUATOR": "off",
+        "GATEWAY_MAX_BACKLOG": str(max(100_000, case.deliveries)),
+        "GATEWAY_LOG_LEVEL": "warning",
+    }
+    if redis_url is not None:
+        env["GATEWAY_REDIS_URL"] = redis_url
+    return load_settings(env)
+
+
+async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[str, Any]:
+    settings = _settings(case, database_url, redis_url)
+    # an ingress process: seeds the store and queues the deliveries, then goes away
+    ingress = build_services(settings)
     try:
-        await migrate(services.database)
+        await wiring.start(ingress)
         t0 = time.perf_counter()
-        hooks = await seed(services, args.webhooks, args.automations)
+        hooks = await seed(ingress, case)
         seeded = time.perf_counter() - t0
-        recs = records(hooks, args.deliveries)
-        starter = RunStarter(services)
+        await queue_deliveries(ingress, hooks, len(hooks))  # the warm-up: one per webhook
+        await queue_deliveries(ingress, hooks, case.deliveries, first=len(hooks))
+    finally:
+        await ingress.close()
+    # a `gateway worker` process: only the evaluator, with its batch sizes
+    worker = build_services(settings)
+    try:
         profiler = None
-        if args.profile:
+        if case.profile:
             from pyinstrument import Profiler
 
-            profiler = Profiler(async_mode="enabled")
+            profiler = Profiler(async_mode="disabled")
             profiler.start()
-        elapsed = await process(services, recs, args.batch, starter)
+        consumer = await wiring.start(worker, with_worker=True)
+        assert consumer is not None
+        warm_up = await evaluate_all(consumer, len(hooks))
+        cpu0, runs0 = time.process_time(), consumer.runs_started
+        elapsed = await evaluate_all(consumer, len(hooks) + case.deliveries)
+        cpu, runs = time.process_time() - cpu0, consumer.runs_started - runs0
         if profiler is not None:
             profiler.stop()
-            Path(args.profile).write_text(profiler.output_html())
+            Path(case.profile).write_text(profiler.output_html())
             print(profiler.output_text(unicode=False, color=False), file=sys.stderr)
-        # a redelivery of the first batch: nothing new may start
-        await process(services, recs[: args.batch], args.batch, starter)
-        result = await check(services, args.deliveries, 1)
-        runs = result["runs"]
+        result = await check(worker, case, len(hooks) + case.deliveries)
         return {
-            "db": args.db,
-            "webhooks": args.webhooks,
-            "automations_per_webhook": args.automations,
-            "deliveries": args.deliveries,
-            "batch": args.batch,
+            "case": asdict(case),
             "seed_s": round(seeded, 2),
+            "warm_up_s": round(warm_up, 2),
             "elapsed_s": round(elapsed, 3),
-            "deliveries_per_s": round(args.deliveries / elapsed, 1),
+            "deliveries_per_s": round(case.deliveries / elapsed, 1),
             "runs_per_s": round(runs / elapsed, 1),
-            "compilations": starter.compilations,
+            "cpu_us_per_delivery": round(cpu / case.deliveries * 1e6, 1),
+            "compilations": consumer.starter.compilations,
             "check": result,
         }
     finally:
-        await services.close()
+        await worker.close()
 
 
 async def _pg_admin(sql: str) -> None:
@@ -255,25 +318,74 @@ async def _pg_admin(sql: str) -> None:
         await conn.close()
 
 
+def run_case(case: Case) -> dict[str, Any]:
+    from benchmarks.redis_server import redis_server
+
+    async def with_database(redis_url: str | None) -> dict[str, Any]:
+        async with AsyncExitStack() as stack:
+            if case.db == "sqlite":
+                tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalbench"))
+                return await bench(case, f"sqlite:///{tmp}/gw.db", redis_url)
+            name = f"evalbench_{os.getpid()}_{secrets.token_hex(3)}"
+            await _pg_admin(f'CREATE DATABASE "{name}"')
+            try:
+                return await bench(case, f"{PG_ADMIN}/{name}", redis_url)
+            finally:
+                await _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    if case.source == "log":
+        return asyncio.run(with_database(None))
+    with redis_server() as server:
+        return asyncio.run(with_database(server.url))
+
+
+def targets(args: argparse.Namespace) -> int:
+    rows = []
+    failed = False
+    for label, db, source, match, rate, cpu in TARGETS:
+        case = Case(db, source, match, args.deliveries, args.webhooks, args.automations)
+        result = run_case(case)
+        met = result["deliveries_per_s"] >= rate and (
+            cpu is None or result["cpu_us_per_delivery"] <= cpu
+        )
+        failed |= not result["check"]["ok"]
+        rows.append({"target": label, "met": met, **result})
+        print(
+            f"{label:42} {result['deliveries_per_s']:>9,.0f}/s (>= {rate:,})  "
+            f"{result['cpu_us_per_delivery']:>6.1f} us CPU"
+            + (f" (<= {cpu})" if cpu else "")
+            + f"  {'met' if met else 'MISSED'}"
+            + f"  check {'ok' if result['check']['ok'] else 'FAILED'}",
+            file=sys.stderr,
+        )
+    print(json.dumps(rows, indent=2))
+    return 1 if failed else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--deliveries", type=int, default=5_000)
+    parser.add_argument("--deliveries", type=int, default=20_000)
     parser.add_argument("--webhooks", type=int, default=1_000)
     parser.add_argument("--automations", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=200)
-    parser.add_argument("--profile", help="write a pyinstrument HTML profile here")
+    sub = parser.add_subparsers(dest="command")
+    one = sub.add_parser("one", help="one case")
+    one.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
+    one.add_argument("--source", choices=("stream", "log"), default="stream")
+    one.add_argument("--match", choices=("all", "none"), default="all")
+    one.add_argument("--profile", help="write a pyinstrument HTML profile here")
     args = parser.parse_args()
-    if args.db == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="evalbench") as tmp:
-            result = asyncio.run(bench(args, f"sqlite:///{tmp}/gw.db"))
-    else:
-        name = f"evalbench_{os.getpid()}_{secrets.token_hex(3)}"
-        asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-        try:
-            result = asyncio.run(bench(args, f"{PG_ADMIN}/{name}"))
-        finally:
-            asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    if args.command != "one":
+        sys.exit(targets(args))
+    case = Case(
+        args.db,
+        args.source,
+        args.match,
+        args.deliveries,
+        args.webhooks,
+        args.automations,
+        args.profile,
+    )
+    result = run_case(case)
     print(json.dumps(result, indent=2))
     if not result["check"]["ok"]:
         sys.exit(1)
