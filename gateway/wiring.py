@@ -17,9 +17,11 @@ from gateway.worker.consumer import Consumer, Source
 INLINE_BATCH_PER_SHARD = 4
 DEDICATED_BATCH_PER_SHARD = 16
 # pending log rows per SQL transaction (embedded): small beside ingress, whose commits wait for
-# the evaluator's on SQLite's one write lock
-INLINE_PENDING_BATCH = 64
+# the evaluator's on SQLite's one write lock; and beside ingress, the time a read that found
+# fewer waits before the next (batches of a few rows cost the event loop per-batch statements)
+INLINE_PENDING_BATCH = 128
 DEDICATED_PENDING_BATCH = 256
+INLINE_LINGER_S = 0.05
 
 
 async def start(
@@ -106,6 +108,7 @@ async def _embedded(services: Services, *, dedicated: bool) -> tuple[IngressBack
     source = PendingSource(
         services.database,
         batch=DEDICATED_PENDING_BATCH if dedicated else INLINE_PENDING_BATCH,
+        linger=0.0 if dedicated else INLINE_LINGER_S,
         wake=writer.committed,
         on_evaluated=backend.evaluated,
     )

@@ -8,18 +8,20 @@ is the one that starts its runs, so a delivery is evaluated exactly once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 from sqlalchemy import and_, delete, desc, exists, func, select, tuple_, update
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.base import DEDUP_WINDOW_S, DeliveryRecord, Label
 from gateway.backends.delivery_log import DELIVERIES, EVALUATED, PENDING, delivery_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
+from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
 KEEP_NEWEST = 50  # per webhook, whatever their age
@@ -28,11 +30,16 @@ d = t.deliveries
 Position = tuple[datetime, str]  # (received_at, delivery_id): the log's order
 
 
-async def log_new(conn: AsyncConnection, records: Sequence[DeliveryRecord]) -> set[str]:
-    """Logs the records not logged yet, accepted ones as evaluated (the caller starts their
-    runs in this transaction); returns the delivery ids this call logged."""
-    rows = {r.delivery_id: delivery_row(r, EVALUATED) for r in records}
-    return await DELIVERIES.insert_new(conn, list(rows.values()), "delivery_id")
+def prepare_log(dialect: Dialect, records: Sequence[DeliveryRecord]) -> Prepared:
+    """The log rows of `records`, accepted ones as evaluated, encoded for `log_new`."""
+    rows = [delivery_row(r, EVALUATED) for r in records]
+    return DELIVERIES.prepare(dialect, rows, "delivery_id")
+
+
+async def log_new(conn: AsyncConnection, prepared: Prepared) -> set[str]:
+    """Logs the prepared records not logged yet (the caller starts the runs of the accepted
+    ones in this transaction); returns the delivery ids this call logged."""
+    return await DELIVERIES.insert_new(conn, prepared)
 
 
 async def claim_pending(conn: AsyncConnection, delivery_ids: Iterable[str]) -> set[str]:
@@ -53,12 +60,51 @@ async def claim_pending(conn: AsyncConnection, delivery_ids: Iterable[str]) -> s
 async def read_pending(
     conn: AsyncConnection, limit: int, after: Position | None = None
 ) -> list[DeliveryRecord]:
-    """The oldest deliveries waiting for the evaluator (after `after`, if given)."""
-    query = select(d).where(d.c.evaluation == PENDING)
+    """The oldest deliveries waiting for the evaluator (after `after`, if given). Read through
+    the driver: SQLAlchemy's result processing cost more than the read itself."""
+    sql, params = _pending_query(conn.dialect, limit, after)
+    rows: list[Any] = list(await conn.exec_driver_sql(sql, params))
+    time = _driver_time(conn.dialect)
+    return [
+        DeliveryRecord(r[0], r[1], time(r[2]), r[3], _LABELS[r[4]], r[5], r[6], r[7]) for r in rows
+    ]
+
+
+_LABELS = {label.value: label for label in Label}
+_PENDING_COLUMNS = (
+    *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
+    *("duplicate_of", "payload"),
+)
+
+
+def _pending_query(
+    dialect: Dialect, limit: int, after: Position | None
+) -> tuple[str, tuple[Any, ...]]:
+    markers = ("$1", "$2", "$3") if dialect.paramstyle == "numeric_dollar" else ("?",) * 3
+    params: tuple[Any, ...] = (PENDING,)
+    where = f"evaluation = {markers[0]}"
     if after is not None:
-        query = query.where(tuple_(d.c.received_at, d.c.delivery_id) > tuple_(*after))
-    query = query.order_by(d.c.received_at, d.c.delivery_id).limit(limit)
-    return [_record(row) for row in await conn.execute(query)]
+        received = DELIVERIES.encode_value(dialect, "received_at", after[0])
+        where += f" AND (received_at, delivery_id) > ({markers[1]}, {markers[2]})"
+        params += (received, after[1])
+    sql = (
+        f"SELECT {', '.join(_PENDING_COLUMNS)} FROM deliveries WHERE {where} "
+        f"ORDER BY received_at, delivery_id LIMIT {int(limit)}"
+    )
+    return sql, params
+
+
+def _driver_time(dialect: Dialect) -> Callable[[Any], datetime]:
+    """A UTCDateTime as the driver returns it -> an aware datetime."""
+    return _sqlite_time if dialect.name == "sqlite" else _aware_time
+
+
+def _sqlite_time(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _aware_time(value: datetime) -> datetime:
+    return value
 
 
 async def count_pending(conn: AsyncConnection) -> int:

@@ -36,6 +36,8 @@ log = logging.getLogger("gateway.dispatch")
 TICKET_REF = re.compile(r"[A-Za-z0-9_.#/-]{1,200}")
 MAX_PROMPT = 100_000
 BIND_BATCH = 100
+# `= true`, not `IS true`: the form the partial index ix_runs_task_pending is found by
+_WAITING_FOR_TASK = t.runs.c.task_pending == True  # noqa: E712
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +154,14 @@ async def dispatch_runs(
 async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int:
     """Creates the tasks of dispatched runs still waiting for one; returns how many it bound."""
     pending = await conn.execute(
-        select(t.runs).where(t.runs.c.task_pending.is_(True)).order_by(t.runs.c.created_at)
+        select(t.runs).where(_WAITING_FOR_TASK).order_by(t.runs.c.created_at)
     )
     bound = 0
     for row in pending.fetchmany(limit):
         # claiming the flag first serialises concurrent binders on the run's row
         claim = await conn.execute(
             update(t.runs)
-            .where(t.runs.c.run_id == row.run_id, t.runs.c.task_pending.is_(True))
+            .where(t.runs.c.run_id == row.run_id, _WAITING_FOR_TASK)
             .values(task_pending=False)
         )
         if claim.rowcount == 1 and await create_seed_task(conn, row):
@@ -174,7 +176,7 @@ async def bind_pending(database: Database) -> int:
 
 async def has_pending(database: Database) -> bool:
     async with database.read() as conn:
-        query = select(t.runs.c.run_id).where(t.runs.c.task_pending.is_(True)).limit(1)
+        query = select(t.runs.c.run_id).where(_WAITING_FOR_TASK).limit(1)
         return (await conn.execute(query)).first() is not None
 
 

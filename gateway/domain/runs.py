@@ -37,7 +37,9 @@ CONFIG_KEYS = frozenset(
 r = t.runs
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: the evaluator makes one per run, and a frozen dataclass of this many fields costs
+# ~3x as much to build (one object.__setattr__ per field)
+@dataclass(slots=True)
 class NewRun:
     prompt: str
     team_uid: str | None

@@ -30,7 +30,9 @@ class ChangePoller:
     def __init__(self, database: Database, cache: ConfigCache) -> None:
         self._database = database
         self._cache = cache
-        self._seen: dict[str, int] = {}
+        # the versions the cache holds: a webhook changed shortly before the start was loaded by
+        # the preload already (reloading every recently seeded webhook cost seconds of CPU)
+        self._seen: dict[str, int] = {config.uid: config.version for config in cache.configs()}
 
     async def poll_once(self, since: datetime) -> int:
         """Reloads webhooks changed since `since` whose version is new; returns how many."""

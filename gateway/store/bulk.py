@@ -3,13 +3,18 @@
 The evaluator writes hundreds of rows per batch. Through `conn.execute(insert(table), dicts)`
 SQLAlchemy processes every value of every row through its type objects, which cost more than the
 database's own work for the row. A `BulkInsert` compiles its statement once per dialect, encodes
-each row with one small function per column (chosen once from the column's type) and sends the
-tuples through `exec_driver_sql`: one executemany, in the caller's transaction.
+each row with one small function per column that needs it (chosen once from the column's type)
+and sends tuples through `exec_driver_sql`: one executemany, in the caller's transaction.
+
+Rows are encoded by `prepare`, before the transaction (SQLite has one writer: every microsecond
+of Python inside a write transaction is one every other writer waits), and grouped by one
+column, so the transaction can keep the groups it claimed (`Prepared.only`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +29,29 @@ from gateway.store.types import UTCDateTime
 MAX_PARAMETERS = 30_000
 Row = Mapping[str, Any]
 Encode = Callable[[Any], Any]
+Values = tuple[Any, ...]
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Rows encoded for one dialect, each with its value of the grouping column `column`."""
+
+    column: str
+    groups: list[Any]
+    values: list[Values]
+
+    def only(self, wanted: Collection[Any]) -> Prepared:
+        """The rows whose group is in `wanted`."""
+        kept = [(g, v) for g, v in zip(self.groups, self.values, strict=True) if g in wanted]
+        return Prepared(self.column, [g for g, _ in kept], [v for _, v in kept])
+
+    def unique(self) -> Prepared:
+        """The first row of each group."""
+        seen: dict[Any, Values] = {}
+        for group, values in zip(self.groups, self.values, strict=True):
+            seen.setdefault(group, values)
+        return Prepared(self.column, list(seen), list(seen.values()))
 
 
 class BulkInsert:
@@ -40,48 +68,55 @@ class BulkInsert:
         self._converters: dict[str, tuple[tuple[int, Encode], ...]] = {}
         # the row's values in column order; a missing key reads as None (NULL)
         keys = self.columns
-        self._get: Callable[[Row], tuple[Any, ...]] = lambda row: tuple(map(row.get, keys))
+        self._get: Callable[[Row], Values] = lambda row: tuple(map(row.get, keys))
 
-    async def insert(self, conn: AsyncConnection, rows: Sequence[Row]) -> None:
+    def prepare(self, dialect: Dialect, rows: Sequence[Row], group: str) -> Prepared:
+        """`rows` encoded for `dialect`, grouped by their value of `group` (a column, or any
+        other key the mappings hold)."""
+        return Prepared(group, [row[group] for row in rows], self.encode(dialect, rows))
+
+    async def insert(self, conn: AsyncConnection, rows: Prepared | Sequence[Row]) -> None:
         """All of `rows`, as one executemany."""
-        if rows:
-            encoded = self.encode(conn.dialect, rows)
-            await conn.exec_driver_sql(self.sql(conn.dialect, 0), encoded)
+        values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
+        if values:
+            await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
 
-    async def insert_new(self, conn: AsyncConnection, rows: Sequence[Row], key: str) -> set[Any]:
-        """The rows whose `key` is not taken yet; returns the keys it inserted.
+    async def insert_new(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
+        """The rows whose group (a unique column) is not taken yet; returns the groups it
+        inserted.
 
         PostgreSQL: ON CONFLICT DO NOTHING RETURNING; a row another transaction is inserting
         waits for that one to end, so two writers never both see a key as new. SQLite has one
         writer at a time: the taken keys are read first and the others inserted by executemany
         (a multi-row VALUES ... RETURNING cost twice as much there)."""
+        rows = rows.unique()
         if conn.dialect.name == "sqlite":
-            return await self._insert_new_sqlite(conn, rows, key)
+            return await self._insert_new_sqlite(conn, rows)
         inserted: set[Any] = set()
-        encoded = self.encode(conn.dialect, rows)
         size = max(1, MAX_PARAMETERS // len(self.columns))
-        for start in range(0, len(encoded), size):
-            chunk = encoded[start : start + size]
-            sql = self.sql(conn.dialect, len(chunk), returning=key)
+        for start in range(0, len(rows.values), size):
+            chunk = rows.values[start : start + size]
+            sql = self.sql(conn.dialect, len(chunk), returning=rows.column)
             result = await conn.exec_driver_sql(sql, tuple(v for row in chunk for v in row))
             inserted.update(row[0] for row in result)
         return inserted
 
-    async def _insert_new_sqlite(
-        self, conn: AsyncConnection, rows: Sequence[Row], key: str
-    ) -> set[Any]:
-        column = self.table.c[key]
-        wanted = list({row[key]: row for row in rows}.values())
+    async def _insert_new_sqlite(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
+        column = self.table.c[rows.column]
         taken: set[Any] = set()
-        keys = [row[key] for row in wanted]
-        for start in range(0, len(keys), MAX_PARAMETERS):
-            query = select(column).where(column.in_(keys[start : start + MAX_PARAMETERS]))
+        for start in range(0, len(rows.groups), MAX_PARAMETERS):
+            query = select(column).where(column.in_(rows.groups[start : start + MAX_PARAMETERS]))
             taken.update((await conn.execute(query)).scalars())
-        fresh = [row for row in wanted if row[key] not in taken]
+        fresh = rows.only(set(rows.groups) - taken)
         await self.insert(conn, fresh)
-        return {row[key] for row in fresh}
+        return set(fresh.groups)
 
-    def encode(self, dialect: Dialect, rows: Sequence[Row]) -> list[tuple[Any, ...]]:
+    def encode_value(self, dialect: Dialect, column: str, value: Any) -> Any:
+        """One value of `column` as the driver takes it."""
+        encode = _encoder(self.table.c[column].type, dialect)
+        return value if encode is None else encode(value)
+
+    def encode(self, dialect: Dialect, rows: Sequence[Row]) -> list[Values]:
         """Each row as the driver takes it: the values in column order (one C call per row),
         then the few that need converting (times, JSON)."""
         converters = self._converters.get(dialect.name)
@@ -94,11 +129,22 @@ class BulkInsert:
         get = self._get
         if not converters:
             return [get(row) for row in rows]
+        # rows of a batch share their few timestamps and small JSON values: each is encoded once
+        memo: dict[tuple[Encode, Any], Any] = {}
         encoded = []
         for row in rows:
             values = list(get(row))
             for i, encode in converters:
-                values[i] = encode(values[i])
+                value = values[i]
+                try:
+                    key = (encode, value)
+                    found = memo.get(key, _MISSING)
+                except TypeError:  # unhashable (a JSON list or object)
+                    values[i] = encode(value)
+                    continue
+                if found is _MISSING:
+                    found = memo[key] = encode(value)
+                values[i] = found
             encoded.append(tuple(values))
         return encoded
 

@@ -181,7 +181,7 @@ runs = Table(
     Column("team_uid", String(64), nullable=True, index=True),
     Column("factory_uid", String(64), nullable=True, index=True),
     Column("conversation_id", String(64), nullable=False, index=True),
-    Column("parent_run_id", String(64), nullable=True, index=True),
+    Column("parent_run_id", String(64), nullable=True),
     Column("root_run_id", String(64), nullable=False, index=True),
     Column("title", String(500), nullable=True),
     Column("prompt", Text, nullable=False),
@@ -202,11 +202,25 @@ runs = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Column("started_at", UTCDateTime, nullable=True),
     # a factory run whose task is still to be created (asynchronously, after the dispatch)
-    Column("task_pending", Boolean, nullable=False, server_default=text("false"), index=True),
+    Column("task_pending", Boolean, nullable=False, server_default=text("false")),
     # a run an automation started for a webhook delivery: one per (delivery, automation)
     Column("delivery_id", String(64), nullable=True),
     Column("automation_uid", String(64), nullable=True),
     Index("ux_runs_delivery_automation", "delivery_id", "automation_uid", unique=True),
+    # partial: most runs are roots, and few wait for their task (an entry per run in each of
+    # these indexes was a write per run for nothing)
+    Index(
+        "ix_runs_parent_run_id",
+        "parent_run_id",
+        sqlite_where=text("parent_run_id IS NOT NULL"),
+        postgresql_where=text("parent_run_id IS NOT NULL"),
+    ),
+    Index(
+        "ix_runs_task_pending",
+        "task_pending",
+        sqlite_where=text("task_pending = 1"),
+        postgresql_where=text("task_pending"),
+    ),
 )
 
 run_messages = Table(

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.base import DeliveryRecord, Label
@@ -35,9 +36,15 @@ class Entry:
     record: DeliveryRecord
 
 
+# called inside the batch transaction: marks the entries evaluated in the delivery log; the ids
+# of the deliveries this transaction evaluates (the others were evaluated before)
+Claim = Callable[[AsyncConnection], Awaitable[set[str]]]
+
+
 @dataclass(frozen=True, slots=True)
 class Planned:
     entries: Sequence[Entry]
+    claim: Claim
     batch: RunBatch
 
 
@@ -46,9 +53,9 @@ class Source(Protocol):
         """The next entries; waits a little when there are none."""
         ...
 
-    async def claim(self, conn: AsyncConnection, entries: Sequence[Entry]) -> set[str]:
-        """Inside the batch transaction: mark the entries evaluated in the delivery log; the
-        ids of the deliveries this transaction evaluates (the others were evaluated before)."""
+    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+        """The batch's claim, prepared before its transaction (whatever can be: the write lock
+        is held only for the statements)."""
         ...
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
@@ -130,12 +137,13 @@ class Consumer:
             if r.label is Label.ACCEPTED and r.payload is not None
         ]
         async with self.database.read() as conn:
-            return Planned(entries, await self.starter.plan(conn, accepted))
+            batch = await self.starter.plan(conn, accepted)
+            return Planned(entries, self.source.claim(entries, conn.dialect), batch)
 
     async def _write(self, planned: Planned) -> None:
         entries = planned.entries
         async with self.database.transaction() as conn:
-            claimed = await self.source.claim(conn, entries)
+            claimed = await planned.claim(conn)
             started = await planned.batch.write(conn, claimed)
         await self.source.acknowledge(entries)
         self.processed += len(entries)

@@ -6,7 +6,10 @@ while one is being written, so reads continue after the last row read (rows in f
 read twice); once caught up, the next read starts from the oldest again (a row committed late
 with an earlier time, a batch that failed). The ingress writer wakes the source after each
 commit, so a delivery waits for no poll interval; with nothing to do the source still looks
-every `idle_wait` seconds (rows another process wrote).
+every `idle_wait` seconds (rows another process wrote). After a read that did not fill a batch,
+the next one waits until `linger` seconds have passed: an evaluator beside ingress in one
+process would otherwise run a batch per ingress commit, a handful of rows each, and spend its
+time (and the event loop's) on per-batch statements.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain import deliveries
 from gateway.store import Database
-from gateway.worker.consumer import Entry
+from gateway.worker.consumer import Claim, Entry
 
 
 class PendingSource:
@@ -29,12 +33,15 @@ class PendingSource:
         *,
         batch: int = 256,
         idle_wait: float = 0.5,
+        linger: float = 0.0,
         wake: asyncio.Event | None = None,
         on_evaluated: Callable[[int], None] | None = None,
     ) -> None:
         self.database = database
         self.batch = batch
         self.idle_wait = idle_wait
+        self.linger = linger
+        self._not_before = 0.0  # loop time before which the next read waits (linger)
         self.wake = wake or asyncio.Event()
         self._on_evaluated = on_evaluated
         self._claimed = 0
@@ -42,9 +49,14 @@ class PendingSource:
         self._in_flight: set[str] = set()
 
     async def read(self) -> list[Entry]:
+        loop = asyncio.get_running_loop()
+        if (wait := self._not_before - loop.time()) > 0:
+            await asyncio.sleep(wait)
         self.wake.clear()
         async with self.database.read() as conn:
             records = await deliveries.read_pending(conn, self.batch, self._after)
+        if len(records) < self.batch:
+            self._not_before = loop.time() + self.linger
         fresh = [r for r in records if r.delivery_id not in self._in_flight]
         if records:
             self._after = (records[-1].received_at, records[-1].delivery_id)
@@ -58,10 +70,15 @@ class PendingSource:
         self._in_flight.update(r.delivery_id for r in fresh)
         return [Entry(None, record) for record in fresh]
 
-    async def claim(self, conn: AsyncConnection, entries: Sequence[Entry]) -> set[str]:
-        claimed = await deliveries.claim_pending(conn, (e.record.delivery_id for e in entries))
-        self._claimed = len(claimed)
-        return claimed
+    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+        wanted = [e.record.delivery_id for e in entries]
+
+        async def claim(conn: AsyncConnection) -> set[str]:
+            claimed = await deliveries.claim_pending(conn, wanted)
+            self._claimed = len(claimed)
+            return claimed
+
+        return claim
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
         self._in_flight.difference_update(e.record.delivery_id for e in entries)

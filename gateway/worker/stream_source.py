@@ -17,6 +17,7 @@ the backlog counter is set to what the streams hold, in case something deleted e
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import secrets
@@ -27,14 +28,14 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Dialect
 
 from gateway.backends.base import Label, shard_of
 from gateway.backends.redis import KeySpace
 from gateway.backends.scripts import ACK_SCRIPT, RECOUNT_SCRIPT
 from gateway.backends.stream_entries import RawEntry, body_key, raw_entries, record_of
 from gateway.domain import deliveries
-from gateway.worker.consumer import Entry
+from gateway.worker.consumer import Claim, Entry
 
 log = logging.getLogger("gateway.worker")
 
@@ -147,8 +148,9 @@ class StreamSource:
             entries.append(Entry((stream, entry_id, key), record_of(fields, payload)))
         return entries
 
-    async def claim(self, conn: AsyncConnection, entries: Sequence[Entry]) -> set[str]:
-        return await deliveries.log_new(conn, [entry.record for entry in entries])
+    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+        prepared = deliveries.prepare_log(dialect, [entry.record for entry in entries])
+        return functools.partial(deliveries.log_new, prepared=prepared)
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
         """One ACK script per shard stream, all in one pipeline."""

@@ -57,7 +57,7 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
         async with services.database.read() as conn:
             planned = await starter.plan(conn, batch)
         async with services.database.transaction() as conn:
-            claimed = await deliveries.log_new(conn, records)
+            claimed = await deliveries.log_new(conn, deliveries.prepare_log(conn.dialect, records))
             started = await planned.write(conn, claimed)
         assert len(claimed) == 5 and len(started) == 4
         r = t.runs
@@ -114,7 +114,10 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
         async with services.database.read() as conn:
             planned = await starter.plan(conn, batch)
         async with services.database.transaction() as conn:
-            assert await deliveries.log_new(conn, records) == set()
+            assert (
+                await deliveries.log_new(conn, deliveries.prepare_log(conn.dialect, records))
+                == set()
+            )
             assert await planned.write(conn, set()) == []
         async with services.database.read() as conn:
             again = {(r.delivery_id, r.automation_uid): r.run_id for r in await conn.execute(query)}

@@ -63,7 +63,7 @@ async def evaluate(
     async with services.database.read() as conn:
         planned = await starter.plan(conn, batch)
     async with services.database.transaction() as conn:
-        claimed = await deliveries.log_new(conn, records)
+        claimed = await deliveries.log_new(conn, deliveries.prepare_log(conn.dialect, records))
         await planned.write(conn, claimed)
     r = t.runs
     query = (

@@ -184,7 +184,7 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
             batch = await RunStarter().plan(conn, accepted)
         assert batch.deliveries == 1  # it matches, as before
         async with services.database.transaction() as conn:
-            claimed = await source.claim(conn, [Entry(None, r) for r in records])
+            claimed = await source.claim([Entry(None, r) for r in records], conn.dialect)(conn)
             started = await batch.write(conn, claimed)
         return len(claimed), len(started)
 

@@ -9,6 +9,8 @@ Revises: 0001
   row less per webhook run); attachments.delivery_id points at the payload instead of copying it.
 - config_revision, bumped by triggers on every configuration table: the evaluator checks its
   cached automations against one row instead of re-reading them for every batch.
+- runs' parent_run_id and task_pending indexes become partial (only children, only runs
+  waiting for their task): one index write less each for most runs.
 """
 
 from __future__ import annotations
@@ -61,6 +63,22 @@ def upgrade() -> None:
         "ux_runs_delivery_automation", "runs", ["delivery_id", "automation_uid"], unique=True
     )
     op.drop_table("automation_runs")
+    op.drop_index("ix_runs_parent_run_id", table_name="runs")
+    op.drop_index("ix_runs_task_pending", table_name="runs")
+    op.create_index(
+        "ix_runs_parent_run_id",
+        "runs",
+        ["parent_run_id"],
+        sqlite_where=sa.text("parent_run_id IS NOT NULL"),
+        postgresql_where=sa.text("parent_run_id IS NOT NULL"),
+    )
+    op.create_index(
+        "ix_runs_task_pending",
+        "runs",
+        ["task_pending"],
+        sqlite_where=sa.text("task_pending = 1"),
+        postgresql_where=sa.text("task_pending"),
+    )
 
     with op.batch_alter_table("attachments") as batch:
         batch.add_column(sa.Column("delivery_id", sa.String(length=64), nullable=True))
@@ -118,6 +136,12 @@ def downgrade() -> None:
         "WHERE delivery_id IS NOT NULL"
     )
     op.drop_index("ux_runs_delivery_automation", table_name="runs")
+    for name, column in (
+        ("ix_runs_parent_run_id", "parent_run_id"),
+        ("ix_runs_task_pending", "task_pending"),
+    ):
+        op.drop_index(name, table_name="runs")
+        op.create_index(name, "runs", [column])
     with op.batch_alter_table("runs") as batch:
         batch.drop_column("automation_uid")
         batch.drop_column("delivery_id")
