@@ -288,7 +288,7 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
         cpu0, runs0 = time.process_time(), consumer.runs_started
         elapsed = await evaluate_all(consumer, len(hooks) + case.deliveries)
         cpu, runs = time.process_time() - cpu0, consumer.runs_started - runs0
-        if profiler is not None:
+        if profiler is not None and case.profile is not None:
             profiler.stop()
             Path(case.profile).write_text(profiler.output_html())
             print(profiler.output_text(unicode=False, color=False), file=sys.stderr)

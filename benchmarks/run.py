@@ -2,6 +2,7 @@
 
     python -m benchmarks.run [--quick] [--duration S] [--rounds N] [--workers 1,2]
     python -m benchmarks.run filters [--quick]
+    python -m benchmarks.run sustained [--fraction 0.5] [--duration 60] [--evaluators 1,2]
 
 See benchmarks/README.md for what is measured and how.
 """
@@ -66,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["filters"]:
         return subprocess.call([sys.executable, "-m", "benchmarks.filters_bench", *argv[1:]])
+    if argv[:1] == ["sustained"]:
+        from benchmarks import sustained
+
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        ensure_wrk()
+        return sustained.main(argv[1:])
     args = parse_args(argv)
     # stopped with SIGTERM: unwind through the `finally` blocks that stop every child process
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -1,4 +1,5 @@
-"""Seed a fresh SQLite store by direct inserts: factories, webhooks, automations, triggers.
+"""Seed a fresh store by direct inserts: factories, webhooks, automations, triggers (a SQLite
+file, or a PostgreSQL database given by URL).
 
 The schema comes from `gateway.store.migrate`; rows go in through `gateway.store.tables`, so the
 benchmark never depends on the management API.
@@ -32,7 +33,7 @@ class Webhook:
 
 @dataclass(frozen=True, slots=True)
 class Seed:
-    database: Path
+    database: Path  # the SQLite file (for PostgreSQL: the URL, as a Path of its text)
     auth_mode: AuthMode
     webhooks: tuple[Webhook, ...]
     automations_per_webhook: int
@@ -46,7 +47,7 @@ def credential_for(uid: str, auth_mode: AuthMode, salt: bytes) -> str:
 
 
 def seed(
-    database: Path,
+    database: Path | str,
     *,
     factories: int,
     webhooks_per_factory: int,
@@ -63,14 +64,15 @@ def seed(
 
 
 async def _seed(
-    path: Path,
+    path: Path | str,
     factories: int,
     per_factory: int,
     automations_per_webhook: int,
     auth_mode: AuthMode,
     secret_key: bytes,
 ) -> Seed:
-    db = create_database(f"sqlite+aiosqlite:///{path}")
+    url = path if isinstance(path, str) else f"sqlite+aiosqlite:///{path}"
+    db = create_database(url)
     now = datetime.now(UTC)
     salt = hashlib.sha256(b"bench:" + secret_key).digest()
     box = SecretBox(secret_key)
@@ -124,7 +126,7 @@ async def _seed(
                     await conn.execute(table.insert(), batch[start : start + CHUNK])
     finally:
         await db.close()
-    return Seed(path, auth_mode, tuple(hooks), automations_per_webhook)
+    return Seed(Path(path), auth_mode, tuple(hooks), automations_per_webhook)
 
 
 def _webhook_row(

@@ -178,6 +178,10 @@ def _webhook_schemas() -> dict[str, Schema]:
                     "description": "accepted deliveries: pending until matched against the "
                     "automations (the runs are listed then); null for the others",
                 },
+                "evaluated_at": {
+                    "oneOf": [TIMESTAMP, {"type": "null"}],
+                    "description": "when the evaluator matched it (accepted deliveries)",
+                },
                 "runs": {
                     "type": "array",
                     "items": ref("DeliveryRun"),
@@ -185,7 +189,7 @@ def _webhook_schemas() -> dict[str, Schema]:
                 },
                 "payload": {"description": "the JSON body; accepted deliveries, on GET one only"},
             },
-            ("delivery_id", "received_at", "size", "label", "evaluation", "runs"),
+            ("delivery_id", "received_at", "size", "label", "evaluation", "evaluated_at", "runs"),
         ),
         "DeliveryList": list_of("deliveries", "Delivery", paged=True),
         "IngressAccepted": obj({"delivery_id": STRING}, ("delivery_id",)),

@@ -3,6 +3,7 @@ its 202, and by the evaluator for deliveries that reached it through a Redis str
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from gateway.backends.base import DeliveryRecord, Label
@@ -15,13 +16,16 @@ DELIVERIES = BulkInsert(
     t.deliveries,
     (
         *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
-        *("duplicate_of", "payload", "evaluation"),
+        *("duplicate_of", "payload", "evaluation", "evaluated_at"),
     ),
 )
 
 
-def delivery_row(record: DeliveryRecord, evaluation: str | None) -> dict[str, Any]:
-    """The log row of `record`; `evaluation` (pending, evaluated) applies to accepted ones."""
+def delivery_row(
+    record: DeliveryRecord, evaluation: str | None, evaluated_at: datetime | None = None
+) -> dict[str, Any]:
+    """The log row of `record`; `evaluation` (pending, evaluated) and the time it was evaluated
+    apply to accepted ones."""
     accepted = record.label is Label.ACCEPTED
     return {
         "delivery_id": record.delivery_id,
@@ -33,4 +37,5 @@ def delivery_row(record: DeliveryRecord, evaluation: str | None) -> dict[str, An
         "duplicate_of": record.duplicate_of,
         "payload": record.payload if accepted else None,
         "evaluation": evaluation if accepted else None,
+        "evaluated_at": evaluated_at if accepted else None,
     }

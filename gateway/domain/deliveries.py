@@ -32,7 +32,8 @@ Position = tuple[datetime, str]  # (received_at, delivery_id): the log's order
 
 def prepare_log(dialect: Dialect, records: Sequence[DeliveryRecord]) -> Prepared:
     """The log rows of `records`, accepted ones as evaluated, encoded for `log_new`."""
-    rows = [delivery_row(r, EVALUATED) for r in records]
+    now = utcnow()
+    rows = [delivery_row(r, EVALUATED, now) for r in records]
     return DELIVERIES.prepare(dialect, rows, "delivery_id")
 
 
@@ -51,7 +52,7 @@ async def claim_pending(conn: AsyncConnection, delivery_ids: Iterable[str]) -> s
     statement = (
         update(d)
         .where(d.c.delivery_id.in_(wanted), d.c.evaluation == PENDING)
-        .values(evaluation=EVALUATED)
+        .values(evaluation=EVALUATED, evaluated_at=utcnow())
         .returning(d.c.delivery_id)
     )
     return set((await conn.execute(statement)).scalars())
@@ -177,9 +178,9 @@ async def list_deliveries(
 ) -> tuple[list[dict[str, Any]], bool]:
     """Newest first, with `pending` (accepted, still waiting for the evaluator outside SQL)
     merged in by position."""
-    query = select(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation).where(
-        d.c.webhook_uid == webhook_uid
-    )
+    query = select(
+        d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation, d.c.evaluated_at
+    ).where(d.c.webhook_uid == webhook_uid)
     if after is not None:
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
     query = query.order_by(desc(d.c.received_at), desc(d.c.delivery_id)).limit(limit + 1)
@@ -229,6 +230,7 @@ def _item(row: Any) -> dict[str, Any]:
         "size": row.size,
         "label": row.label,
         "evaluation": row.evaluation,
+        "evaluated_at": row.evaluated_at,
         "runs": [],
     }
 
@@ -240,6 +242,7 @@ def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
         "size": record.size,
         "label": record.label.value,
         "evaluation": PENDING,
+        "evaluated_at": None,
         "runs": [],
     }
 

@@ -153,6 +153,7 @@ deliveries = Table(
     Column("duplicate_of", String(64), nullable=True),
     Column("payload", LargeBinary, nullable=True),
     Column("evaluation", String(16), nullable=True),
+    Column("evaluated_at", UTCDateTime, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
     Index(
         "ix_deliveries_pending",

@@ -120,6 +120,7 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
     early = world.api("GET", f"{base}/{ok}")
     assert early.status_code == 200, early.text
     assert early.json()["evaluation"] == "pending" and early.json()["payload"] == {"n": 1}
+    assert early.json()["evaluated_at"] is None
     assert early.json()["runs"] == []
     listed_early = world.api("GET", base).json()["deliveries"]
     assert [
@@ -153,6 +154,7 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
     assert next(i for i in items if i["label"] == "Rejected (too large)")["size"] == 300_000
     detail = world.api("GET", f"{base}/{ok}").json()
     assert detail["payload"] == {"n": 1} and detail["evaluation"] == "evaluated"
+    assert detail["received_at"] <= detail["evaluated_at"]
     dup = next(i for i in items if i["label"] == "Duplicate")
     dup_detail = world.api("GET", f"{base}/{dup['delivery_id']}").json()
     assert "payload" not in dup_detail

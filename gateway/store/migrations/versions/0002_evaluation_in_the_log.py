@@ -3,8 +3,8 @@
 Revision ID: 0002
 Revises: 0001
 
-- deliveries.evaluation ("pending" until evaluated): the embedded backend's queue is the log
-  itself, so `ingress_outbox` goes (its rows move into the log as pending).
+- deliveries.evaluation ("pending" until evaluated) and evaluated_at: the embedded backend's
+  queue is the log itself, so `ingress_outbox` goes (its rows move into the log as pending).
 - runs.delivery_id + runs.automation_uid with a unique index replace `automation_runs` (one
   row less per webhook run); attachments.delivery_id points at the payload instead of copying it.
 - config_revision, bumped by triggers on every configuration table: the evaluator checks its
@@ -34,13 +34,19 @@ PENDING = sa.text("evaluation = 'pending'")
 def upgrade() -> None:
     with op.batch_alter_table("deliveries") as batch:
         batch.add_column(sa.Column("evaluation", sa.String(length=16), nullable=True))
+        batch.add_column(
+            sa.Column("evaluated_at", gateway.store.types.UTCDateTime(timezone=True), nullable=True)
+        )
         batch.create_index(
             "ix_deliveries_pending",
             ["received_at", "delivery_id"],
             sqlite_where=PENDING,
             postgresql_where=PENDING,
         )
-    op.execute("UPDATE deliveries SET evaluation = 'evaluated' WHERE label = 'Accepted'")
+    op.execute(
+        "UPDATE deliveries SET evaluation = 'evaluated', evaluated_at = received_at "
+        "WHERE label = 'Accepted'"
+    )
     op.execute(
         "INSERT INTO deliveries (delivery_id, webhook_uid, received_at, size, label, identity, "
         "duplicate_of, payload, evaluation) "
@@ -168,4 +174,5 @@ def downgrade() -> None:
     op.execute("DELETE FROM deliveries WHERE evaluation = 'pending'")
     with op.batch_alter_table("deliveries") as batch:
         batch.drop_index("ix_deliveries_pending")
+        batch.drop_column("evaluated_at")
         batch.drop_column("evaluation")

@@ -1,0 +1,392 @@
+"""Sustained load: an open-loop rate held for a minute, every delivery starting a run.
+
+    python -m benchmarks.run sustained [--fraction 0.5 | --rate R] [--duration 60]
+        [--evaluators 1,2] [--db sqlite|postgresql] [--quick]
+
+The gateway with Redis, as deployed at scale: one ingress-only `gateway serve` worker
+(GATEWAY_EVALUATOR=off) and M `gateway worker` processes reading the same shard streams as one
+consumer group. First the ingress's maximum is measured (wrk, closed loop, 10 s); then, for each
+M, a fresh store and Redis take `--fraction` of that maximum from the open-loop generator
+(openloop.c) for `--duration` seconds. Each of the 10,000 webhooks has 10 automations, one of
+which matches every payload.
+
+Reported per M: offered and achieved rate and the ingress latency; the evaluation lag of every
+accepted delivery (evaluated_at - received_at, as the delivery log records them: from the 202
+to the delivery in the log with its runs), p50/p99/max overall and p99 per 10 s of the run (the
+lag must stay bounded throughout, not only on average); the RSS of the ingress worker and each
+evaluator sampled every second (first and last 10 s, peak: flat means no growth); the
+evaluators' CPU per delivery; and the check that nothing was lost (every 202 in the log,
+evaluated, with exactly one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import secrets
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import loadgen
+from benchmarks.procs import cpu_seconds, process_tree, spawn, stop
+from benchmarks.redis_server import RedisServer, redis_server
+from benchmarks.requests_file import spread_plan, write_requests
+from benchmarks.seed import Seed, seed
+from benchmarks.targets import EVALUATOR, ROOT, Target, serve
+from benchmarks.wrk import run_wrk
+
+PREFIX = "gwbench"
+PG_ADMIN = os.environ.get("GATEWAY_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432")
+RESULTS = ROOT / "benchmarks" / "results"
+LAG_WINDOW_S = 10.0
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    rundir = Path(tempfile.mkdtemp(prefix="bench-sustained-"))
+    key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    factories = 100 if args.quick else 500
+    duration = args.duration or (20.0 if args.quick else 60.0)
+    native = loadgen.build(rundir)
+    if native is None:
+        raise SystemExit("FAILED: the open-loop generator needs a C compiler (apt-get install gcc)")
+    rows = []
+    with redis_server() as redis:
+        template = seed(
+            rundir / "seed.db",
+            factories=factories,
+            webhooks_per_factory=20,
+            automations_per_webhook=10,
+            auth_mode="signature",
+            secret_key=base64.urlsafe_b64decode(key),
+        )
+        rate = args.rate or round(_maximum(template, redis, key, rundir) * args.fraction, 1)
+        print(f"sustained: offering {rate:,.0f} deliveries/s for {duration:.0f} s", flush=True)
+        for evaluators in [int(n) for n in args.evaluators.split(",")]:
+            with _store(args.db, template, rundir, f"m{evaluators}", key) as database:
+                row = _run(template, database, redis, key, rundir, native, rate, duration,
+                           evaluators, args.drain_wait)  # fmt: skip
+            rows.append(row)
+            print(_line(row), flush=True)
+    result = {
+        "command": "python -m benchmarks.run sustained " + " ".join(argv),
+        "db": args.db,
+        "rate": rate,
+        "duration_s": duration,
+        "webhooks": len(template.webhooks),
+        "rows": rows,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"sustained-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
+    path.write_text(json.dumps(result, indent=1))
+    print(f"report: {path}")
+    failures = [f for row in rows for f in row["failures"]]
+    for failure in failures:
+        print("FAILED:", failure)
+    return 1 if failures else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run sustained")
+    p.add_argument("--fraction", type=float, default=0.5, help="of the measured maximum")
+    p.add_argument("--rate", type=float, help="deliveries/s (skips measuring the maximum)")
+    p.add_argument("--duration", type=float, help="seconds (default 60, quick 20)")
+    p.add_argument("--evaluators", default="1,2", help="gateway worker counts to compare")
+    p.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
+    p.add_argument("--drain-wait", type=float, default=60.0)
+    p.add_argument("--quick", action="store_true", help="2,000 webhooks, 20 s")
+    return p
+
+
+def _env(database_url: str, redis: RedisServer, key: str) -> dict[str, str]:
+    return {
+        "GATEWAY_DATABASE_URL": database_url,
+        "GATEWAY_REDIS_URL": redis.url,
+        "GATEWAY_REDIS_PREFIX": PREFIX,
+        "GATEWAY_SECRET_KEY": key,
+        "GATEWAY_EVALUATOR": "off",
+        "GATEWAY_LOG_LEVEL": "warning",
+    }
+
+
+def _maximum(template: Seed, redis: RedisServer, key: str, rundir: Path) -> float:
+    """The ingress's closed-loop maximum (its evaluators beside it, as in the grid)."""
+    with _store("sqlite", template, rundir, "max", key) as database:
+        redis.flush()
+        env = _env(database, redis, key)
+        target = Target("gateway-redis", "gateway.app:app_from_environment", env, EVALUATOR)
+        count = min(len(template.webhooks) * 60, 40_000 * 12)
+        plan = spread_plan("max", len(template.webhooks), count)
+        with serve(target, 1, rundir) as running:
+            requests = rundir / "max.requests"
+            write_requests(requests, plan, template.webhooks, template.auth_mode, 1024,
+                           f"127.0.0.1:{running.port}")  # fmt: skip
+            result = run_wrk(f"http://127.0.0.1:{running.port}", requests, 10.0)
+            requests.unlink()
+    print(f"sustained: ingress maximum {result.rps:,.0f} req/s (wrk, 10 s)", flush=True)
+    return result.rps
+
+
+@contextmanager
+def _store(db: str, template: Seed, rundir: Path, name: str, key: str) -> Iterator[str]:
+    """A database URL holding the seeded store (PostgreSQL: seeded alike), dropped afterwards."""
+    if db == "sqlite":
+        path = rundir / f"{name}.db"
+        path.write_bytes(template.database.read_bytes())
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            path.unlink(missing_ok=True)
+        return
+    import asyncio
+
+    import asyncpg
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(f"{PG_ADMIN}/postgres")
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    database = f"sustained_{os.getpid()}_{secrets.token_hex(3)}"
+    asyncio.run(admin(f'CREATE DATABASE "{database}"'))
+    url = f"{PG_ADMIN}/{database}"
+    try:
+        seed(
+            url.replace("postgresql://", "postgresql+asyncpg://"),
+            factories=len(template.webhooks) // 20,
+            webhooks_per_factory=20,
+            automations_per_webhook=template.automations_per_webhook,
+            auth_mode=template.auth_mode,
+            secret_key=base64.urlsafe_b64decode(key),
+        )
+        yield url
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+
+
+class _Sampler:
+    """RSS (MiB) of each watched process, once a second, on a thread of its own."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.series: dict[str, list[float]] = {name: [] for name in pids}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            for name, pid in self.pids.items():
+                self.series[name].append(_rss_mib(pid))
+
+    def __enter__(self) -> _Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _run(
+    template: Seed,
+    database: str,
+    redis: RedisServer,
+    key: str,
+    rundir: Path,
+    native: Path,
+    rate: float,
+    duration: float,
+    evaluators: int,
+    drain_wait: float,
+) -> dict[str, Any]:
+    redis.flush()
+    env = _env(database, redis, key)
+    count = int(rate * (duration + loadgen.WARMUP_S)) + 1
+    plan = spread_plan(f"s{evaluators}", len(template.webhooks), count)
+    target = Target("gateway-redis", "gateway.app:app_from_environment", env)
+    workers = []
+    try:
+        with serve(target, 1, rundir) as running:
+            worker_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
+            for n in range(evaluators):
+                log = rundir / f"worker-{evaluators}-{n}.log"
+                workers.append(spawn(EVALUATOR, env=worker_env, log=log, cwd=ROOT))
+            requests = rundir / "sustained.requests"
+            write_requests(requests, plan, template.webhooks, template.auth_mode, 1024,
+                           f"127.0.0.1:{running.port}")  # fmt: skip
+            time.sleep(2.0)  # the workers are up (groups created, scripts loaded)
+            watched = {"ingress": running.worker_pids()[0]}
+            watched |= {f"evaluator{n + 1}": w.pid for n, w in enumerate(workers)}
+            eval_pids = [p for w in workers for p in process_tree(w.pid)]
+            cpu0 = cpu_seconds(eval_pids)
+            with _Sampler(watched) as sampler:
+                load = subprocess.run(
+                    loadgen.command(native, running.port, requests, rate, duration),
+                    capture_output=True, text=True, timeout=duration + 120, check=False,
+                )  # fmt: skip
+                drained = _drain(database, redis, drain_wait)
+            cpu = cpu_seconds(eval_pids) - cpu0
+            requests.unlink()
+    finally:
+        for worker in workers:
+            stop(worker)
+    generated = json.loads(load.stdout.strip().splitlines()[-1])
+    accepted = int(generated["statuses"].get("202", 0))
+    lag = _lags(database)
+    row = {
+        "evaluators": evaluators,
+        "offered_rps": generated["offered_rps"],
+        "achieved_rps": generated["achieved_rps"],
+        "statuses": generated["statuses"],
+        "ingress_latency_ms": generated["latency_ms"],
+        "accepted": accepted,
+        "drain_s_after_load": drained,
+        "lag_s": lag,
+        "rss_mib": {name: _summary(series) for name, series in sampler.series.items()},
+        "evaluator_cpu_us_per_delivery": cpu / max(1, lag["deliveries"]) * 1e6,
+    }
+    row["failures"] = _check(row)
+    return row
+
+
+def _drain(database: str, redis: RedisServer, wait: float) -> float | None:
+    """Seconds after the load until the streams are empty and nothing is pending; None if not
+    within `wait`."""
+    started = time.monotonic()
+    with redis.client() as client:
+        while time.monotonic() - started < wait:
+            waiting = sum(client.xlen(f"{{{PREFIX}:s{s}}}:stream") for s in range(16))
+            if waiting == 0:
+                return round(time.monotonic() - started, 1)
+            time.sleep(0.25)
+    return None
+
+
+def _query(database: str, sql: str) -> list[tuple[Any, ...]]:
+    if database.startswith("sqlite:///"):
+        path = database[len("sqlite:///") :]
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30) as conn:
+            return conn.execute(sql).fetchall()
+    import asyncio
+
+    import asyncpg
+
+    async def run() -> list[tuple[Any, ...]]:
+        conn = await asyncpg.connect(database)
+        try:
+            return [tuple(r) for r in await conn.fetch(sql)]
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
+
+
+def _as_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def _lags(database: str) -> dict[str, Any]:
+    rows = _query(
+        database,
+        "SELECT d.received_at, d.evaluated_at, "
+        "(SELECT count(*) FROM runs r WHERE r.delivery_id = d.delivery_id) "
+        "FROM deliveries d WHERE d.label = 'Accepted'",
+    )
+    points = sorted(
+        (_as_time(received), _as_time(evaluated), runs)
+        for received, evaluated, runs in rows
+        if evaluated is not None
+    )
+    lags = [(e - r).total_seconds() for r, e, _ in points]
+    windows: list[float] = []
+    if points:
+        start = points[0][0]
+        buckets: dict[int, list[float]] = {}
+        for (received, _, _), lag in zip(points, lags, strict=True):
+            buckets.setdefault(int((received - start).total_seconds() // LAG_WINDOW_S), []).append(
+                lag
+            )
+        windows = [round(_pct(buckets[b], 0.99), 3) for b in sorted(buckets)]
+    return {
+        "deliveries": len(rows),
+        "evaluated": len(points),
+        "with_one_run": sum(1 for _, _, runs in points if runs == 1),
+        "p50": round(_pct(lags, 0.50), 3) if lags else None,
+        "p99": round(_pct(lags, 0.99), 3) if lags else None,
+        "max": round(max(lags), 3) if lags else None,
+        f"p99_per_{LAG_WINDOW_S:.0f}s": windows,
+    }
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _summary(series: list[float]) -> dict[str, float]:
+    if not series:
+        return {}
+    head, tail = series[:10], series[-10:]
+    return {
+        "first_10s_max": round(max(head), 1),
+        "last_10s_max": round(max(tail), 1),
+        "peak": round(max(series), 1),
+        "median": round(statistics.median(series), 1),
+    }
+
+
+def _check(row: dict[str, Any]) -> list[str]:
+    lag, failures = row["lag_s"], []
+    name = f"sustained with {row['evaluators']} evaluator(s)"
+    if set(row["statuses"]) - {"202"}:
+        failures.append(f"{name}: answers other than 202: {row['statuses']}")
+    if lag["deliveries"] < row["accepted"]:
+        failures.append(f"{name}: {row['accepted']} 202s but {lag['deliveries']} logged")
+    if lag["evaluated"] != lag["deliveries"] or lag["with_one_run"] != lag["evaluated"]:
+        failures.append(f"{name}: not every accepted delivery evaluated with one run: {lag}")
+    if row["drain_s_after_load"] is None:
+        failures.append(f"{name}: the streams did not drain")
+    return failures
+
+
+def _line(row: dict[str, Any]) -> str:
+    lag = row["lag_s"]
+    rss = {name: f"{s.get('first_10s_max')}->{s.get('last_10s_max')}"
+           for name, s in row["rss_mib"].items()}  # fmt: skip
+    return (
+        f"evaluators {row['evaluators']}: offered {row['offered_rps']:,.0f}/s achieved "
+        f"{row['achieved_rps']:,.0f}/s, ingress p99 {row['ingress_latency_ms']['p99']:.1f} ms; "
+        f"lag p50 {lag['p50']} s p99 {lag['p99']} s max {lag['max']} s; "
+        f"per {LAG_WINDOW_S:.0f} s p99 {lag[f'p99_per_{LAG_WINDOW_S:.0f}s']}; "
+        f"RSS MiB {rss}; evaluator CPU {row['evaluator_cpu_us_per_delivery']:.0f} us/delivery"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
