@@ -17,6 +17,7 @@ from gateway import wiring
 from gateway.api import routes as api_routes
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
+from gateway.ingress.request_head import HeadLimits
 from gateway.problem import PROBLEM_CONTENT_TYPE, problem_body, render
 from gateway.services import Services, build_services
 from gateway.settings import Settings
@@ -55,8 +56,8 @@ def create_app(settings: Settings) -> ASGIApp:
         lifespan=lifespan,
     )
     if not settings.serves_ingress:
-        return api
-    return IngressDispatcher(api, IngressEndpoint(holder))
+        return HeadLimits(api)
+    return HeadLimits(IngressDispatcher(api, IngressEndpoint(holder)))
 
 
 class IngressDispatcher:

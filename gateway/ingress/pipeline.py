@@ -125,4 +125,6 @@ def _refusal(outcome: Outcome) -> ServiceError:
         )
     if verdict is Verdict.INVALID_JSON:
         return InvalidJson("body: not valid JSON")
-    return Unavailable("webhook configuration is changing; retry shortly")
+    # the script refused before any write: certainly not recorded, and the change is in SQL
+    # already, so the next attempt decides with the new config
+    return Unavailable("webhook configuration is changing; nothing was recorded", retry_after=1)
