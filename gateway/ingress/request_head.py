@@ -44,8 +44,9 @@ def head_error(scope: Scope) -> HeadersTooLarge | UriTooLong | None:
 
 
 class HeadLimits:
-    """Pure-ASGI guard in front of the whole app (API and ingress): refuses an oversized head
-    with a problem+json and closes the connection, so the sender cannot reuse it."""
+    """Pure-ASGI guard in front of an app (the API alone, when this process serves no ingress;
+    otherwise the ingress dispatcher checks the head itself): refuses an oversized head with a
+    problem+json and closes the connection, so the sender cannot reuse it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -55,12 +56,12 @@ class HeadLimits:
         if scope["type"] == "http":
             error = head_error(scope)
             if error is not None:
-                await _refuse(send, error)
+                await refuse_head(send, error)
                 return
         await self.app(scope, receive, send)
 
 
-async def _refuse(send: Send, error: HeadersTooLarge | UriTooLong) -> None:
+async def refuse_head(send: Send, error: HeadersTooLarge | UriTooLong) -> None:
     status, body, extra = render(error)
     headers = [
         (b"content-type", PROBLEM_CONTENT_TYPE),
