@@ -80,13 +80,13 @@ def companion(kind: str, evaluator: bool) -> tuple[str, ...]:
 
 
 def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path) -> dict[str, Any]:
-    name = f"{case.target.kind}-w{case.workers}-{case.plan.name}-{case.body_size}-r{case.round}"
+    kind, label = case.target.kind, case.target.label
+    name = label.replace("@", "-") + f"-w{case.workers}-{case.plan.name}-{case.body_size}"
+    name += f"-r{case.round}"
     database = prepare_store(seed, rundir, name)
     redis.flush()
-    env = target_env(case.target.kind, database, redis, key, case.evaluator)
-    target = Target(
-        case.target.kind, APPS[case.target.kind], env, companion(case.target.kind, case.evaluator)
-    )
+    env = target_env(kind, database, redis, key, case.evaluator)
+    target = Target(kind, APPS[kind], env, companion(kind, case.evaluator), case.target.http)
     request_file = rundir / f"{name}.requests"
     with serve(target, case.workers, rundir) as running:
         write_requests(
@@ -125,7 +125,8 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
     database.unlink(missing_ok=True)
     per_k = 1000.0 / result.requests if result.requests else 0.0
     row: dict[str, Any] = {
-        "server": case.target.kind,
+        "server": label,
+        "http_server": case.target.http,
         "workers": case.workers,
         "scenario": case.plan.name,
         "body_bytes": case.body_size,

@@ -51,16 +51,20 @@ def _optional(members: list[dict[str, Any]], key: str) -> dict[str, float] | Non
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """gateway/ceiling and gateway/naive requests/s, per workers and body size (spread only)."""
+    """gateway/ceiling and gateway/naive requests/s under the same HTTP server, and each target
+    under another HTTP server against itself under uvicorn; per workers and body size (spread
+    only)."""
     by: dict[tuple[str, int, int], list[float]] = defaultdict(list)
     for row in rows:
         if row["scenario"] == "spread" and not row["failures"]:
             by[(row["server"], row["workers"], row["body_bytes"])].append(row["rps"])
     out = []
     for (server, workers, body), values in sorted(by.items()):
-        if not server.startswith("gateway"):
-            continue
-        for base in ("ceiling", "naive"):
+        kind, _, http = server.partition("@")
+        suffix = f"@{http}" if http else ""
+        bases = [f"{b}{suffix}" for b in ("ceiling", "naive")] if kind.startswith("gateway") else []
+        bases += [kind] if http else []
+        for base in bases:
             other = by.get((base, workers, body))
             if other:
                 out.append(
@@ -76,14 +80,14 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table(groups: list[dict[str, Any]]) -> str:
     head = (
-        f"{'server':<17}{'w':>2} {'scenario':<10}{'body':>7} "
+        f"{'server':<23}{'w':>2} {'scenario':<10}{'body':>7} "
         f"{'req/s med':>10}{'min':>8}{'max':>8} {'p50ms':>7}{'p99ms':>8}{'p99.9ms':>9} "
         f"{'cpu s/1k':>9}{'+eval':>7}{'rss/w MiB':>10}{'eval MiB':>9}  ok"
     )
     lines = [head, "-" * len(head)]
     for g in groups:
         lines.append(
-            f"{g['server']:<17}{g['workers']:>2} {g['scenario']:<10}{g['body_bytes']:>7} "
+            f"{g['server']:<23}{g['workers']:>2} {g['scenario']:<10}{g['body_bytes']:>7} "
             f"{g['rps']['median']:>10.0f}{g['rps']['min']:>8.0f}{g['rps']['max']:>8.0f} "
             f"{g['p50_ms']['median']:>7.2f}{g['p99_ms']['median']:>8.2f}"
             f"{g['p999_ms']['median']:>9.2f} "
@@ -100,11 +104,11 @@ def _cell(value: dict[str, float] | None, width: int, digits: int) -> str:
 
 
 def ratio_table(items: list[dict[str, Any]]) -> str:
-    lines = [f"{'ratio (req/s)':<32}{'w':>2}{'body':>8}{'median':>8}{'min':>8}{'max':>8}"]
+    lines = [f"{'ratio (req/s)':<44}{'w':>2}{'body':>8}{'median':>8}{'min':>8}{'max':>8}"]
     for r in items:
         rps = r["rps"]
         lines.append(
-            f"{r['ratio']:<32}{r['workers']:>2}{r['body_bytes']:>8}"
+            f"{r['ratio']:<44}{r['workers']:>2}{r['body_bytes']:>8}"
             f"{rps['median']:>8.2f}{rps['min']:>8.2f}{rps['max']:>8.2f}"
         )
     return "\n".join(lines)
@@ -112,7 +116,7 @@ def ratio_table(items: list[dict[str, Any]]) -> str:
 
 def evaluator_table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'server':<17}{'w':>2} {'scenario':<10}{'body':>7}{'r':>3} "
+        f"{'server':<23}{'w':>2} {'scenario':<10}{'body':>7}{'r':>3} "
         f"{'eval/s':>8}{'runs/s':>8}{'backlog':>8}{'drain s':>8}"
     ]
     for row in rows:
@@ -121,7 +125,7 @@ def evaluator_table(rows: list[dict[str, Any]]) -> str:
             continue
         drain = f">{ev['drain_wait_s']:.0f}" if ev["drain_s"] is None else f"{ev['drain_s']:.1f}"
         lines.append(
-            f"{row['server']:<17}{row['workers']:>2} {row['scenario']:<10}{row['body_bytes']:>7}"
+            f"{row['server']:<23}{row['workers']:>2} {row['scenario']:<10}{row['body_bytes']:>7}"
             f"{row['round']:>3} {ev['deliveries_evaluated_per_s']:>8.0f}"
             f"{ev['runs_created_per_s']:>8.0f}{ev['backlog_at_end']:>8}{drain:>8}"
         )
@@ -130,16 +134,16 @@ def evaluator_table(rows: list[dict[str, Any]]) -> str:
 
 def latency_table(items: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'server':<17}{'load':>5}{'offered':>9}{'achieved':>9}{'p50ms':>8}{'p99ms':>8}"
+        f"{'server':<23}{'load':>5}{'offered':>9}{'achieved':>9}{'p50ms':>8}{'p99ms':>8}"
         f"{'p99.9ms':>9}  statuses"
     ]
     for item in items:
         if "latency_ms" not in item:
-            lines.append(f"{item['server']:<17}{item['fraction']:>5.0%}  FAILED")
+            lines.append(f"{item['server']:<23}{item['fraction']:>5.0%}  FAILED")
             continue
         lat = item["latency_ms"]
         lines.append(
-            f"{item['server']:<17}{item['fraction']:>5.0%}{item['offered_rps']:>9.0f}"
+            f"{item['server']:<23}{item['fraction']:>5.0%}{item['offered_rps']:>9.0f}"
             f"{item['achieved_rps']:>9.0f}{lat['p50']:>8.2f}{lat['p99']:>8.2f}{lat['p999']:>9.2f}"
             f"  {item['statuses']}"
         )
@@ -166,11 +170,11 @@ def latency_summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def latency_summary_table(items: list[dict[str, Any]]) -> str:
-    lines = [f"{'p99 over rounds':<17}{'load':>5}{'offered':>9}{'median':>8}{'min':>8}{'max':>8}"]
+    lines = [f"{'p99 over rounds':<23}{'load':>5}{'offered':>9}{'median':>8}{'min':>8}{'max':>8}"]
     for item in items:
         p99 = item["p99_ms"]
         lines.append(
-            f"{item['server']:<17}{item['fraction']:>5.0%}{item['offered_rps']:>9.0f}"
+            f"{item['server']:<23}{item['fraction']:>5.0%}{item['offered_rps']:>9.0f}"
             f"{p99['median']:>8.2f}{p99['min']:>8.2f}{p99['max']:>8.2f}"
         )
     return "\n".join(lines)

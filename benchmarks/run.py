@@ -34,7 +34,7 @@ from benchmarks.requests_file import (
     write_requests,
 )
 from benchmarks.seed import AuthMode, Seed, seed
-from benchmarks.targets import ROOT, Target, serve
+from benchmarks.targets import HTTP_SERVERS, ROOT, Target, serve, split_label
 from benchmarks.wrk import CONNECTIONS, THREADS, ensure_wrk
 
 SERVERS = ("ceiling", "gateway-redis", "gateway-embedded", "naive")
@@ -51,6 +51,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--big-rounds", type=int, default=1, help="rounds for the 200 KB variant")
     p.add_argument("--workers", help="uvicorn worker counts (default 1,2; quick 1)")
     p.add_argument("--servers", default=",".join(SERVERS), help="subset of " + ",".join(SERVERS))
+    p.add_argument(
+        "--http",
+        default="uvicorn",
+        help="HTTP servers every target runs under, A/B in each round: "
+        + ",".join(HTTP_SERVERS)
+        + " (rows under granian are named kind@granian)",
+    )
     p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
     p.add_argument("--evaluator", choices=("on", "off"), default="on")
     p.add_argument("--max-rate", type=int, default=40_000, help="sizes the request files")
@@ -85,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(servers) - set(SERVERS)
     if unknown:
         raise SystemExit(f"unknown servers: {sorted(unknown)}")
+    https = [h for h in args.http.split(",") if h]
+    if not https or set(https) - set(HTTP_SERVERS):
+        raise SystemExit(f"--http: expected some of {','.join(HTTP_SERVERS)}")
+    labels = [Target(s, APPS[s], http=h).label for s in servers for h in https]
     auth: AuthMode = (
         ("signature" if SIGNATURES.exists() else "token") if args.auth == "auto" else args.auth
     )
@@ -115,14 +126,14 @@ def main(argv: list[str] | None = None) -> int:
             f"seeded {len(seeded.webhooks)} webhooks in {time.monotonic() - t0:.1f} s", flush=True
         )
         with redis_server() as redis:
-            grid = _grid(args, servers, workers, rounds, duration, evaluator, drain_wait, seeded)
+            grid = _grid(args, labels, workers, rounds, duration, evaluator, drain_wait, seeded)
             for i, case in enumerate(grid, 1):
                 row = run_case(case, seeded, redis, key, rundir)
                 rows.append(row)
                 _progress(i, len(grid), row)
             if not args.no_latency:
                 latency = _latency_rows(
-                    rows, servers, seeded, redis, key, rundir, quick, evaluator, rounds
+                    rows, labels, seeded, redis, key, rundir, quick, evaluator, rounds
                 )
     finally:
         for leftover in rundir.glob("*.db*"):
@@ -137,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {
             "wrk": f"-t{THREADS} -c{CONNECTIONS} -d{duration:.0f}s",
             "uvicorn": "--loop uvloop --http httptools --no-access-log",
+            "granian": "--interface asgi --loop uvloop --http 1 --no-ws --no-access-log "
+            "(read buffer and header-read deadline of gateway serve)",
+            "http_servers": https,
             "duration_s": duration,
             "rounds": rounds,
             "workers": workers,
@@ -211,7 +225,8 @@ def _grid(
         for w in workers:
             for r in range(n_rounds):
                 order = servers[r % len(servers) :] + servers[: r % len(servers)]  # A/B rotation
-                for server in order:
+                for label in order:
+                    server, http = split_label(label)
                     if server == "gateway-embedded" and w > 1:
                         continue  # not a valid deployment: limits and de-dup are per process
                     plan = spread_plan(f"{server[:2]}{w}{body}r{r}", len(seeded.webhooks), count)
@@ -219,8 +234,8 @@ def _grid(
                         args.profile and server.startswith("gateway") and w == 1 and body == SMALL
                     )
                     cases.append(
-                        Case(Target(server, APPS[server]), w, plan, body, duration, r + 1,
-                             evaluator, drain_wait, profile and r == 0)
+                        Case(Target(server, APPS[server], http=http), w, plan, body, duration,
+                             r + 1, evaluator, drain_wait, profile and r == 0)
                     )  # fmt: skip
     if not args.no_paths:
         short = min(duration, 5.0)
@@ -230,11 +245,12 @@ def _grid(
             # the file must be long enough that a fast server never wraps around it
             duplicate_plan("dup", len(seeded.webhooks), int(args.max_rate * (short + 2))),
         ]
-        for server in (s for s in servers if s.startswith("gateway")):
+        for label in (s for s in servers if s.startswith("gateway")):
+            server, http = split_label(label)
             for plan in paths:
                 cases.append(
-                    Case(Target(server, APPS[server]), 1, plan, SMALL, short, 1, evaluator,
-                         drain_wait)
+                    Case(Target(server, APPS[server], http=http), 1, plan, SMALL, short, 1,
+                         evaluator, drain_wait)
                 )  # fmt: skip
     return cases
 
@@ -255,7 +271,7 @@ def _latency_rows(
     seconds = 5.0 if quick else 10.0
     native = loadgen.build(rundir)
     tops: dict[str, float] = {}
-    for name in (s for s in ("gateway-redis", "ceiling") if s in servers):
+    for name in (s for s in servers if split_label(s)[0] in ("gateway-redis", "ceiling")):
         measured = [
             r["rps"] for r in rows
             if r["server"] == name and r["workers"] == 1 and r["scenario"] == "spread"
@@ -297,17 +313,19 @@ def _latency_row(
     """One fixed rate against a fresh server, store and Redis (rate windows start empty)."""
     from benchmarks.cases import prepare_store
 
+    label, (server, http) = server, split_label(server)
     rate = round(top * fraction, 1)
     count = int(rate * (seconds + loadgen.WARMUP_S)) + 1
     plan = spread_plan(
         f"lat{fraction}", len(seeded.webhooks), count, rate_limited=server != "ceiling"
     )
-    database = prepare_store(seeded, rundir, f"latency-{server}-{fraction}")
+    name = f"latency-{label.replace('@', '-')}-{fraction}"
+    database = prepare_store(seeded, rundir, name)
     redis.flush()
     env = target_env(server, database, redis, key, evaluator)
-    target = Target(server, APPS[server], env, companion(server, evaluator))
+    target = Target(server, APPS[server], env, companion(server, evaluator), http)
     with serve(target, 1, rundir) as running:
-        path = rundir / f"latency-{server}-{fraction}.requests"
+        path = rundir / f"{name}.requests"
         write_requests(path, plan, seeded.webhooks, seeded.auth_mode, SMALL,
                        f"127.0.0.1:{running.port}")  # fmt: skip
         done = subprocess.run(
@@ -317,9 +335,9 @@ def _latency_row(
         path.unlink(missing_ok=True)
     database.unlink(missing_ok=True)
     if done.returncode != 0:
-        return {"server": server, "fraction": fraction, "failures": [done.stderr[-500:]]}
+        return {"server": label, "fraction": fraction, "failures": [done.stderr[-500:]]}
     item: dict[str, Any] = json.loads(done.stdout)
-    item.update(server=server, fraction=fraction, max_rps=top)
+    item.update(server=label, fraction=fraction, max_rps=top)
     bad = {k: v for k, v in item["statuses"].items() if k != "202"}
     item["failures"] = [f"unexpected statuses {bad}"] if bad else []
     if item["achieved_rps"] < 0.95 * rate:

@@ -1,4 +1,5 @@
-"""The servers under test: one uvicorn command line for all, each with its own app and env."""
+"""The servers under test: each app under an HTTP server (uvicorn or granian), one command line
+per HTTP server for every app, each app with its own env."""
 
 from __future__ import annotations
 
@@ -11,22 +12,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.procs import free_port, process_tree, spawn, stop, wait_port
+from gateway.ingress.request_head import READ_BUFFER
+from gateway.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-READY_LINE = b"Application startup complete"
 EVALUATOR = (sys.executable, "-m", "gateway", "worker")
+HTTP_SERVERS = ("uvicorn", "granian")
+# what each HTTP server logs once per worker when the app's lifespan started and it serves
+READY_LINES = {"uvicorn": b"Application startup complete", "granian": b"Started worker-"}
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A server under test. `kind` is ceiling | naive | gateway-redis | gateway-embedded."""
+    """A server under test. `kind` is ceiling | naive | gateway-redis | gateway-embedded;
+    `http` the HTTP server it runs under."""
 
     kind: str
-    app: str  # uvicorn --factory import string
+    app: str  # --factory import string
     env: dict[str, str] = field(default_factory=dict)
     # a process started beside the server: the gateway's evaluator, exactly as `gateway serve`
     # starts it with GATEWAY_EVALUATOR=process (it lowers its own priority)
     companion: tuple[str, ...] = ()
+    http: str = "uvicorn"
 
     @property
     def uses_redis(self) -> bool:
@@ -35,6 +42,17 @@ class Target:
     @property
     def is_gateway(self) -> bool:
         return self.kind.startswith("gateway")
+
+    @property
+    def label(self) -> str:
+        """The row's name: the kind under uvicorn (as in earlier reports), `kind@granian`."""
+        return self.kind if self.http == "uvicorn" else f"{self.kind}@{self.http}"
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """`kind@http` (or a bare kind, uvicorn) -> (kind, http)."""
+    kind, _, http = label.partition("@")
+    return kind, http or "uvicorn"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +71,8 @@ class Running:
 
     def worker_pids(self) -> list[int]:
         tree = self.pids()
-        return tree[1:] if self.workers > 1 else tree[:1]
+        # granian always serves from worker processes below its main process
+        return tree[1:] if self.workers > 1 or self.target.http == "granian" else tree[:1]
 
 
 def uvicorn_argv(app: str, port: int, workers: int) -> list[str]:
@@ -67,6 +86,23 @@ def uvicorn_argv(app: str, port: int, workers: int) -> list[str]:
     ]  # fmt: skip
 
 
+def granian_argv(app: str, port: int, workers: int) -> list[str]:
+    """The same server settings for every target: those `gateway serve` uses (HTTP/1 only, its
+    read buffer and header-read deadline), access log off as under uvicorn."""
+    return [
+        sys.executable, "-m", "granian", "--interface", "asgi", "--factory", app,
+        "--host", "127.0.0.1", "--port", str(port),
+        "--workers", str(workers),
+        "--loop", "uvloop", "--http", "1", "--no-ws",
+        "--http1-buffer-size", str(READ_BUFFER),
+        "--http1-header-read-timeout", str(int(Settings().header_timeout * 1000)),
+        "--no-access-log", "--log-level", "info",
+    ]  # fmt: skip
+
+
+ARGV = {"uvicorn": uvicorn_argv, "granian": granian_argv}
+
+
 @contextmanager
 def serve(target: Target, workers: int, rundir: Path, timeout: float = 60.0) -> Iterator[Running]:
     """Start the target; ready once every worker logged its start-up; stopped on exit."""
@@ -77,23 +113,24 @@ def serve(target: Target, workers: int, rundir: Path, timeout: float = 60.0) -> 
         "HOME": os.environ.get("HOME", "/root"),
         **target.env,
     }
-    log = rundir / f"{target.kind}-w{workers}.log"
-    proc = spawn(uvicorn_argv(target.app, port, workers), env=env, log=log, cwd=rundir)
+    name = target.label.replace("@", "-")
+    log = rundir / f"{name}-w{workers}.log"
+    proc = spawn(ARGV[target.http](target.app, port, workers), env=env, log=log, cwd=rundir)
     companion = (
-        spawn(target.companion, env=env, log=rundir / f"{target.kind}-companion.log", cwd=ROOT)
+        spawn(target.companion, env=env, log=rundir / f"{name}-companion.log", cwd=ROOT)
         if target.companion
         else None
     )
     try:
         wait_port(port, proc, timeout)
         deadline = time.monotonic() + timeout
-        while log.read_bytes().count(READY_LINE) < workers:
+        while log.read_bytes().count(READY_LINES[target.http]) < workers:
             if proc.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_bytes()[-3000:].decode(errors="replace")
-                raise RuntimeError(f"{target.kind} did not start:\n{tail}")
+                raise RuntimeError(f"{target.label} did not start:\n{tail}")
             time.sleep(0.1)
         if companion is not None and companion.poll() is not None:
-            raise RuntimeError(f"{target.kind} companion exited with {companion.returncode}")
+            raise RuntimeError(f"{target.label} companion exited with {companion.returncode}")
         yield Running(target, port, proc.pid, workers, companion.pid if companion else None)
     finally:
         stop(proc)

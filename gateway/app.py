@@ -17,6 +17,7 @@ from gateway import wiring
 from gateway.api import routes as api_routes
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
+from gateway.ingress.request_head import HeadLimits, head_error, refuse_head
 from gateway.problem import PROBLEM_CONTENT_TYPE, problem_body, render
 from gateway.services import Services, build_services
 from gateway.settings import Settings
@@ -55,12 +56,13 @@ def create_app(settings: Settings) -> ASGIApp:
         lifespan=lifespan,
     )
     if not settings.serves_ingress:
-        return api
+        return HeadLimits(api)
     return IngressDispatcher(api, IngressEndpoint(holder))
 
 
 class IngressDispatcher:
-    """Sends /webhooks/w/... straight to the ingress endpoint, past the router and middleware."""
+    """Sends /webhooks/w/... straight to the ingress endpoint, past the router and middleware;
+    a request head over the limits (ingress/request_head.py) goes to neither."""
 
     def __init__(self, api: ASGIApp, ingress: ASGIApp) -> None:
         self.api = api
@@ -68,8 +70,14 @@ class IngressDispatcher:
         self.state = getattr(api, "state", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(INGRESS_PREFIX):
-            await self.ingress(scope, receive, send)
+        if scope["type"] == "http":
+            error = head_error(scope)
+            if error is not None:
+                await refuse_head(send, error)
+            elif scope["path"].startswith(INGRESS_PREFIX):
+                await self.ingress(scope, receive, send)
+            else:
+                await self.api(scope, receive, send)
         else:
             await self.api(scope, receive, send)
 

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from gateway.services import Services, build_services
-from gateway.settings import Settings, SettingsError, load_settings
+from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
 from gateway.store import migrate
 
 
@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument(
+        "--server",
+        choices=HTTP_SERVERS,
+        help="HTTP server (default: GATEWAY_SERVER, else uvicorn)",
+    )
     serve.set_defaults(run=_serve)
 
     worker = sub.add_parser("worker", help="run only the evaluator (accepted deliveries -> runs)")
@@ -58,9 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from gateway.logs import uvicorn_log_config
+    from gateway import http_server
 
     if args.workers > 1 and not settings.uses_redis:
         print(
@@ -78,17 +81,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         evaluator = EvaluatorProcess()
         evaluator.start()
     try:
-        uvicorn.run(
-            "gateway.app:app_from_environment",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=settings.log_level,
-            log_config=uvicorn_log_config(settings.log_level),
-            proxy_headers=False,
-            server_header=False,
-        )
+        server = args.server or settings.server
+        http_server.run(settings, server, args.host, args.port, args.workers)
     finally:
         if evaluator is not None:
             evaluator.stop()
@@ -97,7 +91,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def _exit_on_stop_signals() -> None:
     """uvicorn re-raises SIGINT/SIGTERM once its graceful shutdown is done; as SystemExit they
-    unwind through `_serve`'s `finally`, which stops the evaluator child first."""
+    unwind through `_serve`'s `finally`, which stops the evaluator child before this process
+    exits. Granian installs handlers of its own and returns after its graceful shutdown, into
+    the same `finally`."""
 
     def stop(signum: int, _frame: object) -> None:
         raise SystemExit(0)

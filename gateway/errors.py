@@ -64,6 +64,14 @@ class PayloadTooLarge(ServiceError):
     status, code, title = 413, "payload_too_large", "Body too large"
 
 
+class UriTooLong(ServiceError):
+    status, code, title = 414, "uri_too_long", "Request target too long"
+
+
+class HeadersTooLarge(ServiceError):
+    status, code, title = 431, "headers_too_large", "Request header fields too large"
+
+
 class Unprocessable(ServiceError):
     status, code, title = 422, "unprocessable", "Request cannot be processed"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 
 _URL_TOKEN = re.compile(r"(/webhooks/w/[^/\s\"?]+/)[^\s\"?]+")
@@ -16,7 +17,11 @@ def redact(text: str) -> str:
 
 class RedactTokens(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.args:
+        if isinstance(record.args, Mapping):  # granian's access log formats from a dict
+            record.args = {
+                k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()
+            }
+        elif record.args:
             record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
         record.msg = redact(str(record.msg))
         return True
@@ -34,5 +39,28 @@ def uvicorn_log_config(level: str) -> dict[str, Any]:
     config["loggers"] = {
         **LOGGING_CONFIG["loggers"],
         "gateway": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+    }
+    return config
+
+
+# uvicorn's access line, from granian's fields
+ACCESS_FORMAT = '%(addr)s - "%(method)s %(path)s %(protocol)s" %(status)d'
+
+
+def granian_log_config(level: str) -> dict[str, Any]:
+    """Granian's loggers and the `gateway` logger on standard error (as under uvicorn), every
+    handler redacting url_token paths."""
+    from granian.log import LOGGING_CONFIG
+
+    base: dict[str, Any] = LOGGING_CONFIG
+    config: dict[str, Any] = {**base}
+    config["filters"] = {"redact_tokens": {"()": "gateway.logs.RedactTokens"}}
+    config["handlers"] = {
+        name: {**handler, "stream": "ext://sys.stderr", "filters": ["redact_tokens"]}
+        for name, handler in base["handlers"].items()
+    }
+    config["loggers"] = {
+        **base["loggers"],
+        "gateway": {"handlers": ["console"], "level": level.upper(), "propagate": False},
     }
     return config

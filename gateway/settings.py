@@ -19,6 +19,9 @@ EvaluatorMode = Literal["process", "inline", "off"]
 EVALUATOR_MODES: tuple[EvaluatorMode, ...] = ("process", "inline", "off")
 EvaluatorPriority = Literal["idle", "low", "normal"]
 EVALUATOR_PRIORITIES: tuple[EvaluatorPriority, ...] = ("idle", "low", "normal")
+# the HTTP server `gateway serve` runs (gateway/http_server.py)
+HttpServer = Literal["uvicorn", "granian"]
+HTTP_SERVERS: tuple[HttpServer, ...] = ("uvicorn", "granian")
 Choice = TypeVar("Choice", bound=str)
 DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
 DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
@@ -39,6 +42,8 @@ class Settings:
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
     egress_ranges: tuple[str, ...] = DEFAULT_EGRESS_RANGES
     body_timeout: float = 10.0
+    header_timeout: float = 10.0
+    server: HttpServer = "uvicorn"
     evaluator: EvaluatorMode = "inline"
     evaluator_priority: EvaluatorPriority = "idle"
     auth_failure_limit: int = 10
@@ -80,6 +85,8 @@ def load_settings(
         egress_ranges=tuple(str(n) for n in _networks(env, "EGRESS_RANGES"))
         or DEFAULT_EGRESS_RANGES,
         body_timeout=_positive_float(env, "BODY_TIMEOUT", 10.0),
+        header_timeout=_header_timeout(env),
+        server=_choice(env, "SERVER", "uvicorn", HTTP_SERVERS),
         evaluator=_evaluator(env),
         evaluator_priority=_choice(env, "EVALUATOR_PRIORITY", "idle", EVALUATOR_PRIORITIES),
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
@@ -144,6 +151,15 @@ def _evaluator(env: Mapping[str, str]) -> EvaluatorMode:
     if mode == "process" and not uses_redis:
         raise _fail("EVALUATOR", mode, "'process' needs GATEWAY_REDIS_URL; use inline")
     return mode
+
+
+def _header_timeout(env: Mapping[str, str]) -> float:
+    """Seconds a sender has to deliver the request line and headers; granian takes whole
+    milliseconds up to 60 s."""
+    value = _positive_float(env, "HEADER_TIMEOUT", 10.0)
+    if not 0.001 <= value <= 60:
+        raise _fail("HEADER_TIMEOUT", str(env["HEADER_TIMEOUT"]), "expected 0.001 to 60 seconds")
+    return value
 
 
 def _secret_key(env: Mapping[str, str]) -> bytes:

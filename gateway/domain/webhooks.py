@@ -56,10 +56,21 @@ def validate_name(value: Any, field: str = "name") -> str:
 
 
 def validate_header_name(value: Any, field: str = "delivery_id_header") -> str | None:
+    """A delivery id header name; never one that carries a credential or a signature (the
+    identity is stored in plain text, and a value shared by every delivery would make each one
+    after the first a Duplicate)."""
+    from gateway.ingress.identity import identity_header_refusal
+
     if value is None:
         return None
     if not isinstance(value, str) or not _HEADER_NAME.match(value):
         raise InvalidRequest(f"{field}: expected a header name of letters, digits and '-'")
+    refusal = identity_header_refusal(value)
+    if refusal is not None:
+        raise InvalidRequest(
+            f"{field}: {value!r} {refusal}; name the header in which the sender puts its "
+            "own event id"
+        )
     return value.lower()
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Row, and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.base import Target, shard_of
+from gateway.ingress.identity import identity_header_refusal
 from gateway.security import SecretBox, hash_token
 from gateway.store import tables as t
 
@@ -91,9 +92,22 @@ def prepare(row: Row[Any], box: SecretBox) -> WebhookConfig:
         auth_mode=row.auth_mode,
         token_hash=token_hash.encode() if token_hash else None,
         verifier=verifier,
-        delivery_id_header=(row.delivery_id_header or "").lower() or None,
+        delivery_id_header=_identity_header(row.uid, row.delivery_id_header),
         target=Target(row.uid, int(row.config_version), shard_of(row.uid)),
     )
+
+
+def _identity_header(uid: str, name: str | None) -> str | None:
+    """The configured delivery id header; one saved before credential and signature headers were
+    refused is ignored (the identity falls back to the provider's id, X-Service-Delivery-Id or
+    the body digest) rather than storing a secret as the identity."""
+    if not name:
+        return None
+    refusal = identity_header_refusal(name)
+    if refusal is not None:
+        log.warning("webhook %s: delivery id header %r %s; ignored", uid, name, refusal)
+        return None
+    return name.lower()
 
 
 def _secret(row: Row[Any], box: SecretBox) -> str | None:

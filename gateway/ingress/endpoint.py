@@ -17,6 +17,7 @@ from gateway.services import Services
 from gateway.types import Receive, Scope, Send
 
 INGRESS_PREFIX = "/webhooks/w/"
+STARTING_RETRY_S = 5
 log = logging.getLogger("gateway.ingress")
 
 _JSON = b"application/json"
@@ -59,7 +60,9 @@ class IngressEndpoint:
         services = self._services
         ingress: Ingress | None = services[0].ingress if services else None
         if ingress is None:
-            raise Unavailable("ingress is starting or stopping")
+            # refused before anything was written; a restart takes seconds, not one
+            detail = "ingress is starting or stopping; nothing was recorded"
+            raise Unavailable(detail, retry_after=STARTING_RETRY_S)
         uid, sep, token = scope["path"][_PREFIX_LEN:].partition("/")
         if not uid or "/" in token or (sep and not token):
             raise NotFound("webhook: unknown, disabled or deleted")

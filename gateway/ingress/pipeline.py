@@ -134,4 +134,6 @@ def _refusal(outcome: Outcome) -> ServiceError:
             "too many accepted deliveries wait for evaluation; nothing was recorded, retry later",
             retry_after=BACKLOG_RETRY_AFTER_S,
         )
-    return Unavailable("webhook configuration is changing; retry shortly")
+    # the script refused before any write: certainly not recorded, and the change is in SQL
+    # already, so the next attempt decides with the new config
+    return Unavailable("webhook configuration is changing; nothing was recorded", retry_after=1)

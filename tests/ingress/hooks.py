@@ -250,3 +250,58 @@ def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
         raise AssertionError(
             f"gateway did not stop within {grace} s of SIGTERM:\n{stacks}"
         ) from None
+
+
+async def prepare_token_webhook(settings: Settings, token: str) -> str:
+    """Migrate the store and add a team, a factory and one token webhook (before any server
+    runs on it); returns the webhook uid."""
+    from gateway.domain import factories, identities
+    from gateway.services import build_services
+    from gateway.store import migrate
+
+    services = build_services(settings)
+    try:
+        await migrate(services.database)
+        async with services.database.transaction() as conn:
+            team = await identities.create_team(conn, "T")
+            factory = await factories.create_factory(conn, team, "F", None, None)
+            uid = ids.new_id("wh")
+            now = utcnow()
+            await conn.execute(
+                insert(t.webhooks).values(
+                    uid=uid,
+                    factory_uid=factory,
+                    name="h",
+                    auth_mode="token",
+                    token_hash=hash_token(token),
+                    enabled=True,
+                    config_version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return uid
+    finally:
+        await services.close()
+
+
+def serve_gateway_with(
+    env: dict[str, str], port: int, server: str, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """`serve_gateway` under a given HTTP server (GATEWAY_SERVER)."""
+    return serve_gateway(env | {"GATEWAY_SERVER": server}, port, log)
+
+
+def tree_peak_rss_kib(pid: int) -> int:
+    """The largest peak RSS (VmHWM) among `pid` and its children: the serving process under
+    either HTTP server (granian serves from a child)."""
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(c) for c in children.read_text().split()]
+    peaks = []
+    for each in pids:
+        for line in Path(f"/proc/{each}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peaks.append(int(line.split()[1]))
+    return max(peaks)

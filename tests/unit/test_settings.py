@@ -21,6 +21,12 @@ def test_defaults_are_the_embedded_setup() -> None:
     assert s.secret_key == b"x" * 32
 
 
+def test_http_server_and_header_deadline() -> None:
+    assert (settings().server, settings().header_timeout) == ("uvicorn", 10.0)
+    chosen = settings(SERVER="Granian", HEADER_TIMEOUT="2.5")
+    assert (chosen.server, chosen.header_timeout) == ("granian", 2.5)
+
+
 def test_postgres_and_redis_urls() -> None:
     s = settings(DATABASE_URL="postgresql://u@h:5432/db", REDIS_URL="redis://h:6379/0")
     assert s.database_url == "postgresql+asyncpg://u@h:5432/db"
@@ -61,6 +67,9 @@ def test_trusted_proxies_parse_as_networks() -> None:
         ("LOG_LEVEL", "loud"),
         ("WEBHOOK_BASE_URL", "ftp://x"),
         ("SECRET_KEY", "short"),
+        ("SERVER", "hypercorn"),
+        ("HEADER_TIMEOUT", "0"),
+        ("HEADER_TIMEOUT", "61"),
     ],
 )
 def test_invalid_values_name_the_variable(name: str, value: str) -> None:

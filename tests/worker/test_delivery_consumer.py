@@ -56,12 +56,16 @@ def _source(services: Services) -> Source:
 def drain(client: GatewayClient, starter: RunStarter | None = None) -> int:
     async def run(services: Services) -> int:
         consumer = Consumer(services.database, _source(services), starter or RunStarter())
-        for _ in range(20):
+        empty = 0
+        for _ in range(40):  # until three reads in a row find nothing more
             entries = await consumer.source.read()
             if entries:
                 await consumer.process(entries)
+                empty = 0
             elif consumer.processed:
-                break
+                empty += 1
+                if empty == 3:
+                    break
         return consumer.processed
 
     return client.run(run)

@@ -44,6 +44,11 @@ class Verified:
 
 class SignatureScheme(Protocol):
     name: str
+    # every header `verify` reads that carries the signature or its timestamp (never a
+    # delivery id: a webhook's delivery id header may not name one of these)
+    signature_headers: tuple[str, ...]
+    # the provider's own delivery id headers `verify` reads and returns, if any
+    delivery_id_headers: tuple[str, ...]
 
     def prepare_key(self, secret: str) -> bytes:
         """Secret as configured -> HMAC key; ``ValueError`` on an unusable secret.

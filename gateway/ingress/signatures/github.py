@@ -19,22 +19,25 @@ from gateway.ingress.signatures.base import (
 )
 
 _PREFIX = "sha256="
+_SIGNATURE, _DELIVERY = "x-hub-signature-256", "x-github-delivery"
 
 
 class GitHub:
     name = "github"
+    signature_headers: tuple[str, ...] = (_SIGNATURE,)
+    delivery_id_headers: tuple[str, ...] = (_DELIVERY,)
 
     def prepare_key(self, secret: str) -> bytes:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = required_header(headers, "x-hub-signature-256")
+        header = required_header(headers, _SIGNATURE)
         if not header.startswith(_PREFIX):
             raise SignatureError("malformed x-hub-signature-256 header")
         provided = hex_digest(header[len(_PREFIX) :], "x-hub-signature-256 header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
             raise SignatureError("no matching signature")
-        return Verified(headers.get("x-github-delivery") or None)
+        return Verified(headers.get(_DELIVERY) or None)
 
 
 SCHEME = GitHub()

@@ -19,19 +19,23 @@ from gateway.ingress.signatures.base import (
     utf8_key,
 )
 
+_SIGNATURE, _DELIVERY = "linear-signature", "linear-delivery"
+
 
 class Linear:
     name = "linear"
+    signature_headers: tuple[str, ...] = (_SIGNATURE,)
+    delivery_id_headers: tuple[str, ...] = (_DELIVERY,)
 
     def prepare_key(self, secret: str) -> bytes:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = required_header(headers, "linear-signature")
+        header = required_header(headers, _SIGNATURE)
         provided = hex_digest(header, "linear-signature header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
             raise SignatureError("no matching signature")
-        return Verified(headers.get("linear-delivery") or None)
+        return Verified(headers.get(_DELIVERY) or None)
 
 
 SCHEME = Linear()

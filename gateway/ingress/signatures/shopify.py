@@ -17,19 +17,23 @@ from gateway.ingress.signatures.base import (
     utf8_key,
 )
 
+_SIGNATURE, _DELIVERY = "x-shopify-hmac-sha256", "x-shopify-webhook-id"
+
 
 class Shopify:
     name = "shopify"
+    signature_headers: tuple[str, ...] = (_SIGNATURE,)
+    delivery_id_headers: tuple[str, ...] = (_DELIVERY,)
 
     def prepare_key(self, secret: str) -> bytes:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = required_header(headers, "x-shopify-hmac-sha256")
+        header = required_header(headers, _SIGNATURE)
         provided = base64_digest(header, "x-shopify-hmac-sha256 header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
             raise SignatureError("no matching signature")
-        return Verified(headers.get("x-shopify-webhook-id") or None)
+        return Verified(headers.get(_DELIVERY) or None)
 
 
 SCHEME = Shopify()

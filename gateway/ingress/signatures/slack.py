@@ -21,19 +21,22 @@ from gateway.ingress.signatures.base import (
 
 _PREFIX = "v0="
 _UNVERIFIED = Verified(None)
+_SIGNATURE, _TIMESTAMP = "x-slack-signature", "x-slack-request-timestamp"
 
 
 class Slack:
     name = "slack"
+    signature_headers: tuple[str, ...] = (_SIGNATURE, _TIMESTAMP)
+    delivery_id_headers: tuple[str, ...] = ()
 
     def prepare_key(self, secret: str) -> bytes:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = required_header(headers, "x-slack-signature")
+        header = required_header(headers, _SIGNATURE)
         if not header.startswith(_PREFIX):
             raise SignatureError("malformed x-slack-signature header")
-        timestamp = check_timestamp(headers.get("x-slack-request-timestamp"), now)
+        timestamp = check_timestamp(headers.get(_TIMESTAMP), now)
         provided = hex_digest(header[len(_PREFIX) :], "x-slack-signature header")
         expected = hmac_sha256(key, b"v0:" + timestamp.encode() + b":", body)
         if not hmac.compare_digest(provided, expected):

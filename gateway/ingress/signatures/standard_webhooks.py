@@ -25,11 +25,18 @@ from gateway.ingress.signatures.base import (
 )
 
 _PREFIX = "whsec_"
+# (id, timestamp, signature) header names of each family, in the order they are tried
+_FAMILIES = (
+    ("webhook-id", "webhook-timestamp", "webhook-signature"),
+    ("svix-id", "svix-timestamp", "svix-signature"),
+)
 _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
 
 class StandardWebhooks:
     name = "standard-webhooks"
+    signature_headers: tuple[str, ...] = tuple(name for family in _FAMILIES for name in family[1:])
+    delivery_id_headers: tuple[str, ...] = tuple(family[0] for family in _FAMILIES)
 
     def prepare_key(self, secret: str) -> bytes:
         """``whsec_`` prefix (optional) then base64, decoded exactly as the official library."""
@@ -45,14 +52,13 @@ class StandardWebhooks:
         return HmacKey(key)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        signature = headers.get("webhook-signature")
-        if signature is not None:
-            msg_id = headers.get("webhook-id")
-            timestamp = headers.get("webhook-timestamp")
-        else:
-            signature = headers.get("svix-signature")
-            msg_id = headers.get("svix-id")
-            timestamp = headers.get("svix-timestamp")
+        id_name, timestamp_name, signature_name = _FAMILIES[0]
+        signature = headers.get(signature_name)
+        if signature is None:
+            id_name, timestamp_name, signature_name = _FAMILIES[1]
+            signature = headers.get(signature_name)
+        msg_id = headers.get(id_name)
+        timestamp = headers.get(timestamp_name)
         if not signature:
             raise SignatureError("missing signature header")
         if not msg_id:

@@ -24,16 +24,19 @@ from gateway.ingress.signatures.base import (
 )
 
 _UNVERIFIED = Verified(None)
+_SIGNATURE = "stripe-signature"
 
 
 class Stripe:
     name = "stripe"
+    signature_headers: tuple[str, ...] = (_SIGNATURE,)
+    delivery_id_headers: tuple[str, ...] = ()
 
     def prepare_key(self, secret: str) -> bytes:
         return utf8_key(secret)
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
-        header = required_header(headers, "stripe-signature")
+        header = required_header(headers, _SIGNATURE)
         items = header.split(",", MAX_SIGNATURES + 1)
         if len(items) > MAX_SIGNATURES + 1:
             raise SignatureError("too many signatures")
