@@ -177,7 +177,7 @@ class MemoryBackend:
             try:
                 await asyncio.shield(seen.pending)
             except Exception as exc:
-                raise Unavailable("delivery log unavailable; retry shortly") from exc
+                raise Unavailable("delivery log unavailable; nothing was recorded") from exc
         record = self._record(s.target, s.delivery_id, len(s.body), Label.DUPLICATE, now)
         record = replace(record, identity=s.identity, duplicate_of=seen.delivery_id)
         self._log_record(s.target, record, now)
@@ -206,7 +206,7 @@ class MemoryBackend:
             self.backlog = max(0, self.backlog - 1)
             pending.set_exception(exc)
             pending.exception()  # retrieved here; waiting duplicates re-raise it
-            raise Unavailable("delivery log unavailable; retry shortly") from exc
+            raise Unavailable("delivery log unavailable; nothing was recorded") from exc
         finally:
             self._committing -= 1
         pending.set_result(None)

@@ -21,7 +21,7 @@ from gateway.backends.base import (
     Target,
     Verdict,
 )
-from gateway.backends.resp import RedisUnavailable, ReplyError, RespClient
+from gateway.backends.resp import RedisUnavailable, ReplyError, ReplyLost, RespClient
 from gateway.errors import Unavailable
 
 log = logging.getLogger("gateway.ingress")
@@ -238,12 +238,15 @@ class RedisBackend:
                         raise
                     reply = await self.client.script(command)  # loads the scripts, retries
         except RedisUnavailable as exc:
-            raise _unavailable() from exc
+            raise _unavailable(exc) from exc
         if reply[0] == b"NOBODY":  # the body's SET failed (e.g. maxmemory): nothing recorded
             log.warning(
                 "ingress: large body for webhook %s not stored; answered 503", s.target.webhook_uid
             )
-            raise _unavailable()
+            raise Unavailable(
+                "delivery log refused the body (out of memory?); nothing was recorded",
+                retry_after=REFUSED_RETRY_AFTER_S,
+            )
         return _outcome(reply)
 
     async def auth_failed(
@@ -283,15 +286,33 @@ class RedisBackend:
         try:
             return await self.client.evalsha(sha, keys, args)
         except RedisUnavailable as exc:
-            raise _unavailable() from exc
+            raise _unavailable(exc) from exc
 
     async def close(self) -> None:
         await self.client.close()
 
 
-def _unavailable() -> Unavailable:
-    # fail closed: nothing was recorded, so nothing may be acknowledged
-    return Unavailable("delivery log unavailable; retry shortly", retry_after=1)
+# Redis refused the write (out of memory, most likely): waiting a little longer gives it time
+REFUSED_RETRY_AFTER_S = 5
+
+
+def _unavailable(cause: RedisUnavailable) -> Unavailable:
+    """The 503 for a failed Redis call, saying whether the delivery may have been recorded."""
+    if isinstance(cause, ReplyLost):
+        # the script was sent: Redis may have run it after we stopped waiting. A retry with the
+        # same delivery id is answered 202 with the first id if it did
+        return Unavailable(
+            "no reply from the delivery log in time; the delivery may have been recorded: "
+            "retry with the same delivery id",
+            retry_after=1,
+        )
+    if isinstance(cause, ReplyError):
+        oom = str(cause).startswith("OOM")
+        return Unavailable(
+            f"delivery log refused the write ({str(cause)[:60]}); nothing was recorded",
+            retry_after=REFUSED_RETRY_AFTER_S if oom else 1,
+        )
+    return Unavailable("delivery log unreachable; nothing was recorded", retry_after=1)
 
 
 _VERDICTS = {verdict.value.encode(): verdict for verdict in Verdict}

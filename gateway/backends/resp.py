@@ -26,8 +26,19 @@ class RedisUnavailable(Exception):
     """Redis cannot be reached, timed out, or refused the command."""
 
 
+class NotSent(RedisUnavailable):
+    """The command never left this process (no connection, reconnect back-off): Redis did not
+    run it."""
+
+
+class ReplyLost(RedisUnavailable):
+    """The command was sent, but the connection was lost or the reply was overdue before it came:
+    Redis may have run it (or may still)."""
+
+
 class ReplyError(RedisUnavailable):
-    pass
+    """Redis answered with an error (out of memory, unknown script...): it did not run the
+    command's writes (the scripts refuse before their first write)."""
 
 
 def is_noscript(exc: ReplyError) -> bool:
@@ -88,12 +99,12 @@ class _Protocol(asyncio.Protocol):
         while self.pending:
             future, _ = self.pending.popleft()
             if not future.done():
-                future.set_exception(RedisUnavailable(f"connection lost: {exc or 'closed'}"))
+                future.set_exception(ReplyLost(f"connection lost: {exc or 'closed'}"))
 
     def send(self, payload: bytes) -> asyncio.Future[Any]:
         """Queue one command (or `payload` of several, see send_many); its reply's future."""
         if self.closed or self.transport is None:
-            raise RedisUnavailable("connection closed")
+            raise NotSent("connection closed")
         future = self._loop.create_future()
         self.pending.append((future, time.monotonic()))
         # coalesce: everything written in this event-loop turn leaves in one send() syscall
@@ -187,12 +198,12 @@ class RespClient:
             if self._conn is not None and not self._conn.closed:
                 return self._conn
             if time.monotonic() < self._retry_at:
-                raise RedisUnavailable("reconnect back-off")
+                raise NotSent("reconnect back-off")
             try:
                 conn = await asyncio.wait_for(self._open(), self._timeout)
             except (OSError, TimeoutError, RedisUnavailable) as exc:
                 self._retry_at = time.monotonic() + 0.2
-                raise RedisUnavailable(f"cannot connect: {exc}") from exc
+                raise NotSent(f"cannot connect: {exc}") from exc
             self._conn = conn
             if self._watchdog is None or self._watchdog.done():
                 self._watchdog = asyncio.create_task(self._watch(), name="resp-watchdog")
