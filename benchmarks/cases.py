@@ -55,11 +55,9 @@ def target_env(
         "GATEWAY_DATABASE_URL": f"sqlite:///{database}",
         "GATEWAY_REDIS_PREFIX": REDIS_PREFIX,
         "GATEWAY_SECRET_KEY": key,
-        # Redis: the evaluator in its own process (started beside the server, see
-        # `companion`), as `gateway serve` runs it; embedded: inside the server
-        "GATEWAY_EVALUATOR": ("process" if kind == "gateway-redis" else "inline")
-        if evaluator
-        else "off",
+        # the evaluator in its own process (started beside the server, see `companion`), as
+        # `gateway serve` runs it by default
+        "GATEWAY_EVALUATOR": "process" if evaluator else "off",
         "GATEWAY_LOG_LEVEL": "warning",
     }
     if kind == "gateway-redis":
@@ -76,7 +74,7 @@ APPS = {
 
 
 def companion(kind: str, evaluator: bool) -> tuple[str, ...]:
-    return EVALUATOR if kind == "gateway-redis" and evaluator else ()
+    return EVALUATOR if kind.startswith("gateway") and evaluator else ()
 
 
 def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path) -> dict[str, Any]:

@@ -143,14 +143,23 @@ def _role(value: str) -> Role:
 
 
 def _evaluator(env: Mapping[str, str]) -> EvaluatorMode:
-    """Default: its own process with Redis; inline with the embedded backend, whose rate limits,
-    de-duplication and outbox notifications live in the one serving process."""
+    """Default: a process of its own beside the server, which reads what ingress wrote (the Redis
+    streams, or the delivery log the embedded backend writes); inline only where no other
+    process can read that (an in-memory SQLite database)."""
+    shared = not _in_memory(env.get("DATABASE_URL", DEFAULT_DATABASE_URL))
     uses_redis = bool(env.get("REDIS_URL", "").strip())
-    default: EvaluatorMode = "process" if uses_redis else "inline"
+    default: EvaluatorMode = "process" if shared or uses_redis else "inline"
     mode = _choice(env, "EVALUATOR", default, EVALUATOR_MODES)
-    if mode == "process" and not uses_redis:
-        raise _fail("EVALUATOR", mode, "'process' needs GATEWAY_REDIS_URL; use inline")
+    if mode == "process" and not (shared or uses_redis):
+        raise _fail("EVALUATOR", mode, "'process' cannot read an in-memory database; use inline")
     return mode
+
+
+def _in_memory(database_url: str) -> bool:
+    if not database_url.startswith("sqlite"):
+        return False
+    path = database_url.split("://", 1)[-1].lstrip("/")
+    return path in ("", ":memory:") or "mode=memory" in database_url
 
 
 def _header_timeout(env: Mapping[str, str]) -> float:

@@ -9,6 +9,9 @@ request. Accepted deliveries go in as "pending": the log is also the evaluator's
 On a SQLite file the writer has its own connection on its own thread: a commit costs one thread
 hop, never waits for a pooled connection, and takes the process's write gate (see
 `gateway.store.db`) in the urgent lane, so it goes next whenever the evaluator's transaction ends.
+Against the deployment's other processes (the evaluator's) it takes the file write lock (see
+`gateway.store.file_lock`) around each commit, so it waits for at most one of their
+transactions, woken as soon as that ends.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sqlalchemy.pool import StaticPool
 from gateway.backends.base import DeliveryRecord
 from gateway.backends.delivery_log import DELIVERIES, PENDING, delivery_row
 from gateway.store import Database
+from gateway.store.file_lock import FileWriteLock
 
 log = logging.getLogger("gateway.ingress")
 
@@ -43,16 +47,20 @@ class _SqliteAppender:
         )
         event.listen(self._engine, "connect", database.on_connect)
         self._conn: Connection | None = None
+        assert database.sqlite_file is not None
+        self._file_lock = FileWriteLock(database.sqlite_file)  # an open file of its own
         self._statement = DELIVERIES.sql(self._engine.dialect, 0)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="delivery-log")
 
     def append(self, rows: list[dict[str, Any]]) -> None:
+        values = DELIVERIES.encode(self._engine.dialect, rows)
         if self._conn is None:
             self._conn = self._engine.connect()
         conn = self._conn
         try:
-            conn.exec_driver_sql(self._statement, DELIVERIES.encode(self._engine.dialect, rows))
-            conn.commit()  # returns once SQLite committed (WAL: survives a process kill)
+            with self._file_lock.held():
+                conn.exec_driver_sql(self._statement, values)
+                conn.commit()  # returns once SQLite committed (WAL: survives a process kill)
         except BaseException:
             try:
                 conn.rollback()
@@ -69,6 +77,7 @@ class _SqliteAppender:
     def close(self) -> None:
         self._drop()
         self._engine.dispose()
+        self._file_lock.close()
 
 
 def _dedicated_file(database: Database) -> bool:

@@ -21,6 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from gateway.store.checkpoints import WalCheckpointer
+from gateway.store.file_lock import FileWriteLock
 
 
 class WriteGate:
@@ -81,6 +82,9 @@ class Database:
         # SQLite: this process's write transactions take turns here instead of in busy_timeout
         self.write_gate: WriteGate | None = WriteGate() if self.is_sqlite else None
         self._checkpointer: WalCheckpointer | None = None
+        # SQLite file: and across this deployment's processes (see gateway.store.file_lock)
+        path = self.sqlite_file
+        self.file_lock = FileWriteLock(path) if path is not None else None
 
     @property
     def sqlite_file(self) -> str | None:
@@ -113,8 +117,13 @@ class Database:
             async with self.engine.begin() as conn:
                 yield conn
             return
-        async with self.write_gate.hold(), self.engine.begin() as conn:
-            yield conn
+        async with self.write_gate.hold():
+            if self.file_lock is None:
+                async with self.engine.begin() as conn:
+                    yield conn
+                return
+            async with self.file_lock.held_async(), self.engine.begin() as conn:
+                yield conn
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
@@ -123,6 +132,8 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self.file_lock is not None:
+            self.file_lock.close()
         if self._checkpointer is not None:
             await asyncio.to_thread(self._checkpointer.stop)
             self._checkpointer = None

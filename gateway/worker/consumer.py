@@ -28,6 +28,10 @@ log = logging.getLogger("gateway.worker")
 
 PRUNE_EVERY_S = 60.0
 REPORT_EVERY_S = 10.0
+# SQLite: after each commit the consumer leaves the file's one write lock free this long before
+# its next transaction, so an ingress writer in another process gets it (SQLite's lock is not
+# fair: back-to-back transactions kept an ingress commit waiting for a second)
+SQLITE_COMMIT_GAP_S = 0.003
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,8 @@ class Consumer:
             claimed = await planned.claim(conn)
             started = await planned.batch.write(conn, claimed)
         await self.source.acknowledge(entries)
+        if self.database.is_sqlite:
+            await asyncio.sleep(SQLITE_COMMIT_GAP_S)
         self.processed += len(entries)
         self.runs_started += len(started)
 

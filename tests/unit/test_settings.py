@@ -33,12 +33,20 @@ def test_postgres_and_redis_urls() -> None:
     assert s.uses_redis
 
 
-def test_evaluator_runs_beside_redis_ingress_and_inside_the_embedded_server() -> None:
-    assert settings().evaluator == "inline"
+def test_evaluator_runs_in_a_process_of_its_own_unless_the_store_is_in_memory() -> None:
+    embedded = settings()
+    assert embedded.evaluator == "process" and embedded.evaluator_priority == "idle"
     redis = settings(REDIS_URL="redis://h:6379/0")
-    assert redis.evaluator == "process" and redis.evaluator_priority == "idle"
+    assert redis.evaluator == "process"
     assert settings(REDIS_URL="redis://h", EVALUATOR="inline").evaluator == "inline"
     assert settings(EVALUATOR="off", EVALUATOR_PRIORITY="Low").evaluator_priority == "low"
+    # another process cannot read an in-memory database: inline only
+    for memory in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true"):
+        assert settings(DATABASE_URL=memory).evaluator == "inline"
+        with pytest.raises(SettingsError, match="GATEWAY_EVALUATOR='process'"):
+            settings(DATABASE_URL=memory, EVALUATOR="process")
+    # ...unless the deliveries wait in Redis
+    assert settings(DATABASE_URL="sqlite://", REDIS_URL="redis://h").evaluator == "process"
 
 
 def test_roles_select_planes() -> None:
@@ -63,7 +71,8 @@ def test_trusted_proxies_parse_as_networks() -> None:
         ("AUTH_FAILURE_LIMIT", "0"),
         ("EVALUATOR", "sometimes"),
         ("EVALUATOR_PRIORITY", "urgent"),
-        ("EVALUATOR", "process"),
+        ("MAX_BACKLOG", "0"),
+        ("MAX_BACKLOG", "many"),
         ("LOG_LEVEL", "loud"),
         ("WEBHOOK_BASE_URL", "ftp://x"),
         ("SECRET_KEY", "short"),
