@@ -13,7 +13,6 @@ from gateway.ingress.body import ClientGone
 from gateway.ingress.headers import RawHeaders
 from gateway.ingress.pipeline import Ingress
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
-from gateway.services import Services
 from gateway.types import Receive, Scope, Send
 
 INGRESS_PREFIX = "/webhooks/w/"
@@ -27,8 +26,7 @@ _ACCEPTED_HEAD: dict[int, tuple[tuple[bytes, bytes], ...]] = {}
 
 
 class IngressEndpoint:
-    def __init__(self, services: list[Services]) -> None:
-        self._services = services
+    """Finds the process's Ingress in the lifespan state (`scope["state"]["ingress"]`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -56,8 +54,7 @@ class IngressEndpoint:
     async def _accept(self, scope: Scope, receive: Receive) -> str:
         if scope["method"] != "POST":
             raise MethodNotAllowed(f"{scope['method']}: webhook ingress accepts POST only")
-        services = self._services
-        ingress: Ingress | None = services[0].ingress if services else None
+        ingress: Ingress | None = scope.get("state", {}).get("ingress")
         if ingress is None:
             raise Unavailable("ingress is starting or stopping")
         uid, sep, token = scope["path"][_PREFIX_LEN:].partition("/")

@@ -107,7 +107,7 @@ def _secret(row: Row[Any], box: SecretBox) -> str | None:
 
 
 def _verifier(scheme_name: str | None, secret: str) -> Verifier:
-    from gateway.ingress.signatures import SCHEMES, SignatureError
+    from gateway.signatures import SCHEMES, SignatureError
 
     scheme = SCHEMES[scheme_name or ""]
     key = scheme.prepare_key(secret)
