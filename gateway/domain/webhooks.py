@@ -34,12 +34,12 @@ class WebhookSpec:
     delivery id header lower-cased."""
 
     name: str
-    auth_mode: str
-    signature_scheme: str | None
-    secret: str | None
-    secret_name: str | None
-    delivery_id_header: str | None
-    enabled: bool
+    auth_mode: AuthMode = "token"
+    signature_scheme: str | None = None
+    secret: str | None = None
+    secret_name: str | None = None
+    delivery_id_header: str | None = None
+    enabled: bool = True
 
 
 def check_signing_secret(scheme: str, secret: str, field: str = "secret") -> None:
