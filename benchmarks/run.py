@@ -23,7 +23,6 @@ from typing import Any
 
 from benchmarks import loadgen, report
 from benchmarks.cases import APPS, Case, companion, run_case, target_env
-from benchmarks.dispatch_probe import run_dispatch_ready
 from benchmarks.redis_server import RedisServer, redis_server
 from benchmarks.requests_file import (
     RATE_LIMIT_PER_MINUTE,
@@ -52,7 +51,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--workers", help="uvicorn worker counts (default 1,2; quick 1)")
     p.add_argument("--servers", default=",".join(SERVERS), help="subset of " + ",".join(SERVERS))
     p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
-    p.add_argument("--evaluator", choices=("auto", "on", "off"), default="auto")
+    p.add_argument("--evaluator", choices=("on", "off"), default="on")
     p.add_argument("--max-rate", type=int, default=40_000, help="sizes the request files")
     p.add_argument("--drain-wait", type=float, help="max seconds to wait for the evaluator")
     p.add_argument("--no-big", action="store_true", help="skip the 200 KB variant")
@@ -82,15 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     auth: AuthMode = (
         ("signature" if SIGNATURES.exists() else "token") if args.auth == "auto" else args.auth
     )
-    dispatch = run_dispatch_ready()
-    evaluator = dispatch if args.evaluator == "auto" else args.evaluator == "on"
+    evaluator = args.evaluator != "off"
     factories, per_factory = (100, 20) if quick else (500, 20)
-    automations = 10 if dispatch else 0
+    automations = 10
     drain_wait = args.drain_wait or (5.0 if quick else 20.0)
     args.no_big = args.no_big or (quick and not args.big)
     key = base64.urlsafe_b64encode(os.urandom(32)).decode()
     rundir = Path(tempfile.mkdtemp(prefix="bench-run-"))
-    notes = _notes(auth, dispatch, evaluator, automations)
+    notes = _notes(auth, evaluator, automations)
     for note in notes:
         print("note:", note, flush=True)
     started = time.monotonic()
@@ -139,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
             "automations_per_webhook": automations,
             "auth_mode": auth,
             "evaluator": evaluator,
-            "run_dispatch_implemented": dispatch,
         },
         "notes": notes,
         "groups": report.aggregate(rows),
@@ -182,15 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _notes(auth: str, dispatch: bool, evaluator: bool, automations: int) -> list[str]:
+def _notes(auth: str, evaluator: bool, automations: int) -> list[str]:
     notes = [f"auth mode measured: {auth}"]
-    if not dispatch:
-        notes.append(
-            "RunStarter.start_runs raises NotImplementedError: webhooks seeded without "
-            "automations and the gateway runs with the evaluator off; accepted deliveries are "
-            "counted in the Redis streams / ingress_outbox instead of the deliveries table"
-        )
-    elif not evaluator:
+    if not evaluator:
         notes.append("evaluator off (--evaluator off)")
     notes.append(f"{automations} automations per webhook")
     return notes
@@ -294,7 +285,7 @@ def _latency_row(
     rundir: Path,
     seconds: float,
     evaluator: bool,
-    native: Path | None,
+    native: Path,
 ) -> dict[str, Any]:
     """One fixed rate against a fresh server, store and Redis (rate windows start empty)."""
     from benchmarks.cases import prepare_store

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.ingress.hooks import free_port, gateway_env, serve_gateway, stop_gateway
+from benchmarks.procs import free_port
+from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
 from tests.unit.test_cli import admin, gateway
 

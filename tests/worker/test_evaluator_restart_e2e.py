@@ -16,13 +16,14 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from benchmarks.procs import free_port
 from gateway.domain import automations, factories, identities, webhooks
 from gateway.services import Services, build_services
 from gateway.settings import Settings
 from gateway.store import migrate
 from gateway.store import tables as t
 from tests.conftest import make_settings
-from tests.ingress.hooks import free_port, gateway_env, serve_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
 DELIVERIES = 40
