@@ -34,7 +34,7 @@ class TriggerFilter(Struct, kw_only=True, forbid_unknown_fields=True):
     payload: (
         Annotated[
             dict[str, Any],
-            Meta(description="payload filter (CONTRACT 7); absent or {} matches all"),
+            Meta(description="payload filter (docs/filters.md); absent or {} matches all"),
         ]
         | UnsetType
         | None

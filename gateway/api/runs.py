@@ -1,4 +1,5 @@
-"""/agent/runs: create, list, get, follow up, cancel, interrupt (CONTRACT 3 wire format)."""
+"""/agent/runs: create, list, get, follow up, cancel, interrupt, in the wire format the official
+clients parse (docs/runs-and-tasks.md)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ class Artifact(Struct, kw_only=True):
 
 
 class Run(Struct, kw_only=True):
-    """RunItem (CONTRACT 3); optional fields are omitted when unknown."""
+    """RunItem, as the official clients parse it; optional fields are omitted when unknown."""
 
     run_id: str
     task_id: Annotated[str, Meta(description="equals run_id")]
@@ -264,7 +265,7 @@ async def cancel_endpoint(request: Request) -> Response:
     async with services_of(request).database.transaction() as conn:
         row = await visible_run(conn, principal, request.path_params["run_id"])
         await run_tree.cancel(conn, row)
-    # CONTRACT 3: the bare id as text; the official client hands the body to its users as is
+    # the bare id as text: the official client hands the body to its users as is
     return PlainTextResponse(row.run_id)
 
 

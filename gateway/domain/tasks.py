@@ -1,9 +1,9 @@
 """Factory tasks: one live task per conversation, bound to the conversation's runs.
 
-Binding rules (spec 2.5): a conversation is bound to at most one live task across all factories
-(a partial unique index enforces it under concurrency), and the conversation's newest top-level
-run must be owned by the factory's team. Deleting is soft; the conversation can then be bound
-again.
+Binding rules (docs/runs-and-tasks.md): a conversation is bound to at most one live task across
+all factories (a partial unique index enforces it under concurrency), and the conversation's
+newest top-level run must be owned by the factory's team. Deleting is soft; the conversation can
+then be bound again.
 """
 
 from __future__ import annotations

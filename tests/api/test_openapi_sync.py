@@ -133,7 +133,7 @@ RFC3339_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 @FORMATS.checks("date-time", raises=ValueError)
 def _utc_date_time(value: object) -> bool:
-    """CONTRACT 3: timestamps are RFC 3339 UTC."""
+    """Timestamps are RFC 3339 UTC (docs/runs-and-tasks.md)."""
     if not isinstance(value, str):
         return True
     datetime.fromisoformat(value.replace("Z", "+00:00"))

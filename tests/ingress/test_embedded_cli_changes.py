@@ -17,7 +17,7 @@ import pytest
 from benchmarks.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
-from tests.unit.test_cli import admin, gateway
+from tests.test_cli import admin, gateway
 
 pytestmark = pytest.mark.slow
 
