@@ -33,8 +33,8 @@ Text = Annotated[str, Meta(pattern=r"\S")]
 ConfigValue = Annotated[str, Meta(max_length=2000)] | None | UnsetType
 
 
-class AgentConfigInput(Struct, kw_only=True, forbid_unknown_fields=True):
-    """Null values are dropped."""
+class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+    """In a request, null values are dropped; an answer holds only the keys that are set."""
 
     name: ConfigValue = UNSET
     model_id: ConfigValue = UNSET
@@ -51,7 +51,7 @@ ONE_OF = "give at most one of parent_run_id and conversation_id"
 class RunCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     prompt: Annotated[str, Meta(min_length=1, max_length=MAX_PROMPT, pattern=r"\S")]
     title: Annotated[str, Meta(min_length=1, max_length=500, pattern=r"\S")] | None = None
-    config: AgentConfigInput | None = None
+    config: AgentConfig | None = None
     parent_run_id: (
         Annotated[
             str,
@@ -72,16 +72,6 @@ class RunCreated(Struct):
     run_id: str
     task_id: str
     state: RunState
-
-
-class AgentConfig(Struct, kw_only=True):
-    name: str | UnsetType = UNSET
-    model_id: str | UnsetType = UNSET
-    base_prompt: str | UnsetType = UNSET
-    environment_id: str | UnsetType = UNSET
-    worker_host: str | UnsetType = UNSET
-    skill_spec: str | UnsetType = UNSET
-    mcp_servers: dict[str, Any] | UnsetType = UNSET
 
 
 class Creator(Struct):

@@ -54,7 +54,8 @@ class IngressEndpoint:
     async def _accept(self, scope: Scope, receive: Receive) -> str:
         if scope["method"] != "POST":
             raise MethodNotAllowed(f"{scope['method']}: webhook ingress accepts POST only")
-        ingress: Ingress | None = scope.get("state", {}).get("ingress")
+        state = scope.get("state")
+        ingress: Ingress | None = state.get("ingress") if state else None
         if ingress is None:
             raise Unavailable("ingress is starting or stopping")
         uid, sep, token = scope["path"][_PREFIX_LEN:].partition("/")

@@ -45,6 +45,15 @@ def test_create_rejects_bad_bodies(world: World) -> None:
     assert world.api("POST", "/agent/runs", json={"prompt": "x"}, headers={}).status_code == 401
 
 
+def test_the_config_schema_has_the_domains_keys() -> None:
+    from msgspec.structs import fields
+
+    from gateway.api.runs import AgentConfig
+    from gateway.domain.runs import CONFIG_KEYS
+
+    assert {f.name for f in fields(AgentConfig)} == {*CONFIG_KEYS, "mcp_servers"}
+
+
 def test_visibility_is_creator_or_team(world: World) -> None:
     run = new_run(world)
     assert world.api("GET", f"/agent/runs/{run['run_id']}", headers=world.agent).status_code == 200
