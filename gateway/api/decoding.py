@@ -52,27 +52,29 @@ def decode_body(raw: bytes, decoder: msgspec.json.Decoder[Any], *, required: boo
         raise InvalidRequest(f"body: not valid JSON ({exc})") from exc
 
 
-def decode_query(params: QueryParams, query_type: Any, lists: frozenset[str]) -> Any:
+QueryFields = tuple[tuple[str, bool], ...]  # (name, repeatable?) of each parameter
+
+
+def decode_query(params: QueryParams, query_type: Any, names: QueryFields) -> Any:
     values: dict[str, Any] = {}
-    for name in msgspec.structs.fields(query_type):
-        if name.encode_name in lists:
-            found = params.getlist(name.encode_name)
-            if found:
-                values[name.encode_name] = found
-        elif (value := params.get(name.encode_name)) is not None:
-            values[name.encode_name] = value
+    for name, repeatable in names:
+        if repeatable:
+            if found := params.getlist(name):
+                values[name] = found
+        elif (value := params.get(name)) is not None:
+            values[name] = value
     try:
         return msgspec.convert(values, query_type, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidRequest(validation_detail(str(exc), "query")) from exc
 
 
-def list_fields(query_type: Any) -> frozenset[str]:
-    """The repeatable parameters of a query Struct (its list-typed fields)."""
-    return frozenset(
-        info.encode_name
+def query_fields(query_type: Any) -> QueryFields:
+    """The parameters of a query Struct; its list-typed fields are repeatable. (Inspecting a
+    Struct's fields costs far more than decoding it: done once per route.)"""
+    return tuple(
+        (info.encode_name, get_origin(_unannotated(info.type)) in (list, tuple))
         for info in msgspec.structs.fields(query_type)
-        if get_origin(_unannotated(info.type)) in (list, tuple)
     )
 
 

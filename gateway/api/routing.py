@@ -20,7 +20,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from gateway.api.decoding import decode_body, decode_query, list_fields, read_capped, reject_nul
+from gateway.api.decoding import (
+    QueryFields,
+    decode_body,
+    decode_query,
+    query_fields,
+    read_capped,
+    reject_nul,
+)
 from gateway.openapi import Documented, Operation
 
 T = TypeVar("T")
@@ -45,13 +52,13 @@ class Body(Generic[T]):
 class Query(Generic[T]):
     """The query string, converted into T on `query.read()`."""
 
-    def __init__(self, request: Request, query_type: type[T], lists: frozenset[str]) -> None:
+    def __init__(self, request: Request, query_type: type[T], names: QueryFields) -> None:
         self._request = request
         self._type = query_type
-        self._lists = lists
+        self._names = names
 
     def read(self) -> T:
-        value: T = decode_query(self._request.query_params, self._type, self._lists)
+        value: T = decode_query(self._request.query_params, self._type, self._names)
         return value
 
 
@@ -69,7 +76,7 @@ class ApiRoute(Route):
 def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awaitable[Response]]:
     body_type, query_type = operation.body, operation.query
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
-    lists = frozenset[str]() if query_type is None else list_fields(query_type)
+    names: QueryFields = () if query_type is None else query_fields(query_type)
 
     async def endpoint(request: Request) -> Response:
         reject_nul(request)
@@ -77,7 +84,7 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
         if decoder is not None:
             inputs["body"] = Body(request, decoder, operation.body_required)
         if query_type is not None:
-            inputs["query"] = Query(request, query_type, lists)
+            inputs["query"] = Query(request, query_type, names)
         return await handler(request, **inputs)
 
     return endpoint
