@@ -193,6 +193,14 @@ def _child(source: str | None, requests: int) -> dict[str, Any]:
     return result
 
 
+CALLED = [name for name, *_ in CALLS]
+
+
+def _spread(results: list[dict[str, float]]) -> dict[str, float]:
+    medians = sorted(result["median_us"] for result in results)
+    return {"median": statistics.median(medians), "min": medians[0], "max": medians[-1]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
@@ -215,10 +223,8 @@ def main() -> None:
     summary = {
         name: {
             "gateway": runs[0]["gateway"],
-            "median_us": {
-                call: statistics.median(run["calls"][call]["median_us"] for run in runs)
-                for call in runs[0]["calls"]
-            },
+            # per call: the median of the rounds' medians, and their range (the machine's noise)
+            "median_us": {call: _spread([run["calls"][call] for run in runs]) for call in CALLED},
         }
         for name, runs in rounds.items()
     }
