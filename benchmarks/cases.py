@@ -96,7 +96,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
             f"127.0.0.1:{running.port}",
         )
         pids = running.pids()
-        redis_pids = [redis.proc.pid]
+        redis_pids = [redis.proc.pid] if redis.proc is not None else []
         evaluator_pids = running.companion_pids()
         cpu0, redis0 = cpu_seconds(pids), cpu_seconds(redis_pids)
         eval0 = cpu_seconds(evaluator_pids)

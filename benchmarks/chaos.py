@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
     print()
     print(table(rows))
-    failures = [f"{r['scenario']}: {f}" for r in rows for f in r["failures"]]
+    failures = [f"{r['scenario']}: {f}" for r in rows for f in r["failures"]]  # type: ignore[attr-defined]
     for failure in failures:
         print("FAILED:", failure)
     return 1 if failures else 0

@@ -48,6 +48,7 @@ from sqlalchemy import func, select, text
 
 from gateway import ids, wiring
 from gateway.backends.base import Submission, Target, shard_of
+from gateway.ingress.pipeline import Ingress
 from gateway.services import Services, build_services
 from gateway.settings import Settings, load_settings
 from gateway.store import tables as t
@@ -176,7 +177,9 @@ def payload(i: int) -> bytes:
 
 async def queue_deliveries(services: Services, hooks: list[str], n: int, first: int = 0) -> None:
     """N accepted deliveries (numbered from `first`), through the case's ingress backend."""
-    backend = services.ingress.backend
+    ingress = services.ingress
+    assert isinstance(ingress, Ingress)
+    backend = ingress.backend
     targets = [Target(uid, 1, shard_of(uid)) for uid in hooks]
     backend.prepare(targets)
     for start in range(first, first + n, 500):

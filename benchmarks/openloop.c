@@ -1,6 +1,6 @@
 /*
- * Open-loop load at a fixed rate, in C: the same measurement as openloop.py, at a small fraction
- * of its CPU, so the generator takes little from the server under test on a shared machine.
+ * Open-loop load at a fixed rate, in C: a generator that takes little CPU from the server under
+ * test on a shared machine.
  *
  *   openloop PORT REQUEST_FILE RATE DURATION_S WARMUP_S CONNECTIONS
  *
@@ -8,7 +8,8 @@
  * its response, so waiting for a free connection counts (no coordinated omission). Requests due
  * in the first WARMUP_S seconds are sent but left out of the percentiles. Keep-alive HTTP/1.1
  * connections, one request in flight each. The request file format is described in
- * requests_file.py. Prints one JSON object like openloop.py.
+ * requests_file.py. Prints one JSON object: offered and achieved rate, status counts, latency
+ * percentiles (ms).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

@@ -1,25 +1,28 @@
-"""A private redis-server on a free loopback port, in a temporary directory."""
+"""A private redis-server on a free loopback port, in a temporary directory: the benchmarks'
+and the tests' own (never the shared 6379). It can be stopped and started again on the same
+port, empty (nothing is persisted)."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from subprocess import Popen
 
 import redis
 
 from benchmarks.procs import free_port, spawn, stop, wait_port
 
 
-@dataclass(frozen=True, slots=True)
 class RedisServer:
-    port: int
-    proc: subprocess.Popen[bytes]
+    def __init__(self, *extra: str) -> None:
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="private-redis-"))
+        self.extra = extra  # more redis-server arguments, e.g. "--maxmemory", "1mb"
+        self.proc: Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -32,38 +35,45 @@ class RedisServer:
         with self.client() as client:
             client.flushall()
 
-
-@contextmanager
-def redis_server() -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("FAILED: redis-server not found (apt-get install -y redis-server)")
-    workdir = Path(tempfile.mkdtemp(prefix="bench-redis-"))
-    port = free_port()
-    argv = [
-        binary,
-        "--bind", "127.0.0.1",
-        "--port", str(port),
-        "--dir", str(workdir),
-        "--save", "",
-        "--appendonly", "no",
-        "--protected-mode", "yes",
-    ]  # fmt: skip
-    proc = spawn(argv, log=workdir / "redis.log")
-    try:
-        wait_port(port, proc)
-        server = RedisServer(port, proc)
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise SystemExit("FAILED: redis-server not found (apt-get install -y redis-server)")
+        argv = [
+            binary,
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", str(self.dir),
+            "--save", "",
+            "--appendonly", "no",
+            "--protected-mode", "yes",
+            *self.extra,
+        ]  # fmt: skip
+        self.proc = spawn(argv, log=self.dir / "redis.log")
+        wait_port(self.port, self.proc)
         deadline = time.monotonic() + 10
         while True:
             try:
-                with server.client() as client:
+                with self.client() as client:
                     client.ping()
-                break
+                return
             except redis.ConnectionError:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.1)
+                time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
+
+
+@contextmanager
+def redis_server(*extra: str) -> Iterator[RedisServer]:
+    server = RedisServer(*extra)
+    server.start()
+    try:
         yield server
     finally:
-        stop(proc)
-        shutil.rmtree(workdir, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.dir, ignore_errors=True)

@@ -308,7 +308,7 @@ def _latency_row(
     rundir: Path,
     seconds: float,
     evaluator: bool,
-    native: Path | None,
+    native: Path,
 ) -> dict[str, Any]:
     """One fixed rate against a fresh server, store and Redis (rate windows start empty)."""
     from benchmarks.cases import prepare_store

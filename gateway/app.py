@@ -6,6 +6,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any, TypedDict
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -13,25 +14,31 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from gateway import wiring
-from gateway.api import routes as api_routes
+from gateway import api, wiring
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
+from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
 from gateway.ingress.request_head import HeadLimits, head_error, refuse_head
 from gateway.problem import PROBLEM_CONTENT_TYPE, problem_body, render
-from gateway.services import Services, build_services
+from gateway.services import IngressHandle, Services, build_services
 from gateway.settings import Settings
 from gateway.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("gateway")
 
 
+class State(TypedDict):
+    """The lifespan state: each request's `scope["state"]` (Starlette's `request.state`)."""
+
+    services: Services
+    ingress: IngressHandle | None  # None when this process does not serve ingress
+
+
 def create_app(settings: Settings) -> ASGIApp:
     """The API under /api/v1 and the ingress under /webhooks/w/, as the role setting allows."""
-    holder: list[Services] = []
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[State]:
         services = build_services(settings)
         try:
             await wiring.start(services)
@@ -39,15 +46,13 @@ def create_app(settings: Settings) -> ASGIApp:
             # the collector stops re-scanning them (full collections stalled requests ~30 ms)
             gc.collect()
             gc.freeze()
-            app.state.services = services
-            holder.append(services)
-            yield
+            yield {"services": services, "ingress": services.ingress}
         finally:
-            holder.clear()
             await services.close()
 
-    api = Starlette(
-        routes=[Mount("/api/v1", routes=api_routes())] if settings.serves_api else [],
+    routes = api.routes(INGRESS_OPERATIONS)
+    app = Starlette(
+        routes=[Mount(api.API_PREFIX, routes=routes)] if settings.serves_api else [],
         exception_handlers={
             ServiceError: _service_error,
             HTTPException: _http_error,
@@ -56,18 +61,23 @@ def create_app(settings: Settings) -> ASGIApp:
         lifespan=lifespan,
     )
     if not settings.serves_ingress:
-        return HeadLimits(api)
-    return IngressDispatcher(api, IngressEndpoint(holder))
+        return HeadLimits(app)
+    return IngressDispatcher(app, IngressEndpoint())
+
+
+def openapi_document() -> dict[str, Any]:
+    """The document GET /api/v1/openapi.json serves: the API's routes and the ingress."""
+    return api.openapi_document(INGRESS_OPERATIONS)
 
 
 class IngressDispatcher:
     """Sends /webhooks/w/... straight to the ingress endpoint, past the router and middleware;
-    a request head over the limits (ingress/request_head.py) goes to neither."""
+    a request head over the limits (ingress/request_head.py) goes to neither. The server's
+    lifespan messages reach the API app, whose lifespan fills `scope["state"]`."""
 
     def __init__(self, api: ASGIApp, ingress: ASGIApp) -> None:
         self.api = api
         self.ingress = ingress
-        self.state = getattr(api, "state", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -119,4 +129,4 @@ def app_from_environment() -> ASGIApp:
     return create_app(load_settings())
 
 
-__all__ = ["app_from_environment", "create_app"]
+__all__ = ["State", "app_from_environment", "create_app", "openapi_document"]

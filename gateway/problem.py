@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import orjson
+from msgspec import Meta, Struct
 
 from gateway.errors import ServiceError
 
 PROBLEM_CONTENT_TYPE = b"application/problem+json"
+
+
+class Problem(Struct, kw_only=True):
+    """Every error answer (RFC 9457)."""
+
+    type: Annotated[str, Meta(description="about:blank#<code>")]
+    title: str
+    status: int
+    detail: Annotated[str, Meta(description="names the offending field first")]
+    code: Annotated[str, Meta(description="stable snake_case error code")]
 
 
 def problem_body(status: int, code: str, title: str, detail: str) -> bytes:

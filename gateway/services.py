@@ -4,32 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gateway.api.pagination import Cursors
+from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.pending import NothingPending, PendingDeliveries
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
+from gateway.types import Receive
 
 
-class ConfigPublisher(Protocol):
-    """Tells every gateway process that a webhook's configuration changed."""
+class IngressHandle(Protocol):
+    """What the ingress endpoint calls (gateway.ingress.pipeline.Ingress)."""
 
-    async def webhook_changed(self, webhook_uid: str, version: int) -> None: ...
-
-
-class LocalConfigPublisher:
-    """Single process: notify in-process listeners (the ingress config cache) directly."""
-
-    def __init__(self) -> None:
-        self.listeners: list[Callable[[str, int], Awaitable[None]]] = []
-
-    async def webhook_changed(self, webhook_uid: str, version: int) -> None:
-        for listener in self.listeners:
-            await listener(webhook_uid, version)
+    async def accept(
+        self,
+        webhook_uid: str,
+        path_token: str | None,
+        headers: Mapping[str, str],
+        peer: str | None,
+        receive: Receive,
+    ) -> str: ...
 
 
 @dataclass
@@ -37,13 +34,13 @@ class Services:
     settings: Settings
     database: Database
     secret_box: SecretBox
-    cursors: Cursors
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    # gateway.ingress.pipeline.Ingress once wiring.start has built it (None: API-only or starting)
-    ingress: Any = None
+    # set by wiring.start when this process serves ingress; the app hands it to the ingress
+    # endpoint through the lifespan state
+    ingress: IngressHandle | None = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
@@ -69,12 +66,10 @@ class Services:
 def build_services(settings: Settings) -> Services:
     from gateway.store import create_database
 
-    box = SecretBox(settings.secret_key)
     return Services(
         settings=settings,
         database=create_database(settings.database_url),
-        secret_box=box,
-        cursors=Cursors(box),
+        secret_box=SecretBox(settings.secret_key),
     )
 
 

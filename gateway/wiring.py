@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.backends.base import IngressBackend
+from gateway.backends.config_changes import LocalConfigPublisher
 from gateway.domain.automation_runs import RunStarter
 from gateway.domain.dispatch import task_binder
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
-from gateway.services import LocalConfigPublisher, Services
+from gateway.services import Services
 from gateway.store import migrate
 from gateway.worker.consumer import Consumer, Source
 

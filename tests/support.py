@@ -29,7 +29,7 @@ class GatewayClient(TestClient):
 
     @property
     def services(self) -> Services:
-        services: Services = self.app.state.services  # type: ignore[attr-defined]
+        services: Services = self.app_state["services"]  # the lifespan state
         return services
 
     def run(self, fn: Callable[[Services], Awaitable[T]]) -> T:

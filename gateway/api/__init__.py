@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import import_module
+from typing import Any
 
 from starlette.routing import BaseRoute
+
+from gateway.api.openapi import API_PREFIX, document, openapi_routes
+from gateway.openapi import Documented
 
 RESOURCE_MODULES = (
     "factories",
@@ -16,15 +21,19 @@ RESOURCE_MODULES = (
     "tasks",
     "conversations",
     "meta",
-    "openapi",
 )
 
 
-def routes() -> list[BaseRoute]:
+def routes(documented_elsewhere: Sequence[Documented] = ()) -> list[BaseRoute]:
+    """Every API route, /openapi.json included (documenting also `documented_elsewhere`)."""
     collected: list[BaseRoute] = []
     for name in RESOURCE_MODULES:
         collected += import_module(f"gateway.api.{name}").routes
-    return collected
+    return [*collected, *openapi_routes(collected, documented_elsewhere)]
 
 
-__all__ = ["RESOURCE_MODULES", "routes"]
+def openapi_document(documented_elsewhere: Sequence[Documented] = ()) -> dict[str, Any]:
+    return document(routes(documented_elsewhere), documented_elsewhere)
+
+
+__all__ = ["API_PREFIX", "RESOURCE_MODULES", "openapi_document", "routes"]

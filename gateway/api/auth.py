@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from gateway.api.pagination import Cursors
 from gateway.domain.identities import Principal, authenticate
-from gateway.errors import Forbidden, InvalidRequest, Unauthenticated
+from gateway.errors import Unauthenticated
 from gateway.services import Services
 
 TEAM_HEADER = "x-service-team-uid"
 
 
 def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
+    services: Services = request.state.services  # the lifespan's state (gateway.app)
     return services
+
+
+def cursors_of(request: Request) -> Cursors:
+    return Cursors(services_of(request).secret_box)
 
 
 async def principal_of(request: Request, *, team_scoped: bool = False) -> Principal:
     """The caller; with `team_scoped`, the X-Service-Team-Uid header selects the active team."""
-    _reject_nul(request)
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -30,17 +34,3 @@ async def principal_of(request: Request, *, team_scoped: bool = False) -> Princi
     if team_scoped:
         return principal.with_active_team(request.headers.get(TEAM_HEADER))
     return principal
-
-
-async def user_of(request: Request) -> Principal:
-    principal = await principal_of(request, team_scoped=True)
-    if not principal.is_user:
-        raise Forbidden("this operation requires user credentials")
-    return principal
-
-
-def _reject_nul(request: Request) -> None:
-    """PostgreSQL text cannot hold NUL; a NUL in a path or query value is a client mistake."""
-    for name, value in [*request.path_params.items(), *request.query_params.multi_items()]:
-        if "\x00" in name or "\x00" in value:
-            raise InvalidRequest(f"{name}: must not contain NUL characters")

@@ -2,18 +2,102 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from gateway.api.auth import principal_of, services_of
-from gateway.api.http import json_object, json_response
+from gateway.api.fields import Timestamp
+from gateway.api.http import json_response
+from gateway.api.routing import Body, Routes
 from gateway.domain import automations as domain
 from gateway.domain.factories import Factory, get_accessible_factory
+
+Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
+Prompt = Annotated[str, Meta(min_length=1, max_length=domain.MAX_PROMPT, pattern=r"\S")]
+
+
+class TriggerFilter(Struct, kw_only=True, forbid_unknown_fields=True):
+    webhook_ids: Annotated[
+        list[str],
+        Meta(
+            min_length=1,
+            max_length=1,
+            description="exactly one webhook of this factory (add one trigger per webhook)",
+        ),
+    ]
+    payload: (
+        Annotated[
+            dict[str, Any],
+            Meta(description="payload filter (docs/filters.md); absent or {} matches all"),
+        ]
+        | UnsetType
+        | None
+    ) = UNSET
+
+    def __post_init__(self) -> None:
+        if self.payload and (fault := domain.filter_fault(self.payload)):
+            raise ValueError(f"payload: {fault}")
+
+
+class Trigger(Struct, kw_only=True, forbid_unknown_fields=True):
+    provider: Literal["webhook"]
+    event: Literal["received"]
+    filter: TriggerFilter
+
+
+Triggers = Annotated[list[Trigger], Meta(min_length=1, max_length=domain.MAX_TRIGGERS)]
+
+
+class AutomationCreate(Struct, kw_only=True, forbid_unknown_fields=True):
+    name: Name
+    prompt: Prompt
+    enabled: bool = True
+    triggers: Triggers
+
+
+class AutomationPatch(Struct, kw_only=True, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    prompt: Prompt | UnsetType = UNSET
+    enabled: bool | UnsetType = UNSET
+    triggers: Triggers | UnsetType = UNSET
+
+
+class Automation(Struct, kw_only=True):
+    uid: str
+    factory_uid: str
+    name: str
+    prompt: str
+    enabled: bool
+    triggers: list[Trigger]
+    webhooks_deleted: Annotated[
+        list[str], Meta(description="trigger webhooks since deleted (those triggers never fire)")
+    ]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class AutomationList(Struct):
+    automations: list[Automation]
+
+
+def _changes(body: AutomationCreate | AutomationPatch) -> dict[str, Any]:
+    """Column values: the set fields, the name stripped, triggers as JSON (as they were sent)."""
+    changes: dict[str, Any] = msgspec.to_builtins(body)
+    if "name" in changes:
+        changes["name"] = changes["name"].strip()
+    return changes
+
+
+routes = Routes("automations")
+BASE = "/factory/{uid}/automations"
+ONE = BASE + "/{automation_uid}"
+FILTERS = "An invalid payload filter is a 400 whose detail gives its JSON path."
 
 
 async def _factory(request: Request) -> Factory:
@@ -27,15 +111,24 @@ async def _render(conn: AsyncConnection, rows: list[Row[Any]]) -> list[dict[str,
     return [domain.automation_json(row, deleted[row.uid]) for row in rows]
 
 
-async def create(request: Request) -> Response:
+@routes.post(
+    BASE,
+    "Create an automation",
+    ok=201,
+    response=Automation,
+    errors=(400, 401, 403, 404, 413),
+    notes=FILTERS,
+)
+async def create(request: Request, body: Body[AutomationCreate]) -> Response:
     factory = await _factory(request)
-    changes = domain.parse_changes(await json_object(request), creating=True)
+    changes = _changes(await body.read())
     async with services_of(request).database.transaction() as conn:
         row = await domain.create_automation(conn, factory.uid, changes)
         (rendered,) = await _render(conn, [row])
     return json_response(rendered, 201)
 
 
+@routes.get(BASE, "List automations", response=AutomationList)
 async def list_all(request: Request) -> Response:
     factory = await _factory(request)
     async with services_of(request).database.read() as conn:
@@ -43,6 +136,7 @@ async def list_all(request: Request) -> Response:
         return json_response({"automations": await _render(conn, rows)})
 
 
+@routes.get(ONE, "Get an automation", response=Automation)
 async def get_one(request: Request) -> Response:
     factory = await _factory(request)
     async with services_of(request).database.read() as conn:
@@ -53,9 +147,16 @@ async def get_one(request: Request) -> Response:
     return json_response(rendered)
 
 
-async def patch(request: Request) -> Response:
+@routes.patch(
+    ONE,
+    "Change an automation",
+    response=Automation,
+    errors=(400, 401, 403, 404, 413),
+    notes=FILTERS,
+)
+async def patch(request: Request, body: Body[AutomationPatch]) -> Response:
     factory = await _factory(request)
-    changes = domain.parse_changes(await json_object(request), creating=False)
+    changes = _changes(await body.read())
     async with services_of(request).database.transaction() as conn:
         row = await domain.update_automation(
             conn, factory.uid, request.path_params["automation_uid"], changes
@@ -64,17 +165,9 @@ async def patch(request: Request) -> Response:
     return json_response(rendered)
 
 
+@routes.delete(ONE, "Delete an automation", ok=204)
 async def delete(request: Request) -> Response:
     factory = await _factory(request)
     async with services_of(request).database.transaction() as conn:
         await domain.delete_automation(conn, factory.uid, request.path_params["automation_uid"])
     return Response(status_code=204)
-
-
-routes = [
-    Route("/factory/{uid}/automations", create, methods=["POST"]),
-    Route("/factory/{uid}/automations", list_all, methods=["GET"]),
-    Route("/factory/{uid}/automations/{automation_uid}", get_one, methods=["GET"]),
-    Route("/factory/{uid}/automations/{automation_uid}", patch, methods=["PATCH"]),
-    Route("/factory/{uid}/automations/{automation_uid}", delete, methods=["DELETE"]),
-]

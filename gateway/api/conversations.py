@@ -1,20 +1,97 @@
 """/agent/conversations/{conversation_id}: follow-up, interrupt and attachments, addressed to the
-conversation's newest top-level run."""
+conversation's newest top-level run. The follow-up and interrupt shapes serve /agent/runs too."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from msgspec import Meta, Struct
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from gateway.api.auth import principal_of, services_of
-from gateway.api.http import json_object, json_response
+from gateway.api.http import json_response
+from gateway.api.routing import Body, Routes
 from gateway.domain import conversations
+from gateway.domain.runs import RUN_STATES
+
+if TYPE_CHECKING:
+    RunState = str
+else:  # the states the domain knows, as an enum
+    RunState = Literal[RUN_STATES]
+
+AttachmentId = Annotated[str, Meta(min_length=1, max_length=64)]
 
 
-async def followup_endpoint(request: Request) -> Response:
+class FollowUp(Struct, kw_only=True, forbid_unknown_fields=True):
+    message: Annotated[str, Meta(min_length=1, max_length=100_000, pattern=r"\S")]
+    attachments: (
+        Annotated[
+            list[AttachmentId],
+            Meta(max_length=20, description="attachment ids prepared for the run that receives it"),
+        ]
+        | None
+    ) = None
+    mode: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] | None = None
+
+    def request(self) -> conversations.FollowUp:
+        return conversations.FollowUp(self.message, tuple(self.attachments or ()), self.mode)
+
+
+class FollowUpResult(Struct):
+    run_id: str
+    state: RunState
+    routing: Literal["queued", "injected", "resumed", "debug"]
+
+
+class InterruptResult(Struct):
+    run_id: str
+    state: RunState
+    interrupted: Annotated[bool, Meta(description="always true")]
+
+
+class FileSpec(Struct, kw_only=True, forbid_unknown_fields=True):
+    name: Annotated[str, Meta(min_length=1, max_length=300)] | None = None
+
+
+class AttachmentsPrepare(Struct, kw_only=True, forbid_unknown_fields=True):
+    files: (
+        Annotated[
+            list[FileSpec],
+            Meta(min_length=1, max_length=20, description="absent: one attachment without a name"),
+        ]
+        | None
+    ) = None
+
+
+class PreparedAttachment(Struct):
+    attachment_id: str
+    name: str | None
+
+
+class PreparedAttachments(Struct):
+    attachments: list[PreparedAttachment]
+    run_id: Annotated[str, Meta(description="the run the ids are valid for")]
+    conversation_id: str
+
+
+RUN_ERRORS = (400, 401, 404)  # a run the caller cannot see is a 404, never a 403
+UNKNOWN_ATTACHMENT = ((422, "`unknown_attachment`: not prepared for the receiving run"),)
+NOT_LIVE = ((409, "`run_not_live`: only a CLAIMED or INPROGRESS cloud run"),)
+routes = Routes("runs")
+BASE = "/agent/conversations/{conversation_id}"
+
+
+@routes.post(
+    f"{BASE}/followups",
+    "Follow-up to the newest run",
+    response=FollowUpResult,
+    errors=(*RUN_ERRORS, 413, 422),
+    problems=UNKNOWN_ATTACHMENT,
+)
+async def followup_endpoint(request: Request, body: Body[FollowUp]) -> Response:
     principal = await principal_of(request)
-    followup = conversations.parse_followup(await json_object(request))
+    followup = (await body.read()).request()
     async with services_of(request).database.transaction() as conn:
         row = await conversations.conversation_run(
             conn, principal, request.path_params["conversation_id"]
@@ -22,6 +99,14 @@ async def followup_endpoint(request: Request) -> Response:
         return json_response(await conversations.follow_up(conn, row, followup))
 
 
+@routes.post(
+    f"{BASE}/interrupt",
+    "Interrupt the newest run",
+    ok=202,
+    response=InterruptResult,
+    errors=(*RUN_ERRORS, 409),
+    problems=NOT_LIVE,
+)
 async def interrupt_endpoint(request: Request) -> Response:
     principal = await principal_of(request)
     async with services_of(request).database.transaction() as conn:
@@ -31,19 +116,19 @@ async def interrupt_endpoint(request: Request) -> Response:
         return json_response(await conversations.interrupt(conn, row), 202)
 
 
-async def prepare_endpoint(request: Request) -> Response:
+@routes.post(
+    f"{BASE}/attachments/prepare",
+    "Prepare attachments for the newest run",
+    response=PreparedAttachments,
+    body_required=False,
+    errors=(*RUN_ERRORS, 413),
+)
+async def prepare_endpoint(request: Request, body: Body[AttachmentsPrepare]) -> Response:
     principal = await principal_of(request)
-    names = conversations.parse_files(await json_object(request, allow_empty=True))
+    files = (await body.read()).files
+    names: list[str | None] = [None] if files is None else [file.name for file in files]
     async with services_of(request).database.transaction() as conn:
         row = await conversations.conversation_run(
             conn, principal, request.path_params["conversation_id"]
         )
         return json_response(await conversations.prepare_attachments(conn, row, names))
-
-
-BASE = "/agent/conversations/{conversation_id}"
-routes = [
-    Route(f"{BASE}/followups", followup_endpoint, methods=["POST"]),
-    Route(f"{BASE}/interrupt", interrupt_endpoint, methods=["POST"]),
-    Route(f"{BASE}/attachments/prepare", prepare_endpoint, methods=["POST"]),
-]

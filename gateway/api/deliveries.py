@@ -2,37 +2,83 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Any, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.http import json_response, query_limit
-from gateway.api.pagination import page_info
+from gateway.api.auth import cursors_of, principal_of, services_of
+from gateway.api.fields import Timestamp
+from gateway.api.http import json_response
+from gateway.api.pagination import Page, PageInfo, page_info
+from gateway.api.routing import Query, Routes
+from gateway.backends.base import Label
 from gateway.domain import deliveries
 from gateway.domain.factories import get_accessible_factory
 
 
-async def list_deliveries(request: Request) -> Response:
+class DeliveryRun(Struct):
+    automation_uid: str
+    run_id: str
+
+
+class Delivery(Struct, kw_only=True):
+    delivery_id: str
+    received_at: Timestamp
+    size: Annotated[int, Meta(ge=0, description="body size in bytes")]
+    label: Label
+    evaluation: Annotated[
+        Literal["pending", "evaluated"] | None,
+        Meta(
+            description="accepted deliveries: pending until matched against the automations "
+            "(the runs are listed then); null for the others"
+        ),
+    ]
+    evaluated_at: Annotated[
+        Timestamp | None, Meta(description="when the evaluator matched it (accepted ones)")
+    ]
+    runs: Annotated[list[DeliveryRun], Meta(description="runs started by matching automations")]
+    payload: (
+        Annotated[Any, Meta(description="the JSON body; accepted deliveries, on GET one only")]
+        | UnsetType
+    ) = UNSET
+
+
+class DeliveryList(Struct):
+    deliveries: list[Delivery]
+    page_info: PageInfo
+
+
+routes = Routes("deliveries")
+BASE = "/factory/{uid}/webhooks/{webhook_uid}/deliveries"
+
+
+@routes.get(BASE, "Delivery log, newest first", response=DeliveryList)
+async def list_deliveries(request: Request, query: Query[Page]) -> Response:
     principal = await principal_of(request)
     services = services_of(request)
     factory_uid = request.path_params["uid"]
     webhook_uid = request.path_params["webhook_uid"]
-    limit = query_limit(request)
+    page = query.read()
     scope = f"deliveries:{webhook_uid}"
-    after = services.cursors.decode_keyset(scope, request.query_params.get("cursor"))
+    cursors = cursors_of(request)
+    after = cursors.decode_keyset(scope, page.cursor)
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
         await deliveries.require_webhook(conn, factory_uid, webhook_uid)
         pending = await services.pending_deliveries.of_webhook(webhook_uid)
-        items, more = await deliveries.list_deliveries(conn, webhook_uid, limit, after, pending)
+        items, more = await deliveries.list_deliveries(
+            conn, webhook_uid, page.limit, after, pending
+        )
     cursor = None
     if more:
         last = items[-1]
-        cursor = services.cursors.encode_keyset(scope, last["received_at"], last["delivery_id"])
+        cursor = cursors.encode_keyset(scope, last["received_at"], last["delivery_id"])
     return json_response({"deliveries": items, "page_info": page_info(cursor)})
 
 
+@routes.get(BASE + "/{delivery_id}", "One delivery, with its payload", response=Delivery)
 async def get_delivery(request: Request) -> Response:
     principal = await principal_of(request)
     services = services_of(request)
@@ -46,10 +92,3 @@ async def get_delivery(request: Request) -> Response:
         pending = await services.pending_deliveries.find(webhook_uid, delivery_id)
         item = await deliveries.get_delivery(conn, webhook_uid, delivery_id, pending)
     return json_response(item)
-
-
-_BASE = "/factory/{uid}/webhooks/{webhook_uid}/deliveries"
-routes: list[BaseRoute] = [
-    Route(_BASE, list_deliveries, methods=["GET"]),
-    Route(_BASE + "/{delivery_id}", get_delivery, methods=["GET"]),
-]

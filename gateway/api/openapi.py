@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount
 
 from gateway.api.http import json_response
-from gateway.api.openapi_document import build_document
+from gateway.api.routing import Routes, documented
+from gateway.openapi import Documented, build_document
+
+API_PREFIX = "/api/v1"
 
 
-@cache
-def _document() -> dict[str, Any]:
-    return build_document()
+def openapi_routes(served: Sequence[BaseRoute], elsewhere: Sequence[Documented]) -> Routes:
+    """The route of the document of `served` (and of itself) plus the operations `elsewhere`
+    (those served outside the API's router)."""
+    routes = Routes("meta")
+    cache: list[dict[str, Any]] = []
+
+    @routes.get("/openapi.json", "This document", response=dict[str, Any], errors=(), public=True)
+    async def openapi_json(_request: Request) -> Response:
+        if not cache:
+            cache.append(document([*served, *routes], elsewhere))
+        return json_response(cache[0])
+
+    return routes
 
 
-async def openapi_json(_request: Request) -> Response:
-    return json_response(_document())
-
-
-routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+def document(routes: Sequence[BaseRoute], elsewhere: Sequence[Documented]) -> dict[str, Any]:
+    return build_document([*documented([Mount(API_PREFIX, routes=list(routes))]), *elsewhere])

@@ -6,9 +6,23 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from msgspec import Struct
 
+from gateway.api.fields import Cursor, Limit
 from gateway.errors import InvalidRequest
 from gateway.security import SecretBox
+
+
+class PageInfo(Struct):
+    has_next_page: bool
+    next_cursor: str | None
+
+
+class Page(Struct, kw_only=True):
+    """The query of a plain paged listing."""
+
+    limit: Limit = 50
+    cursor: Cursor | None = None
 
 
 class Cursors:

@@ -9,14 +9,12 @@ from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain.webhooks import validate_name
 from gateway.errors import InvalidRequest, NotFound
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 MAX_TRIGGERS = 20
 MAX_PROMPT = 100_000
-FIELDS = {"name", "prompt", "enabled", "triggers"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,56 +23,22 @@ class Trigger:
     payload: dict[str, Any] | None
 
 
-def parse_triggers(value: Any) -> list[Trigger]:
-    if not isinstance(value, list) or not value:
-        raise InvalidRequest("triggers: expected a non-empty list")
-    if len(value) > MAX_TRIGGERS:
-        raise InvalidRequest(f"triggers: at most {MAX_TRIGGERS}")
-    return [_parse_trigger(item, f"triggers[{i}]") for i, item in enumerate(value)]
+def triggers_of(raw: list[Any]) -> list[Trigger]:
+    """The triggers of a validated `triggers` list (the API's shape)."""
+    return [
+        Trigger(item["filter"]["webhook_ids"][0], item["filter"].get("payload")) for item in raw
+    ]
 
 
-def _parse_trigger(item: Any, path: str) -> Trigger:
-    if not isinstance(item, dict):
-        raise InvalidRequest(f"{path}: expected an object")
-    unknown = sorted(set(item) - {"provider", "event", "filter"})
-    if unknown:
-        raise InvalidRequest(f"{path}.{unknown[0]}: unknown field")
-    if item.get("provider") != "webhook":
-        raise InvalidRequest(f'{path}.provider: expected "webhook"')
-    if item.get("event") != "received":
-        raise InvalidRequest(f'{path}.event: expected "received"')
-    spec = item.get("filter")
-    if not isinstance(spec, dict):
-        raise InvalidRequest(f"{path}.filter: expected an object with webhook_ids")
-    unknown = sorted(set(spec) - {"webhook_ids", "payload"})
-    if unknown:
-        raise InvalidRequest(f"{path}.filter.{unknown[0]}: unknown field")
-    webhook_ids = spec.get("webhook_ids")
-    if (
-        not isinstance(webhook_ids, list)
-        or len(webhook_ids) != 1
-        or not isinstance(webhook_ids[0], str)
-    ):
-        raise InvalidRequest(
-            f"{path}.filter.webhook_ids: expected a list of exactly one webhook uid "
-            "(add one trigger per webhook)"
-        )
-    payload = spec.get("payload")
-    if payload is not None:
-        _check_filter(payload, f"{path}.filter.payload")
-    return Trigger(webhook_ids[0], payload)
-
-
-def _check_filter(payload: Any, path: str) -> None:
-    """400 naming the field and the filter's own JSON path of the fault ("$.a.b")."""
+def filter_fault(payload: dict[str, Any]) -> str | None:
+    """Why `payload` is not a payload filter: its own JSON path and the fault ("$.a.b: ...")."""
     from filters import FilterError, parse_filter  # the filter compiler; imported when used
 
-    if not isinstance(payload, dict):
-        raise InvalidRequest(f"{path}: expected a JSON object (a payload filter)")
     try:
         parse_filter(payload)
     except FilterError as exc:
-        raise InvalidRequest(f"{path}: {exc.path}: {exc.message}") from exc
+        return f"{exc.path}: {exc.message}"
+    return None
 
 
 async def _check_webhooks(conn: AsyncConnection, factory_uid: str, triggers: list[Trigger]) -> None:
@@ -98,42 +62,6 @@ async def _check_webhooks(conn: AsyncConnection, factory_uid: str, triggers: lis
             )
 
 
-def _prompt(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest("prompt: must be a non-blank string")
-    if len(value) > MAX_PROMPT:
-        raise InvalidRequest(f"prompt: longer than {MAX_PROMPT} characters")
-    return value
-
-
-def _enabled(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidRequest("enabled: expected true or false")
-    return value
-
-
-def parse_changes(body: dict[str, Any], *, creating: bool) -> dict[str, Any]:
-    """Validated column values from a create (all required but enabled) or patch body."""
-    for key in body:
-        if key not in FIELDS:
-            raise InvalidRequest(f"{key}: unknown field")
-    if creating:
-        for key in ("name", "prompt", "triggers"):
-            if key not in body:
-                raise InvalidRequest(f"{key}: required")
-    changes: dict[str, Any] = {}
-    if "name" in body:
-        changes["name"] = validate_name(body["name"])
-    if "prompt" in body:
-        changes["prompt"] = _prompt(body["prompt"])
-    if "enabled" in body or creating:
-        changes["enabled"] = _enabled(body.get("enabled", True))
-    if "triggers" in body:
-        parse_triggers(body["triggers"])
-        changes["triggers"] = body["triggers"]
-    return changes
-
-
 async def _write_triggers(conn: AsyncConnection, automation_uid: str, raw: list[Any]) -> None:
     await conn.execute(
         delete(t.automation_triggers).where(
@@ -147,7 +75,7 @@ async def _write_triggers(conn: AsyncConnection, automation_uid: str, raw: list[
             "webhook_uid": trig.webhook_uid,
             "payload_filter": trig.payload,
         }
-        for i, trig in enumerate(parse_triggers(raw))
+        for i, trig in enumerate(triggers_of(raw))
     ]
     await conn.execute(insert(t.automation_triggers), rows)
 
@@ -159,7 +87,8 @@ async def create_automation(
     *,
     definition_name: str | None = None,
 ) -> Row[Any]:
-    await _check_webhooks(conn, factory_uid, parse_triggers(changes["triggers"]))
+    """`changes`: validated name, prompt, enabled and triggers (in the API's shape)."""
+    await _check_webhooks(conn, factory_uid, triggers_of(changes["triggers"]))
     uid, now = ids.new_id("auto"), utcnow()
     await conn.execute(
         insert(t.automations).values(
@@ -180,7 +109,7 @@ async def update_automation(
 ) -> Row[Any]:
     await get_automation_row(conn, factory_uid, uid)
     if "triggers" in changes:
-        await _check_webhooks(conn, factory_uid, parse_triggers(changes["triggers"]))
+        await _check_webhooks(conn, factory_uid, triggers_of(changes["triggers"]))
         await _write_triggers(conn, uid, changes["triggers"])
     await conn.execute(
         update(t.automations)

@@ -9,7 +9,6 @@ FAILED, status message unchanged).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,13 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.domain.identities import Principal
 from gateway.domain.runs import CANCELLABLE_TYPES, LIVE, can_view, lock_run, newest_root_run
-from gateway.errors import InvalidRequest, NotFound, RunNotLive, UnknownAttachment
+from gateway.errors import NotFound, RunNotLive, UnknownAttachment
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-MAX_MESSAGE = 100_000
-MAX_ATTACHMENTS = 20
-MODE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 DEBUG_WINDOW = timedelta(hours=1)
 SETUP_FAILURE = "environment_setup_failed"
 
@@ -36,28 +32,6 @@ class FollowUp:
     message: str
     attachments: tuple[str, ...] = ()
     mode: str | None = None
-
-
-def parse_followup(body: dict[str, Any]) -> FollowUp:
-    unknown = sorted(set(body) - {"message", "attachments", "mode"})
-    if unknown:
-        raise InvalidRequest(f"{unknown[0]}: unknown field")
-    message = body.get("message")
-    if not isinstance(message, str) or not message.strip():
-        raise InvalidRequest("message: required, a non-blank string")
-    if len(message) > MAX_MESSAGE:
-        raise InvalidRequest(f"message: longer than {MAX_MESSAGE} characters")
-    attachments = body.get("attachments") or []
-    if (
-        not isinstance(attachments, list)
-        or len(attachments) > MAX_ATTACHMENTS
-        or not all(isinstance(a, str) and 0 < len(a) <= 64 for a in attachments)
-    ):
-        raise InvalidRequest(f"attachments: expected at most {MAX_ATTACHMENTS} attachment ids")
-    mode = body.get("mode")
-    if mode is not None and (not isinstance(mode, str) or MODE.fullmatch(mode) is None):
-        raise InvalidRequest("mode: expected a mode name (lowercase letters, digits, - and _)")
-    return FollowUp(message, tuple(attachments), mode)
 
 
 async def conversation_run(
@@ -145,26 +119,6 @@ async def interrupt(conn: AsyncConnection, row: Row[Any]) -> dict[str, Any]:
         )
     )
     return {"run_id": row.run_id, "state": row.state, "interrupted": True}
-
-
-def parse_files(body: dict[str, Any]) -> list[str | None]:
-    unknown = sorted(set(body) - {"files"})
-    if unknown:
-        raise InvalidRequest(f"{unknown[0]}: unknown field")
-    files = body.get("files")
-    if files is None:
-        return [None]
-    if not isinstance(files, list) or not 1 <= len(files) <= MAX_ATTACHMENTS:
-        raise InvalidRequest(f"files: expected 1 to {MAX_ATTACHMENTS} objects with a name")
-    names: list[str | None] = []
-    for i, item in enumerate(files):
-        name = item.get("name") if isinstance(item, dict) else None
-        if not isinstance(item, dict) or set(item) - {"name"}:
-            raise InvalidRequest(f"files[{i}]: expected an object with only a name")
-        if name is not None and (not isinstance(name, str) or not 0 < len(name) <= 300):
-            raise InvalidRequest(f"files[{i}].name: expected a file name of 1 to 300 characters")
-        names.append(name)
-    return names
 
 
 async def prepare_attachments(

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
-from gateway.ingress.signatures import SCHEMES
+from gateway.domain.automations import MAX_PROMPT, MAX_TRIGGERS
+from gateway.domain.webhooks import AuthMode
+from gateway.signatures import SCHEMES
 
 SCHEMA_ID = "/api/v1/factory-files/schemas/v1alpha1/factory.schema.json"
 SIGNATURE_SCHEMES = sorted(SCHEMES)
+NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"}
 
 _WEBHOOK: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 200},
-        "authMode": {"enum": ["token", "url_token", "signature"], "default": "token"},
+        "name": NAME,
+        "authMode": {"enum": list(get_args(AuthMode)), "default": "token"},
         "signatureScheme": {"enum": SIGNATURE_SCHEMES},
         "secretName": {"type": "string", "minLength": 1, "maxLength": 200},
         "deliveryIdHeader": {"type": "string", "pattern": "^[A-Za-z0-9-]{1,100}$"},
@@ -54,14 +57,14 @@ _AUTOMATION: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["prompt", "triggers"],
     "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 200},
-        "prompt": {"type": "string", "minLength": 1},
+        "name": NAME,
+        "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_PROMPT, "pattern": r"\S"},
         "enabled": {"type": "boolean", "default": True},
         "triggers": {
             "type": "array",
             "items": {"$ref": "#/$defs/trigger"},
             "minItems": 1,
-            "maxItems": 20,
+            "maxItems": MAX_TRIGGERS,
         },
     },
 }

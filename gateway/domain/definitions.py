@@ -21,15 +21,6 @@ from gateway.errors import ServiceError
 from gateway.services import Services
 from gateway.store import tables as t
 
-WEBHOOK_KEYS = {
-    "name": "name",
-    "authMode": "auth_mode",
-    "signatureScheme": "signature_scheme",
-    "secretName": "secret_name",
-    "deliveryIdHeader": "delivery_id_header",
-    "enabled": "enabled",
-}
-
 
 class DefinitionError(Exception):
     """A definition file is missing, unreadable or invalid; the message names file and key."""
@@ -115,11 +106,9 @@ async def _apply_webhook(
     doc: dict[str, Any],
     published: list[tuple[str, int]],
 ) -> dict[str, Any]:
-    body = {WEBHOOK_KEYS[key]: value for key, value in doc.items()}
-    body.setdefault("name", file_name)
     where = f"webhooks/{file_name}.yaml"
+    spec = _webhook_spec(file_name, doc)
     try:
-        spec = webhooks.parse_spec(body)
         row = await _existing(conn, t.webhooks, factory_uid, file_name)
         if row is None:
             created, secret = await webhooks.create_webhook(
@@ -138,6 +127,20 @@ async def _apply_webhook(
         return {"name": file_name, "uid": row.uid, "action": "updated"}
     except ServiceError as exc:
         raise DefinitionError(f"{where}: {exc.detail}") from exc
+
+
+def _webhook_spec(file_name: str, doc: dict[str, Any]) -> webhooks.WebhookSpec:
+    """The spec of a file the definition schema accepted (it enforces the cross-key rules)."""
+    header = doc.get("deliveryIdHeader")
+    return webhooks.WebhookSpec(
+        name=doc.get("name", file_name).strip(),
+        auth_mode=doc.get("authMode", "token"),
+        signature_scheme=doc.get("signatureScheme"),
+        secret=None,  # secrets never go into files
+        secret_name=doc.get("secretName"),
+        delivery_id_header=None if header is None else header.lower(),
+        enabled=doc.get("enabled", True),
+    )
 
 
 def _webhook_changes(row: Row[Any], spec: webhooks.WebhookSpec, where: str) -> dict[str, Any]:
@@ -160,10 +163,14 @@ def _webhook_changes(row: Row[Any], spec: webhooks.WebhookSpec, where: str) -> d
 async def _apply_automation(
     conn: AsyncConnection, factory_uid: str, file_name: str, doc: dict[str, Any]
 ) -> dict[str, Any]:
-    body = {"name": file_name, "enabled": True, **doc}
     where = f"automations/{file_name}.yaml"
+    changes = {"name": file_name, "enabled": True, **doc}
+    changes["name"] = changes["name"].strip()
+    for i, trigger in enumerate(changes["triggers"]):
+        payload = trigger["filter"].get("payload")
+        if payload and (fault := automations.filter_fault(payload)):
+            raise DefinitionError(f"{where}: triggers[{i}].filter.payload: {fault}")
     try:
-        changes = automations.parse_changes(body, creating=True)
         row = await _existing(conn, t.automations, factory_uid, file_name)
         if row is None:
             created = await automations.create_automation(

@@ -26,10 +26,6 @@ class Principal:
     team_uids: frozenset[str]
     active_team_uid: str | None = None
 
-    @property
-    def is_user(self) -> bool:
-        return self.kind == "user"
-
     def with_active_team(self, team_uid: str | None) -> Principal:
         if team_uid is None:
             return self
@@ -38,14 +34,6 @@ class Principal:
         return Principal(
             self.kind, self.uid, self.display_name, self.email, self.team_uids, team_uid
         )
-
-    def creator_json(self) -> dict[str, str | None]:
-        return {
-            "uid": self.uid,
-            "email": self.email,
-            "display_name": self.display_name,
-            "type": "user" if self.is_user else "service_account",
-        }
 
 
 async def create_team(conn: AsyncConnection, name: str) -> str:

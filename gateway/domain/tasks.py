@@ -1,16 +1,16 @@
 """Factory tasks: one live task per conversation, bound to the conversation's runs.
 
-Binding rules (spec 2.5): a conversation is bound to at most one live task across all factories
-(a partial unique index enforces it under concurrency), and the conversation's newest top-level
-run must be owned by the factory's team. Deleting is soft; the conversation can then be bound
-again.
+Binding rules (docs/runs-and-tasks.md): a conversation is bound to at most one live task across
+all factories (a partial unique index enforces it under concurrency), and the conversation's
+newest top-level run must be owned by the factory's team. Deleting is soft; the conversation can
+then be bound again.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -24,28 +24,11 @@ from gateway.errors import Conflict, InvalidRequest, NotFound
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-STAGES = ("TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED")
-MAX_TITLE = 500
-MAX_DESCRIPTION = 100_000
+TaskStage = Literal["TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"]
 FORGE_REF = re.compile(r"[\w.-]+/[\w.-]+#\d+")
 KEY_REF = re.compile(r"[A-Za-z][A-Za-z0-9_]*-\d+")
 
 tk = t.tasks
-
-
-def parse_stage(value: Any, field: str = "stage") -> str:
-    if value not in STAGES:
-        raise InvalidRequest(f"{field}: expected one of {', '.join(STAGES)}")
-    assert isinstance(value, str)
-    return value
-
-
-def _title(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest("title: expected a non-blank string")
-    if len(value) > MAX_TITLE:
-        raise InvalidRequest(f"title: longer than {MAX_TITLE} characters")
-    return value
 
 
 def ticket_parts(ticket_ref: str | None) -> tuple[str | None, str | None]:
@@ -98,15 +81,9 @@ async def _insert(
     return str(values["uid"])
 
 
-async def create_task(conn: AsyncConnection, factory: Factory, body: dict[str, Any]) -> Row[Any]:
-    unknown = sorted(set(body) - {"title", "conversation_id", "stage"})
-    if unknown:
-        raise InvalidRequest(f"{unknown[0]}: unknown field")
-    title = _title(body.get("title"))
-    conversation = body.get("conversation_id")
-    if not isinstance(conversation, str) or not conversation.strip() or len(conversation) > 64:
-        raise InvalidRequest("conversation_id: required, a conversation id string")
-    stage = parse_stage(body["stage"]) if body.get("stage") is not None else "TRIAGE"
+async def create_task(
+    conn: AsyncConnection, factory: Factory, title: str, conversation: str, stage: TaskStage
+) -> Row[Any]:
     seed = await newest_root_run(conn, conversation)
     if seed is None:
         raise InvalidRequest(f"conversation_id: no conversation {conversation!r}")
@@ -146,27 +123,6 @@ async def get_task(conn: AsyncConnection, factory_uid: str, task_uid: str) -> Ro
     if row is None:
         raise NotFound(f"task: {task_uid} not found in this factory")
     return row
-
-
-def parse_patch(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - {"title", "description", "stage"})
-    if unknown:
-        raise InvalidRequest(f"{unknown[0]}: unknown field")
-    if not body:
-        raise InvalidRequest("body: expected at least one of title, description, stage")
-    changes: dict[str, Any] = {}
-    if "title" in body:
-        changes["title"] = _title(body["title"])
-    if "description" in body:
-        description = body["description"]
-        if description is not None and not isinstance(description, str):
-            raise InvalidRequest("description: expected a string or null")
-        if description is not None and len(description) > MAX_DESCRIPTION:
-            raise InvalidRequest(f"description: longer than {MAX_DESCRIPTION} characters")
-        changes["description"] = description
-    if "stage" in body:
-        changes["stage"] = parse_stage(body["stage"])
-    return changes
 
 
 async def update_task(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from gateway.ingress.config import WebhookConfig
+from gateway.ingress.webhook_config import WebhookConfig
 
 
 def authenticate(

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 
-from gateway.ingress.config import WebhookConfig, load_all, load_one
+from gateway.ingress.webhook_config import WebhookConfig, load_all, load_one
 from gateway.security import SecretBox
 from gateway.store import Database
 

@@ -13,7 +13,6 @@ from gateway.ingress.body import ClientGone
 from gateway.ingress.headers import RawHeaders
 from gateway.ingress.pipeline import Ingress
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
-from gateway.services import Services
 from gateway.types import Receive, Scope, Send
 
 INGRESS_PREFIX = "/webhooks/w/"
@@ -28,8 +27,7 @@ _ACCEPTED_HEAD: dict[int, tuple[tuple[bytes, bytes], ...]] = {}
 
 
 class IngressEndpoint:
-    def __init__(self, services: list[Services]) -> None:
-        self._services = services
+    """Finds the process's Ingress in the lifespan state (`scope["state"]["ingress"]`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -57,8 +55,8 @@ class IngressEndpoint:
     async def _accept(self, scope: Scope, receive: Receive) -> str:
         if scope["method"] != "POST":
             raise MethodNotAllowed(f"{scope['method']}: webhook ingress accepts POST only")
-        services = self._services
-        ingress: Ingress | None = services[0].ingress if services else None
+        state = scope.get("state")
+        ingress: Ingress | None = state.get("ingress") if state else None
         if ingress is None:
             # refused before anything was written; a restart takes seconds, not one
             detail = "ingress is starting or stopping; nothing was recorded"

@@ -22,9 +22,9 @@ from gateway.errors import (
 from gateway.ingress.auth import authenticate
 from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length
 from gateway.ingress.cache import ConfigCache
-from gateway.ingress.config import WebhookConfig
-from gateway.ingress.identity import delivery_identity
+from gateway.ingress.delivery_identity import delivery_identity
 from gateway.ingress.source import source_address
+from gateway.ingress.webhook_config import WebhookConfig
 from gateway.settings import Settings
 from gateway.types import Receive
 

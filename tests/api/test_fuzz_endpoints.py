@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.api.openapi_document import build_document
+from gateway.app import openapi_document
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World
 
-DOCUMENT = build_document()
+DOCUMENT = openapi_document()
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
 OPERATIONS = sorted(
     (method.upper(), path, operation)

@@ -97,6 +97,9 @@ def test_provider_secret_is_never_echoed(world: World) -> None:
             "secret",
         ),
         ({"delivery_id_header": "bad header"}, "delivery_id_header"),
+        # a credential or signature header would be stored as the identity of every delivery
+        ({"delivery_id_header": "Authorization"}, "delivery_id_header"),
+        ({"delivery_id_header": "Stripe-Signature"}, "delivery_id_header"),
         ({"enabled": "yes"}, "enabled"),
         ({"colour": "red"}, "colour"),
     ],
@@ -133,6 +136,10 @@ def test_patch_changes_only_allowed_fields(world: World) -> None:
         world.api("PATCH", path, json={"delivery_id_header": None}).json()["delivery_id_header"]
         is None
     )
+    refused = world.api("PATCH", path, json={"delivery_id_header": "X-Hub-Signature-256"})
+    assert refused.status_code == 400
+    assert refused.json()["detail"].startswith("delivery_id_header: 'x-hub-signature-256'")
+    assert world.api("GET", path).json()["delivery_id_header"] is None  # unchanged
     assert (
         world.api("PATCH", path, json={"auth_mode": "url_token"})
         .json()["detail"]

@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 from redis.exceptions import OutOfMemoryError
 
+from benchmarks.redis_server import redis_server
 from gateway.security import hash_token
 from gateway.store.types import utcnow
 from tests.conftest import make_settings
-from tests.ingress.hooks import add_webhook, change_webhook, gateway_on_own_redis, own_redis
+from tests.ingress.hooks import add_webhook, change_webhook, gateway_on_own_redis
 from tests.support import GatewayClient, World
 
 
@@ -19,7 +20,7 @@ def _commandstats(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
 
 
 def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
-    with own_redis() as server:
+    with redis_server() as server:
         settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
@@ -71,7 +72,7 @@ def test_scripts_flushed_on_a_live_connection_are_loaded_again(tmp_path: Path) -
 
 
 def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
-    with own_redis() as server:
+    with redis_server() as server:
         settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
@@ -99,7 +100,7 @@ def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
 
 
 def test_oom_refusal_is_a_503_and_writes_nothing(tmp_path: Path) -> None:
-    with own_redis("--maxmemory", "1mb", "--maxmemory-policy", "noeviction") as server:
+    with redis_server("--maxmemory", "1mb", "--maxmemory-policy", "noeviction") as server:
         settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
@@ -150,7 +151,7 @@ def test_request_state_of_preloaded_webhooks_is_built_at_start(tmp_path: Path) -
     collections scan it (p99 stalls); built at start, requests add nothing long-lived."""
     from gateway.backends.redis import RedisBackend
 
-    with own_redis() as server:
+    with redis_server() as server:
         settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)

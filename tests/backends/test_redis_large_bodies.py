@@ -12,12 +12,13 @@ import orjson
 import pytest
 from redis.asyncio import Redis as AsyncRedis
 
+from benchmarks.redis_server import redis_server
 from gateway.backends.base import Submission, Target
 from gateway.backends.redis import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBackend
 from gateway.backends.resp import RespClient
 from gateway.errors import Unavailable
 from gateway.worker.stream_source import StreamSource
-from tests.ingress.hooks import gateway_on_own_redis, own_redis
+from tests.ingress.hooks import gateway_on_own_redis
 
 
 def _large_json(seq: int) -> bytes:
@@ -91,7 +92,7 @@ def test_refused_large_bodies_leave_no_key(tmp_path: Path) -> None:
 
 
 def test_missing_body_key_refuses_before_any_write() -> None:
-    with own_redis() as server:
+    with redis_server() as server:
         redis = server.client()
 
         async def run() -> None:

@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator
 import hiredis
 import pytest
 
+from benchmarks.procs import free_port
+from benchmarks.redis_server import redis_server
 from gateway.backends.base import Submission, Target
 from gateway.backends.redis import HOT_SCRIPTS, REFUSED_RETRY_AFTER_S, RedisBackend
 from gateway.backends.resp import RespClient
 from gateway.backends.scripts import sha1
 from gateway.errors import Unavailable
-from tests.ingress.hooks import free_port, own_redis
 
 SUBMISSION = Submission(Target("whk_503", 1, 5), "dlv_503", "id-503", b"{}", True, "10.0.0.1")
 
@@ -76,7 +77,7 @@ def test_a_reply_that_never_comes_may_have_been_recorded() -> None:
 
 def test_a_write_refused_for_memory_is_not_recorded_and_retried_later() -> None:
     full = ("--maxmemory", "1", "--maxmemory-policy", "noeviction")
-    with own_redis(*full) as server, server.client() as client:
+    with redis_server(*full) as server, server.client() as client:
         before = client.dbsize()
         refused = asyncio.run(_refusal(server.url))
         assert client.dbsize() == before

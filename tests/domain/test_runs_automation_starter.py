@@ -29,7 +29,7 @@ def _trigger(webhook_uid: str, payload: Any = None) -> dict[str, Any]:
 async def _webhook(services: Services, factory_uid: str, team_uid: str, name: str) -> str:
     async with services.database.transaction() as conn:
         row, _ = await webhooks.create_webhook(
-            conn, services, factory_uid, team_uid, webhooks.parse_spec({"name": name})
+            conn, services, factory_uid, team_uid, webhooks.WebhookSpec(name)
         )
     return str(row.uid)
 
@@ -39,9 +39,7 @@ async def _automation(
 ) -> str:
     body = {"name": name, "prompt": f"Prompt of {name}.", "enabled": enabled, "triggers": triggers}
     async with services.database.transaction() as conn:
-        row = await automations.create_automation(
-            conn, factory_uid, automations.parse_changes(body, creating=True)
-        )
+        row = await automations.create_automation(conn, factory_uid, body)
     return str(row.uid)
 
 

@@ -1,13 +1,12 @@
 """Test helpers for ingress: webhooks written straight to SQL (the management API is another
-module's job), the services' publisher told about changes, and a Redis server of our own."""
+module's job), the services' publisher told about changes, and gateways on Redis servers of
+their own (benchmarks.redis_server)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import redis
 from sqlalchemy import insert, select, update
 
+from benchmarks.redis_server import RedisServer, redis_server
 from gateway import ids
 from gateway.security import hash_token, new_webhook_token
 from gateway.services import Services
@@ -116,72 +115,12 @@ def backend_settings(
     return make_settings(database_url, **env)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class OwnRedis:
-    """A redis-server of this test's own, on a free port, in a temporary directory."""
-
-    def __init__(self, *extra: str) -> None:
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="gwredis")
-        self.extra = extra
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        args = ["redis-server", "--port", str(self.port), "--dir", self.dir, "--save", ""]
-        self.proc = subprocess.Popen(
-            [*args, "--appendonly", "no", *self.extra],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        client.close()
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port)
-
-
-@contextmanager
-def own_redis(*extra: str) -> Iterator[OwnRedis]:
-    server = OwnRedis(*extra)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(server.dir, ignore_errors=True)
-
-
 @contextmanager
 def gateway_on_own_redis(
     tmp_path: Path, *redis_args: str
-) -> Iterator[tuple[GatewayClient, Hook, OwnRedis]]:
+) -> Iterator[tuple[GatewayClient, Hook, RedisServer]]:
     """A gateway (evaluator off) on a Redis of its own, with one token webhook."""
-    with own_redis(*redis_args) as server:
+    with redis_server(*redis_args) as server:
         settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             yield gw, add_webhook(gw, World.create(gw)), server

@@ -15,14 +15,15 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from benchmarks.procs import free_port
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import OVERLAP, ChangePoller
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
-from tests.ingress.hooks import add_webhook, free_port, gateway_env, serve_gateway, stop_gateway
+from tests.ingress.hooks import add_webhook, gateway_env, serve_gateway, stop_gateway
 from tests.support import GatewayClient, World, eventually
-from tests.unit.test_cli import admin, gateway
+from tests.test_cli import admin, gateway
 
 pytestmark = pytest.mark.slow
 

@@ -150,7 +150,7 @@ def test_header_names_case_insensitive(gw: GatewayClient, gw_world: World, heade
 
 
 def test_body_hash_identity(gw: GatewayClient, gw_world: World) -> None:
-    from gateway.ingress.identity import delivery_identity
+    from gateway.ingress.delivery_identity import delivery_identity
 
     body = b'{"k":"v"}'
     assert delivery_identity(None, {}, None, body) == "sha256:" + hashlib.sha256(body).hexdigest()

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from benchmarks.procs import free_port
 from gateway import ids
 from gateway.domain import factories, identities
 from gateway.security import hash_token
@@ -25,7 +26,7 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 from gateway.worker.stream_source import CLAIM_EVERY_S, CLAIM_IDLE_MS
 from tests.conftest import make_settings
-from tests.ingress.hooks import free_port, gateway_env, serve_gateway, stop_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 
 pytestmark = pytest.mark.slow
 TOKEN = "wht_crash_test_token"

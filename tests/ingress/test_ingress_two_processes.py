@@ -13,13 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.procs import free_port
 from gateway.domain import factories, identities
 from gateway.ingress.cache import NEGATIVE_TTL
 from gateway.services import build_services
 from gateway.settings import Settings
 from gateway.store import migrate
 from tests.conftest import make_settings
-from tests.ingress.hooks import free_port, gateway_env, serve_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
 

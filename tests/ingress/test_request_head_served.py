@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from benchmarks.procs import free_port
 from gateway.ingress.request_head import MAX_HEADER_LINE, MAX_HEADERS
 from tests.conftest import make_settings
 from tests.ingress.hooks import (
-    free_port,
     gateway_env,
     prepare_token_webhook,
     serve_gateway_with,

@@ -84,10 +84,9 @@ def automation_for_everything(client: GatewayClient, world: World, webhook_uid: 
                 }
             ],
         }
+        body["enabled"] = True
         async with services.database.transaction() as conn:
-            row = await automations.create_automation(
-                conn, world.factory_uid, automations.parse_changes(body, creating=True)
-            )
+            row = await automations.create_automation(conn, world.factory_uid, body)
         return str(row.uid)
 
     return client.run(run)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.procs import free_port
 from gateway.worker import supervisor
 from gateway.worker.priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
 from gateway.worker.supervisor import EvaluatorProcess
-from tests.ingress.hooks import free_port, gateway_env, serve_gateway, stop_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]

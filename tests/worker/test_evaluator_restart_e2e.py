@@ -16,13 +16,14 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from benchmarks.procs import free_port
 from gateway.domain import automations, factories, identities, webhooks
 from gateway.services import Services, build_services
 from gateway.settings import Settings
 from gateway.store import migrate
 from gateway.store import tables as t
 from tests.conftest import make_settings
-from tests.ingress.hooks import free_port, gateway_env, serve_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
 DELIVERIES = 40
@@ -43,7 +44,7 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
     team = await identities.create_team(conn, "T")
     agent, _ = await identities.create_agent(conn, team, "Foreman")
     factory = await factories.create_factory(conn, team, "F", None, agent)
-    spec = webhooks.parse_spec({"name": "events", "auth_mode": "token"})
+    spec = webhooks.WebhookSpec("events")
     hook, token = await webhooks.create_webhook(conn, services, factory, team, spec)
     matching = set()
     for name, kind in (("a", "match"), ("b", "match"), ("c", "other")):
@@ -52,9 +53,7 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
             "event": "received",
             "filter": {"webhook_ids": [hook.uid], "payload": {"kind": [kind]}},
         }
-        changes = automations.parse_changes(
-            {"name": name, "prompt": f"do {name}", "triggers": [trigger]}, creating=True
-        )
+        changes = {"name": name, "prompt": f"do {name}", "enabled": True, "triggers": [trigger]}
         row = await automations.create_automation(conn, factory, changes)
         if kind == "match":
             matching.add(row.uid)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.ingress.signatures import SCHEMES, SignatureError, Verified
+from gateway.signatures import SCHEMES, SignatureError, Verified
 
 NAMES = sorted(SCHEMES)
 HEADER_NAMES = [

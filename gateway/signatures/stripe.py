@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-from gateway.ingress.signatures.base import (
+from gateway.signatures.base import (
     MAX_SIGNATURES,
     SignatureError,
     Verified,

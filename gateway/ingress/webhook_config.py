@@ -12,8 +12,8 @@ from sqlalchemy import Row, and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.base import Target, shard_of
-from gateway.ingress.identity import identity_header_refusal
 from gateway.security import SecretBox, hash_token
+from gateway.signatures.identity_headers import identity_header_refusal
 from gateway.store import tables as t
 
 log = logging.getLogger("gateway.ingress")
@@ -121,7 +121,7 @@ def _secret(row: Row[Any], box: SecretBox) -> str | None:
 
 
 def _verifier(scheme_name: str | None, secret: str) -> Verifier:
-    from gateway.ingress.signatures import SCHEMES, SignatureError
+    from gateway.signatures import SCHEMES, SignatureError
 
     scheme = SCHEMES[scheme_name or ""]
     key = scheme.prepare_key(secret)

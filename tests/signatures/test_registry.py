@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import gateway.ingress.signatures as signatures
-from gateway.ingress.signatures import SCHEMES, SignatureScheme, Verified, get_scheme
-from gateway.ingress.signatures.base import HmacKey, hmac_sha256
+import gateway.signatures as signatures
+from gateway.signatures import SCHEMES, SignatureScheme, Verified, get_scheme
+from gateway.signatures.base import HmacKey, hmac_sha256
 
 EXPECTED = {"github", "linear", "shopify", "slack", "standard-webhooks", "stripe"}
 

@@ -6,8 +6,8 @@ module-level ``SCHEME`` instance, then add one line to ``SCHEMES`` below.
 
 from __future__ import annotations
 
-from gateway.ingress.signatures import github, linear, shopify, slack, standard_webhooks, stripe
-from gateway.ingress.signatures.base import (
+from gateway.signatures import github, linear, shopify, slack, standard_webhooks, stripe
+from gateway.signatures.base import (
     MAX_SIGNATURES,
     TOLERANCE_SECONDS,
     Headers,

@@ -14,7 +14,7 @@ import base64
 import hmac
 from collections.abc import Mapping
 
-from gateway.ingress.signatures.base import (
+from gateway.signatures.base import (
     MAX_SIGNATURES,
     HmacKey,
     SignatureError,

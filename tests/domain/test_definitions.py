@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.unit.test_cli import admin, gateway
+from tests.test_cli import admin, gateway
 
 
 def apply(tmp_path: Path, folder: Path, factory: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.ingress.signatures import SignatureError, Verified, get_scheme
+from gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("github")
 SECRET = "It's a Secret to Everybody"
