@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import redis
 
-from gateway.backends.redis import KeySpace
+from gateway.backends.redis_backend import KeySpace
 
 PAGE = 100  # entries per XRANGE: a page of 200 KB bodies is ~20 MB
 

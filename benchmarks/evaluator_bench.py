@@ -47,12 +47,12 @@ import orjson
 from sqlalchemy import func, select, text
 
 from gateway import ids, wiring
-from gateway.backends.base import Submission, Target, shard_of
+from gateway.backends.contract import Submission, Target, shard_of
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services, build_services
 from gateway.settings import Settings, load_settings
 from gateway.store import tables as t
-from gateway.worker.consumer import Consumer
+from gateway.worker.delivery_consumer import Consumer
 
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10

@@ -76,7 +76,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     evaluator = None
     _exit_on_stop_signals()
     if settings.evaluator == "process":
-        from gateway.worker.supervisor import EvaluatorProcess
+        from gateway.worker.evaluator_child import EvaluatorProcess
 
         evaluator = EvaluatorProcess()
         evaluator.start()
@@ -103,7 +103,7 @@ def _exit_on_stop_signals() -> None:
 
 
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.worker.standalone import run_worker
+    from gateway.worker_process import run_worker
 
     asyncio.run(run_worker(settings, parent_pid=args.parent_pid))
     return 0

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
-from gateway.backends.pending import NothingPending, PendingDeliveries
+from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database

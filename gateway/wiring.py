@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.backends.base import IngressBackend
 from gateway.backends.config_changes import LocalConfigPublisher
-from gateway.domain.automation_runs import RunStarter
-from gateway.domain.dispatch import task_binder
+from gateway.backends.contract import IngressBackend
+from gateway.domain.factory_dispatch import task_binder
+from gateway.domain.webhook_runs import RunStarter
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import migrate
-from gateway.worker.consumer import Consumer, Source
+from gateway.worker.delivery_consumer import Consumer, Source
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -77,9 +77,9 @@ def _redis(services: Services, local: LocalConfigPublisher) -> Redis:
     """The redis-py client, the config publisher and the pending-delivery reader."""
     from redis.asyncio import Redis
 
-    from gateway.backends.pending import RedisPending
-    from gateway.backends.publisher import RedisConfigPublisher
-    from gateway.backends.redis import KeySpace
+    from gateway.backends.pending_deliveries import RedisPending
+    from gateway.backends.redis_backend import KeySpace
+    from gateway.backends.redis_publisher import RedisConfigPublisher
 
     settings = services.settings
     assert settings.redis_url is not None
@@ -111,8 +111,8 @@ async def _ingress(
 
 
 async def _redis_backend(services: Services) -> IngressBackend:
-    from gateway.backends.redis import HOT_SCRIPTS, RedisBackend
-    from gateway.backends.resp import RespClient
+    from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
+    from gateway.backends.resp_client import RespClient
 
     settings = services.settings
     assert settings.redis_url is not None
@@ -124,7 +124,7 @@ async def _redis_backend(services: Services) -> IngressBackend:
 
 async def _memory_backend(services: Services) -> IngressBackend:
     from gateway.backends.delivery_writer import DeliveryWriter
-    from gateway.backends.memory import MemoryBackend
+    from gateway.backends.embedded import MemoryBackend
 
     settings = services.settings
     writer = DeliveryWriter(services.database)
@@ -137,7 +137,7 @@ async def _memory_backend(services: Services) -> IngressBackend:
 
 
 def _stream_source(services: Services, redis: Redis, dedicated: bool) -> Source:
-    from gateway.backends.redis import KeySpace
+    from gateway.backends.redis_backend import KeySpace
     from gateway.worker.stream_source import StreamSource
 
     # sharing the event loop with ingress, the evaluator reads small batches so that it never
@@ -147,7 +147,7 @@ def _stream_source(services: Services, redis: Redis, dedicated: bool) -> Source:
 
 
 def _pending_source(services: Services, backend: IngressBackend | None, dedicated: bool) -> Source:
-    from gateway.backends.memory import MemoryBackend
+    from gateway.backends.embedded import MemoryBackend
     from gateway.worker.pending_source import PendingSource
 
     database = services.database

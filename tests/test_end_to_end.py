@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 import standardwebhooks
 
-from gateway.domain import run_tree
+from gateway.domain import run_lifecycle
 from gateway.services import Services
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
@@ -100,8 +100,8 @@ def test_signed_delivery_to_cancelled_run(e2e_client: GatewayClient) -> None:
 
     async def start_run(services: Services) -> None:
         async with services.database.transaction() as conn:
-            await run_tree.advance(conn, run["run_id"], "claim")
-            await run_tree.advance(conn, run["run_id"], "start")
+            await run_lifecycle.advance(conn, run["run_id"], "claim")
+            await run_lifecycle.advance(conn, run["run_id"], "start")
 
     e2e_client.run(start_run)
     cancelled = world.api("POST", f"{factory}/tasks/{task['uid']}/cancel")

@@ -14,7 +14,7 @@ LAYERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
     {"http_server"},
-    {"app", "uvicorn_protocol"},
+    {"app", "uvicorn_protocol", "worker_process"},
     {"wiring"},
     {"api", "ingress", "worker"},
     {"domain"},
@@ -24,9 +24,6 @@ LAYERS: list[set[str]] = [
     {"problem", "security", "settings", "logs"},
     {"errors", "ids", "types"},
 ]
-# known, to be untangled with the worker rewrite: `gateway worker` starts its process through
-# wiring.start, like the app does (the process entry point belongs above wiring)
-EXCEPTIONS = {("gateway.worker.standalone", "gateway.wiring")}
 
 
 def _modules() -> dict[str, Path]:
@@ -67,8 +64,6 @@ def test_imports_point_down(module: str) -> None:
     for target in _imports(module):
         if target == "gateway" or target.split(".")[1] == own:
             continue
-        if (module, target) in EXCEPTIONS:
-            continue
         assert _layer(target) > _layer(module), f"{module} imports {target}: not a lower layer"
 
 
@@ -87,9 +82,3 @@ def test_no_import_cycles() -> None:
 
     for name in sorted(graph):
         visit(name, [])
-
-
-def test_the_exceptions_still_exist() -> None:
-    """An exception nobody needs any more is removed from the list."""
-    for module, target in EXCEPTIONS:
-        assert target in _imports(module)

@@ -13,7 +13,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
 from gateway.domain import conversations
-from gateway.domain.runs import RUN_STATES
+from gateway.domain.run_records import RUN_STATES
 
 if TYPE_CHECKING:
     RunState = str

@@ -13,8 +13,8 @@ from gateway.api.fields import Timestamp
 from gateway.api.http import json_response
 from gateway.api.pagination import Page, PageInfo, page_info
 from gateway.api.routing import Query, Routes
-from gateway.backends.base import Label
-from gateway.domain import deliveries
+from gateway.backends.contract import Label
+from gateway.domain import delivery_log
 from gateway.domain.factories import get_accessible_factory
 
 
@@ -66,9 +66,9 @@ async def list_deliveries(request: Request, query: Query[Page]) -> Response:
     after = cursors.decode_keyset(scope, page.cursor)
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
-        await deliveries.require_webhook(conn, factory_uid, webhook_uid)
+        await delivery_log.require_webhook(conn, factory_uid, webhook_uid)
         pending = await services.pending_deliveries.of_webhook(webhook_uid)
-        items, more = await deliveries.list_deliveries(
+        items, more = await delivery_log.list_deliveries(
             conn, webhook_uid, page.limit, after, pending
         )
     cursor = None
@@ -87,8 +87,8 @@ async def get_delivery(request: Request) -> Response:
     delivery_id = request.path_params["delivery_id"]
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
-        await deliveries.require_webhook(conn, factory_uid, webhook_uid)
+        await delivery_log.require_webhook(conn, factory_uid, webhook_uid)
         # looked up before the log: a delivery the evaluator logs meanwhile is then in the log
         pending = await services.pending_deliveries.find(webhook_uid, delivery_id)
-        item = await deliveries.get_delivery(conn, webhook_uid, delivery_id, pending)
+        item = await delivery_log.get_delivery(conn, webhook_uid, delivery_id, pending)
     return json_response(item)

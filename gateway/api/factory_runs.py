@@ -12,19 +12,21 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
 from gateway.api.runs import Run
-from gateway.domain import dispatch
+from gateway.domain import factory_dispatch
 from gateway.domain.factories import get_accessible_factory
-from gateway.domain.runs import one_run_json
+from gateway.domain.run_records import one_run_json
 
 
 class FactoryRunCreate(Struct, kw_only=True, forbid_unknown_fields=True):
-    prompt: Annotated[str, Meta(min_length=1, max_length=dispatch.MAX_PROMPT, pattern=r"\S")]
+    prompt: Annotated[
+        str, Meta(min_length=1, max_length=factory_dispatch.MAX_PROMPT, pattern=r"\S")
+    ]
     title: Annotated[str, Meta(min_length=1, max_length=500, pattern=r"\S")] | None = None
     ticket_ref: (
         Annotated[
             str,
             Meta(
-                pattern=f"^{dispatch.TICKET_REF.pattern}$",
+                pattern=f"^{factory_dispatch.TICKET_REF.pattern}$",
                 description="for example PROJ-123 or owner/repo#123",
             ),
         ]
@@ -34,10 +36,10 @@ class FactoryRunCreate(Struct, kw_only=True, forbid_unknown_fields=True):
         None
     )
 
-    def request(self) -> dispatch.DispatchRequest:
+    def request(self) -> factory_dispatch.DispatchRequest:
         # the URL rule is more than a pattern: parse_ticket_url raises its own 400
-        url = dispatch.parse_ticket_url(self.ticket_url)
-        return dispatch.DispatchRequest(self.prompt, self.title, self.ticket_ref, url)
+        url = factory_dispatch.parse_ticket_url(self.ticket_url)
+        return factory_dispatch.DispatchRequest(self.prompt, self.title, self.ticket_ref, url)
 
 
 routes = Routes("factories")
@@ -59,8 +61,8 @@ async def dispatch_endpoint(request: Request, body: Body[FactoryRunCreate]) -> R
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
     parsed = (await body.read()).request()
     async with services.database.transaction() as conn:
-        row = await dispatch.dispatch_run(conn, factory, parsed, creator=principal)
+        row = await factory_dispatch.dispatch_run(conn, factory, parsed, creator=principal)
         item = await one_run_json(conn, row)
     # the factory task comes after the response; lookups bind it too if this is lost
-    services.spawn(dispatch.bind_pending(services.database), name=f"bind-task-{row.run_id}")
+    services.spawn(factory_dispatch.bind_pending(services.database), name=f"bind-task-{row.run_id}")
     return json_response(item, 201)

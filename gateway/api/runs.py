@@ -25,9 +25,9 @@ from gateway.api.fields import Cursor, Limit, Moment, Timestamp
 from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Body, Query, Routes
-from gateway.domain import conversations, run_tree
-from gateway.domain.agent_runs import MAX_PROMPT, RunQuery, create_agent_run, list_runs
-from gateway.domain.runs import one_run_json, runs_json, visible_run
+from gateway.domain import conversations, run_lifecycle
+from gateway.domain.run_records import one_run_json, runs_json, visible_run
+from gateway.domain.standalone_runs import MAX_PROMPT, RunQuery, create_agent_run, list_runs
 
 Text = Annotated[str, Meta(pattern=r"\S")]
 ConfigValue = Annotated[str, Meta(max_length=2000)] | None | UnsetType
@@ -254,7 +254,7 @@ async def cancel_endpoint(request: Request) -> Response:
     principal = await principal_of(request)
     async with services_of(request).database.transaction() as conn:
         row = await visible_run(conn, principal, request.path_params["run_id"])
-        await run_tree.cancel(conn, row)
+        await run_lifecycle.cancel(conn, row)
     # the bare id as text: the official client hands the body to its users as is
     return PlainTextResponse(row.run_id)
 

@@ -15,11 +15,11 @@ from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Body, Query, Routes
 from gateway.api.runs import Creator, Run, in_utc
-from gateway.domain import run_tree, tasks
-from gateway.domain.dispatch import ensure_bound
+from gateway.domain import run_lifecycle, tasks
 from gateway.domain.factories import Factory, get_accessible_factory
+from gateway.domain.factory_dispatch import ensure_bound
 from gateway.domain.identities import Principal
-from gateway.domain.runs import can_view, newest_root_run
+from gateway.domain.run_records import can_view, newest_root_run
 from gateway.domain.task_listing import TaskQuery, list_tasks
 from gateway.domain.tasks import TaskStage
 from gateway.errors import Forbidden, NotFound
@@ -250,7 +250,7 @@ async def cancel_endpoint(request: Request) -> Response:
             raise NotFound(f"task: {task_uid} has no resolvable current run")
         if not can_view(principal, run):
             raise Forbidden(f"task: the current run of {task_uid} is not accessible to you")
-        await run_tree.cancel(conn, run)
+        await run_lifecycle.cancel(conn, run)
         row = await tasks.update_task(conn, factory.uid, task_uid, {"stage": "CANCELLED"})
         return json_response(await tasks.task_json(conn, row, current_run=True))
 

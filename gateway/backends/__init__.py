@@ -1,6 +1,6 @@
 """Ingress backends: rate limits, de-duplication and the durable delivery log."""
 
-from gateway.backends.base import (
+from gateway.backends.contract import (
     DeliveryRecord,
     IngressBackend,
     Label,

@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
 
-from gateway.backends.base import DeliveryRecord
-from gateway.backends.delivery_log import DELIVERIES, PENDING, delivery_row
+from gateway.backends.contract import DeliveryRecord
+from gateway.backends.delivery_rows import DELIVERIES, PENDING, delivery_row
 from gateway.store import Database
 from gateway.store.file_lock import FileWriteLock
 

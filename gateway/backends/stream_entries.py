@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.backends.base import DeliveryRecord, Label
+from gateway.backends.contract import DeliveryRecord, Label
 
 RawEntry = tuple[Any, Any, dict[bytes, bytes]]  # stream, entry id, fields
 _ACCEPTED = Label.ACCEPTED.value.encode()

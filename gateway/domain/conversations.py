@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.domain.identities import Principal
-from gateway.domain.runs import CANCELLABLE_TYPES, LIVE, can_view, lock_run, newest_root_run
+from gateway.domain.run_records import CANCELLABLE_TYPES, LIVE, can_view, lock_run, newest_root_run
 from gateway.errors import NotFound, RunNotLive, UnknownAttachment
 from gateway.store import tables as t
 from gateway.store.types import utcnow

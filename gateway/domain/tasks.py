@@ -19,7 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.domain.factories import Factory
 from gateway.domain.identities import Principal
-from gateway.domain.runs import creators, find_run, newest_root_run, one_run_json, visible_run
+from gateway.domain.run_records import (
+    creators,
+    find_run,
+    newest_root_run,
+    one_run_json,
+    visible_run,
+)
 from gateway.errors import Conflict, InvalidRequest, NotFound
 from gateway.store import tables as t
 from gateway.store.types import utcnow

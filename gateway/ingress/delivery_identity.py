@@ -1,4 +1,4 @@
-"""Delivery identity (spec 6.1): the value de-duplication keys on (which header may carry it:
+"""Delivery identity: the value de-duplication keys on (which header may carry it:
 `gateway.signatures.identity_headers`).
 
 Two deliveries are the same event exactly when their identities are equal over their full

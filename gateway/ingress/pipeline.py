@@ -1,4 +1,4 @@
-"""The accept pipeline, in the contract's check order (CONTRACT 6):
+"""The accept pipeline, in the check order docs/ingress.md gives:
 404 -> 413 -> failed-auth budget 429 -> 401 -> rate 429 -> 400 -> 202 (duplicate: the first id).
 """
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import orjson
 
 from gateway import ids
-from gateway.backends.base import IngressBackend, Label, Outcome, Submission, Verdict
+from gateway.backends.contract import IngressBackend, Label, Outcome, Submission, Verdict
 from gateway.errors import (
     BacklogFull,
     InvalidJson,

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Row, and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.base import Target, shard_of
+from gateway.backends.contract import Target, shard_of
 from gateway.security import SecretBox, hash_token
 from gateway.signatures.identity_headers import identity_header_refusal
 from gateway.store import tables as t

@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.domain import deliveries
+from gateway.domain import delivery_log
 from gateway.store import Database
-from gateway.worker.consumer import Claim, Entry
+from gateway.worker.delivery_consumer import Claim, Entry
 
 
 class PendingSource:
@@ -45,7 +45,7 @@ class PendingSource:
         self.wake = wake or asyncio.Event()
         self._on_evaluated = on_evaluated
         self._claimed = 0
-        self._after: deliveries.Position | None = None
+        self._after: delivery_log.Position | None = None
         self._in_flight: set[str] = set()
 
     async def read(self) -> list[Entry]:
@@ -54,7 +54,7 @@ class PendingSource:
             await asyncio.sleep(wait)
         self.wake.clear()
         async with self.database.read() as conn:
-            records = await deliveries.read_pending(conn, self.batch, self._after)
+            records = await delivery_log.read_pending(conn, self.batch, self._after)
         if len(records) < self.batch:
             self._not_before = loop.time() + self.linger
         fresh = [r for r in records if r.delivery_id not in self._in_flight]
@@ -74,7 +74,7 @@ class PendingSource:
         wanted = [e.record.delivery_id for e in entries]
 
         async def claim(conn: AsyncConnection) -> set[str]:
-            claimed = await deliveries.claim_pending(conn, wanted)
+            claimed = await delivery_log.claim_pending(conn, wanted)
             self._claimed = len(claimed)
             return claimed
 

@@ -30,12 +30,12 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from sqlalchemy.engine import Dialect
 
-from gateway.backends.base import Label, shard_of
-from gateway.backends.redis import KeySpace
-from gateway.backends.scripts import ACK_SCRIPT, RECOUNT_SCRIPT
+from gateway.backends.contract import Label, shard_of
+from gateway.backends.lua_scripts import ACK_SCRIPT, RECOUNT_SCRIPT
+from gateway.backends.redis_backend import KeySpace
 from gateway.backends.stream_entries import RawEntry, body_key, raw_entries, record_of
-from gateway.domain import deliveries
-from gateway.worker.consumer import Claim, Entry
+from gateway.domain import delivery_log
+from gateway.worker.delivery_consumer import Claim, Entry
 
 log = logging.getLogger("gateway.worker")
 
@@ -149,8 +149,8 @@ class StreamSource:
         return entries
 
     def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
-        prepared = deliveries.prepare_log(dialect, [entry.record for entry in entries])
-        return functools.partial(deliveries.log_new, prepared=prepared)
+        prepared = delivery_log.prepare_log(dialect, [entry.record for entry in entries])
+        return functools.partial(delivery_log.log_new, prepared=prepared)
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
         """One ACK script per shard stream, all in one pipeline."""

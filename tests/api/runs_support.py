@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.domain import run_tree
+from gateway.domain import run_lifecycle
 from gateway.domain.identities import Principal
-from gateway.domain.runs import NewRun, insert_run
+from gateway.domain.run_records import NewRun, insert_run
 from gateway.services import Services
 from tests.support import World
 
@@ -18,7 +18,7 @@ def advance(world: World, run_id: str, *events: str, **kwargs: Any) -> None:
     async def go(services: Services) -> None:
         async with services.database.transaction() as conn:
             for event in events:
-                await run_tree.advance(conn, run_id, event, **kwargs)
+                await run_lifecycle.advance(conn, run_id, event, **kwargs)
 
     world.client.run(go)
 

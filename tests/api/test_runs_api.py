@@ -49,7 +49,7 @@ def test_the_config_schema_has_the_domains_keys() -> None:
     from msgspec.structs import fields
 
     from gateway.api.runs import AgentConfig
-    from gateway.domain.runs import CONFIG_KEYS
+    from gateway.domain.run_records import CONFIG_KEYS
 
     assert {f.name for f in fields(AgentConfig)} == {*CONFIG_KEYS, "mcp_servers"}
 

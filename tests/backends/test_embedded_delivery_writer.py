@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from gateway.backends.base import DeliveryRecord, Label
+from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t

@@ -149,7 +149,7 @@ def test_config_changes_reach_another_process(
 def test_request_state_of_preloaded_webhooks_is_built_at_start(tmp_path: Path) -> None:
     """Built lazily, 10,000 webhooks' request state lands after gc.freeze() and full
     collections scan it (p99 stalls); built at start, requests add nothing long-lived."""
-    from gateway.backends.redis import RedisBackend
+    from gateway.backends.redis_backend import RedisBackend
 
     with redis_server() as server:
         settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")

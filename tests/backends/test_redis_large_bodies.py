@@ -13,9 +13,9 @@ import pytest
 from redis.asyncio import Redis as AsyncRedis
 
 from benchmarks.redis_server import redis_server
-from gateway.backends.base import Submission, Target
-from gateway.backends.redis import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBackend
-from gateway.backends.resp import RespClient
+from gateway.backends.contract import Submission, Target
+from gateway.backends.redis_backend import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBackend
+from gateway.backends.resp_client import RespClient
 from gateway.errors import Unavailable
 from gateway.worker.stream_source import StreamSource
 from tests.ingress.hooks import gateway_on_own_redis

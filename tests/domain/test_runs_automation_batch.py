@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import orjson
 from sqlalchemy import select
 
-from gateway.backends.base import DeliveryRecord, Label
-from gateway.domain import deliveries, factories, webhooks
-from gateway.domain.automation_runs import AcceptedDelivery, RunStarter
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.domain import delivery_log, factories, webhooks
+from gateway.domain.webhook_runs import AcceptedDelivery, RunStarter
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.domain.test_runs_automation_starter import _automation, _trigger, _webhook
@@ -57,7 +57,9 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
         async with services.database.read() as conn:
             planned = await starter.plan(conn, batch)
         async with services.database.transaction() as conn:
-            claimed = await deliveries.log_new(conn, deliveries.prepare_log(conn.dialect, records))
+            claimed = await delivery_log.log_new(
+                conn, delivery_log.prepare_log(conn.dialect, records)
+            )
             started = await planned.write(conn, claimed)
         assert len(claimed) == 5 and len(started) == 4
         r = t.runs
@@ -115,7 +117,7 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
             planned = await starter.plan(conn, batch)
         async with services.database.transaction() as conn:
             assert (
-                await deliveries.log_new(conn, deliveries.prepare_log(conn.dialect, records))
+                await delivery_log.log_new(conn, delivery_log.prepare_log(conn.dialect, records))
                 == set()
             )
             assert await planned.write(conn, set()) == []

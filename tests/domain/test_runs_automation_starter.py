@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select
 
-from gateway.backends.base import DeliveryRecord, Label
-from gateway.domain import automations, deliveries, factories, webhooks
-from gateway.domain.automation_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.domain import automations, delivery_log, factories, webhooks
+from gateway.domain.webhook_runs import AcceptedDelivery, RunRef, RunStarter
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.support import GatewayClient, World
@@ -61,7 +61,7 @@ async def evaluate(
     async with services.database.read() as conn:
         planned = await starter.plan(conn, batch)
     async with services.database.transaction() as conn:
-        claimed = await deliveries.log_new(conn, deliveries.prepare_log(conn.dialect, records))
+        claimed = await delivery_log.log_new(conn, delivery_log.prepare_log(conn.dialect, records))
         await planned.write(conn, claimed)
     r = t.runs
     query = (

@@ -80,7 +80,7 @@ def _pending(settings) -> set[str]:  # type: ignore[no-untyped-def]
         return set()
     from redis import Redis
 
-    from gateway.backends.redis import KeySpace
+    from gateway.backends.redis_backend import KeySpace
 
     client = Redis.from_url(settings.redis_url)
     found = set()

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.backends.base import RATE_LIMIT, Submission, Target, Verdict, shard_of
+from gateway.backends.contract import RATE_LIMIT, Submission, Target, Verdict, shard_of
 from gateway.backends.delivery_writer import DeliveryWriter
-from gateway.backends.memory import MemoryBackend
-from gateway.backends.redis import HOT_SCRIPTS, RedisBackend
-from gateway.backends.resp import RespClient
+from gateway.backends.embedded import MemoryBackend
+from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
+from gateway.backends.resp_client import RespClient
 from gateway.errors import RequestTimeout
 from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length, read_body
 from gateway.ingress.source import source_address

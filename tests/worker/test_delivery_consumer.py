@@ -12,14 +12,14 @@ import pytest
 from redis.asyncio import Redis
 from sqlalchemy import func, insert, select
 
-from gateway.backends.base import DeliveryRecord, Label
-from gateway.backends.redis import KeySpace
-from gateway.domain import automations, deliveries
-from gateway.domain.automation_runs import AcceptedDelivery, RunStarter
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.redis_backend import KeySpace
+from gateway.domain import automations, delivery_log
+from gateway.domain.webhook_runs import AcceptedDelivery, RunStarter
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
-from gateway.worker.consumer import Consumer, Entry, Source
+from gateway.worker.delivery_consumer import Consumer, Entry, Source
 from gateway.worker.pending_source import PendingSource
 from gateway.worker.stream_source import StreamSource
 from tests.ingress.hooks import add_webhook, backend_settings
@@ -241,7 +241,7 @@ def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:
                 for i in range(60)
             ]
             await conn.execute(insert(t.deliveries), rows)
-            removed = await deliveries.prune(conn)
+            removed = await delivery_log.prune(conn)
             left = (
                 await conn.execute(
                     select(func.count()).where(t.deliveries.c.webhook_uid == hook.uid)

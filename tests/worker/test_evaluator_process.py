@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.procs import free_port
-from gateway.worker import supervisor
-from gateway.worker.priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
-from gateway.worker.supervisor import EvaluatorProcess
+from gateway.worker import evaluator_child
+from gateway.worker.cpu_priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
+from gateway.worker.evaluator_child import EvaluatorProcess
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
 
@@ -38,7 +38,7 @@ def _children(pid: int) -> list[int]:
 def test_a_child_that_dies_is_restarted_and_stop_ends_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(supervisor, "FIRST_RESTART_DELAY_S", 0.05)
+    monkeypatch.setattr(evaluator_child, "FIRST_RESTART_DELAY_S", 0.05)
     process = EvaluatorProcess(SLEEPER, stop_timeout=5)
     process.start()
     try:

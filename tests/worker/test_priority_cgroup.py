@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.worker.priority import idle_cgroup_name, join_idle_cgroup
+from gateway.worker.cpu_priority import idle_cgroup_name, join_idle_cgroup
 
 IDLE_CGROUP = idle_cgroup_name("gw")
 

@@ -6,7 +6,7 @@ import uuid
 
 from redis.asyncio import Redis
 
-from gateway.backends.redis import KeySpace
+from gateway.backends.redis_backend import KeySpace
 from gateway.worker.stream_source import READ_BYTES_PER_SHARD, StreamSource
 
 

@@ -17,8 +17,8 @@ from sqlalchemy import and_, delete, desc, exists, func, select, tuple_, update
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.base import DEDUP_WINDOW_S, DeliveryRecord, Label
-from gateway.backends.delivery_log import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
+from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
 from gateway.store.bulk import Prepared

@@ -10,7 +10,7 @@ from sqlalchemy import Row, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.identities import Principal
-from gateway.domain.runs import (
+from gateway.domain.run_records import (
     CONFIG_KEYS,
     NewRun,
     can_view,

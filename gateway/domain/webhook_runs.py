@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
-from gateway.domain.runs import NewRun, run_values
+from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
 from gateway.store import tables as t
 from gateway.store.bulk import BulkInsert

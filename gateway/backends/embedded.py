@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
-from gateway.backends.base import (
+from gateway.backends.contract import (
     DEDUP_WINDOW_S,
     RATE_LIMIT,
     RATE_WINDOW_MS,
@@ -32,7 +32,7 @@ from gateway.backends.base import (
     Target,
     Verdict,
 )
-from gateway.backends.delivery_log import PENDING
+from gateway.backends.delivery_rows import PENDING
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.errors import Unavailable
 from gateway.store import Database

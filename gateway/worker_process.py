@@ -12,7 +12,7 @@ import signal
 from gateway import wiring
 from gateway.services import build_services
 from gateway.settings import Settings
-from gateway.worker.priority import leave_idle_cgroup, lower_priority
+from gateway.worker.cpu_priority import leave_idle_cgroup, lower_priority
 
 log = logging.getLogger("gateway.worker")
 

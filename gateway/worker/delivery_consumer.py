@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.base import DeliveryRecord, Label
-from gateway.domain import deliveries
-from gateway.domain.automation_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.domain import delivery_log
+from gateway.domain.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.store import Database
 
 log = logging.getLogger("gateway.worker")
@@ -179,6 +179,6 @@ class Consumer:
             return
         self._next_prune = time.monotonic() + PRUNE_EVERY_S
         async with self.database.transaction() as conn:
-            removed = await deliveries.prune(conn)
+            removed = await delivery_log.prune(conn)
         if removed:
             log.info("delivery log: pruned %d records past retention", removed)

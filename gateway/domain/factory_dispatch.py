@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.factories import Factory
 from gateway.domain.identities import Principal
-from gateway.domain.runs import NewRun, insert_run, insert_runs
+from gateway.domain.run_records import NewRun, insert_run, insert_runs
 from gateway.domain.tasks import create_seed_task
 from gateway.errors import InvalidRequest, NoForeman
 from gateway.store import Database
@@ -46,42 +46,6 @@ class DispatchRequest:
     title: str | None = None
     ticket_ref: str | None = None
     ticket_url: str | None = None
-
-
-def parse_dispatch(body: dict[str, Any]) -> DispatchRequest:
-    unknown = sorted(set(body) - {"prompt", "title", "ticket_ref", "ticket_url"})
-    if unknown:
-        raise InvalidRequest(f"{unknown[0]}: unknown field")
-    return DispatchRequest(
-        prompt=_text(body, "prompt", MAX_PROMPT, required=True) or "",
-        title=_text(body, "title", 500),
-        ticket_ref=parse_ticket_ref(body.get("ticket_ref")),
-        ticket_url=parse_ticket_url(body.get("ticket_url")),
-    )
-
-
-def _text(body: dict[str, Any], name: str, limit: int, *, required: bool = False) -> str | None:
-    value = body.get(name)
-    if value is None:
-        if required:
-            raise InvalidRequest(f"{name}: required")
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest(f"{name}: expected a non-blank string")
-    if len(value) > limit:
-        raise InvalidRequest(f"{name}: longer than {limit} characters")
-    return value
-
-
-def parse_ticket_ref(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or TICKET_REF.fullmatch(value) is None:
-        raise InvalidRequest(
-            "ticket_ref: expected 1 to 200 characters of letters, digits and _ . # / - "
-            "(for example PROJ-123 or owner/repo#123)"
-        )
-    return value
 
 
 def parse_ticket_url(value: Any) -> str | None:

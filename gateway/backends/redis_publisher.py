@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from gateway.backends.base import shard_of
 from gateway.backends.config_changes import LocalConfigPublisher
-from gateway.backends.redis import KeySpace
-from gateway.backends.scripts import PUBLISH_VERSION_SCRIPT
+from gateway.backends.contract import shard_of
+from gateway.backends.lua_scripts import PUBLISH_VERSION_SCRIPT
+from gateway.backends.redis_backend import KeySpace
 
 
 class RedisConfigPublisher:

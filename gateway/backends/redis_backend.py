@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.backends import resp, scripts
-from gateway.backends.base import (
+from gateway.backends import lua_scripts, resp_client
+from gateway.backends.contract import (
     DEDUP_WINDOW_S,
     RATE_LIMIT,
     RATE_WINDOW_MS,
@@ -21,15 +21,19 @@ from gateway.backends.base import (
     Target,
     Verdict,
 )
-from gateway.backends.resp import RedisUnavailable, ReplyError, ReplyLost, RespClient
+from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, RespClient
 from gateway.errors import Unavailable
 
 log = logging.getLogger("gateway.ingress")
 
-SUBMIT_SHA = scripts.sha1(scripts.SUBMIT_SCRIPT)
-AUTH_FAILED_SHA = scripts.sha1(scripts.AUTH_FAILED_SCRIPT)
-LOG_REJECTION_SHA = scripts.sha1(scripts.LOG_REJECTION_SCRIPT)
-HOT_SCRIPTS = (scripts.SUBMIT_SCRIPT, scripts.AUTH_FAILED_SCRIPT, scripts.LOG_REJECTION_SCRIPT)
+SUBMIT_SHA = lua_scripts.sha1(lua_scripts.SUBMIT_SCRIPT)
+AUTH_FAILED_SHA = lua_scripts.sha1(lua_scripts.AUTH_FAILED_SCRIPT)
+LOG_REJECTION_SHA = lua_scripts.sha1(lua_scripts.LOG_REJECTION_SCRIPT)
+HOT_SCRIPTS = (
+    lua_scripts.SUBMIT_SCRIPT,
+    lua_scripts.AUTH_FAILED_SCRIPT,
+    lua_scripts.LOG_REJECTION_SCRIPT,
+)
 
 
 class KeySpace:
@@ -124,7 +128,7 @@ class SubmitFrame:
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
         fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped, k.backlog, k.pending)
-        self.head = _HEAD + b"".join([resp.bulk(key) for key in fixed_keys])
+        self.head = _HEAD + b"".join([resp_client.bulk(key) for key in fixed_keys])
         fixed_args = (
             auth_failure_limit,
             RATE_LIMIT,
@@ -135,7 +139,7 @@ class SubmitFrame:
             target.version,
             max_backlog,
         )
-        self.middle = b"".join([resp.bulk(a) for a in fixed_args])
+        self.middle = b"".join([resp_client.bulk(a) for a in fixed_args])
 
     def command(self, s: Submission, body_key: str | None = None) -> bytes:
         """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[10])."""
@@ -148,7 +152,11 @@ class SubmitFrame:
         if body_key is None:
             head, side_key, body = self.head, b"", s.body if s.valid_json else b""
         else:  # the 10-key head is derived when needed: rare, and it saves memory per webhook
-            head, side_key, body = _HEAD_SIDE + self.head[len(_HEAD) :], resp.bulk(body_key), b""
+            head, side_key, body = (
+                _HEAD_SIDE + self.head[len(_HEAD) :],
+                resp_client.bulk(body_key),
+                b"",
+            )
         return _SUBMIT_TAIL % (
             head,
             len(source),
@@ -171,13 +179,16 @@ class SubmitFrame:
     def side_commands(self, s: Submission) -> tuple[tuple[bytes, ...], bytes]:
         """(SET of the body in pieces, SUBMIT naming its key) for a large valid-JSON body."""
         body_key = self.body_prefix + s.delivery_id
-        store = resp.command_parts(("SET", body_key), s.body, ("EX", SIDE_BODY_ORPHAN_TTL_S))
+        store = resp_client.command_parts(("SET", body_key), s.body, ("EX", SIDE_BODY_ORPHAN_TTL_S))
         return store, self.command(s, body_key)
 
 
 # EVALSHA SUBMIT with 9 keys (25 arguments), or 10 with a side body
 _HEAD, _HEAD_SIDE = (
-    resp.array_head(3 + keys + 13) + resp.bulk("EVALSHA") + resp.bulk(SUBMIT_SHA) + resp.bulk(keys)
+    resp_client.array_head(3 + keys + 13)
+    + resp_client.bulk("EVALSHA")
+    + resp_client.bulk(SUBMIT_SHA)
+    + resp_client.bulk(keys)
     for keys in (9, 10)
 )
 # head, source, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size,
@@ -234,7 +245,7 @@ class RedisBackend:
                 try:
                     reply = await self.client.send_script(command)
                 except ReplyError as exc:
-                    if not resp.is_noscript(exc):
+                    if not resp_client.is_noscript(exc):
                         raise
                     reply = await self.client.script(command)  # loads the scripts, retries
         except RedisUnavailable as exc:

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
-from gateway.backends.base import DeliveryRecord, shard_of
-from gateway.backends.redis import KeySpace
+from gateway.backends.contract import DeliveryRecord, shard_of
+from gateway.backends.redis_backend import KeySpace
 from gateway.backends.stream_entries import body_key, record_of
 
 

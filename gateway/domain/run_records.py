@@ -180,7 +180,7 @@ def _creator(uid: str, email: str | None, name: str, kind: str) -> dict[str, Any
 
 
 def run_json(row: Row[Any], creator: dict[str, Any] | None = None) -> dict[str, Any]:
-    """RunItem (CONTRACT 3): the fixed fields always, the rest when known."""
+    """RunItem (docs/api.md): the fixed fields always, the rest when known."""
     item: dict[str, Any] = {
         "run_id": row.run_id,
         "task_id": row.run_id,

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.domain.runs import CANCELLABLE_TYPES, TERMINAL, load_run, lock_run
+from gateway.domain.run_records import CANCELLABLE_TYPES, TERMINAL, load_run, lock_run
 from gateway.errors import Conflict, NotCancellable, RunPending, RunTerminal
 from gateway.store import tables as t
 from gateway.store.types import utcnow

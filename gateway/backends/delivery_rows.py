@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from gateway.backends.base import DeliveryRecord, Label
+from gateway.backends.contract import DeliveryRecord, Label
 from gateway.store import tables as t
 from gateway.store.bulk import BulkInsert
 

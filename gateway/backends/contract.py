@@ -21,7 +21,7 @@ REJECT_LOG_LIMIT = 60  # rejected/duplicate records logged per rolling window pe
 
 
 class Label(enum.StrEnum):
-    """Delivery-log labels (spec 2.9, CONTRACT 5)."""
+    """Delivery-log labels (docs/ingress.md, "Delivery log")."""
 
     ACCEPTED = "Accepted"
     DUPLICATE = "Duplicate"
@@ -51,7 +51,7 @@ class Outcome(NamedTuple):
 
     @property
     def retry_after_s(self) -> int:
-        """Whole seconds to the next free slot, rounded up, at least 1 (CONTRACT 2)."""
+        """Whole seconds to the next free slot, rounded up, at least 1 (docs/api.md)."""
         return max(1, -(-self.retry_after_ms // 1000))
 
 

@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 
 import hiredis
 
-from gateway.backends.scripts import sha1
+from gateway.backends.lua_scripts import sha1
 
 
 class RedisUnavailable(Exception):
