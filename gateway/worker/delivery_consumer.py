@@ -91,16 +91,21 @@ class Consumer:
 
     async def _read_and_plan(self, planned: asyncio.Queue[Planned]) -> None:
         while True:
+            entries: Sequence[Entry] = ()
             try:
                 entries = await self.source.read()
                 if entries:
-                    await planned.put(await self._plan(entries))
+                    batch = await self._plan(entries)
+                    entries = ()  # planned: the writer owns them now
+                    await planned.put(batch)
                 await self._maybe_prune()
                 self._maybe_report()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep consuming: Redis or SQL may be back in a moment
                 log.warning("delivery consumer: %s; retrying in 1 s", exc, exc_info=True)
+                if entries:  # read but not planned: the source must hand them out again
+                    await self.source.retry_later(entries)
                 await asyncio.sleep(1.0)
 
     async def _write_planned(self, planned: asyncio.Queue[Planned]) -> None:

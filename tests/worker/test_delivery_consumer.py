@@ -3,6 +3,7 @@ once, the log API (pending first, then evaluated), pagination and retention."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -253,3 +254,45 @@ def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:
     # 67 records: the 7 recent ones stay (< 7 days), and of the old ones the newest 43 complete
     # the 50 always kept
     assert (removed, left) == (17, 50)
+
+
+class FailingOnce(RunStarter):
+    """A starter whose first plan fails (the store went away for a moment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 0
+
+    async def plan(self, conn: Any, batch: Any) -> Any:
+        if not self.failures:
+            self.failures += 1
+            raise ConnectionError("store unreachable")
+        return await super().plan(conn, batch)
+
+
+def test_a_batch_that_could_not_be_planned_is_read_again(gwc: GatewayClient) -> None:
+    world = World.create(gwc)
+    hook = add_webhook(gwc, world)
+    automation_for_everything(gwc, world, hook.uid)
+    sent = [
+        gwc.post(hook.path, content=b'{"n": %d}' % i, headers=hook.auth).json()["delivery_id"]
+        for i in range(3)
+    ]
+
+    async def run(services: Services) -> int:
+        starter = FailingOnce()
+        consumer = Consumer(services.database, _source(services), starter)
+        task = asyncio.create_task(consumer.run())
+        try:
+            for _ in range(200):  # the consumer waits 1 s after the failure
+                if consumer.runs_started >= 3:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        assert starter.failures == 1
+        return consumer.runs_started
+
+    assert gwc.run(run) == 3
+    assert sorted(d for d, _, _ in runs_of(gwc, sent)) == sorted(sent)
