@@ -16,7 +16,7 @@ from benchmarks.redis_server import RedisServer
 from benchmarks.requests_file import RATE_LIMIT_PER_MINUTE, Plan, write_requests
 from benchmarks.seed import Seed
 from benchmarks.targets import EVALUATOR, Running, Target, serve
-from benchmarks.wrk import WrkResult, run_wrk
+from benchmarks.wrk import CONNECTIONS, WrkResult, run_wrk
 
 REDIS_PREFIX = "gw"
 
@@ -32,6 +32,7 @@ class Case:
     evaluator: bool
     drain_wait_s: float
     profile: bool = False
+    connections: int = CONNECTIONS  # wrk's keep-alive connections
 
 
 def prepare_store(seed: Seed, rundir: Path, name: str) -> Path:
@@ -108,7 +109,9 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         )
         started = time.monotonic()
         host0, wrk0 = host_cpu(), children_cpu_seconds()
-        result = run_wrk(f"http://127.0.0.1:{running.port}", request_file, case.duration_s)
+        result = run_wrk(
+            f"http://127.0.0.1:{running.port}", request_file, case.duration_s, case.connections
+        )
         host1, wrk1 = host_cpu(), children_cpu_seconds()
         cpu1, redis1 = cpu_seconds(pids), cpu_seconds(redis_pids)
         eval1 = cpu_seconds(evaluator_pids)

@@ -61,6 +61,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
     p.add_argument("--evaluator", choices=("on", "off"), default="on")
     p.add_argument("--max-rate", type=int, default=40_000, help="sizes the request files")
+    p.add_argument(
+        "--connections", type=int, default=CONNECTIONS, help="wrk keep-alive connections"
+    )
     p.add_argument("--drain-wait", type=float, help="max seconds to wait for the evaluator")
     p.add_argument("--no-big", action="store_true", help="skip the 200 KB variant")
     p.add_argument("--big", action="store_true", help="with --quick: keep the 200 KB variant")
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m benchmarks.run " + " ".join(argv),
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "settings": {
-            "wrk": f"-t{THREADS} -c{CONNECTIONS} -d{duration:.0f}s",
+            "wrk": f"-t{THREADS} -c{args.connections} -d{duration:.0f}s",
             "uvicorn": "--loop uvloop --http httptools --no-access-log",
             "granian": "--interface asgi --loop uvloop --http 1 --no-ws --no-access-log "
             "(read buffer and header-read deadline of gateway serve)",
@@ -235,7 +238,7 @@ def _grid(
                     )
                     cases.append(
                         Case(Target(server, APPS[server], http=http), w, plan, body, duration,
-                             r + 1, evaluator, drain_wait, profile and r == 0)
+                             r + 1, evaluator, drain_wait, profile and r == 0, args.connections)
                     )  # fmt: skip
     if not args.no_paths:
         short = min(duration, 5.0)
@@ -250,7 +253,7 @@ def _grid(
             for plan in paths:
                 cases.append(
                     Case(Target(server, APPS[server], http=http), 1, plan, SMALL, short, 1,
-                         evaluator, drain_wait)
+                         evaluator, drain_wait, connections=args.connections)
                 )  # fmt: skip
     return cases
 

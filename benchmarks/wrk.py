@@ -36,11 +36,13 @@ def ensure_wrk() -> str:
     return path
 
 
-def run_wrk(url: str, request_file: Path, duration_s: float) -> WrkResult:
+def run_wrk(
+    url: str, request_file: Path, duration_s: float, connections: int = CONNECTIONS
+) -> WrkResult:
     argv = [
         ensure_wrk(),
         f"-t{THREADS}",
-        f"-c{CONNECTIONS}",
+        f"-c{connections}",
         f"-d{max(1, round(duration_s))}s",
         "--timeout", "10s",
         "-s", str(LUA),
