@@ -23,7 +23,7 @@ backlog empty). The default command runs the four cases the evaluator is held to
     SQLite, no delivery matches                >= 15,000 deliveries/s
 
 SQLite runs in a temporary directory; PostgreSQL in a database of its own (created and
-dropped; GATEWAY_BENCH_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432).
+dropped: benchmarks/postgres.py).
 """
 
 from __future__ import annotations
@@ -32,12 +32,10 @@ import argparse
 import asyncio
 import base64
 import json
-import os
-import secrets
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -46,6 +44,7 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select, text
 
+from benchmarks.postgres import temporary_database
 from gateway import ids, wiring
 from gateway.backends.contract import Submission, Target, shard_of
 from gateway.ingress.pipeline import Ingress
@@ -57,7 +56,6 @@ from gateway.worker.delivery_consumer import Consumer
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10
 CHUNK = 5_000
-PG_ADMIN = os.environ.get("GATEWAY_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432")
 TARGETS = (
     # (label, db, source, match, deliveries/s at least, CPU us per delivery at most)
     ("SQLite, every delivery starts a run", "sqlite", "stream", "all", 5_000, 150),
@@ -311,35 +309,17 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
         await worker.close()
 
 
-async def _pg_admin(sql: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(f"{PG_ADMIN}/postgres")
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 def run_case(case: Case) -> dict[str, Any]:
     from benchmarks.redis_server import redis_server
 
-    async def with_database(redis_url: str | None) -> dict[str, Any]:
-        async with AsyncExitStack() as stack:
-            if case.db == "sqlite":
-                tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalbench"))
-                return await bench(case, f"sqlite:///{tmp}/gw.db", redis_url)
-            name = f"evalbench_{os.getpid()}_{secrets.token_hex(3)}"
-            await _pg_admin(f'CREATE DATABASE "{name}"')
-            try:
-                return await bench(case, f"{PG_ADMIN}/{name}", redis_url)
-            finally:
-                await _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    if case.source == "log":
-        return asyncio.run(with_database(None))
-    with redis_server() as server:
-        return asyncio.run(with_database(server.url))
+    with ExitStack() as stack:
+        if case.db == "sqlite":
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalbench"))
+            database = f"sqlite:///{tmp}/gw.db"
+        else:
+            database = stack.enter_context(temporary_database("evalbench"))
+        redis_url = None if case.source == "log" else stack.enter_context(redis_server()).url
+        return asyncio.run(bench(case, database, redis_url))
 
 
 def targets(args: argparse.Namespace) -> int:

@@ -25,7 +25,6 @@ import argparse
 import base64
 import json
 import os
-import secrets
 import sqlite3
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import loadgen
+from benchmarks.postgres import temporary_database
 from benchmarks.procs import cpu_seconds, process_tree, spawn, stop
 from benchmarks.redis_server import RedisServer, redis_server
 from benchmarks.requests_file import spread_plan, write_requests
@@ -48,7 +48,6 @@ from benchmarks.targets import EVALUATOR, ROOT, Target, serve
 from benchmarks.wrk import run_wrk
 
 PREFIX = "gwbench"
-PG_ADMIN = os.environ.get("GATEWAY_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432")
 RESULTS = ROOT / "benchmarks" / "results"
 LAG_WINDOW_S = 10.0
 
@@ -150,21 +149,7 @@ def _store(db: str, template: Seed, rundir: Path, name: str, key: str) -> Iterat
         finally:
             path.unlink(missing_ok=True)
         return
-    import asyncio
-
-    import asyncpg
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(f"{PG_ADMIN}/postgres")
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    database = f"sustained_{os.getpid()}_{secrets.token_hex(3)}"
-    asyncio.run(admin(f'CREATE DATABASE "{database}"'))
-    url = f"{PG_ADMIN}/{database}"
-    try:
+    with temporary_database("sustained") as url:
         seed(
             url.replace("postgresql://", "postgresql+asyncpg://"),
             factories=len(template.webhooks) // 20,
@@ -174,8 +159,6 @@ def _store(db: str, template: Seed, rundir: Path, name: str, key: str) -> Iterat
             secret_key=base64.urlsafe_b64decode(key),
         )
         yield url
-    finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
 
 
 class _Sampler:

@@ -38,6 +38,8 @@ class Services:
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # graceful ends of background work (finish what is in hand), run before anything is cancelled
+    stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # set by wiring.start when this process serves ingress; the app hands it to the ingress
     # endpoint through the lifespan state
     ingress: IngressHandle | None = None
@@ -53,6 +55,9 @@ class Services:
     async def close(self) -> None:
         """Stops background work and releases resources; each step gets SHUTDOWN_GRACE seconds,
         so a stuck step is logged and left behind instead of holding the process forever."""
+        for stop in self.stoppers:
+            await _within_grace(stop(), getattr(stop, "__qualname__", "stopper"))
+        self.stoppers.clear()
         for task in list(self.background):
             task.cancel()
         if self.background:

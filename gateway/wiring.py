@@ -68,7 +68,13 @@ async def start(
     )
     # one RunStarter for the process, so compiled filters are reused across batches
     consumer = Consumer(services.database, source, RunStarter())
-    services.spawn(consumer.run(), name="delivery-consumer")
+    running = services.spawn(consumer.run(), name="delivery-consumer")
+
+    async def finish_the_batch_in_hand() -> None:
+        consumer.stop()
+        await running
+
+    services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")
     return consumer
 

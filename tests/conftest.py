@@ -4,7 +4,6 @@ factory. Set GATEWAY_TEST_POSTGRES_URL / GATEWAY_TEST_REDIS_URL to point elsewhe
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import os
@@ -16,6 +15,7 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
+from benchmarks.postgres import temporary_database
 from gateway.settings import Settings, load_settings
 from tests.support import GatewayClient, World
 
@@ -31,24 +31,14 @@ hypothesis_settings.register_profile("gateway", deadline=None)
 hypothesis_settings.load_profile("gateway")
 
 
-async def _pg_admin(sql: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(POSTGRES_ADMIN_URL)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
+POSTGRES_SERVER = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A database created for this test run and dropped afterwards."""
-    name = f"gwtest_{RUN_ID}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
-    yield f"{base}/{name}"
-    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with temporary_database(f"gwtest_{RUN_ID}", POSTGRES_SERVER) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

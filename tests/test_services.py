@@ -45,3 +45,24 @@ async def test_stuck_steps_do_not_block_shutdown(
     for task in asyncio.all_tasks() - {asyncio.current_task()}:  # don't leak into other tests
         task.cancel()
         task.get_coro().close()  # type: ignore[union-attr]
+
+
+async def test_stoppers_finish_work_in_hand_before_anything_is_cancelled(tmp_path: Path) -> None:
+    services = build_services(make_settings(f"sqlite:///{tmp_path}/g.db"))
+    stop = asyncio.Event()
+    finished: list[str] = []
+
+    async def worker() -> None:
+        await stop.wait()
+        await asyncio.sleep(0.05)  # the batch in hand
+        finished.append("batch written")
+
+    task = services.spawn(worker(), name="worker")
+
+    async def graceful() -> None:
+        stop.set()
+        await task
+
+    services.stoppers.append(graceful)
+    await services.close()
+    assert finished == ["batch written"] and not task.cancelled()

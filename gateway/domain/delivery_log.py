@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.domain.webhooks import get_webhook_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
 from gateway.store.bulk import Prepared
@@ -156,17 +157,8 @@ def _row_number() -> Any:
 
 
 async def require_webhook(conn: AsyncConnection, factory_uid: str, webhook_uid: str) -> None:
-    row = (
-        await conn.execute(
-            select(t.webhooks.c.uid).where(
-                t.webhooks.c.uid == webhook_uid,
-                t.webhooks.c.factory_uid == factory_uid,
-                t.webhooks.c.deleted_at.is_(None),
-            )
-        )
-    ).first()
-    if row is None:
-        raise NotFound(f"webhook: {webhook_uid} not found in this factory")
+    """404 unless the webhook exists, live, in this factory."""
+    await get_webhook_row(conn, factory_uid, webhook_uid)
 
 
 async def list_deliveries(

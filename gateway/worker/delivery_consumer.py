@@ -81,16 +81,25 @@ class Consumer:
         self._next_prune = time.monotonic() + 5.0
         self._next_report = time.monotonic() + REPORT_EVERY_S
         self._reported = (0, 0)
+        self._stopping = False
 
     async def run(self) -> None:
+        """Until cancelled, or until `stop`: then the batch in hand is written and it returns
+        (cancelled mid-batch, the transaction rolls back and the entries are read again later,
+        after a dead consumer's idle time on Redis)."""
         log.info("delivery consumer started (%s)", type(self.source).__name__)
-        planned: asyncio.Queue[Planned] = asyncio.Queue(maxsize=1)
+        planned: asyncio.Queue[Planned | None] = asyncio.Queue(maxsize=1)
         async with asyncio.TaskGroup() as group:
             group.create_task(self._read_and_plan(planned), name="consumer-plan")
             group.create_task(self._write_planned(planned), name="consumer-write")
+        log.info("delivery consumer stopped")
 
-    async def _read_and_plan(self, planned: asyncio.Queue[Planned]) -> None:
-        while True:
+    def stop(self) -> None:
+        """Stop reading; `run` returns once what was read is written."""
+        self._stopping = True
+
+    async def _read_and_plan(self, planned: asyncio.Queue[Planned | None]) -> None:
+        while not self._stopping:
             entries: Sequence[Entry] = ()
             try:
                 entries = await self.source.read()
@@ -107,10 +116,10 @@ class Consumer:
                 if entries:  # read but not planned: the source must hand them out again
                     await self.source.retry_later(entries)
                 await asyncio.sleep(1.0)
+        await planned.put(None)  # the writer's cue to end
 
-    async def _write_planned(self, planned: asyncio.Queue[Planned]) -> None:
-        while True:
-            batch = await planned.get()
+    async def _write_planned(self, planned: asyncio.Queue[Planned | None]) -> None:
+        while (batch := await planned.get()) is not None:
             try:
                 await self._write_or_isolate(batch)
             except asyncio.CancelledError:

@@ -17,46 +17,14 @@ import pytest
 from sqlalchemy import select
 
 from benchmarks.procs import free_port
-from gateway import ids
-from gateway.domain import factories, identities
-from gateway.security import hash_token
 from gateway.services import build_services
-from gateway.store import migrate
 from gateway.store import tables as t
-from gateway.store.types import utcnow
 from gateway.worker.stream_source import CLAIM_EVERY_S, CLAIM_IDLE_MS
 from tests.conftest import make_settings
-from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
+from tests.ingress.hooks import gateway_env, prepare_token_webhook, serve_gateway, stop_gateway
 
 pytestmark = pytest.mark.slow
 TOKEN = "wht_crash_test_token"
-
-
-async def _prepare(settings) -> str:  # type: ignore[no-untyped-def]
-    services = build_services(settings)
-    try:
-        await migrate(services.database)
-        async with services.database.transaction() as conn:
-            team = await identities.create_team(conn, "T")
-            factory = await factories.create_factory(conn, team, "F", None, None)
-            uid = ids.new_id("wh")
-            now = utcnow()
-            await conn.execute(
-                t.webhooks.insert().values(
-                    uid=uid,
-                    factory_uid=factory,
-                    name="h",
-                    auth_mode="token",
-                    token_hash=hash_token(TOKEN),
-                    enabled=True,
-                    config_version=1,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-        return uid
-    finally:
-        await services.close()
 
 
 async def _logged(settings, *, evaluated: bool = False) -> set[str]:  # type: ignore[no-untyped-def]
@@ -105,7 +73,7 @@ def test_sigkill_under_load_loses_no_accepted_delivery(
     if kind == "redis":
         values |= {"redis_url": redis_url, "redis_prefix": f"{redis_prefix}:{uuid.uuid4().hex}"}
     settings = make_settings(db, values.get("redis_url"), prefix=values.get("redis_prefix", "gw"))
-    uid = asyncio.run(_prepare(settings))
+    uid = asyncio.run(prepare_token_webhook(settings, TOKEN))
     env = gateway_env(**values)
     port = free_port()
     proc = serve_gateway(env, port)

@@ -12,9 +12,10 @@ import pytest
 from alembic import command
 from sqlalchemy import text
 
+from benchmarks.postgres import temporary_database
 from gateway.store import create_database, migrate
 from gateway.store.migrate import alembic_config
-from tests.conftest import POSTGRES_ADMIN_URL, RUN_ID, _pg_admin, make_settings
+from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -30,12 +31,8 @@ def fresh_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/old.db"
         return
-    name = f"gwtest_{RUN_ID}_migration"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with temporary_database(f"gwtest_{RUN_ID}_migration", POSTGRES_SERVER) as url:
+        yield url
 
 
 def test_0002_moves_runs_keys_and_the_outbox_into_the_log(fresh_store: str) -> None:

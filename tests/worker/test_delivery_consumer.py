@@ -289,8 +289,8 @@ def test_a_batch_that_could_not_be_planned_is_read_again(gwc: GatewayClient) -> 
                     break
                 await asyncio.sleep(0.05)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            consumer.stop()
+            await asyncio.wait_for(task, 10)
         assert starter.failures == 1
         return consumer.runs_started
 

@@ -1,0 +1,34 @@
+"""Throwaway PostgreSQL databases for the benchmarks (and the tests): created on the server
+GATEWAY_BENCH_POSTGRES_URL names (default postgres@127.0.0.1:5432), dropped afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SERVER = os.environ.get("GATEWAY_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432")
+
+
+async def admin(sql: str, server: str = SERVER) -> None:
+    """One statement on the server's `postgres` database (CREATE/DROP DATABASE)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(f"{server.rstrip('/')}/postgres")
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@contextmanager
+def temporary_database(tag: str, server: str = SERVER) -> Iterator[str]:
+    """The URL of a new, empty database; dropped (with its connections) on exit."""
+    name = f"{tag}_{os.getpid()}_{secrets.token_hex(3)}"
+    asyncio.run(admin(f'CREATE DATABASE "{name}"', server))
+    try:
+        yield f"{server.rstrip('/')}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', server))
