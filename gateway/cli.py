@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, options, run in _ADMIN_COMMANDS:
         cmd = commands.add_parser(name)
         for option in options:
-            cmd.add_argument(f"--{option}", required=option not in ("alias", "foreman"))
+            cmd.add_argument(f"--{option}", required=option not in OPTIONAL)
         cmd.set_defaults(run=lambda s, a, run=run: _admin(s, a, run))
     return parser
 
@@ -195,6 +195,14 @@ async def _create_factory(services: Services, args: argparse.Namespace) -> dict[
     return {"uid": uid}
 
 
+async def _set_foreman(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.domain import factories
+
+    async with services.database.transaction() as conn:
+        await factories.set_foreman(conn, args.factory, args.agent)
+    return {"uid": args.factory, "foreman_agent_uid": args.agent}
+
+
 async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str, Any]:
     from gateway.domain import identities
 
@@ -235,6 +243,7 @@ async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]
     }
 
 
+OPTIONAL = ("alias", "foreman", "agent")  # set-foreman without --agent leaves none
 _ADMIN_COMMANDS: list[
     tuple[str, tuple[str, ...], Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]]
 ] = [
@@ -242,6 +251,7 @@ _ADMIN_COMMANDS: list[
     ("create-user", ("team", "email"), _create_user),
     ("create-agent", ("team", "name"), _create_agent),
     ("create-factory", ("team", "name", "alias", "foreman"), _create_factory),
+    ("set-foreman", ("factory", "agent"), _set_foreman),
     ("set-secret", ("team", "name", "value"), _set_secret),
     ("demo", (), _demo),
 ]

@@ -56,6 +56,10 @@ class NoForeman(Conflict):
     code, title = "no_foreman", "Factory has no foreman agent"
 
 
+class AgentIsForeman(Conflict):
+    code, title = "agent_is_foreman", "Agent is a factory's foreman"
+
+
 class RunPending(Conflict):
     code, title = "run_pending", "Run is pending; retry after a moment"
 

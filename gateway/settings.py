@@ -5,10 +5,20 @@ from __future__ import annotations
 import base64
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeVar
+
+from gateway.catalog import (
+    BUILTIN_ENVIRONMENTS,
+    BUILTIN_MODELS,
+    EnvironmentSpec,
+    ModelSpec,
+    parse_environments,
+    parse_models,
+)
 
 PREFIX = "GATEWAY_"
 Role = Literal["all", "api", "ingress"]
@@ -23,6 +33,7 @@ EVALUATOR_PRIORITIES: tuple[EvaluatorPriority, ...] = ("idle", "low", "normal")
 HttpServer = Literal["uvicorn", "granian"]
 HTTP_SERVERS: tuple[HttpServer, ...] = ("uvicorn", "granian")
 Choice = TypeVar("Choice", bound=str)
+Item = TypeVar("Item")
 DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
 DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
 
@@ -50,6 +61,9 @@ class Settings:
     # accepted deliveries waiting for the evaluator before ingress answers 503 backlog_full
     max_backlog: int = 100_000
     log_level: str = "info"
+    # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
+    models: tuple[ModelSpec, ...] = BUILTIN_MODELS
+    environments: tuple[EnvironmentSpec, ...] = BUILTIN_ENVIRONMENTS
 
     @property
     def uses_redis(self) -> bool:
@@ -92,7 +106,38 @@ def load_settings(
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
         max_backlog=_positive_int(env, "MAX_BACKLOG", 100_000),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+        models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,
+        environments=_catalog(env, "ENVIRONMENTS", parse_environments) or BUILTIN_ENVIRONMENTS,
     )
+
+
+def _catalog(
+    env: Mapping[str, str], name: str, parse: Callable[[str, datetime], tuple[Item, ...]]
+) -> tuple[Item, ...]:
+    """A list given inline (GATEWAY_<NAME>) or as a file (GATEWAY_<NAME>_FILE); empty when
+    neither is set. A file's entries are as old as the file."""
+    inline, path = env.get(name, "").strip(), env.get(f"{name}_FILE", "").strip()
+    if inline and path:
+        raise _fail(f"{name}_FILE", path, f"give {PREFIX}{name} or {PREFIX}{name}_FILE, not both")
+    if not (inline or path):
+        return ()
+    if inline:
+        text, written_at, where = inline, datetime.now(UTC), name
+    else:
+        where = f"{name}_FILE"
+        try:
+            text = Path(path).read_text()
+            written_at = datetime.fromtimestamp(Path(path).stat().st_mtime, UTC)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _fail(where, path, f"cannot read it ({exc})") from exc
+    try:
+        return parse(text, written_at)
+    except ValueError as exc:
+        raise _fail(where, path or _shortened(inline), str(exc)) from exc
+
+
+def _shortened(value: str) -> str:
+    return value if len(value) <= 80 else value[:77] + "..."
 
 
 def _fail(name: str, value: str, why: str) -> SettingsError:

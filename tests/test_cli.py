@@ -115,3 +115,23 @@ def test_serve_refuses_workers_without_redis(tmp_path: Path) -> None:
     result = gateway(tmp_path, "serve", "--workers", "2", check=False)
     assert result.returncode == 2
     assert "GATEWAY_REDIS_URL" in result.stderr
+
+
+def test_set_foreman_hands_a_factory_to_another_agent_or_none(tmp_path: Path) -> None:
+    demo = admin(tmp_path, "demo")
+    other = admin(tmp_path, "create-agent", "--team", demo["team_uid"], "--name", "Next")
+    factory = demo["factory_uid"]
+    moved = admin(tmp_path, "set-foreman", "--factory", factory, "--agent", other["agent_uid"])
+    assert moved == {"uid": factory, "foreman_agent_uid": other["agent_uid"]}
+    assert admin(tmp_path, "set-foreman", "--factory", factory)["foreman_agent_uid"] is None
+    db = sqlite3.connect(tmp_path / "cli.db")
+    stored = db.execute("SELECT foreman_agent_uid FROM factories WHERE uid = ?", (factory,))
+    assert stored.fetchone() == (None,)
+    db.close()
+    stranger_team = admin(tmp_path, "create-team", "--name", "Other")["team_uid"]
+    stranger = admin(tmp_path, "create-agent", "--team", stranger_team, "--name", "S")
+    refused = gateway(
+        tmp_path, "admin", "set-foreman", "--factory", factory, "--agent", stranger["agent_uid"],
+        check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1 and refused.stderr.startswith("gateway admin: agent:")

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"backends"},
     {"store", "signatures", "openapi"},
     {"problem", "security", "settings", "logs"},
-    {"errors", "ids", "types"},
+    {"errors", "ids", "types", "catalog"},
 ]
 
 

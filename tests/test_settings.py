@@ -79,6 +79,14 @@ def test_trusted_proxies_parse_as_networks() -> None:
         ("SERVER", "hypercorn"),
         ("HEADER_TIMEOUT", "0"),
         ("HEADER_TIMEOUT", "61"),
+        ("MODELS", "not: [json"),
+        ("MODELS", "[]"),
+        ("MODELS", '[{"id": "m"}]'),
+        ("MODELS", '[{"id": "m", "display_name": "M", "provider": "p", "colour": 1}]'),
+        ("MODELS", '[{"id": "m", "display_name": "M", "provider": "p", "disabled": true}]'),
+        ("MODELS_FILE", "/nonexistent/models.json"),
+        ("ENVIRONMENTS", '[{"uid": "e", "name": "E"}]'),
+        ("ENVIRONMENTS", '[{"uid": "e", "name": "E", "link_shared": true, "last_updated": "x"}]'),
     ],
 )
 def test_invalid_values_name_the_variable(name: str, value: str) -> None:
@@ -99,3 +107,47 @@ def test_embedded_secret_key_is_created_once(tmp_path, monkeypatch) -> None:  # 
     assert len(first) == 32
     assert load_settings({}).secret_key == first
     assert (tmp_path / "data" / "secret.key").stat().st_mode & 0o077 == 0
+
+
+def _models(*entries: dict[str, object]) -> str:
+    import json
+
+    return json.dumps([{"display_name": "M", "provider": "p", **entry} for entry in entries])
+
+
+def test_models_default_to_the_built_in_list_and_can_be_configured() -> None:
+    from gateway.catalog import BUILTIN_ENVIRONMENTS, BUILTIN_MODELS
+
+    assert settings().models == BUILTIN_MODELS and settings().environments == BUILTIN_ENVIRONMENTS
+    assert sum(m.default for m in BUILTIN_MODELS) == 1
+    listed = settings(MODELS=_models({"id": "a", "disabled": True}, {"id": "b"}))
+    assert [(m.id, m.default, m.disabled) for m in listed.models] == [
+        ("a", False, True),
+        ("b", True, False),  # without a default, the first enabled model is
+    ]
+    two = _models({"id": "a", "default": True}, {"id": "b", "default": True})
+    with pytest.raises(SettingsError, match=r"GATEWAY_MODELS=.*\[1\]\.default"):
+        settings(MODELS=two)
+    with pytest.raises(SettingsError, match=r"\[1\]\.id: 'a' appears twice"):
+        settings(MODELS=_models({"id": "a"}, {"id": "a"}))
+    off = _models({"id": "a", "default": True, "disabled": True}, {"id": "b"})
+    with pytest.raises(SettingsError, match="must not be disabled"):
+        settings(MODELS=off)
+
+
+def test_lists_come_from_files_in_json_or_yaml(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    models = tmp_path / "models.yaml"
+    models.write_text("- {id: m, display_name: M, provider: p}\n")
+    environments = tmp_path / "environments.json"
+    environments.write_text('[{"uid": "e", "name": "E", "team_uid": "team_1"}]')
+    os.utime(environments, (1_700_000_000, 1_700_000_000))
+    s = settings(MODELS_FILE=str(models), ENVIRONMENTS_FILE=str(environments))
+    assert [m.id for m in s.models] == ["m"]
+    (environment,) = s.environments
+    assert environment.team_uid == "team_1" and not environment.link_shared
+    assert environment.last_updated is not None
+    assert environment.last_updated.timestamp() == 1_700_000_000  # the file's age
+    with pytest.raises(SettingsError, match="not both"):
+        settings(MODELS="[]", MODELS_FILE=str(models))

@@ -20,6 +20,12 @@ RESOURCE_MODULES = (
     "factory_runs",
     "tasks",
     "conversations",
+    "attachments",
+    "agents",
+    "environments",
+    "llm_models",
+    "scorers",
+    "factory_files",
     "meta",
 )
 

@@ -1,5 +1,5 @@
-"""/agent/conversations/{conversation_id}: follow-up, interrupt and attachments, addressed to the
-conversation's newest top-level run. The follow-up and interrupt shapes serve /agent/runs too."""
+"""/agent/conversations/{conversation_id}: follow-up and interrupt, addressed to the
+conversation's newest top-level run. Their shapes serve /agent/runs too."""
 
 from __future__ import annotations
 
@@ -50,31 +50,6 @@ class InterruptResult(Struct):
     interrupted: Annotated[bool, Meta(description="always true")]
 
 
-class FileSpec(Struct, kw_only=True, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=300)] | None = None
-
-
-class AttachmentsPrepare(Struct, kw_only=True, forbid_unknown_fields=True):
-    files: (
-        Annotated[
-            list[FileSpec],
-            Meta(min_length=1, max_length=20, description="absent: one attachment without a name"),
-        ]
-        | None
-    ) = None
-
-
-class PreparedAttachment(Struct):
-    attachment_id: str
-    name: str | None
-
-
-class PreparedAttachments(Struct):
-    attachments: list[PreparedAttachment]
-    run_id: Annotated[str, Meta(description="the run the ids are valid for")]
-    conversation_id: str
-
-
 RUN_ERRORS = (400, 401, 404)  # a run the caller cannot see is a 404, never a 403
 UNKNOWN_ATTACHMENT = ((422, "`unknown_attachment`: not prepared for the receiving run"),)
 NOT_LIVE = ((409, "`run_not_live`: only a CLAIMED or INPROGRESS cloud run"),)
@@ -114,21 +89,3 @@ async def interrupt_endpoint(request: Request) -> Response:
             conn, principal, request.path_params["conversation_id"]
         )
         return json_response(await conversations.interrupt(conn, row), 202)
-
-
-@routes.post(
-    f"{BASE}/attachments/prepare",
-    "Prepare attachments for the newest run",
-    response=PreparedAttachments,
-    body_required=False,
-    errors=(*RUN_ERRORS, 413),
-)
-async def prepare_endpoint(request: Request, body: Body[AttachmentsPrepare]) -> Response:
-    principal = await principal_of(request)
-    files = (await body.read()).files
-    names: list[str | None] = [None] if files is None else [file.name for file in files]
-    async with services_of(request).database.transaction() as conn:
-        row = await conversations.conversation_run(
-            conn, principal, request.path_params["conversation_id"]
-        )
-        return json_response(await conversations.prepare_attachments(conn, row, names))

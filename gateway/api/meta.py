@@ -1,18 +1,16 @@
-"""Networking egress ranges and the factory definition file schema."""
+"""Networking egress ranges."""
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Any
 
-from msgspec import Meta, Struct
+from msgspec import Struct
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.api.auth import principal_of, services_of
 from gateway.api.http import json_response
 from gateway.api.routing import Routes
-from gateway.domain.definition_schema import FACTORY_SCHEMA
 
 
 class EgressRanges(Struct):
@@ -21,7 +19,6 @@ class EgressRanges(Struct):
     ipv6: list[str]
 
 
-JsonSchema = Annotated[dict[str, Any], Meta(description="a JSON Schema 2020-12 document")]
 routes = Routes("networking")
 
 
@@ -43,18 +40,3 @@ async def egress_ranges(request: Request) -> Response:
             "ipv6": [str(n) for n in networks if n.version == 6],
         }
     )
-
-
-@routes.get(
-    "/factory-files/schemas/v1alpha1/factory.schema.json",
-    "JSON Schema of factory definition files",
-    tag="factory-files",
-    response=JsonSchema,
-    media_type="application/schema+json",
-    errors=(400, 401),
-)
-async def factory_schema(request: Request) -> Response:
-    await principal_of(request)
-    response = json_response(FACTORY_SCHEMA)
-    response.headers["content-type"] = "application/schema+json"
-    return response

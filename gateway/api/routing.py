@@ -103,6 +103,9 @@ class Routes(list[BaseRoute]):
     def post(self, path: str, summary: str, **details: Any) -> Callable[[H], H]:
         return self._add("POST", path, summary, details)
 
+    def put(self, path: str, summary: str, **details: Any) -> Callable[[H], H]:
+        return self._add("PUT", path, summary, details)
+
     def patch(self, path: str, summary: str, **details: Any) -> Callable[[H], H]:
         return self._add("PATCH", path, summary, details)
 

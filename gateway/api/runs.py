@@ -37,11 +37,26 @@ class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     """In a request, null values are dropped; an answer holds only the keys that are set."""
 
     name: ConfigValue = UNSET
-    model_id: ConfigValue = UNSET
+    model_id: (
+        Annotated[str, Meta(max_length=2000, description="an enabled model of /agent/models")]
+        | UnsetType
+        | None
+    ) = UNSET
     base_prompt: ConfigValue = UNSET
     environment_id: ConfigValue = UNSET
     worker_host: ConfigValue = UNSET
-    skill_spec: ConfigValue = UNSET
+    skill_spec: (
+        Annotated[
+            str,
+            Meta(
+                max_length=500,
+                description="owner/repo:skill-name or owner/repo:path/to/SKILL.md; names the run "
+                "after the skill unless `name` is given",
+            ),
+        ]
+        | UnsetType
+        | None
+    ) = UNSET
     mcp_servers: dict[str, Any] | UnsetType = UNSET
 
 
@@ -178,8 +193,9 @@ RUN = "/agent/runs/{run_id}"
 async def create_run_endpoint(request: Request, body: Body[RunCreate]) -> Response:
     principal = await principal_of(request, team_scoped=True)
     fields: dict[str, Any] = msgspec.to_builtins(await body.read())
-    async with services_of(request).database.transaction() as conn:
-        row = await create_agent_run(conn, principal, fields)
+    services = services_of(request)
+    async with services.database.transaction() as conn:
+        row = await create_agent_run(conn, principal, fields, services.settings.models)
     return json_response({"run_id": row.run_id, "task_id": row.run_id, "state": row.state})
 
 

@@ -4,7 +4,8 @@ A conversation is served by its newest top-level run. Follow-ups are routed by t
 QUEUED/PENDING -> "queued" (ahead of the start), CLAIMED/INPROGRESS/BLOCKED -> "injected" into the
 live session (a BLOCKED run resumes INPROGRESS), ended -> "resumed" (a new execution: the run is
 QUEUED again), except a FAILED environment-setup run inside its debug window -> "debug" (stays
-FAILED, status message unchanged).
+FAILED, status message unchanged). The window runs from the failure (`failed_at`), so debug
+follow-ups do not extend it.
 """
 
 from __future__ import annotations
@@ -51,10 +52,13 @@ def _routing(row: Row[Any]) -> tuple[str, str]:
     if row.state in LIVE or row.state == "BLOCKED":
         return "injected", "INPROGRESS" if row.state == "BLOCKED" else row.state
     status = row.status_message or {}
+    # measured from the failure, not from updated_at, which each debug follow-up moves (a run
+    # made FAILED by a path that does not record failed_at falls back to updated_at)
+    failed_at = row.failed_at or row.updated_at
     if (
         row.state == "FAILED"
         and status.get("error_code") == SETUP_FAILURE
-        and utcnow() - row.updated_at <= DEBUG_WINDOW
+        and utcnow() - failed_at <= DEBUG_WINDOW
     ):
         return "debug", "FAILED"
     return "resumed", "QUEUED"
@@ -79,7 +83,7 @@ async def follow_up(conn: AsyncConnection, row: Row[Any], request: FollowUp) -> 
     )
     values: dict[str, Any] = {"state": state, "updated_at": now}
     if routing == "resumed":  # a new execution of the same run
-        values |= {"started_at": None, "status_message": None}
+        values |= {"started_at": None, "status_message": None, "failed_at": None}
     await conn.execute(update(t.runs).where(t.runs.c.run_id == row.run_id).values(**values))
     return {"run_id": row.run_id, "state": state, "routing": routing}
 

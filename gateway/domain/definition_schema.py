@@ -1,4 +1,5 @@
-"""JSON Schema 2020-12 for factory definition files: webhooks/*.yaml and automations/*.yaml."""
+"""JSON Schema 2020-12 for factory definition files (webhooks/*.yaml, automations/*.yaml), by
+schema version: each version has a document for both kinds and one per kind."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ from typing import Any, get_args
 
 from gateway.domain.automations import MAX_PROMPT, MAX_TRIGGERS
 from gateway.domain.webhooks import AuthMode
+from gateway.errors import NotFound
 from gateway.signatures import SCHEMES
 
-SCHEMA_ID = "/api/v1/factory-files/schemas/v1alpha1/factory.schema.json"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMAS_PATH = "/api/v1/factory-files/schemas"
+VERSION = "v1alpha1"
+FACTORY_DOCUMENT = "factory.schema.json"
 SIGNATURE_SCHEMES = sorted(SCHEMES)
 NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"}
 
@@ -70,9 +75,9 @@ _AUTOMATION: dict[str, Any] = {
 }
 
 FACTORY_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": SCHEMA_ID,
-    "title": "Factory definition files, v1alpha1",
+    "$schema": DIALECT,
+    "$id": f"{SCHEMAS_PATH}/{VERSION}/{FACTORY_DOCUMENT}",
+    "title": f"Factory definition files, {VERSION}",
     "description": (
         "A webhooks/<name>.yaml file is a webhook; an automations/<name>.yaml file an automation."
     ),
@@ -83,4 +88,59 @@ FACTORY_SCHEMA: dict[str, Any] = {
 
 def definition_schema(kind: str) -> dict[str, Any]:
     """The schema of one file kind ("webhook" or "automation"), self-contained for validation."""
-    return {**FACTORY_SCHEMA, "oneOf": [{"$ref": f"#/$defs/{kind}"}]}
+    return {
+        **FACTORY_SCHEMA,
+        "$id": f"{SCHEMAS_PATH}/{VERSION}/{kind}.schema.json",
+        "title": f"Factory definition {kind} files ({kind}s/<name>.yaml), {VERSION}",
+        "oneOf": [{"$ref": f"#/$defs/{kind}"}],
+    }
+
+
+# version -> document name -> document; a new version is added beside the old ones, which stay
+# served as long as definition files written against them are accepted
+SCHEMA_VERSIONS: dict[str, dict[str, dict[str, Any]]] = {
+    VERSION: {
+        FACTORY_DOCUMENT: FACTORY_SCHEMA,
+        "webhook.schema.json": definition_schema("webhook"),
+        "automation.schema.json": definition_schema("automation"),
+    }
+}
+CURRENT_VERSION = VERSION
+
+
+def schema_versions() -> list[dict[str, Any]]:
+    return [
+        {
+            "version": version,
+            "current": version == CURRENT_VERSION,
+            "documents": sorted(documents),
+            "bundle_path": f"{SCHEMAS_PATH}/{version}",
+        }
+        for version, documents in SCHEMA_VERSIONS.items()
+    ]
+
+
+def schema_bundle(version: str) -> dict[str, Any]:
+    """Every document of `version` in one JSON Schema 2020-12 compound document: each is an
+    embedded resource under $defs, keyed by its name and keeping its own $id."""
+    documents = _version(version)
+    return {
+        "$schema": DIALECT,
+        "$id": f"{SCHEMAS_PATH}/{version}",
+        "title": f"Factory definition file schemas, {version}",
+        "$defs": dict(sorted(documents.items())),
+    }
+
+
+def schema_document(version: str, name: str) -> dict[str, Any]:
+    document = _version(version).get(name)
+    if document is None:
+        raise NotFound(f"document: {version} has no document {name!r}")
+    return document
+
+
+def _version(version: str) -> dict[str, dict[str, Any]]:
+    documents = SCHEMA_VERSIONS.get(version)
+    if documents is None:
+        raise NotFound(f"version: no factory file schema version {version!r}")
+    return documents

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, insert, or_, select, tuple_
+from sqlalchemy import Row, func, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
@@ -92,6 +92,32 @@ async def get_accessible_factory(conn: AsyncConnection, principal: Principal, ui
     if row.team_uid not in principal.team_uids:
         raise Forbidden(f"factory: {uid} belongs to a team this credential is not in")
     return Factory.from_row(row)
+
+
+def require_manage_access(principal: Principal, factory: Factory) -> None:
+    """Manage access to a factory the caller can see: user credentials of a member of its team.
+    An agent key of the team may read the factory's records but not manage them."""
+    if principal.kind != "user" or factory.team_uid not in principal.team_uids:
+        raise Forbidden(f"factory: managing {factory.uid} needs user credentials of its team")
+
+
+async def set_foreman(conn: AsyncConnection, factory_uid: str, agent_uid: str | None) -> None:
+    """Makes `agent_uid` (an agent of the factory's team) the foreman; None leaves the factory
+    without one (dispatches then answer 409 no_foreman)."""
+    row = (await conn.execute(select(t.factories).where(t.factories.c.uid == factory_uid))).first()
+    if row is None:
+        raise NotFound(f"factory: {factory_uid} not found")
+    if agent_uid is not None:
+        agent = (
+            await conn.execute(select(t.agents.c.team_uid).where(t.agents.c.uid == agent_uid))
+        ).first()
+        if agent is None or agent.team_uid != row.team_uid:
+            raise InvalidRequest("agent: no agent with that uid in the factory's team")
+    await conn.execute(
+        update(t.factories)
+        .where(t.factories.c.uid == factory_uid)
+        .values(foreman_agent_uid=agent_uid, updated_at=utcnow())
+    )
 
 
 async def list_factories(

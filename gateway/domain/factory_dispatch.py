@@ -86,6 +86,7 @@ def dispatch_request(
         ticket_ref=request.ticket_ref,
         ticket_url=request.ticket_url,
         task_pending=True,
+        agent_uid=factory.foreman_agent_uid,
     )
 
 

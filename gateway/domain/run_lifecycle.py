@@ -57,6 +57,8 @@ async def advance(
         values["session_id"] = session_id
     if session_link is not None:
         values["session_link"] = session_link
+    if target == "FAILED":  # the moment a setup failure's debug window is measured from
+        values["failed_at"] = now
     if event in ("fail", "error"):
         values["status_message"] = {
             "message": message or f"run ended with {target}",

@@ -56,6 +56,7 @@ class NewRun:
     parent: Row[Any] | None = None  # the parent run's row: the child joins its tree
     conversation_id: str | None = None  # continue this conversation with a new root run
     task_pending: bool = False
+    agent_uid: str | None = None  # the agent that executes it
 
 
 async def insert_run(conn: AsyncConnection, new: NewRun, run_id: str | None = None) -> Row[Any]:
@@ -111,6 +112,7 @@ def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, Any]:
         "created_at": now,
         "updated_at": now,
         "task_pending": new.task_pending,
+        "agent_uid": new.agent_uid,
     }
 
 

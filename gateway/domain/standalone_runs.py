@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -9,7 +10,9 @@ from typing import Any
 from sqlalchemy import Row, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.catalog import ModelSpec
 from gateway.domain.identities import Principal
+from gateway.domain.llm_models import check_model
 from gateway.domain.run_records import (
     CONFIG_KEYS,
     NewRun,
@@ -18,6 +21,7 @@ from gateway.domain.run_records import (
     insert_run,
     newest_root_run,
 )
+from gateway.domain.skill_specs import parse_skill_spec
 from gateway.errors import InvalidRequest
 from gateway.store import tables as t
 
@@ -25,7 +29,9 @@ MAX_PROMPT = 100_000
 r = t.runs
 
 
-def parse_config(value: Any) -> dict[str, Any] | None:
+def parse_config(value: Any, models: Sequence[ModelSpec]) -> dict[str, Any] | None:
+    """The run's agent config without null values: `model_id` one of `models` and enabled, a
+    valid `skill_spec`, whose skill names the run unless `name` is given (spec 2.2)."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -38,7 +44,13 @@ def parse_config(value: Any) -> dict[str, Any] | None:
             raise InvalidRequest(f"config.{key}: unknown field")
         elif item is not None and (not isinstance(item, str) or len(item) > 2000):
             raise InvalidRequest(f"config.{key}: expected a string")
-    return {key: item for key, item in value.items() if item is not None}
+    config = {key: item for key, item in value.items() if item is not None}
+    if "model_id" in config:
+        check_model(models, config["model_id"], "config.model_id")
+    if "skill_spec" in config:
+        skill = parse_skill_spec(config["skill_spec"], "config.skill_spec")
+        config.setdefault("name", skill.name)
+    return config
 
 
 def _optional_str(body: dict[str, Any], name: str, limit: int) -> str | None:
@@ -51,7 +63,7 @@ def _optional_str(body: dict[str, Any], name: str, limit: int) -> str | None:
 
 
 async def create_agent_run(
-    conn: AsyncConnection, principal: Principal, body: dict[str, Any]
+    conn: AsyncConnection, principal: Principal, body: dict[str, Any], models: Sequence[ModelSpec]
 ) -> Row[Any]:
     """A QUEUED cloud run. Extensions beyond the official body: `parent_run_id` (a child in the
     parent's tree and conversation) and `conversation_id` (a new top-level run continuing it)."""
@@ -84,10 +96,12 @@ async def create_agent_run(
         title=_optional_str(body, "title", 500),
         team_uid=team,
         creator=principal,
-        agent_config=parse_config(body.get("config")),
+        agent_config=parse_config(body.get("config"), models),
         parent=parent,
         conversation_id=conversation,
         factory_uid=None if parent is None else parent.factory_uid,
+        # an agent key attributes the run to that agent (spec 5), which executes it
+        agent_uid=principal.uid if principal.kind == "agent" else None,
     )
     return await insert_run(conn, new)
 

@@ -91,11 +91,10 @@ async def create_task(
     conn: AsyncConnection, factory: Factory, title: str, conversation: str, stage: TaskStage
 ) -> Row[Any]:
     seed = await newest_root_run(conn, conversation)
-    if seed is None:
-        raise InvalidRequest(f"conversation_id: no conversation {conversation!r}")
-    if seed.team_uid != factory.team_uid:
+    # another team's conversation answers exactly as a missing one: ids must not be probed
+    if seed is None or seed.team_uid != factory.team_uid:
         raise InvalidRequest(
-            "conversation_id: the conversation's newest run is not owned by this factory's team"
+            f"conversation_id: no conversation {conversation!r} owned by this factory's team"
         )
     if await live_task_of(conn, conversation) is not None:
         raise Conflict(f"conversation_id: {conversation} is already bound to a live task")

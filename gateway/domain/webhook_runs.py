@@ -240,6 +240,7 @@ def _start(
             "delivery_id": delivery.delivery_id,
         },
         artifacts=[artifact],
+        agent_uid=hook.foreman_agent_uid,
     )
     run = run_values(new, run_id, at)
     run["delivery_id"], run["automation_uid"] = delivery.delivery_id, automation.uid

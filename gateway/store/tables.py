@@ -56,6 +56,17 @@ agents = Table(
     Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False, index=True),
     Column("name", String(200), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("description", Text, nullable=True),
+    Column("agent_type", String(16), nullable=True),
+    # the factory the agent works for besides its foreman (no foreign key: factories refer to
+    # agents already, and a cycle of keys would make either row impossible to delete first)
+    Column("factory_uid", String(64), nullable=True, index=True),
+    # defaults for the runs it executes: prompt, base_model, environment_id, worker_host,
+    # credential_strategy, mcp_servers, skills, secrets (docs/api.md)
+    Column("run_defaults", JSON, nullable=True),
+    # nullable only because SQLite cannot add a NOT NULL column without a constant default;
+    # migration 0003 fills it for older agents and every write sets it
+    Column("updated_at", UTCDateTime, nullable=True),
 )
 
 api_keys = Table(
@@ -207,6 +218,11 @@ runs = Table(
     # a run an automation started for a webhook delivery: one per (delivery, automation)
     Column("delivery_id", String(64), nullable=True),
     Column("automation_uid", String(64), nullable=True),
+    # the agent that executes the run: a factory's foreman for work dispatched to the factory,
+    # the calling agent for a run created with an agent key; None for a user's own run
+    Column("agent_uid", String(64), nullable=True),
+    # when the run last entered FAILED: the debug window of a setup failure runs from here
+    Column("failed_at", UTCDateTime, nullable=True),
     Index("ux_runs_delivery_automation", "delivery_id", "automation_uid", unique=True),
     # partial: most runs are roots, and few wait for their task (an entry per run in each of
     # these indexes was a write per run for nothing)
@@ -286,4 +302,51 @@ task_outputs = Table(
     Column("title", String(500), nullable=True),
     Column("url", String(2000), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+# --- scorers ------------------------------------------------------------------------------
+
+# A scorer of a factory's runs: for every agent of the factory, or for the agents it names.
+# Benchmark-managed scorers belong to a benchmark suite and cannot be dispatched by hand.
+scorers = Table(
+    "scorers",
+    metadata,
+    Column("uid", String(64), primary_key=True),  # a UUID: dispatch requests carry UUIDs
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("scope_mode", String(16), nullable=False),  # "all_agents" | "selected_agents"
+    Column("agent_uids", JSON, nullable=True),  # selected_agents: the agents it scores
+    Column("active", Boolean, nullable=False),
+    Column("self_improvement_enabled", Boolean, nullable=False),
+    Column("benchmark_managed", Boolean, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_by_uid", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# One request to score one run with one scorer version. Manual dispatch creates them QUEUED;
+# nothing in this service executes them yet (docs/api.md).
+scoring_jobs = Table(
+    "scoring_jobs",
+    metadata,
+    Column("job_id", String(64), primary_key=True),
+    Column("scorer_uid", String(64), ForeignKey("scorers.uid"), nullable=False),
+    Column("scorer_version", Integer, nullable=False),
+    Column("run_id", String(64), ForeignKey("runs.run_id"), nullable=False, index=True),
+    Column("factory_uid", String(64), nullable=False),
+    Column("status", String(16), nullable=False),  # "queued"
+    Column("trigger", String(16), nullable=False),  # "manual"
+    Column("requested_by_uid", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    # one queued job per (scorer, run): a second dispatch finds the first
+    Index(
+        "ux_scoring_jobs_queued",
+        "scorer_uid",
+        "run_id",
+        unique=True,
+        sqlite_where=text("status = 'queued'"),
+        postgresql_where=text("status = 'queued'"),
+    ),
 )

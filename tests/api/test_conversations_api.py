@@ -54,3 +54,44 @@ def test_conversation_interrupt_and_errors(world: World) -> None:
         response = world.api("POST", f"{base}/attachments/prepare", json=bad)
         assert response.status_code == 400, bad
     assert world.api("POST", f"{base}/followups", json={"message": " "}).status_code == 400
+
+
+def test_prepare_by_run(world: World) -> None:
+    run = new_run(world)
+    at = f"/agent/runs/{run['run_id']}/attachments/prepare"
+    prepared = world.api("POST", at, json={"files": [{"name": "log.txt"}, {}]})
+    assert prepared.status_code == 200
+    body = prepared.json()
+    assert body["run_id"] == run["run_id"] and body["conversation_id"] == run["conversation_id"]
+    assert [a["name"] for a in body["attachments"]] == ["log.txt", None]
+    ids = [a["attachment_id"] for a in body["attachments"]]
+    followup = f"/agent/runs/{run['run_id']}/followups"
+    accepted = world.api("POST", followup, json={"message": "see", "attachments": ids})
+    assert accepted.status_code == 200 and accepted.json()["run_id"] == run["run_id"]
+    assert len(world.api("POST", at).json()["attachments"]) == 1  # no body: one, unnamed
+    assert world.api("POST", at, json={"files": []}).status_code == 400
+    assert world.api("POST", at, headers={}).status_code == 401
+    assert world.api("POST", at, headers=world.stranger).status_code == 404
+    assert world.api("POST", "/agent/runs/nope/attachments/prepare").status_code == 404
+
+
+def test_ids_prepared_for_an_older_run_stay_unknown_to_the_conversation(world: World) -> None:
+    """Spec 4.8: a conversation follow-up resolves to the newest run; ids prepared by run for an
+    older one of the conversation answer 422 unknown_attachment, as ids prepared by
+    conversation before the newer run appeared do."""
+    run = new_run(world)
+    older = world.api("POST", f"/agent/runs/{run['run_id']}/attachments/prepare").json()
+    newer = new_run(world, conversation_id=run["conversation_id"])
+    attachment = older["attachments"][0]["attachment_id"]
+    body = {"message": "x", "attachments": [attachment]}
+    refused = world.api(
+        "POST", f"/agent/conversations/{run['conversation_id']}/followups", json=body
+    )
+    assert refused.status_code == 422 and refused.json()["code"] == "unknown_attachment"
+    # by run, for the newest run, they work through the conversation
+    fresh = world.api("POST", f"/agent/runs/{newer['run_id']}/attachments/prepare").json()
+    body["attachments"] = [fresh["attachments"][0]["attachment_id"]]
+    accepted = world.api(
+        "POST", f"/agent/conversations/{run['conversation_id']}/followups", json=body
+    )
+    assert accepted.status_code == 200 and accepted.json()["run_id"] == newer["run_id"]

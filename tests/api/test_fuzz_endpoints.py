@@ -48,20 +48,36 @@ class Fixture:
         self.world = world
         self.webhook = webhook
         self.automation_uid = automation_uid
+        base = f"/factory/{world.factory_uid}"
+        self.scorer_uid = self._create(f"{base}/scorers", {"name": "s", "prompt": "p"})
+        self.agent_uid = self._create("/agent/identities", {"name": "fuzzed"})
+        run = world.api("POST", f"{base}/runs", json={"prompt": "p"})
+        assert run.status_code == 201, run.text
+        self.run = run.json()
 
     def uids(self, method: str, path: str) -> dict[str, str]:
         """Uids for one request; a DELETE gets a resource of its own, so others keep theirs."""
         uids = {
             "uid": self.world.factory_uid,
+            "factory_uid": self.world.factory_uid,
             "webhook_uid": self.webhook["uid"],
             "automation_uid": self.automation_uid,
+            "scorer_uid": self.scorer_uid,
+            "run_id": self.run["run_id"],
+            "conversation_id": self.run["conversation_id"],
+            "version": "v1alpha1",
+            "document": "factory.schema.json",
         }
         base = f"/factory/{self.world.factory_uid}"
+        if path.startswith("/api/v1/agent/identities/"):
+            uids["uid"] = self.agent_uid
         if method == "DELETE" and path.endswith("{automation_uid}"):
             body = {"name": "a", "prompt": "p", "triggers": [_trigger(self.webhook["uid"])]}
             uids["automation_uid"] = self._create(f"{base}/automations", body)
         elif method == "DELETE" and path.endswith("{webhook_uid}"):
             uids["webhook_uid"] = self._create(f"{base}/webhooks", {"name": "victim"})
+        elif method == "DELETE" and path.startswith("/api/v1/agent/identities/"):
+            uids["uid"] = self._create("/agent/identities", {"name": "victim"})
         return uids
 
     def _create(self, path: str, body: dict[str, Any]) -> str:

@@ -199,7 +199,7 @@ class Checker:
         self, method: str, path: str, status: int, *, headers: Any = None, **kwargs: Any
     ) -> Any:
         full = path if path.startswith("/webhooks/") else f"/api/v1{path}"
-        url = full.format(uid=self.world.factory_uid, **kwargs.pop("at", {}))
+        url = full.format(**{"uid": self.world.factory_uid} | kwargs.pop("at", {}))
         response = self.world.client.request(
             method, url, headers=self.world.user if headers is None else headers, **kwargs
         )
@@ -282,7 +282,7 @@ def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
     webhook_run = check("GET", RUN, 200, at={"run_id": webhook_run_id})
     assert webhook_run["artifacts"] and webhook_run["metadata"]  # documented optional fields
 
-    config = {"name": "coder", "model_id": "m1", "mcp_servers": {"x": {}}}
+    config = {"name": "coder", "model_id": "gpt-5", "mcp_servers": {"x": {}}}
     created = check("POST", "/agent/runs", 200, json={"prompt": "Do it", "config": config})
     at = {"run_id": created["run_id"]}
     advance(check.world, created["run_id"], "claim", "start", session_id="s1", session_link="l")
@@ -366,6 +366,52 @@ def _tasks(check: Checker, run: dict[str, Any]) -> None:
     check("GET", TASK, 403, at=at, headers=check.world.stranger)
 
 
+def _agents_models_environments(check: Checker) -> None:
+    agents, one = "/agent/identities", "/agent/identities/{uid}"
+    full = {"name": "A", "description": "d", "prompt": "p", "agent_type": "CUSTOM",
+            "base_model": "gpt-5", "environment_id": "default", "worker_host": "warp",
+            "credential_strategy": "EXECUTOR", "factory_uid": check.world.factory_uid,
+            "mcp_servers": {"m": {"url": "https://m.test"}}, "skills": ["a/b:c"]}  # fmt: skip
+    created = check("POST", agents, 201, json=full)
+    check("GET", agents, 200, params={"factory_uid": check.world.factory_uid})
+    check("GET", one, 200, at={"uid": created["uid"]})
+    check("PUT", one, 200, at={"uid": created["uid"]}, json={"description": ""})
+    check("DELETE", one, 204, at={"uid": created["uid"]})
+    check("DELETE", one, 409, at={"uid": check.world.agent_uid})
+    check("GET", "/agent/models", 200)
+    in_default = check("POST", "/agent/runs", 200, json={"prompt": "p",
+                       "config": {"environment_id": "default"}})  # fmt: skip
+    advance(check.world, in_default["run_id"], "start")
+    listed = check("GET", "/agent/environments", 200)
+    assert "last_task_created" in listed["environments"][0]
+
+
+def _scorers(check: Checker) -> None:
+    scorer = check("POST", "/factory/{uid}/scorers", 201, json={"name": "s", "prompt": "p"})
+    check("GET", "/factory/{uid}/scorers", 200)
+    dispatched = check("POST", "/factory/{uid}/runs", 201, json={"prompt": "Scored"})
+    advance(check.world, dispatched["run_id"], "start")
+    at = {"factory_uid": check.world.factory_uid, "scorer_uid": scorer["uid"],
+          "run_id": dispatched["run_id"]}  # fmt: skip
+    path = "/factory/{factory_uid}/scorers/{scorer_uid}/dispatch"
+    check("POST", path, 200, at=at, json={"run_ids": [dispatched["run_id"]]})
+    path = "/factory/{factory_uid}/runs/{run_id}/scorer_dispatch"
+    again = check("POST", path, 200, at=at, json={"scorer_uids": [scorer["uid"]]})
+    assert again["results"][0]["status"] == "already_queued"
+    check("POST", path, 400, at=at, json={"scorer_uids": []})
+
+
+def _schemas_and_attachments(check: Checker, run: dict[str, Any]) -> None:
+    schemas = "/factory-files/schemas"
+    check("GET", schemas, 200)
+    check("GET", schemas + "/{version}", 200, at={"version": "v1alpha1"})
+    document = {"version": "v1alpha1", "document": "factory.schema.json"}
+    check("GET", schemas + "/{version}/{document}", 200, at=document)
+    check("GET", schemas + "/{version}", 404, at={"version": "v0"})
+    check("POST", RUN + "/attachments/prepare", 200, at={"run_id": run["run_id"]},
+          json={"files": [{"name": "a.txt"}]})  # fmt: skip
+
+
 def test_responses_match_the_documented_schemas(world: World) -> None:
     check = Checker(world)
     record = _webhooks_and_deliveries(check)
@@ -375,7 +421,9 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     check("GET", "/factory", 200)
     check("GET", "/openapi.json", 200)
     check("GET", "/networking/egress-ranges", 200)
-    check("GET", "/factory-files/schemas/v1alpha1/factory.schema.json", 200)
+    _agents_models_environments(check)
+    _scorers(check)
+    _schemas_and_attachments(check, run)
     check("GET", "/agent/runs", 401, headers={})
     successes = {
         (method.upper(), path, int(status))

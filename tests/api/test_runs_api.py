@@ -13,7 +13,7 @@ def test_create_and_get_run(world: World) -> None:
         json={
             "prompt": "Fix the bug",
             "title": "Bug",
-            "config": {"name": "fixer", "model_id": "m1"},
+            "config": {"name": "fixer", "model_id": "gpt-5"},
         },
     )
     assert created.status_code == 200
@@ -21,7 +21,7 @@ def test_create_and_get_run(world: World) -> None:
     assert body["task_id"] == body["run_id"] and body["state"] == "QUEUED"
     run = world.api("GET", f"/agent/runs/{body['run_id']}").json()
     assert run["prompt"] == "Fix the bug" and run["title"] == "Bug"
-    assert run["agent_config"] == {"name": "fixer", "model_id": "m1"}
+    assert run["agent_config"] == {"name": "fixer", "model_id": "gpt-5"}
     assert run["creator"]["uid"] == world.user_uid and run["creator"]["type"] == "user"
     assert run["source"] == "API" and run["is_run_type_cancellable"] is True
     assert run["created_at"].endswith("Z") and datetime.fromisoformat(run["created_at"])
@@ -65,7 +65,7 @@ def test_visibility_is_creator_or_team(world: World) -> None:
 
 
 def test_list_filters_sort_and_cursor(world: World) -> None:
-    first = new_run(world, title="alpha one", config={"name": "n1", "model_id": "mA"})
+    first = new_run(world, title="alpha one", config={"name": "n1", "model_id": "gemini-2.5-pro"})
     second = new_run(world, title="beta two", config={"name": "n2"})
     third = new_run(world, title="alpha three")
     advance(world, second["run_id"], "start")
@@ -80,7 +80,9 @@ def test_list_filters_sort_and_cursor(world: World) -> None:
     assert ids(sort_by="created_at", sort_order="asc")[-1] == third["run_id"]
     assert ids(state="INPROGRESS") == [second["run_id"]]
     assert set(ids(state=["QUEUED", "INPROGRESS"])) == mine
-    assert ids(name="n1") == [first["run_id"]] and ids(model_id="mA") == [first["run_id"]]
+    assert ids(name="n1") == [first["run_id"]] and ids(model_id="gemini-2.5-pro") == [
+        first["run_id"]
+    ]
     assert set(ids(q="ALPHA")) == {first["run_id"], third["run_id"]}
     assert set(ids(creator=world.user_uid)) == mine
     assert ids(source="webhook") == []
@@ -227,3 +229,66 @@ def test_odd_numbers_and_dates_are_client_errors(world: World) -> None:
         response = world.api("GET", "/agent/runs", params=params)
         assert response.status_code == 400, params
         assert response.json()["detail"].startswith(next(iter(params)))
+
+
+def _shift_back(world: World, run_id: str, minutes: int) -> None:
+    """Time travel: every moment recorded on the run moves `minutes` into the past."""
+    from datetime import timedelta
+
+    from sqlalchemy import select, update
+
+    from gateway.services import Services
+    from gateway.store import tables as t
+
+    async def go(services: Services) -> None:
+        r, delta = t.runs, timedelta(minutes=minutes)
+        moments = ("created_at", "updated_at", "started_at", "failed_at")
+        async with services.database.transaction() as conn:
+            row = (await conn.execute(select(r).where(r.c.run_id == run_id))).one()
+            values = {m: getattr(row, m) - delta for m in moments if getattr(row, m) is not None}
+            await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
+
+    world.client.run(go)
+
+
+def test_debug_follow_ups_do_not_extend_the_debug_window(world: World) -> None:
+    """The window is an hour from the failure: a debug follow-up 59 minutes after it updates the
+    run, and one 2 minutes later (61 after the failure) resumes the run instead."""
+    run = new_run(world)
+    path = f"/agent/runs/{run['run_id']}/followups"
+    advance(world, run["run_id"], "start", "fail", error_code="environment_setup_failed")
+    _shift_back(world, run["run_id"], 59)
+    debug = world.api("POST", path, json={"message": "why?"}).json()
+    assert debug["routing"] == "debug" and debug["state"] == "FAILED"
+    _shift_back(world, run["run_id"], 2)
+    late = world.api("POST", path, json={"message": "and now?"}).json()
+    assert late["routing"] == "resumed" and late["state"] == "QUEUED"
+
+
+def test_skill_specs_are_checked_and_name_the_run(world: World) -> None:
+    for spec, name in (
+        ("acme/tools:deploy", "deploy"),
+        ("acme/tools:.claude/skills/review/SKILL.md", "review"),
+    ):
+        run = new_run(world, config={"skill_spec": spec})
+        assert run["agent_config"] == {"skill_spec": spec, "name": name}
+    named = new_run(world, config={"skill_spec": "acme/tools:deploy", "name": "mine"})
+    assert named["agent_config"]["name"] == "mine"
+    assert world.api("GET", "/agent/runs", params={"name": "review"}).json()["runs"]
+    for spec in (
+        "deploy",
+        "acme/tools",
+        "acme/tools:",
+        "acme:deploy",
+        "acme/tools:SKILL.md",
+        "acme/tools:skills/deploy/README.md",
+        "acme/tools:skills//SKILL.md",
+        "acme/tools:../SKILL.md",
+        "-acme/tools:deploy",
+        "acme/tools:de ploy",
+    ):
+        response = world.api(
+            "POST", "/agent/runs", json={"prompt": "p", "config": {"skill_spec": spec}}
+        )
+        assert response.status_code == 400, spec
+        assert response.json()["detail"].startswith("config.skill_spec: "), spec

@@ -278,3 +278,16 @@ def test_every_task_endpoint_needs_credentials_and_factory_access(world: World) 
         missing = world.api(method, path.replace(world.factory_uid, "fac_nope"), **kwargs)
         assert missing.status_code == 404, path
     assert world.api("GET", one).status_code == 200  # nothing above changed the task
+
+
+def test_another_teams_conversation_answers_as_an_unknown_one(world: World) -> None:
+    """Creating a task must not reveal that another team's conversation exists."""
+    foreign = new_run(world, headers=world.stranger)["conversation_id"]
+    unknown = "0192a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+    answers = [_create(world, conversation) for conversation in (foreign, unknown)]
+    assert [a.status_code for a in answers] == [400, 400]
+    assert answers[0].headers["content-type"] == answers[1].headers["content-type"]
+    assert answers[0].json() == {
+        **answers[1].json(),
+        "detail": answers[1].json()["detail"].replace(unknown, foreign),
+    }

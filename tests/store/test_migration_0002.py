@@ -4,35 +4,15 @@ queued in the old outbox are in the log as pending, evaluated ones as evaluated.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
-from alembic import command
 from sqlalchemy import text
 
-from benchmarks.postgres import temporary_database
 from gateway.store import create_database, migrate
-from gateway.store.migrate import alembic_config
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.conftest import make_settings
+from tests.store.migration_support import upgrade_to
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-async def _upgrade_to(database: object, revision: str) -> None:
-    async with database.transaction() as conn:  # type: ignore[attr-defined]
-        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def fresh_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A store of this test's own, never migrated (the session's PostgreSQL one is at head)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/old.db"
-        return
-    with temporary_database(f"gwtest_{RUN_ID}_migration", POSTGRES_SERVER) as url:
-        yield url
 
 
 def test_0002_moves_runs_keys_and_the_outbox_into_the_log(fresh_store: str) -> None:
@@ -41,7 +21,7 @@ def test_0002_moves_runs_keys_and_the_outbox_into_the_log(fresh_store: str) -> N
     async def run() -> dict[str, object]:
         database = create_database(url)
         try:
-            await _upgrade_to(database, "0001")
+            await upgrade_to(database, "0001")
             uid = f"mig{id(database)}"
             stamp = NOW.replace(tzinfo=None) if database.is_sqlite else NOW
             async with database.transaction() as conn:
