@@ -33,6 +33,7 @@ class Case:
     drain_wait_s: float
     profile: bool = False
     connections: int = CONNECTIONS  # wrk's keep-alive connections
+    matching: bool = True  # every payload starts one run (else: no automation matches)
 
 
 def prepare_store(seed: Seed, rundir: Path, name: str) -> Path:
@@ -95,6 +96,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
             seed.auth_mode,
             case.body_size,
             f"127.0.0.1:{running.port}",
+            case.matching,
         )
         pids = running.pids()
         redis_pids = [redis.proc.pid] if redis.proc is not None else []
@@ -134,6 +136,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         "round": case.round,
         "auth_mode": seed.auth_mode,
         "evaluator": case.evaluator if case.target.is_gateway else None,
+        "matching": case.matching,
         "rps": result.rps,
         "requests": result.requests,
         "duration_s": result.duration_s,
@@ -257,6 +260,12 @@ def check(case: Case, row: dict[str, Any], result: WrkResult) -> list[str]:
     accepted_202 = statuses.get(202, 0)
     if case.plan.name == "flood" and accepted_202 > RATE_LIMIT_PER_MINUTE:
         failures.append(f"{accepted_202} answered 202 to one webhook, limit 60/min")
+    evaluator = row.get("evaluator")
+    if isinstance(evaluator, dict) and evaluator["drain_s"] is not None:
+        # drained: one run per accepted delivery when every payload matches, none otherwise
+        expected_runs = evaluator["deliveries_evaluated"] if case.matching else 0
+        if evaluator["runs_created"] != expected_runs:
+            failures.append(f"{evaluator['runs_created']} runs created, expected {expected_runs}")
     expected_low, expected_high = expected_accepted(case, result)
     if not expected_low <= recorded <= expected_high:
         failures.append(

@@ -63,9 +63,15 @@ def duplicate_plan(tag: str, webhooks: int, count: int) -> Plan:
     return Plan("duplicate", tuple((i % webhooks, f"{tag}-d{i % webhooks}") for i in range(count)))
 
 
-def payload(size: int, seq: int) -> bytes:
-    """A JSON object of exactly `size` bytes whose type matches one automation per webhook."""
-    base = {"type": MATCH_TYPE, "seq": seq, "source": "benchmarks", "pad": ""}
+# a type no seeded automation's filter names: the evaluator logs the delivery, starts nothing
+NO_MATCH_TYPE = "bench.nomatch"
+
+
+def payload(size: int, seq: int, matching: bool = True) -> bytes:
+    """A JSON object of exactly `size` bytes whose type matches one automation per webhook
+    (`matching`) or none of them."""
+    kind = MATCH_TYPE if matching else NO_MATCH_TYPE
+    base = {"type": kind, "seq": seq, "source": "benchmarks", "pad": ""}
     empty = len(orjson.dumps(base))
     base["pad"] = "x" * max(0, size - empty)
     return orjson.dumps(base)
@@ -78,8 +84,10 @@ def write_requests(
     auth_mode: AuthMode,
     body_size: int,
     host: str,
+    matching: bool = True,
 ) -> None:
-    bodies = [payload(body_size, i) for i in range(min(MAX_BODIES, max(1, len(plan.targets))))]
+    count = min(MAX_BODIES, max(1, len(plan.targets)))
+    bodies = [payload(body_size, i, matching) for i in range(count)]
     signers: dict[int, Signer] = {}
     now = datetime.now(UTC)
     stamp = str(int(now.timestamp()))

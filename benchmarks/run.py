@@ -60,6 +60,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
     p.add_argument("--evaluator", choices=("on", "off"), default="on")
+    p.add_argument(
+        "--match",
+        choices=("all", "none"),
+        default="all",
+        help="every payload starts one run (all, default) or no automation matches (none)",
+    )
     p.add_argument("--max-rate", type=int, default=40_000, help="sizes the request files")
     p.add_argument(
         "--connections", type=int, default=CONNECTIONS, help="wrk keep-alive connections"
@@ -109,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args.no_big = args.no_big or (quick and not args.big)
     key = base64.urlsafe_b64encode(os.urandom(32)).decode()
     rundir = Path(tempfile.mkdtemp(prefix="bench-run-"))
-    notes = _notes(auth, evaluator, automations)
+    notes = _notes(auth, evaluator, automations, args.match)
     for note in notes:
         print("note:", note, flush=True)
     started = time.monotonic()
@@ -203,11 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _notes(auth: str, evaluator: bool, automations: int) -> list[str]:
+def _notes(auth: str, evaluator: bool, automations: int, match: str) -> list[str]:
     notes = [f"auth mode measured: {auth}"]
     if not evaluator:
         notes.append("evaluator off (--evaluator off)")
     notes.append(f"{automations} automations per webhook")
+    if match == "none":
+        notes.append("no automation matches any payload (--match none): no runs")
     return notes
 
 
@@ -238,7 +246,8 @@ def _grid(
                     )
                     cases.append(
                         Case(Target(server, APPS[server], http=http), w, plan, body, duration,
-                             r + 1, evaluator, drain_wait, profile and r == 0, args.connections)
+                             r + 1, evaluator, drain_wait, profile and r == 0, args.connections,
+                             args.match == "all")
                     )  # fmt: skip
     if not args.no_paths:
         short = min(duration, 5.0)
@@ -253,7 +262,8 @@ def _grid(
             for plan in paths:
                 cases.append(
                     Case(Target(server, APPS[server], http=http), 1, plan, SMALL, short, 1,
-                         evaluator, drain_wait, connections=args.connections)
+                         evaluator, drain_wait, connections=args.connections,
+                         matching=args.match == "all")
                 )  # fmt: skip
     return cases
 
