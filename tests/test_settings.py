@@ -35,7 +35,7 @@ def test_postgres_and_redis_urls() -> None:
 
 def test_evaluator_runs_in_a_process_of_its_own_unless_the_store_is_in_memory() -> None:
     embedded = settings()
-    assert embedded.evaluator == "process" and embedded.evaluator_priority == "idle"
+    assert embedded.evaluator == "process"
     redis = settings(REDIS_URL="redis://h:6379/0")
     assert redis.evaluator == "process"
     assert settings(REDIS_URL="redis://h", EVALUATOR="inline").evaluator == "inline"
@@ -151,3 +151,13 @@ def test_lists_come_from_files_in_json_or_yaml(tmp_path) -> None:  # type: ignor
     assert environment.last_updated.timestamp() == 1_700_000_000  # the file's age
     with pytest.raises(SettingsError, match="not both"):
         settings(MODELS="[]", MODELS_FILE=str(models))
+
+
+def test_evaluator_priority_defaults_to_idle_beside_redis_and_low_on_the_sqlite_file() -> None:
+    # the embedded evaluator shares the file's write lock with ingress: never SCHED_IDLE by default
+    assert settings().evaluator_priority == "low"
+    assert settings(REDIS_URL="redis://h:6379/0").evaluator_priority == "idle"
+    assert settings(EVALUATOR_PRIORITY="idle").evaluator_priority == "idle"
+    assert (
+        settings(REDIS_URL="redis://h", EVALUATOR_PRIORITY="normal").evaluator_priority == "normal"
+    )
