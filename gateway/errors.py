@@ -64,6 +64,10 @@ class RunPending(Conflict):
     code, title = "run_pending", "Run is pending; retry after a moment"
 
 
+class LeaseLost(Conflict):
+    code, title = "lease_lost", "Run not held by this runner"
+
+
 class PayloadTooLarge(ServiceError):
     status, code, title = 413, "payload_too_large", "Body too large"
 

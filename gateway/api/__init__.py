@@ -21,6 +21,8 @@ RESOURCE_MODULES = (
     "tasks",
     "conversations",
     "attachments",
+    "runner_protocol",
+    "run_outputs",
     "agents",
     "environments",
     "llm_models",

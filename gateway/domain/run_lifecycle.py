@@ -1,8 +1,9 @@
 """Run state transitions: the harness hook (claim, start, finish, ...) and cancellation of a run
 and its non-terminal descendants.
 
-There is no agent executor in this service. `advance` is the hook an executor (or a test) calls
-to move a run; every other state change goes through the API rules below.
+Runners move runs through `gateway.domain.run_execution`; `advance` is the direct hook (tests
+and tools); every other state change goes through the API rules below. Each change is recorded
+in the run's timeline.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.domain import run_timeline
 from gateway.domain.run_records import CANCELLABLE_TYPES, TERMINAL, load_run, lock_run
 from gateway.errors import Conflict, NotCancellable, RunPending, RunTerminal
 from gateway.store import tables as t
@@ -66,6 +68,7 @@ async def advance(
             "retryable": retryable,
         }
     await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
+    await run_timeline.record(conn, [run_id], target, now, reason=message)
     return await load_run(conn, run_id)
 
 
@@ -92,11 +95,14 @@ async def cancel(conn: AsyncConnection, row: Row[Any]) -> list[str]:
         for d in _descendants(row.run_id, list(tree))
         if d.state not in TERMINAL and d.run_type in CANCELLABLE_TYPES
     ]
+    now = utcnow()
     await conn.execute(
         update(r)
         .where(r.c.run_id.in_(ids), r.c.state.not_in(TERMINAL))
-        .values(state="CANCELLED", updated_at=utcnow())
+        .values(state="CANCELLED", updated_at=now)
     )
+    # a runner holding one of them learns of it at its next heartbeat (run_execution)
+    await run_timeline.record(conn, ids, "CANCELLED", now, reason="cancelled")
     return ids
 
 

@@ -7,6 +7,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -223,6 +224,12 @@ runs = Table(
     Column("agent_uid", String(64), nullable=True),
     # when the run last entered FAILED: the debug window of a setup failure runs from here
     Column("failed_at", UTCDateTime, nullable=True),
+    # execution by a runner (docs/runs-and-tasks.md): who holds the run, until when, how often
+    # it was claimed, and when the holder last renewed (interrupts after it are news to it)
+    Column("runner_uid", String(64), nullable=True),
+    Column("lease_expires_at", UTCDateTime, nullable=True),
+    Column("lease_renewed_at", UTCDateTime, nullable=True),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
     Index("ux_runs_delivery_automation", "delivery_id", "automation_uid", unique=True),
     # partial: most runs are roots, and few wait for their task (an entry per run in each of
     # these indexes was a write per run for nothing)
@@ -237,6 +244,20 @@ runs = Table(
         "task_pending",
         sqlite_where=text("task_pending = 1"),
         postgresql_where=text("task_pending"),
+    ),
+    # what runners claim (oldest first) and what holds a lease: small sets of a large table
+    Index(
+        "ix_runs_queued",
+        "team_uid",
+        "created_at",
+        sqlite_where=text("state = 'QUEUED'"),
+        postgresql_where=text("state = 'QUEUED'"),
+    ),
+    Index(
+        "ix_runs_leased",
+        "lease_expires_at",
+        sqlite_where=text("lease_expires_at IS NOT NULL"),
+        postgresql_where=text("lease_expires_at IS NOT NULL"),
     ),
 )
 
@@ -302,6 +323,71 @@ task_outputs = Table(
     Column("title", String(500), nullable=True),
     Column("url", String(2000), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+# --- execution: runners, run timeline, artifacts, usage --------------------------------------
+
+# A self-hosted worker (`gateway runner`) of a team; present while it keeps calling in.
+runners = Table(
+    "runners",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), nullable=False, index=True),
+    Column("agent_uid", String(64), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("host", String(200), nullable=True),
+    Column("factory_uid", String(64), nullable=True),  # claims only this factory's runs
+    Column("concurrency", Integer, nullable=False),
+    Column("version", String(64), nullable=True),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("last_seen_at", UTCDateTime, nullable=False),
+)
+
+# Every state change a run makes after it was queued (its creation is the first entry).
+run_events = Table(
+    "run_events",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False, index=True),
+    Column("state", String(16), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("runner_uid", String(64), nullable=True),
+    Column("reason", String(500), nullable=True),
+)
+
+# What a run produced: FILE (content stored here), PULL_REQUEST (url, branch, title, state) and
+# its TRANSCRIPT. Pull requests are de-duplicated by url where they are counted.
+run_artifacts = Table(
+    "run_artifacts",
+    metadata,
+    Column("artifact_uid", String(64), primary_key=True),  # a UUID, as clients expect
+    Column("run_id", String(64), nullable=False, index=True),
+    Column("artifact_type", String(16), nullable=False),
+    Column("filename", String(300), nullable=True),
+    Column("filepath", String(1000), nullable=True),
+    Column("mime_type", String(100), nullable=True),
+    Column("size", Integer, nullable=True),
+    Column("content", LargeBinary, nullable=True),
+    Column("title", String(500), nullable=True),
+    Column("description", String(2000), nullable=True),
+    Column("url", String(2000), nullable=True, index=True),
+    Column("branch", String(300), nullable=True),
+    Column("pr_state", String(16), nullable=True),  # open | closed | merged
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# Usage a runner reported: one row per (report, cost component); each report adds to the run's.
+run_usage = Table(
+    "run_usage",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False, index=True),
+    Column("model_id", String(200), nullable=True),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("component", String(64), nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("reported_at", UTCDateTime, nullable=False),
 )
 
 # --- scorers ------------------------------------------------------------------------------

@@ -412,6 +412,48 @@ def _schemas_and_attachments(check: Checker, run: dict[str, Any]) -> None:
           json={"files": [{"name": "a.txt"}]})  # fmt: skip
 
 
+def _runner(check: Checker, webhook_run_id: str) -> None:
+    agent = check.world.agent
+    registered = check("POST", "/runner/register", 201, headers=agent, json={"name": "r1"})
+    runner = {"runner_uid": registered["runner_uid"]}
+    claim = runner | {"max_runs": 10, "wait_s": 0}
+    claimed = check("POST", "/runner/claim", 200, headers=agent, json=claim)
+    run_ids = [run["run_id"] for run in claimed["runs"]]
+    assert webhook_run_id in run_ids
+    held = "/runner/runs/{run_id}"
+    at = {"run_id": webhook_run_id}
+    check("POST", held + "/heartbeat", 200, headers=agent, at=at, json=runner)
+    check("POST", held + "/event-payload", 200, headers=agent, at=at, json=runner)
+    progress = runner | {"state": "INPROGRESS", "status_message": "working"}
+    check("POST", held + "/progress", 200, headers=agent, at=at, json=progress)
+    said = runner | {"messages": [{"role": "agent", "text": "hello"}]}
+    check("POST", held + "/messages", 200, headers=agent, at=at, json=said)
+    file = runner | {"artifact_type": "FILE", "filename": "out.bin", "content_base64": "aGk="}
+    file = check("POST", held + "/artifacts", 201, headers=agent, at=at, json=file)
+    pull = runner | {"artifact_type": "PULL_REQUEST", "url": "https://example.com/pr/1",
+                     "branch": "fix", "title": "Fix", "state": "open"}  # fmt: skip
+    check("POST", held + "/artifacts", 201, headers=agent, at=at, json=pull)
+    usage = runner | {"model_id": "m", "input_tokens": 3, "output_tokens": 2,
+                      "cost_usd": {"llm": 0.25}}  # fmt: skip
+    check("POST", held + "/usage", 200, headers=agent, at=at, json=usage)
+    done = runner | {"outcome": "SUCCEEDED", "status_message": "done", "transcript": "log"}
+    check("POST", held + "/finish", 200, headers=agent, at=at, json=done)
+    check("POST", held + "/finish", 409, headers=agent, at=at, json=done)
+    back = [run_id for run_id in run_ids if run_id != webhook_run_id]
+    if back:
+        check("POST", held + "/release", 200, headers=agent, at={"run_id": back[0]}, json=runner)
+    one = "/agent/artifacts/{artifact_uid}"
+    details = check("GET", one, 200, at={"artifact_uid": file["artifact_uid"]})
+    token = details["data"]["download_url"].rsplit("/", 1)[1]
+    check("GET", "/agent/artifacts/content/{token}", 200, headers={}, at={"token": token})
+    at_file = {"artifact_uid": file["artifact_uid"]}
+    check("GET", one + "/download", 302, at=at_file, follow_redirects=False)
+    check("GET", RUN + "/transcript", 302, at=at, follow_redirects=False)
+    check("GET", RUN + "/timeline", 200, at=at)
+    check("GET", RUN + "/usage", 200, at=at)
+    check("GET", "/agent/workers", 200)
+
+
 def test_responses_match_the_documented_schemas(world: World) -> None:
     check = Checker(world)
     record = _webhooks_and_deliveries(check)
@@ -424,6 +466,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _agents_models_environments(check)
     _scorers(check)
     _schemas_and_attachments(check, run)
+    _runner(check, record["runs"][0]["run_id"])
     check("GET", "/agent/runs", 401, headers={})
     successes = {
         (method.upper(), path, int(status))

@@ -1,0 +1,626 @@
+"""Runs executed by runners (docs/runs-and-tasks.md, "Runners").
+
+A runner (an agent API key; `gateway runner` is the reference one) registers, then claims QUEUED
+runs of its team with a lease. While it holds a run it renews the lease (heartbeat), reports
+progress, conversation messages, artifacts and usage, and finishes it. Every call about a run
+checks that the caller still holds it: a run finished, taken back after its lease ran out, or
+given to another runner answers 409 `lease_lost`, never a second state change.
+
+A lease that is not renewed returns the run to QUEUED for another runner; after MAX_ATTEMPTS
+claims the run is FAILED instead (`lease_expired`). Expired leases are collected whenever a
+runner claims or touches a run, so with runners polling, a dead runner's runs move on within a
+lease and a poll.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import ids
+from gateway.domain import run_timeline, tasks
+from gateway.domain.identities import Principal
+from gateway.domain.run_records import TERMINAL, find_run, load_run
+from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
+HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
+MAX_CLAIM = 10  # runs per claim call
+MAX_STATUS = 500  # characters of a status message
+PAYLOAD_NAME = "event-payload.json"
+
+r = t.runs
+Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Runner:
+    uid: str
+    team_uid: str
+    agent_uid: str
+    factory_uid: str | None
+
+
+# --- runners ---------------------------------------------------------------------------------
+
+
+def _agent(principal: Principal) -> None:
+    if principal.kind != "agent":
+        raise Forbidden("Authorization: runners authenticate with an agent API key")
+
+
+async def register(
+    conn: AsyncConnection,
+    principal: Principal,
+    *,
+    name: str,
+    host: str | None,
+    factory_uid: str | None,
+    concurrency: int,
+    version: str | None,
+) -> Runner:
+    """A new runner of the agent's team (the active team when the key has several)."""
+    _agent(principal)
+    team_uid = principal.active_team_uid or min(principal.team_uids, default=None)
+    if team_uid is None:
+        raise Forbidden("Authorization: the agent belongs to no team")
+    if factory_uid is not None:
+        factory = (
+            await conn.execute(select(t.factories).where(t.factories.c.uid == factory_uid))
+        ).first()
+        if factory is None or factory.team_uid != team_uid:
+            raise NotFound(f"factory_uid: {factory_uid} is not a factory of the runner's team")
+    now = utcnow()
+    uid = ids.new_id("rnr")
+    await conn.execute(
+        insert(t.runners).values(
+            uid=uid,
+            team_uid=team_uid,
+            agent_uid=principal.uid,
+            name=name,
+            host=host,
+            factory_uid=factory_uid,
+            concurrency=concurrency,
+            version=version,
+            started_at=now,
+            last_seen_at=now,
+        )
+    )
+    return Runner(uid, team_uid, principal.uid, factory_uid)
+
+
+async def runner_of(conn: AsyncConnection, principal: Principal, runner_uid: str) -> Runner:
+    """The caller's runner, seen now (its presence); 404 for anyone else's."""
+    _agent(principal)
+    row = (await conn.execute(select(t.runners).where(t.runners.c.uid == runner_uid))).first()
+    if row is None or row.agent_uid != principal.uid:
+        raise NotFound(f"runner_uid: {runner_uid} is not a runner of this agent")
+    await conn.execute(
+        update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=utcnow())
+    )
+    return Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+
+
+async def list_runners(
+    conn: AsyncConnection, principal: Principal, lease_s: float
+) -> list[dict[str, Any]]:
+    """The runners of the caller's teams seen within two leases, newest first, with the runs
+    they hold; `online` while seen within one lease (heartbeats may be a moment stale)."""
+    now = utcnow()
+    recent = now - timedelta(seconds=2 * lease_s)
+    rows = (
+        await conn.execute(
+            select(t.runners)
+            .where(
+                t.runners.c.team_uid.in_(principal.team_uids), t.runners.c.last_seen_at >= recent
+            )
+            .order_by(t.runners.c.last_seen_at.desc(), t.runners.c.uid)
+        )
+    ).all()
+    held: dict[str, int] = {}
+    if rows:
+        counts = await conn.execute(
+            select(r.c.runner_uid, func.count())
+            .where(r.c.runner_uid.in_([row.uid for row in rows]), r.c.state.in_(HELD))
+            .group_by(r.c.runner_uid)
+        )
+        held = {uid: count for uid, count in counts.all()}
+    online_since = now - timedelta(seconds=lease_s)
+    return [
+        {
+            "uid": row.uid,
+            "name": row.name,
+            "host": row.host,
+            "agent_uid": row.agent_uid,
+            "factory_uid": row.factory_uid,
+            "concurrency": row.concurrency,
+            "version": row.version,
+            "started_at": row.started_at,
+            "last_seen_at": row.last_seen_at,
+            "online": row.last_seen_at >= online_since,
+            "runs_held": held.get(row.uid, 0),
+        }
+        for row in rows
+    ]
+
+
+# --- leases ----------------------------------------------------------------------------------
+
+
+async def expire_leases(conn: AsyncConnection) -> None:
+    """Runs whose lease ran out: back to QUEUED, or FAILED after MAX_ATTEMPTS claims; a run
+    that ended meanwhile (cancelled) only loses its holder."""
+    now = utcnow()
+    query = (
+        select(r.c.run_id, r.c.state, r.c.attempts, r.c.runner_uid)
+        .where(r.c.lease_expires_at.is_not(None), r.c.lease_expires_at < now)
+        .with_for_update(skip_locked=True)
+    )
+    expired = (await conn.execute(query)).all()
+    if not expired:
+        return
+    ended = [row.run_id for row in expired if row.state in TERMINAL]
+    failed = [row for row in expired if row.state not in TERMINAL and row.attempts >= MAX_ATTEMPTS]
+    requeued = [row for row in expired if row.state not in TERMINAL and row.attempts < MAX_ATTEMPTS]
+    free = {"runner_uid": None, "lease_expires_at": None, "lease_renewed_at": None}
+    if ended:
+        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**free))
+    if requeued:
+        await conn.execute(
+            update(r)
+            .where(r.c.run_id.in_([row.run_id for row in requeued]))
+            .values(state="QUEUED", updated_at=now, **free)
+        )
+        for row in requeued:
+            await run_timeline.record(
+                conn,
+                [row.run_id],
+                "QUEUED",
+                now,
+                runner_uid=row.runner_uid,
+                reason=f"lease expired (attempt {row.attempts} of {MAX_ATTEMPTS})",
+            )
+    for row in failed:
+        message = (
+            f"the run's lease expired {row.attempts} times: its runners stopped renewing it "
+            "(crashed, killed or cut off)"
+        )
+        await conn.execute(
+            update(r)
+            .where(r.c.run_id == row.run_id)
+            .values(
+                state="FAILED",
+                failed_at=now,
+                updated_at=now,
+                status_message={
+                    "message": message,
+                    "error_code": "lease_expired",
+                    "retryable": True,
+                },
+                **free,
+            )
+        )
+        await run_timeline.record(
+            conn, [row.run_id], "FAILED", now, runner_uid=row.runner_uid, reason=message
+        )
+
+
+async def claim(
+    conn: AsyncConnection, runner: Runner, lease_s: float, limit: int = 1
+) -> list[Row[Any]]:
+    """Up to `limit` QUEUED cloud runs of the runner's team (and factory), oldest first, each
+    CLAIMED with a lease of `lease_s` seconds."""
+    await expire_leases(conn)
+    query = select(r.c.run_id).where(
+        r.c.state == "QUEUED", r.c.team_uid == runner.team_uid, r.c.run_type == "cloud"
+    )
+    if runner.factory_uid is not None:
+        query = query.where(r.c.factory_uid == runner.factory_uid)
+    query = (
+        query.order_by(r.c.created_at, r.c.run_id)
+        .limit(max(1, min(limit, MAX_CLAIM)))
+        .with_for_update(skip_locked=True)
+    )
+    run_ids = list((await conn.execute(query)).scalars())
+    if not run_ids:
+        return []
+    now = utcnow()
+    await conn.execute(
+        update(r)
+        .where(r.c.run_id.in_(run_ids), r.c.state == "QUEUED")
+        .values(
+            state="CLAIMED",
+            runner_uid=runner.uid,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+            lease_renewed_at=now,
+            attempts=r.c.attempts + 1,
+            updated_at=now,
+        )
+    )
+    await run_timeline.record(conn, run_ids, "CLAIMED", now, runner_uid=runner.uid)
+    rows = (
+        await conn.execute(select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.created_at))
+    ).all()
+    return list(rows)
+
+
+async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[Any]:
+    """The run, locked, while `runner` holds it; 404 outside its team, 409 `lease_lost` when
+    it finished, was taken back or is held by another runner."""
+    await expire_leases(conn)
+    row = await find_run(conn, run_id)
+    if row is None or row.team_uid != runner.team_uid:
+        raise NotFound(f"run_id: {run_id} not found")
+    if row.runner_uid != runner.uid:
+        raise LeaseLost(
+            f"run_id: runner {runner.uid} does not hold run {run_id} (it is {row.state}; "
+            "finished, taken back after its lease expired, or claimed by another runner)"
+        )
+    locked = (await conn.execute(select(r).where(r.c.run_id == run_id).with_for_update())).first()
+    assert locked is not None
+    return locked
+
+
+async def heartbeat(
+    conn: AsyncConnection, runner: Runner, run_id: str, lease_s: float
+) -> dict[str, Any]:
+    """Renews the lease; says whether the run was cancelled or interrupted since the last one."""
+    row = await held_run(conn, runner, run_id)
+    now = utcnow()
+    interrupts = await conn.execute(
+        select(func.count())
+        .select_from(t.run_messages)
+        .where(
+            t.run_messages.c.run_id == run_id,
+            t.run_messages.c.routing == "interrupt",
+            t.run_messages.c.created_at > (row.lease_renewed_at or row.created_at),
+        )
+    )
+    expires = now + timedelta(seconds=lease_s)
+    await conn.execute(
+        update(r).where(r.c.run_id == run_id).values(lease_expires_at=expires, lease_renewed_at=now)
+    )
+    return {
+        "run_id": run_id,
+        "state": row.state,
+        "lease_expires_at": expires,
+        "cancel_requested": row.state == "CANCELLED",
+        "interrupt_requested": bool(interrupts.scalar_one()),
+    }
+
+
+async def progress(
+    conn: AsyncConnection,
+    runner: Runner,
+    run_id: str,
+    *,
+    state: Literal["INPROGRESS", "BLOCKED"] | None,
+    status_message: str | None,
+    session_id: str | None,
+    session_link: str | None,
+) -> Row[Any]:
+    """Moves a held run along (CLAIMED or BLOCKED -> INPROGRESS, INPROGRESS -> BLOCKED) and
+    records what it is doing; a cancelled run keeps its state."""
+    row = await held_run(conn, runner, run_id)
+    now = utcnow()
+    values: dict[str, Any] = {"updated_at": now}
+    if state is not None and row.state != state and row.state not in TERMINAL:
+        allowed = {"INPROGRESS": ("CLAIMED", "BLOCKED"), "BLOCKED": ("INPROGRESS",)}[state]
+        if row.state not in allowed:
+            raise InvalidRequest(f"state: a {row.state} run cannot become {state}")
+        values["state"] = state
+        if state == "INPROGRESS" and row.started_at is None:
+            values["started_at"] = now
+        await run_timeline.record(conn, [run_id], state, now, runner_uid=runner.uid)
+    if status_message is not None and row.state not in TERMINAL:
+        values["status_message"] = _status(status_message)
+    if session_id is not None:
+        values["session_id"] = session_id
+    if session_link is not None:
+        values["session_link"] = session_link
+    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
+    return await load_run(conn, run_id)
+
+
+def _status(message: str, error_code: str | None = None) -> dict[str, Any]:
+    return {"message": message[:MAX_STATUS], "error_code": error_code, "retryable": False}
+
+
+async def append_messages(
+    conn: AsyncConnection, runner: Runner, run_id: str, messages: list[tuple[str, str]]
+) -> int:
+    """Conversation messages (role, text) the run produced, in order."""
+    await held_run(conn, runner, run_id)
+    now = utcnow()
+    await conn.execute(
+        insert(t.run_messages),
+        [
+            {
+                "id": ids.new_id("msg"),
+                "run_id": run_id,
+                "message": text,
+                "mode": role,
+                "routing": "agent",
+                "created_at": now,
+            }
+            for role, text in messages
+        ],
+    )
+    return len(messages)
+
+
+async def add_artifact(
+    conn: AsyncConnection, runner: Runner, run_id: str, artifact: dict[str, Any]
+) -> Row[Any]:
+    """A FILE (content stored) or PULL_REQUEST artifact of a held run; it joins the run's
+    `artifacts` and, for a factory task's run, the task's outputs."""
+    row = await held_run(conn, runner, run_id)
+    return await _store_artifact(conn, row, artifact)
+
+
+async def _store_artifact(
+    conn: AsyncConnection, run: Row[Any], artifact: dict[str, Any]
+) -> Row[Any]:
+    now = utcnow()
+    uid = ids.new_uuid()
+    await conn.execute(
+        insert(t.run_artifacts).values(
+            artifact_uid=uid, run_id=run.run_id, created_at=now, **artifact
+        )
+    )
+    kind = artifact["artifact_type"]
+    if kind != "TRANSCRIPT":
+        listed = [*(run.artifacts or []), _artifact_item(uid, now, artifact)]
+        await conn.execute(update(r).where(r.c.run_id == run.run_id).values(artifacts=listed))
+        task = await tasks.live_task_of(conn, await _root_conversation(conn, run))
+        if task is not None:
+            url = artifact.get("url") if kind == "PULL_REQUEST" else f"artifact:{uid}"
+            title = artifact.get("title") or artifact.get("filename")
+            await tasks.add_output(conn, task.uid, kind.lower(), title, url)
+    stored = (
+        await conn.execute(select(t.run_artifacts).where(t.run_artifacts.c.artifact_uid == uid))
+    ).first()
+    assert stored is not None
+    return stored
+
+
+async def _root_conversation(conn: AsyncConnection, run: Row[Any]) -> str:
+    """A task is bound to its root run's conversation (tasks.task_by_run)."""
+    root = run if run.parent_run_id is None else await find_run(conn, run.root_run_id)
+    return str((root or run).conversation_id)
+
+
+def _artifact_item(uid: str, at: datetime, artifact: dict[str, Any]) -> dict[str, Any]:
+    """The run's `artifacts` entry, in the official client's ArtifactItem shape."""
+    if artifact["artifact_type"] == "PULL_REQUEST":
+        data = {"url": artifact["url"], "branch": artifact.get("branch") or ""}
+        if artifact.get("title"):
+            data["title"] = artifact["title"]
+        if artifact.get("pr_state"):
+            data["state"] = artifact["pr_state"]
+    else:
+        filename = artifact["filename"]
+        data = {
+            "artifact_uid": uid,
+            "filename": filename,
+            "filepath": artifact.get("filepath") or filename,
+            "mime_type": artifact["mime_type"],
+            "size_bytes": artifact["size"],
+        }
+        for key in ("description", "title"):
+            if artifact.get(key):
+                data[key] = artifact[key]
+    return {"artifact_type": artifact["artifact_type"], "created_at": at.isoformat(), "data": data}
+
+
+async def report_usage(
+    conn: AsyncConnection,
+    runner: Runner,
+    run_id: str,
+    *,
+    model_id: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    costs: dict[str, float],
+) -> None:
+    """Adds usage to the run's: tokens, and dollars per cost component (one row each; tokens
+    ride on the first, so sums over rows stay right)."""
+    await held_run(conn, runner, run_id)
+    now = utcnow()
+    components = list(costs.items()) or [("tokens", 0.0)]
+    await conn.execute(
+        insert(t.run_usage),
+        [
+            {
+                "id": ids.new_id("use"),
+                "run_id": run_id,
+                "model_id": model_id,
+                "input_tokens": input_tokens if i == 0 else 0,
+                "output_tokens": output_tokens if i == 0 else 0,
+                "component": component,
+                "cost_usd": dollars,
+                "reported_at": now,
+            }
+            for i, (component, dollars) in enumerate(components)
+        ],
+    )
+
+
+async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:
+    """The run's reported usage summed: tokens, dollars in all and per component and model."""
+    u = t.run_usage
+    rows = (
+        await conn.execute(
+            select(
+                u.c.model_id,
+                u.c.component,
+                func.sum(u.c.input_tokens),
+                func.sum(u.c.output_tokens),
+                func.sum(u.c.cost_usd),
+            )
+            .where(u.c.run_id == run_id)
+            .group_by(u.c.model_id, u.c.component)
+            .order_by(u.c.model_id, u.c.component)
+        )
+    ).all()
+    return {
+        "run_id": run_id,
+        "input_tokens": sum(int(row[2]) for row in rows),
+        "output_tokens": sum(int(row[3]) for row in rows),
+        "cost_usd": round(sum(float(row[4]) for row in rows), 6),
+        "components": [
+            {
+                "model_id": row[0],
+                "component": row[1],
+                "input_tokens": int(row[2]),
+                "output_tokens": int(row[3]),
+                "cost_usd": round(float(row[4]), 6),
+            }
+            for row in rows
+        ],
+    }
+
+
+async def finish(
+    conn: AsyncConnection,
+    runner: Runner,
+    run_id: str,
+    *,
+    outcome: Outcome,
+    status_message: str | None,
+    error_code: str | None,
+    transcript: str | None,
+    transcript_link: str,
+) -> Row[Any]:
+    """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
+    acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
+    is stored and `session_link` points at it. The runner holds the run no more."""
+    row = await held_run(conn, runner, run_id)
+    now = utcnow()
+    values: dict[str, Any] = {
+        "updated_at": now,
+        "runner_uid": None,
+        "lease_expires_at": None,
+        "lease_renewed_at": None,
+    }
+    if row.state == "CANCELLED":
+        if outcome != "CANCELLED":
+            # the cancellation stands; what the runner saw is kept in the transcript
+            status_message = status_message or f"runner reported {outcome} after the cancel"
+    elif outcome == "CANCELLED":
+        raise InvalidRequest(
+            f"outcome: CANCELLED acknowledges a cancel; run {run_id} was not cancelled "
+            f"(it is {row.state})"
+        )
+    else:
+        if row.state == "CLAIMED" or row.state == "BLOCKED":
+            if row.state == "CLAIMED":
+                values["started_at"] = row.started_at or now
+            await run_timeline.record(conn, [run_id], "INPROGRESS", now, runner_uid=runner.uid)
+            now += timedelta(microseconds=1)  # the timeline orders by time: it ended after
+        values["state"] = outcome
+        if outcome == "FAILED":
+            values["failed_at"] = now
+            values["status_message"] = _status(
+                status_message or "the run failed", error_code or "run_failed"
+            )
+        elif status_message is not None:
+            values["status_message"] = _status(status_message)
+        await run_timeline.record(
+            conn, [run_id], outcome, now, runner_uid=runner.uid, reason=status_message
+        )
+    if transcript is not None:
+        content = transcript.encode()
+        await _store_artifact(
+            conn,
+            row,
+            {
+                "artifact_type": "TRANSCRIPT",
+                "filename": "transcript.txt",
+                "mime_type": "text/plain; charset=utf-8",
+                "size": len(content),
+                "content": content,
+            },
+        )
+        if row.session_link is None:
+            values["session_link"] = transcript_link
+    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
+    return await load_run(conn, run_id)
+
+
+async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> Row[Any]:
+    """Gives a held run back (the runner is stopping): QUEUED again for another runner; the
+    claim still counts as an attempt. A cancelled run only loses its holder."""
+    row = await held_run(conn, runner, run_id)
+    now = utcnow()
+    values: dict[str, Any] = {
+        "runner_uid": None,
+        "lease_expires_at": None,
+        "lease_renewed_at": None,
+        "updated_at": now,
+    }
+    if row.state not in TERMINAL:
+        values["state"] = "QUEUED"
+        await run_timeline.record(
+            conn, [run_id], "QUEUED", now, runner_uid=runner.uid, reason=reason
+        )
+    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
+    return await load_run(conn, run_id)
+
+
+# --- what runners and users read ---------------------------------------------------------------
+
+
+def _payload_attachment(run: Row[Any]) -> Any:
+    # by conversation (indexed), then run: a conversation holds few attachments
+    a = t.attachments
+    return (
+        a.c.conversation_id == run.conversation_id,
+        a.c.run_id == run.run_id,
+        a.c.file_name == PAYLOAD_NAME,
+        a.c.delivery_id.is_not(None),
+    )
+
+
+async def event_payload(conn: AsyncConnection, run: Row[Any]) -> bytes | None:
+    """The payload of the delivery that started a webhook run (its event-payload.json)."""
+    a, d = t.attachments, t.deliveries
+    query = (
+        select(d.c.payload)
+        .select_from(a.join(d, d.c.delivery_id == a.c.delivery_id))
+        .where(*_payload_attachment(run))
+    )
+    payload = (await conn.execute(query)).scalar()
+    return None if payload is None else bytes(payload)
+
+
+async def event_payload_exists(conn: AsyncConnection, run: Row[Any]) -> bool:
+    query = select(t.attachments.c.attachment_id).where(*_payload_attachment(run)).limit(1)
+    return (await conn.execute(query)).first() is not None
+
+
+async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[Row[Any], Row[Any]]:
+    """(artifact, its run); 404 when unknown."""
+    a = t.run_artifacts
+    row = (await conn.execute(select(a).where(a.c.artifact_uid == artifact_uid))).first()
+    run = None if row is None else await find_run(conn, row.run_id)
+    if row is None or run is None:
+        raise NotFound(f"artifact_uid: {artifact_uid} not found")
+    return row, run
+
+
+async def transcript_of(conn: AsyncConnection, run_id: str) -> Row[Any] | None:
+    a = t.run_artifacts
+    query = (
+        select(a)
+        .where(a.c.run_id == run_id, a.c.artifact_type == "TRANSCRIPT")
+        .order_by(a.c.created_at.desc())
+        .limit(1)
+    )
+    return (await conn.execute(query)).first()

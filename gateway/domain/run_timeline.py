@@ -1,0 +1,52 @@
+"""The run timeline: every state a run entered and when. Its creation (QUEUED at created_at) is
+implied; later changes are rows of `run_events`, written with the change they record."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import ids
+from gateway.store import tables as t
+
+e = t.run_events
+
+
+async def record(
+    conn: AsyncConnection,
+    run_ids: Iterable[str],
+    state: str,
+    at: datetime,
+    *,
+    runner_uid: str | None = None,
+    reason: str | None = None,
+) -> None:
+    """`state` entered at `at` by each of `run_ids`."""
+    rows = [
+        {
+            "id": ids.new_id("evt"),
+            "run_id": run_id,
+            "state": state,
+            "at": at,
+            "runner_uid": runner_uid,
+            "reason": None if reason is None else reason[:500],
+        }
+        for run_id in run_ids
+    ]
+    if rows:
+        await conn.execute(insert(e), rows)
+
+
+async def timeline(conn: AsyncConnection, run: Row[Any]) -> list[dict[str, Any]]:
+    """The run's states in order: QUEUED at its creation, then each recorded change."""
+    query = select(e).where(e.c.run_id == run.run_id).order_by(e.c.at, e.c.id)
+    events = [{"state": "QUEUED", "at": run.created_at, "runner_uid": None, "reason": "created"}]
+    for row in (await conn.execute(query)).all():
+        events.append(
+            {"state": row.state, "at": row.at, "runner_uid": row.runner_uid, "reason": row.reason}
+        )
+    return events
