@@ -1,4 +1,5 @@
-"""Command line: gateway serve | worker | admin ... | apply DIR (admin prints one JSON object)."""
+"""Command line: gateway serve | worker | runner | admin ... | apply DIR (admin prints one JSON
+object)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,30 @@ def _parser() -> argparse.ArgumentParser:
     # set by `gateway serve` for its evaluator child: stop when that server process is gone
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     worker.set_defaults(run=_worker)
+
+    runner = sub.add_parser(
+        "runner",
+        help="execute queued runs as shell commands (a self-hosted worker)",
+        description="Claims queued runs of the agent's team from the API at GATEWAY_API_URL "
+        "(default http://127.0.0.1:8000) with the agent API key in GATEWAY_RUNNER_KEY, and runs "
+        "COMMAND through the shell for each: the prompt on stdin; RUN_ID, RUN_TITLE, "
+        "GATEWAY_API_URL and, for webhook runs, EVENT_PAYLOAD (a file) in its environment. "
+        "Exit 0 is SUCCEEDED, anything else FAILED.",
+    )
+    runner.add_argument("--command", required=True, help="shell command run for each run")
+    runner.add_argument("--factory", help="claim only this factory's runs (default: any)")
+    runner.add_argument(
+        "--concurrency", type=int, default=1, help="runs executed at once (default 1)"
+    )
+    runner.add_argument("--name", help="shown in the workers list (default: <host>-runner)")
+    runner.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds runs in hand get to finish after SIGTERM before they are given back "
+        "(default 30)",
+    )
+    runner.set_defaults(run=_runner)
 
     apply = sub.add_parser("apply", help="apply a factory definition folder")
     apply.add_argument("directory")
@@ -107,6 +132,39 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
 
     asyncio.run(run_worker(settings, parent_pid=args.parent_pid))
     return 0
+
+
+def _runner(settings: Settings, args: argparse.Namespace) -> int:
+    import logging
+    import os
+
+    from gateway.runner.loop import Runner, RunnerOptions
+
+    key = os.environ.get("GATEWAY_RUNNER_KEY", "").strip()
+    if not key:
+        print("gateway runner: set GATEWAY_RUNNER_KEY to an agent API key", file=sys.stderr)
+        return 2
+    if args.concurrency < 1:
+        print("gateway runner: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s runner: %(message)s", datefmt="%H:%M:%S"
+    )
+    api_url = os.environ.get("GATEWAY_API_URL", "http://127.0.0.1:8000")
+    if not api_url.startswith(("http://", "https://")):
+        print(f"gateway runner: GATEWAY_API_URL: expected an http(s) URL, got {api_url!r}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    options = RunnerOptions(
+        api_url=api_url,
+        key=key,
+        command=args.command,
+        factory_uid=args.factory,
+        concurrency=args.concurrency,
+        name=args.name,
+        grace_s=args.grace,
+    )
+    return Runner(options).run()
 
 
 def _apply(settings: Settings, args: argparse.Namespace) -> int:

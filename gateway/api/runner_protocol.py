@@ -259,8 +259,11 @@ async def claim_endpoint(request: Request, body: Body[ClaimRequest]) -> Response
             ]
         if claimed or time.monotonic() + pause > deadline:
             return json_response({"runs": claimed})
-        # no connection is held while waiting; new runs are looked for a few times a second
+        # no connection is held while waiting; new runs are looked for a few times a second,
+        # and a runner that went away stops the wait (a shutdown does not wait for it)
         await asyncio.sleep(pause)
+        if await request.is_disconnected():
+            return json_response({"runs": []})
         pause = min(pause * 2, 0.5)
 
 

@@ -1,0 +1,82 @@
+"""The runner protocol over HTTP, with the standard library only (urllib): one blocking call per
+method, JSON in and out. Calls are made from the runner's threads."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+TIMEOUT_S = 30.0  # a call's own time limit, beyond a claim's long-poll
+
+
+class ApiError(Exception):
+    """The API answered with an error status (or could not be reached: status 0)."""
+
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status = status
+        self.code = code
+
+
+class RunnerClient:
+    def __init__(self, api_url: str, key: str) -> None:
+        if not api_url.startswith(("http://", "https://")):
+            raise ValueError(f"GATEWAY_API_URL: expected an http(s) URL, got {api_url!r}")
+        self.api = api_url.rstrip("/") + "/api/v1"
+        self._headers = {
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "User-Agent": "gateway-runner",
+        }
+        self.runner_uid = ""
+
+    def register(self, **spec: Any) -> dict[str, Any]:
+        answer = self._post("/runner/register", spec)
+        self.runner_uid = answer["runner_uid"]
+        return answer
+
+    def claim(self, max_runs: int, wait_s: float) -> list[dict[str, Any]]:
+        body = {"max_runs": max_runs, "wait_s": wait_s}
+        runs: list[dict[str, Any]] = self._held_call("/runner/claim", body, wait_s)["runs"]
+        return runs
+
+    def on(self, run_id: str, action: str, **body: Any) -> dict[str, Any]:
+        """POST /runner/runs/{run_id}/{action} (heartbeat, progress, finish, release, ...)."""
+        return self._held_call(f"/runner/runs/{run_id}/{action}", body)
+
+    def event_payload(self, run_id: str) -> bytes:
+        return self._request(
+            f"/runner/runs/{run_id}/event-payload", {"runner_uid": self.runner_uid}
+        )
+
+    def _held_call(self, path: str, body: dict[str, Any], wait_s: float = 0.0) -> dict[str, Any]:
+        raw = self._request(path, {"runner_uid": self.runner_uid, **body}, wait_s)
+        answer: dict[str, Any] = json.loads(raw)
+        return answer
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(self._request(path, body))
+        return answer
+
+    def _request(self, path: str, body: dict[str, Any], wait_s: float = 0.0) -> bytes:
+        request = urllib.request.Request(  # noqa: S310 -- http(s) only, checked in __init__
+            self.api + path, data=json.dumps(body).encode(), headers=self._headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S + wait_s) as response:  # noqa: S310
+                data: bytes = response.read()
+                return data
+        except urllib.error.HTTPError as exc:
+            raise _api_error(exc) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ApiError(0, "unreachable", str(exc)) from None
+
+
+def _api_error(exc: urllib.error.HTTPError) -> ApiError:
+    try:
+        problem = json.loads(exc.read())
+        return ApiError(exc.code, problem.get("code", "error"), problem.get("detail", ""))
+    except (ValueError, OSError):
+        return ApiError(exc.code, "error", exc.reason or "")

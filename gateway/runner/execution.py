@@ -1,0 +1,262 @@
+"""One claimed run executed as a shell command.
+
+The command gets the run's prompt on stdin and RUN_ID, RUN_TITLE, GATEWAY_API_URL and (webhook
+runs) EVENT_PAYLOAD in its environment, in a process group of its own; files it leaves in
+the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
+is renewed every third of it (at least every MAX_BEAT_S); a cancel reported by the heartbeat
+terminates the group (SIGTERM, SIGKILL after KILL_AFTER_S) and the run is acknowledged
+CANCELLED; an interrupt is passed on as SIGINT. Exit 0 is SUCCEEDED, anything else FAILED;
+the last non-empty stdout line is the status message, stdout and stderr the transcript.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import mimetypes
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from gateway.runner.client import ApiError, RunnerClient
+
+log = logging.getLogger("gateway.runner")
+
+KILL_AFTER_S = 3.0  # from SIGTERM to SIGKILL of a cancelled or abandoned command
+# heartbeats at least this often, so a cancel ends the command within ~5 s (beat + KILL_AFTER_S)
+MAX_BEAT_S = 1.5
+MAX_STATUS = 500
+MAX_TRANSCRIPT = 800_000  # characters kept (the tail), within the finish call's body cap
+MAX_OUTPUTS = 20  # files uploaded from RUN_OUTPUTS
+MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
+
+
+@dataclass
+class Output:
+    """What one stream of the command wrote (decoded as UTF-8, bad bytes replaced)."""
+
+    chunks: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
+class Execution:
+    def __init__(
+        self, client: RunnerClient, run: dict[str, Any], command: str, lease_s: float
+    ) -> None:
+        self.client = client
+        self.run = run
+        self.run_id: str = run["run_id"]
+        self.command = command
+        self.lease_s = lease_s
+        self.process: subprocess.Popen[bytes] | None = None
+        self.stop_requested = threading.Event()  # the runner is shutting down: give it back
+        self.cancelled = False
+        self.lost = False
+
+    def execute(self) -> str:
+        """Runs the command to its end; returns the outcome reported (or why none was)."""
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="gateway-run-") as workdir:
+            env = self._environment(Path(workdir))
+            # the operator's own command line, run through the shell by design
+            self.process = subprocess.Popen(  # noqa: S602
+                self.command,
+                shell=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=workdir,
+                start_new_session=True,  # its own process group: a cancel reaches every child
+            )
+            self._report("progress", state="INPROGRESS", status_message="running")
+            stdout, stderr = Output(), Output()
+            pumps = [
+                _pump(self.process.stdout, stdout),
+                _pump(self.process.stderr, stderr),
+                _feed(self.process.stdin, self.run.get("prompt", "")),
+            ]
+            code = self._watch()
+            for pump in pumps:
+                pump.join(KILL_AFTER_S)
+            if not (self.lost or self.stop_requested.is_set()):
+                self._upload_outputs(Path(workdir) / "outputs")
+        elapsed = time.monotonic() - started
+        return self._finish(code, stdout.text(), stderr.text(), elapsed)
+
+    def _environment(self, workdir: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("GATEWAY_RUNNER_KEY", None)  # the command gets no runner credentials
+        env.update(
+            RUN_ID=self.run_id,
+            RUN_TITLE=self.run.get("title") or "",
+            GATEWAY_API_URL=self.client.api.removesuffix("/api/v1"),
+        )
+        outputs = workdir / "outputs"
+        outputs.mkdir()
+        env["RUN_OUTPUTS"] = str(outputs)
+        if self.run.get("event_payload"):
+            path = workdir / "event-payload.json"
+            path.write_bytes(self.client.event_payload(self.run_id))
+            env["EVENT_PAYLOAD"] = str(path)
+        return env
+
+    def _upload_outputs(self, outputs: Path) -> None:
+        """Files the command left in RUN_OUTPUTS become the run's FILE artifacts (and its
+        task's outputs): at most MAX_OUTPUTS, each at most MAX_OUTPUT_BYTES."""
+        files = sorted(p for p in outputs.rglob("*") if p.is_file())
+        for path in files[:MAX_OUTPUTS]:
+            name = str(path.relative_to(outputs))
+            if path.stat().st_size > MAX_OUTPUT_BYTES:
+                log.warning("run %s: %s is over %d bytes; not uploaded", self.run_id, name,
+                            MAX_OUTPUT_BYTES)  # fmt: skip
+                continue
+            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            self._report(
+                "artifacts",
+                artifact_type="FILE",
+                filename=path.name,
+                filepath=name,
+                mime_type=mime,
+                content_base64=base64.b64encode(path.read_bytes()).decode(),
+            )
+        if len(files) > MAX_OUTPUTS:
+            log.warning("run %s: %d files in RUN_OUTPUTS, the first %d uploaded", self.run_id,
+                        len(files), MAX_OUTPUTS)  # fmt: skip
+
+    def _watch(self) -> int:
+        """Waits for the command, renewing the lease; acts on cancel, interrupt, lost lease and
+        the runner's shutdown."""
+        assert self.process is not None
+        every = max(0.2, min(self.lease_s / 3, MAX_BEAT_S))
+        next_beat = time.monotonic() + every
+        while True:
+            try:
+                return self.process.wait(timeout=min(0.2, every))
+            except subprocess.TimeoutExpired:
+                pass
+            if self.stop_requested.is_set() and not self.cancelled:
+                log.info("run %s: the runner is stopping; terminating the command", self.run_id)
+                self._terminate()
+                return self.process.wait()
+            if time.monotonic() < next_beat:
+                continue
+            next_beat = time.monotonic() + every
+            beat = self._report("heartbeat")
+            if beat is None:
+                continue
+            if beat.get("cancel_requested") and not self.cancelled:
+                log.info("run %s: cancelled; terminating the command", self.run_id)
+                self.cancelled = True
+                self._terminate()
+            elif beat.get("interrupt_requested"):
+                log.info("run %s: interrupted; SIGINT to the command", self.run_id)
+                self._signal(signal.SIGINT)
+
+    def _report(self, action: str, **body: Any) -> dict[str, Any] | None:
+        """One protocol call about the run; a lost lease ends the command (another runner
+        may have the run now), other failures are logged and retried at the next beat."""
+        try:
+            return self.client.on(self.run_id, action, **body)
+        except ApiError as exc:
+            if exc.code == "lease_lost" and not self.lost:
+                log.warning("run %s: lease lost (%s); abandoning the command", self.run_id, exc)
+                self.lost = True
+                self._terminate()
+            elif not self.lost:
+                log.warning("run %s: %s failed: %s", self.run_id, action, exc)
+            return None
+
+    def _terminate(self) -> None:
+        """SIGTERM to the command's process group, SIGKILL if it is still there after
+        KILL_AFTER_S (in the background: the caller goes on waiting for the exit)."""
+        self._signal(signal.SIGTERM)
+
+        def kill_later() -> None:
+            assert self.process is not None
+            try:
+                self.process.wait(KILL_AFTER_S)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGKILL)
+
+        threading.Thread(target=kill_later, daemon=True).start()
+
+    def _signal(self, sig: int) -> None:
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            os.killpg(self.process.pid, sig)
+
+    def _finish(self, code: int, stdout: str, stderr: str, elapsed: float) -> str:
+        if self.lost:
+            return "lost"
+        if self.stop_requested.is_set() and not self.cancelled:
+            self._report("release", reason="its runner stopped")
+            log.info("run %s: given back to the queue", self.run_id)
+            return "released"
+        transcript = _transcript(self.command, code, stdout, stderr)
+        if self.cancelled:
+            outcome, message, error_code = "CANCELLED", "cancelled", None
+        elif code == 0:
+            outcome, message, error_code = "SUCCEEDED", _last_line(stdout), None
+        else:
+            reason = f"signal {-code}" if code < 0 else f"exit status {code}"
+            outcome = "FAILED"
+            message = _last_line(stdout) or f"the command ended with {reason}"
+            error_code = f"signal_{-code}" if code < 0 else f"exit_{code}"
+        body: dict[str, Any] = {"outcome": outcome, "transcript": transcript}
+        if message:
+            body["status_message"] = message
+        if error_code:
+            body["error_code"] = error_code
+        if self._report("finish", **body) is None:
+            return "unreported"
+        log.info("run %s: %s in %.1f s (exit %s)", self.run_id, outcome, elapsed, code)
+        return outcome
+
+
+def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:
+    def read() -> None:
+        assert stream is not None
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            into.chunks.append(chunk.decode(errors="replace"))
+        stream.close()
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def _feed(stream: IO[bytes] | None, prompt: str) -> threading.Thread:
+    def write() -> None:
+        assert stream is not None
+        try:
+            stream.write(prompt.encode())
+            stream.close()
+        except (BrokenPipeError, OSError):  # the command does not read its stdin
+            pass
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _last_line(stdout: str) -> str:
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    return lines[-1][:MAX_STATUS] if lines else ""
+
+
+def _transcript(command: str, code: int, stdout: str, stderr: str) -> str:
+    text = f"$ {command}\n{stdout}"
+    if stderr:
+        text += f"\n--- stderr ---\n{stderr}"
+    text += f"\n--- exit {code} ---\n"
+    return text if len(text) <= MAX_TRANSCRIPT else "[...]\n" + text[-MAX_TRANSCRIPT:]

@@ -1,0 +1,266 @@
+"""`gateway runner` against `gateway serve`, both real processes (SQLite and PostgreSQL): a
+webhook delivery becomes a run that a real command executes; failures, cancels, a runner killed
+mid-run, a runner stopped by SIGTERM, and 200 runs over 4 runners executed exactly once."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from benchmarks.procs import free_port
+from tests.ingress.hooks import gateway_env, serve_gateway
+
+pytestmark = pytest.mark.slow
+LEASE_S = "2"
+
+
+@dataclass
+class Deployment:
+    """A served gateway with a demo team; starts runners and calls the API as its user."""
+
+    url: str
+    env: dict[str, str]
+    keys: dict[str, Any]
+    tmp: Path
+    runners: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        # the demo user (one email) is in every demo team of a shared database: pick this one
+        headers = {
+            "Authorization": f"Bearer {self.keys['user_api_key']}",
+            "X-Service-Team-Uid": self.keys["team_uid"],
+        }
+        return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=10,
+                             **kwargs)  # fmt: skip
+
+    def runner(self, command: str, *options: str, name: str = "r") -> subprocess.Popen[bytes]:
+        env = self.env | {
+            "GATEWAY_API_URL": self.url,
+            "GATEWAY_RUNNER_KEY": self.keys["agent_api_key"],
+        }
+        with (self.tmp / f"runner-{name}.log").open("ab") as log:  # the child keeps a copy
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gateway", "runner", "--command", command, *options],
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
+        self.runners.append(proc)
+        return proc
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        answer = self.api("GET", f"/agent/runs/{run_id}")
+        assert answer.status_code == 200, answer.text
+        run: dict[str, Any] = answer.json()
+        return run
+
+    def new_run(self, prompt: str) -> str:
+        answer = self.api("POST", "/agent/runs", json={"prompt": prompt})
+        assert answer.status_code == 200, answer.text
+        return str(answer.json()["run_id"])
+
+    def states(self, run_id: str) -> list[str]:
+        events = self.api("GET", f"/agent/runs/{run_id}/timeline").json()["events"]
+        return [event["state"] for event in events]
+
+    def transcript(self, run_id: str) -> str:
+        content = self.api("GET", f"/agent/runs/{run_id}/transcript", follow_redirects=True)
+        assert content.status_code == 200, content.text  # followed to the signed URL
+        return content.text
+
+
+def wait_for(probe: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not in {timeout} s: {what}")
+
+
+@pytest.fixture
+def deployment(database_url: str, tmp_path: Path) -> Iterator[Deployment]:
+    port = free_port()
+    env = gateway_env(
+        database_url=database_url,
+        webhook_base_url=f"http://127.0.0.1:{port}",
+        secret_key=base64.urlsafe_b64encode(b"r" * 32).decode(),
+        run_lease_s=LEASE_S,
+        log_level="warning",
+    )
+    demo = subprocess.run(
+        [sys.executable, "-m", "gateway", "admin", "demo"],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    keys = json.loads(demo.stdout)
+    server = serve_gateway(env, port, tmp_path / "server.log")
+    deployment = Deployment(f"http://127.0.0.1:{port}", env, keys, tmp_path)
+    try:
+        yield deployment
+    finally:
+        for proc in deployment.runners:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+        server.terminate()  # gracefully: it stops its evaluator child too
+        server.wait(30)
+        for pidfile in tmp_path.glob("*.pid"):  # commands an abandoned runner left behind
+            _kill(int(pidfile.read_text().split()[0]))
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_webhook_delivery_runs_a_real_command_to_succeeded(deployment: Deployment) -> None:
+    factory = f"/factory/{deployment.keys['factory_uid']}"
+    hook = deployment.api("POST", f"{factory}/webhooks",
+                          json={"name": "events", "auth_mode": "url_token"}).json()  # fmt: skip
+    trigger = {"provider": "webhook", "event": "received",
+               "filter": {"webhook_ids": [hook["uid"]]}}  # fmt: skip
+    made = deployment.api("POST", f"{factory}/automations",
+                          json={"name": "handle", "prompt": "Handle the event.",
+                                "triggers": [trigger]})  # fmt: skip
+    assert made.status_code == 201, made.text
+    command = (
+        'read -r first; echo "prompt starts: $first" >&2; '
+        'cp "$EVENT_PAYLOAD" "$RUN_OUTPUTS/seen.json"; '
+        'echo "payload: $(cat "$EVENT_PAYLOAD")"; echo "handled $RUN_ID"'
+    )
+    deployment.runner(command)
+    accepted = httpx.post(hook["ingress_url"], json={"action": "opened", "n": 7}, timeout=10)
+    assert accepted.status_code == 202, accepted.text
+    delivery = f"{factory}/webhooks/{hook['uid']}/deliveries/{accepted.json()['delivery_id']}"
+    runs = wait_for(lambda: deployment.api("GET", delivery).json().get("runs"), what="a run")
+    run_id = runs[0]["run_id"]
+    run = wait_for(lambda: (r := deployment.run(run_id))["state"] == "SUCCEEDED" and r,
+                   what="SUCCEEDED")  # fmt: skip
+    assert run["status_message"]["message"] == f"handled {run_id}"
+    transcript = deployment.transcript(run_id)
+    assert 'payload: {"action":"opened","n":7}' in transcript
+    assert "prompt starts: Handle the event." in transcript  # stderr, with the prompt from stdin
+    assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
+    kinds = [item.get("artifact_type") or item.get("type") for item in run["artifacts"]]
+    assert kinds == ["attachment", "FILE"]  # the event payload it came with, then its output
+    artifact = run["artifacts"][1]
+    assert artifact["data"]["filename"] == "seen.json"
+    details = deployment.api("GET", f"/agent/artifacts/{artifact['data']['artifact_uid']}").json()
+    assert json.loads(httpx.get(details["data"]["download_url"]).content) == {
+        "action": "opened", "n": 7
+    }  # fmt: skip
+    tasks = deployment.api("GET", f"{factory}/tasks", params={"full_list": "true"}).json()
+    outputs = [o for task in tasks["tasks"] for o in task["outputs"]]
+    assert [(o["kind"], o["title"]) for o in outputs] == [("file", "seen.json")]
+
+
+def test_a_failing_command_fails_the_run(deployment: Deployment) -> None:
+    deployment.runner("echo working; echo 'disk full' ; exit 3")
+    run_id = deployment.new_run("fail please")
+    run = wait_for(lambda: (r := deployment.run(run_id))["state"] == "FAILED" and r,
+                   what="FAILED")  # fmt: skip
+    assert run["status_message"] == {"message": "disk full", "error_code": "exit_3",
+                                     "retryable": False}  # fmt: skip
+    assert "--- exit 3 ---" in deployment.transcript(run_id)
+
+
+def test_cancel_terminates_the_command_within_five_seconds(deployment: Deployment) -> None:
+    pidfile = deployment.tmp / "cancel.pid"
+    deployment.runner(f"echo $$ > {pidfile}; echo started; exec sleep 60")
+    run_id = deployment.new_run("long job")
+    wait_for(lambda: deployment.run(run_id)["state"] == "INPROGRESS" and pidfile.exists(),
+             what="INPROGRESS")  # fmt: skip
+    pid = int(pidfile.read_text())
+    cancelled = deployment.api("POST", f"/agent/runs/{run_id}/cancel")
+    assert cancelled.status_code == 200 and cancelled.text == run_id
+    started = time.monotonic()
+    wait_for(lambda: not _alive(pid), timeout=5.0, what="the command terminated")
+    assert time.monotonic() - started <= 5.0
+    transcript = f"/agent/runs/{run_id}/transcript"
+    wait_for(lambda: deployment.api("GET", transcript).status_code == 302,
+             what="the cancelled run's transcript")  # fmt: skip
+    assert deployment.run(run_id)["state"] == "CANCELLED"
+    assert "started" in deployment.transcript(run_id)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by the runner) has stopped running too
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_killed_runner_loses_nothing_its_run_is_executed_again(deployment: Deployment) -> None:
+    executions = deployment.tmp / "executions"
+    first = deployment.runner(
+        f"echo $RUN_ID >> {executions}; echo $$ > {deployment.tmp}/first.pid; exec sleep 60",
+        name="first",
+    )
+    run_id = deployment.new_run("survive a crash")
+    wait_for(lambda: executions.exists(), what="the first execution")
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    deployment.runner(f"echo $RUN_ID >> {executions}; echo recovered", name="second")
+    run = wait_for(lambda: (r := deployment.run(run_id))["state"] == "SUCCEEDED" and r,
+                   timeout=30, what="executed again")  # fmt: skip
+    assert run["status_message"]["message"] == "recovered"
+    assert executions.read_text().split() == [run_id, run_id]
+    assert deployment.states(run_id) == [
+        "QUEUED", "CLAIMED", "INPROGRESS", "QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"
+    ]  # fmt: skip
+
+
+def test_sigterm_gives_runs_in_hand_back_after_the_grace_period(deployment: Deployment) -> None:
+    pidfile = deployment.tmp / "term.pid"
+    runner = deployment.runner(f"echo $$ > {pidfile}; exec sleep 60", "--grace", "1")
+    run_id = deployment.new_run("interrupted by a deploy")
+    wait_for(lambda: deployment.run(run_id)["state"] == "INPROGRESS" and pidfile.exists(),
+             what="INPROGRESS")  # fmt: skip
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(30) == 0
+    assert not _alive(int(pidfile.read_text()))
+    run = deployment.run(run_id)
+    assert run["state"] == "QUEUED"
+    assert deployment.states(run_id)[-1] == "QUEUED"
+
+
+def test_200_runs_over_4_runners_are_each_executed_exactly_once(deployment: Deployment) -> None:
+    executions = deployment.tmp / "executions"
+    run_ids = {deployment.new_run(f"job {n}") for n in range(200)}
+    for n in range(4):
+        deployment.runner(f"echo $RUN_ID >> {executions}; echo ok", "--concurrency", "2",
+                          name=f"r{n}")  # fmt: skip
+
+    def succeeded() -> bool:
+        done: set[str] = set()
+        params: dict[str, Any] = {"state": "SUCCEEDED", "limit": 100}
+        while True:
+            page = deployment.api("GET", "/agent/runs", params=params).json()
+            done |= {run["run_id"] for run in page["runs"]}
+            if not page["page_info"]["has_next_page"]:
+                return run_ids <= done
+            params["cursor"] = page["page_info"]["next_cursor"]
+
+    wait_for(succeeded, timeout=120, what="200 runs SUCCEEDED")
+    executed = executions.read_text().split()
+    assert sorted(executed) == sorted(run_ids)  # every run once, none twice
+    workers = deployment.api("GET", "/agent/workers").json()["workers"]
+    assert len([w for w in workers if w["online"]]) == 4
