@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from sqlalchemy import Row, func, insert, select, update
@@ -34,6 +35,7 @@ HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
 MAX_CLAIM = 10  # runs per claim call
 MAX_STATUS = 500  # characters of a status message
 PAYLOAD_NAME = "event-payload.json"
+PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
 
 r = t.runs
 Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
@@ -101,9 +103,11 @@ async def runner_of(conn: AsyncConnection, principal: Principal, runner_uid: str
     row = (await conn.execute(select(t.runners).where(t.runners.c.uid == runner_uid))).first()
     if row is None or row.agent_uid != principal.uid:
         raise NotFound(f"runner_uid: {runner_uid} is not a runner of this agent")
-    await conn.execute(
-        update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=utcnow())
-    )
+    now = utcnow()
+    if now - row.last_seen_at > PRESENCE_PRECISION:  # one write a second is presence enough
+        await conn.execute(
+            update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=now)
+        )
     return Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
 
 
@@ -253,18 +257,18 @@ async def claim(
 async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[Any]:
     """The run, locked, while `runner` holds it; 404 outside its team, 409 `lease_lost` when
     it finished, was taken back or is held by another runner."""
-    await expire_leases(conn)
-    row = await find_run(conn, run_id)
+    row = (await conn.execute(select(r).where(r.c.run_id == run_id).with_for_update())).first()
     if row is None or row.team_uid != runner.team_uid:
         raise NotFound(f"run_id: {run_id} not found")
+    if row.lease_expires_at is not None and row.lease_expires_at < utcnow():
+        await expire_leases(conn)  # this one among them: requeued (or failed) now
+        row = await load_run(conn, run_id)
     if row.runner_uid != runner.uid:
         raise LeaseLost(
             f"run_id: runner {runner.uid} does not hold run {run_id} (it is {row.state}; "
             "finished, taken back after its lease expired, or claimed by another runner)"
         )
-    locked = (await conn.execute(select(r).where(r.c.run_id == run_id).with_for_update())).first()
-    assert locked is not None
-    return locked
+    return row
 
 
 async def heartbeat(
@@ -497,7 +501,7 @@ async def finish(
     error_code: str | None,
     transcript: str | None,
     transcript_link: str,
-) -> Row[Any]:
+) -> SimpleNamespace:
     """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
     acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
     is stored and `session_link` points at it. The runner holds the run no more."""
@@ -551,7 +555,12 @@ async def finish(
         if row.session_link is None:
             values["session_link"] = transcript_link
     await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
-    return await load_run(conn, run_id)
+    return _updated(row, values)
+
+
+def _updated(row: Row[Any], values: dict[str, Any]) -> SimpleNamespace:
+    """`row` as it is after an UPDATE of `values` (no read back)."""
+    return SimpleNamespace(**{**row._asdict(), **values})
 
 
 async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> Row[Any]:
