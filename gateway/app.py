@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 
 from gateway import api, wiring
+from gateway.api import health
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
 from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
@@ -25,6 +26,8 @@ from gateway.settings import Settings
 from gateway.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("gateway")
+# operations served outside the /api/v1 router, documented with it
+ELSEWHERE = (*INGRESS_OPERATIONS, *health.OPERATIONS)
 
 
 class State(TypedDict):
@@ -50,9 +53,10 @@ def create_app(settings: Settings) -> ASGIApp:
         finally:
             await services.close()
 
-    routes = api.routes(INGRESS_OPERATIONS)
+    routes = api.routes(ELSEWHERE)
+    mounted = [Mount(api.API_PREFIX, routes=routes)] if settings.serves_api else []
     app = Starlette(
-        routes=[Mount(api.API_PREFIX, routes=routes)] if settings.serves_api else [],
+        routes=[*health.routes, *mounted],
         exception_handlers={
             ServiceError: _service_error,
             HTTPException: _http_error,
@@ -66,8 +70,9 @@ def create_app(settings: Settings) -> ASGIApp:
 
 
 def openapi_document() -> dict[str, Any]:
-    """The document GET /api/v1/openapi.json serves: the API's routes and the ingress."""
-    return api.openapi_document(INGRESS_OPERATIONS)
+    """The document GET /api/v1/openapi.json serves: the API's routes, the ingress and the
+    health endpoints."""
+    return api.openapi_document(ELSEWHERE)
 
 
 class IngressDispatcher:

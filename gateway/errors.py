@@ -107,6 +107,10 @@ class Unavailable(ServiceError):
         super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))})
 
 
+class NotReady(ServiceError):
+    status, code, title = 503, "not_ready", "Not ready"
+
+
 class BacklogFull(Unavailable):
     code, title = "backlog_full", "Too many deliveries wait for evaluation"
 

@@ -44,6 +44,8 @@ class Services:
     # endpoint through the lifespan state
     ingress: IngressHandle | None = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
+    # readiness checks by name (GET /readyz): None when fine, else what is wrong
+    probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""

@@ -62,6 +62,8 @@ class Settings:
     max_backlog: int = 100_000
     # how long a runner's claim on a run lasts without a heartbeat (docs/runs-and-tasks.md)
     run_lease_s: float = 30.0
+    # /readyz fails while the oldest accepted delivery has waited longer for evaluation
+    ready_max_lag_s: float = 60.0
     log_level: str = "info"
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
     models: tuple[ModelSpec, ...] = BUILTIN_MODELS
@@ -111,6 +113,7 @@ def load_settings(
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
         max_backlog=_positive_int(env, "MAX_BACKLOG", 100_000),
         run_lease_s=_positive_float(env, "RUN_LEASE_S", 30.0),
+        ready_max_lag_s=_positive_float(env, "READY_MAX_LAG_S", 60.0),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or BUILTIN_ENVIRONMENTS,

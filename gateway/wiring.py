@@ -56,6 +56,7 @@ async def start(
     if not isinstance(local, LocalConfigPublisher):
         local = LocalConfigPublisher()
     redis = _redis(services, local) if settings.uses_redis else None
+    _probes(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis)
@@ -77,6 +78,22 @@ async def start(
     services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")
     return consumer
+
+
+def _probes(services: Services, redis: Redis | None) -> None:
+    """What GET /readyz checks in this process."""
+    from gateway.backends import readiness
+
+    database, max_lag = services.database, services.settings.ready_max_lag_s
+    services.probes["store"] = readiness.store_probe(database)
+    if redis is None:
+        services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag)
+        return
+    from gateway.backends.redis_backend import KeySpace
+
+    streams = KeySpace(services.settings.redis_prefix).streams()
+    services.probes["redis"] = readiness.redis_probe(redis)
+    services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:

@@ -198,7 +198,8 @@ class Checker:
     def __call__(
         self, method: str, path: str, status: int, *, headers: Any = None, **kwargs: Any
     ) -> Any:
-        full = path if path.startswith("/webhooks/") else f"/api/v1{path}"
+        outside = path.startswith(("/webhooks/", "/healthz", "/readyz"))  # not under /api/v1
+        full = path if outside else f"/api/v1{path}"
         url = full.format(**{"uid": self.world.factory_uid} | kwargs.pop("at", {}))
         response = self.world.client.request(
             method, url, headers=self.world.user if headers is None else headers, **kwargs
@@ -467,6 +468,8 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _scorers(check)
     _schemas_and_attachments(check, run)
     _runner(check, record["runs"][0]["run_id"])
+    check("GET", "/healthz", 200, headers={})
+    check("GET", "/readyz", 200, headers={})
     check("GET", "/agent/runs", 401, headers={})
     successes = {
         (method.upper(), path, int(status))

@@ -1,0 +1,57 @@
+"""Liveness and readiness, outside /api/v1 and without credentials, for load balancers and
+orchestrators: /healthz answers while the process serves; /readyz checks the store, Redis and
+the evaluator's lag (docs/operations.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+from msgspec import Meta, Struct
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.api.auth import services_of
+from gateway.api.http import json_response
+from gateway.api.routing import Routes, documented
+from gateway.errors import NotReady
+
+
+class Alive(Struct):
+    status: Literal["ok"]
+
+
+class Ready(Struct):
+    status: Literal["ready"]
+    checks: Annotated[dict[str, Literal["ok"]], Meta(description="each check that passed")]
+
+
+routes = Routes("health")
+
+
+@routes.get("/healthz", "Liveness", response=Alive, errors=(), public=True)
+async def healthz_endpoint(_request: Request) -> Response:
+    return json_response({"status": "ok"})
+
+
+@routes.get(
+    "/readyz",
+    "Readiness",
+    response=Ready,
+    errors=(503,),
+    public=True,
+    problems=((503, "`not_ready`: `detail` names each failing check and why"),),
+    notes="Checks the store, Redis (when configured) and the evaluator's lag (the oldest "
+    "accepted delivery not yet evaluated, at most GATEWAY_READY_MAX_LAG_S seconds old).",
+)
+async def readyz_endpoint(request: Request) -> Response:
+    probes = services_of(request).probes
+    names = list(probes)
+    results = await asyncio.gather(*(probes[name]() for name in names))
+    failing = [f"{name}: {result}" for name, result in zip(names, results, strict=True) if result]
+    if failing:
+        raise NotReady("; ".join(failing))
+    return json_response({"status": "ready", "checks": dict.fromkeys(names, "ok")})
+
+
+OPERATIONS = tuple(documented(routes))

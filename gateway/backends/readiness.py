@@ -1,0 +1,88 @@
+"""Readiness probes: is the store reachable, is Redis, and how far behind is the evaluator.
+
+Each probe answers None when fine, or one line saying what is wrong. The evaluator's lag is the
+age of the oldest accepted delivery not yet evaluated: the first entry of each shard stream
+(Redis; entry ids start with their time in ms), or the oldest pending row of the delivery log
+(embedded; a partial index holds only those).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select, text
+
+from gateway.store import Database
+from gateway.store import tables as t
+
+Probe = Callable[[], Awaitable[str | None]]
+TIMEOUT_S = 2.0  # a probe that takes longer counts as failed
+
+
+def store_probe(database: Database) -> Probe:
+    async def probe() -> str | None:
+        async with database.read() as conn:
+            await conn.execute(text("SELECT 1"))
+        return None
+
+    return _bounded(probe, "store")
+
+
+def redis_probe(redis: Any) -> Probe:
+    async def probe() -> str | None:
+        await redis.ping()
+        return None
+
+    return _bounded(probe, "redis")
+
+
+def stream_lag_probe(redis: Any, streams: list[str], max_lag_s: float) -> Probe:
+    async def probe() -> str | None:
+        async with redis.pipeline(transaction=False) as pipe:
+            for stream in streams:
+                pipe.xrange(stream, count=1)
+            firsts = await pipe.execute()
+        stamps = [int(entries[0][0].split(b"-")[0]) for entries in firsts if entries]
+        if not stamps:
+            return None
+        return _lag_message(time.time() - min(stamps) / 1000, max_lag_s)
+
+    return _bounded(probe, "evaluator_lag")
+
+
+def log_lag_probe(database: Database, max_lag_s: float) -> Probe:
+    d = t.deliveries
+
+    async def probe() -> str | None:
+        async with database.read() as conn:
+            query = select(func.min(d.c.received_at)).where(d.c.evaluation == "pending")
+            oldest: datetime | None = (await conn.execute(query)).scalar()
+        if oldest is None:
+            return None
+        return _lag_message((datetime.now(UTC) - oldest).total_seconds(), max_lag_s)
+
+    return _bounded(probe, "evaluator_lag")
+
+
+def _lag_message(lag_s: float, max_lag_s: float) -> str | None:
+    if lag_s <= max_lag_s:
+        return None
+    return (
+        f"the oldest accepted delivery waits {lag_s:.0f} s for evaluation (limit {max_lag_s:.0f})"
+    )
+
+
+def _bounded(probe: Probe, name: str) -> Probe:
+    async def bounded() -> str | None:
+        try:
+            return await asyncio.wait_for(probe(), TIMEOUT_S)
+        except TimeoutError:
+            return f"{name}: no answer within {TIMEOUT_S:.0f} s"
+        except Exception as exc:  # unreachable, refused, broken: the probe says so
+            return f"{name}: {type(exc).__name__}: {exc}"[:300]
+
+    return bounded

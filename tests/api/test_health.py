@@ -1,0 +1,89 @@
+"""/healthz and /readyz: no credentials; readiness names what fails (store, Redis, the
+evaluator's lag), on the embedded backend and with Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from redis.asyncio import Redis
+
+from benchmarks.procs import free_port
+from gateway.backends import readiness
+from gateway.services import Services
+from gateway.store import create_database
+from tests.conftest import make_settings
+from tests.support import GatewayClient, World, eventually
+
+
+def test_healthz_and_readyz_answer_without_credentials(client: GatewayClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready", "checks": {"store": "ok", "evaluator_lag": "ok"}}
+
+
+def test_readyz_names_every_failing_check(client: GatewayClient) -> None:
+    async def broken() -> str | None:
+        return "disk on fire"
+
+    async def add(services: Services) -> None:
+        services.probes["broken"] = broken
+
+    client.run(add)
+    answer = client.get("/readyz")
+    assert answer.status_code == 503
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "not_ready"
+    assert answer.json()["detail"] == "broken: disk on fire"
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def idle_evaluator(
+    request: pytest.FixtureRequest, database_url: str, redis_url: str, redis_prefix: str
+) -> Iterator[GatewayClient]:
+    """A gateway whose evaluator runs elsewhere (off here) and may lag half a second."""
+    extra = {"evaluator": "off", "ready_max_lag_s": "0.5"}
+    if request.param == "redis":
+        prefix = f"{redis_prefix}:{uuid.uuid4().hex}"
+        settings = make_settings(database_url, redis_url, prefix=prefix, **extra)
+    else:
+        settings = make_settings(database_url, **extra)
+    with GatewayClient.running(settings) as client:
+        yield client
+
+
+def test_readyz_fails_while_accepted_deliveries_wait_too_long(
+    idle_evaluator: GatewayClient,
+) -> None:
+    client = idle_evaluator
+    world = World.create(client)
+    hook = world.api("POST", f"/factory/{world.factory_uid}/webhooks",
+                     json={"name": "h", "auth_mode": "url_token"}).json()  # fmt: skip
+    path = hook["ingress_url"].split("://", 1)[1].split("/", 1)[1]
+    assert client.post(f"/{path}", json={"a": 1}).status_code == 202
+    assert client.get("/readyz").status_code == 200  # just accepted: not late yet
+    late = eventually(lambda: (r := client.get("/readyz")).status_code == 503 and r, timeout=10)
+    assert late.json()["detail"].startswith("evaluator_lag: the oldest accepted delivery waits")
+
+
+def test_probes_say_why_redis_or_the_store_cannot_be_reached() -> None:
+    async def run() -> tuple[str | None, str | None]:
+        client = Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
+        try:
+            redis = await readiness.redis_probe(client)()
+        finally:
+            await client.aclose()
+        database = create_database(f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/x")
+        try:
+            store = await readiness.store_probe(database)()
+        finally:
+            await database.close()
+        return redis, store
+
+    redis, store = asyncio.run(run())
+    # refused at once, or (redis-py retries) no answer within the probe's time limit
+    assert redis is not None and redis.startswith("redis: ")
+    assert store is not None and store.startswith("store: ")
