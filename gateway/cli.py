@@ -30,12 +30,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"gateway {_version()}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the HTTP server (API and ingress)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP server (API and ingress)",
+        description="Serves the API under /api/v1 and the ingress under /webhooks/w/. Without "
+        "GATEWAY_WEBHOOK_BASE_URL, ingress URLs handed out use http://HOST:PORT.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (8000)")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="HTTP worker processes; more than 1 needs Redis (1)"
+    )
     serve.add_argument(
         "--server",
         choices=HTTP_SERVERS,
@@ -43,7 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=_serve)
 
-    worker = sub.add_parser("worker", help="run only the evaluator (accepted deliveries -> runs)")
+    worker = sub.add_parser(
+        "worker",
+        help="run only the evaluator (accepted deliveries -> runs)",
+        description="Evaluates accepted deliveries into runs, at GATEWAY_EVALUATOR_PRIORITY; run "
+        "as many as needed beside ingress-only servers (GATEWAY_EVALUATOR=off).",
+    )
     # set by `gateway serve` for its evaluator child: stop when that server process is gone
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     worker.set_defaults(run=_worker)
@@ -73,23 +86,49 @@ def _parser() -> argparse.ArgumentParser:
     runner.set_defaults(run=_runner)
 
     apply = sub.add_parser("apply", help="apply a factory definition folder")
-    apply.add_argument("directory")
+    apply.add_argument("directory", help="the folder (docs/api.md, definition folders)")
     apply.add_argument("--factory", required=True, help="uid of the factory the folder defines")
     apply.set_defaults(run=_apply)
 
-    admin = sub.add_parser("admin", help="bootstrap teams, users, agents, factories, secrets")
-    commands = admin.add_subparsers(required=True, metavar="ADMIN_COMMAND")
-    for name, options, run in _ADMIN_COMMANDS:
-        cmd = commands.add_parser(name)
-        for option in options:
-            cmd.add_argument(f"--{option}", required=option not in OPTIONAL)
+    admin = sub.add_parser(
+        "admin",
+        help="bootstrap teams, users, agents, factories, secrets",
+        description="Each command prints one JSON object (API keys are shown once).",
+    )
+    commands = admin.add_subparsers(required=True, metavar="ADMIN_COMMAND", title="commands")
+    for name, summary, options, run in _ADMIN_COMMANDS:
+        cmd = commands.add_parser(name, help=summary, description=summary)
+        for option, meaning in options:
+            optional = option in OPTIONAL
+            cmd.add_argument(
+                f"--{option}",
+                required=not optional,
+                help=meaning + (" (optional)" if optional else ""),
+            )
+        if name == "demo":
+            cmd.add_argument(
+                "--format",
+                choices=("json", "env"),
+                default="json",
+                help="json: one object; env: export lines for a shell (default json)",
+            )
         cmd.set_defaults(run=lambda s, a, run=run: _admin(s, a, run))
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("webhook-gateway")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown"
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from gateway import http_server
 
+    _default_ingress_url(settings, args.host, args.port)
     if args.workers > 1 and not settings.uses_redis:
         print(
             "gateway: --workers > 1 needs GATEWAY_REDIS_URL: the embedded backend keeps rate "
@@ -112,6 +151,31 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         if evaluator is not None:
             evaluator.stop()
     return 0
+
+
+def _default_ingress_url(settings: Settings, host: str, port: int) -> None:
+    """Without GATEWAY_WEBHOOK_BASE_URL, ingress URLs use the address served here (set for
+    the HTTP workers and the evaluator child, which read the environment); with it, a warning
+    when it names this machine on another port."""
+    import os
+    from urllib.parse import urlsplit
+
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    every_address = ("0.0.0.0", "::", "")  # noqa: S104 -- what --host may say, not a bind
+    if not settings.webhook_base_url_given:
+        shown = "127.0.0.1" if host in every_address else host
+        shown = f"[{shown}]" if ":" in shown else shown
+        os.environ["GATEWAY_WEBHOOK_BASE_URL"] = f"http://{shown}:{port}"
+        return
+    given = urlsplit(settings.webhook_base_url)
+    default_port = 443 if given.scheme == "https" else 80
+    if given.hostname in loopback | {host} and (given.port or default_port) != port:
+        print(
+            f"gateway serve: warning: GATEWAY_WEBHOOK_BASE_URL={settings.webhook_base_url} "
+            f"names this machine on another port than --port {port}; ingress URLs handed out "
+            "will use it",
+            file=sys.stderr,
+        )
 
 
 def _exit_on_stop_signals() -> None:
@@ -211,7 +275,11 @@ def _admin(
     from gateway.errors import ServiceError
 
     try:
-        _print(asyncio.run(_with_services(settings, lambda services: run(services, args))))
+        value = asyncio.run(_with_services(settings, lambda services: run(services, args)))
+        if getattr(args, "format", "json") == "env":
+            _print_exports(value)
+        else:
+            _print(value)
     except ServiceError as exc:
         print(f"gateway admin: {exc.detail}", file=sys.stderr)
         return 1
@@ -220,6 +288,14 @@ def _admin(
 
 def _print(value: dict[str, Any]) -> None:
     sys.stdout.write(orjson.dumps(value).decode() + "\n")
+
+
+def _print_exports(value: dict[str, Any]) -> None:
+    """`export NAME=value` lines (names upper-cased), quoted for a POSIX shell."""
+    import shlex
+
+    for name, item in value.items():
+        sys.stdout.write(f"export {name.upper()}={shlex.quote(str(item))}\n")
 
 
 async def _create_team(services: Services, args: argparse.Namespace) -> dict[str, Any]:
@@ -302,14 +378,21 @@ async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]
 
 
 OPTIONAL = ("alias", "foreman", "agent")  # set-foreman without --agent leaves none
-_ADMIN_COMMANDS: list[
-    tuple[str, tuple[str, ...], Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]]
-] = [
-    ("create-team", ("name",), _create_team),
-    ("create-user", ("team", "email"), _create_user),
-    ("create-agent", ("team", "name"), _create_agent),
-    ("create-factory", ("team", "name", "alias", "foreman"), _create_factory),
-    ("set-foreman", ("factory", "agent"), _set_foreman),
-    ("set-secret", ("team", "name", "value"), _set_secret),
-    ("demo", (), _demo),
-]
+AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]
+TEAM = ("team", "uid of the team")
+_ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]] = [
+    ("create-team", "create a team", (("name", "the team's name"),), _create_team),
+    ("create-user", "add a user (new or existing email) to a team; prints an API key",
+     (TEAM, ("email", "the user's email")), _create_user),
+    ("create-agent", "create an agent of a team; prints its API key",
+     (TEAM, ("name", "the agent's name")), _create_agent),
+    ("create-factory", "create a factory of a team",
+     (TEAM, ("name", "the factory's name"), ("alias", "a short unique alias"),
+      ("foreman", "uid of the agent that executes dispatched work")), _create_factory),
+    ("set-foreman", "make an agent the factory's foreman (none without --agent)",
+     (("factory", "uid of the factory"), ("agent", "uid of an agent of the factory's team")),
+     _set_foreman),
+    ("set-secret", "create or replace a managed team secret",
+     (TEAM, ("name", "the secret's name"), ("value", "the secret")), _set_secret),
+    ("demo", "a team, user, agent, factory and secret, with their keys", (), _demo),
+]  # fmt: skip

@@ -48,6 +48,7 @@ class Settings:
     redis_url: str | None = None
     redis_prefix: str = "gw"
     webhook_base_url: str = "http://127.0.0.1:8000"
+    webhook_base_url_given: bool = False  # GATEWAY_WEBHOOK_BASE_URL set, not the default
     role: Role = "all"
     secret_key: bytes = b""
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
@@ -92,12 +93,13 @@ def load_settings(
     values.update(os.environ if environ is None else environ)
     env = {k[len(PREFIX) :]: v for k, v in values.items() if k.startswith(PREFIX)}
     redis_url = _optional_url(env, "REDIS_URL", ("redis://", "rediss://", "unix://"))
+    base_url = _optional_url(env, "WEBHOOK_BASE_URL", ("http://", "https://"))
     return Settings(
         database_url=_database_url(env.get("DATABASE_URL", DEFAULT_DATABASE_URL)),
         redis_url=redis_url,
         redis_prefix=_identifier(env, "REDIS_PREFIX", "gw"),
-        webhook_base_url=_optional_url(env, "WEBHOOK_BASE_URL", ("http://", "https://"))
-        or "http://127.0.0.1:8000",
+        webhook_base_url=base_url or "http://127.0.0.1:8000",
+        webhook_base_url_given=base_url is not None,
         role=_role(env.get("ROLE", "all")),
         secret_key=_secret_key(env),
         trusted_proxies=_networks(env, "TRUSTED_PROXIES"),

@@ -135,3 +135,58 @@ def test_set_foreman_hands_a_factory_to_another_agent_or_none(tmp_path: Path) ->
         check=False,
     )  # fmt: skip
     assert refused.returncode == 1 and refused.stderr.startswith("gateway admin: agent:")
+
+
+def test_version_and_help_list_what_there_is(tmp_path: Path) -> None:
+    assert gateway(tmp_path, "--version").stdout.strip() == "gateway 0.1.0"
+    listed = gateway(tmp_path, "admin", "--help").stdout
+    for command in ("create-team", "create-user", "create-agent", "create-factory",
+                    "set-foreman", "set-secret", "demo"):  # fmt: skip
+        assert command in listed
+    options = gateway(tmp_path, "admin", "create-factory", "--help").stdout
+    assert "--foreman FOREMAN  uid of the agent that executes dispatched work (optional)" in options
+    assert "port to listen on (8000)" in gateway(tmp_path, "serve", "--help").stdout
+
+
+def test_demo_prints_export_lines_for_a_shell(tmp_path: Path) -> None:
+    lines = gateway(tmp_path, "admin", "demo", "--format", "env").stdout.splitlines()
+    assert {line.split("=", 1)[0] for line in lines} >= {
+        "export TEAM_UID", "export USER_API_KEY", "export AGENT_API_KEY", "export FACTORY_UID"
+    }  # fmt: skip
+    shell = subprocess.run(["sh", "-c", "\n".join(lines) + '\necho "$FACTORY_UID"'],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert shell.stdout.strip().startswith("fac")
+
+
+def test_serve_hands_out_ingress_urls_on_its_own_port(tmp_path: Path) -> None:
+    from benchmarks.procs import free_port
+    from tests.ingress.hooks import gateway_env, serve_gateway
+
+    env = gateway_env(
+        database_url=f"sqlite:///{tmp_path}/cli.db",
+        secret_key=base64.urlsafe_b64encode(b"c" * 32).decode(),
+    )
+    keys = json.loads(subprocess.run([sys.executable, "-m", "gateway", "admin", "demo"],
+                                     env=env, capture_output=True, check=True).stdout)  # fmt: skip
+    port = free_port()
+    server = serve_gateway(env, port)
+    try:
+        import httpx
+
+        hook = httpx.post(
+            f"http://127.0.0.1:{port}/api/v1/factory/{keys['factory_uid']}/webhooks",
+            headers={"Authorization": f"Bearer {keys['user_api_key']}"},
+            json={"name": "h"},
+        ).json()
+        assert hook["ingress_url"].startswith(f"http://127.0.0.1:{port}/webhooks/w/")
+    finally:
+        server.terminate()
+        server.wait(30)
+    warned = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--port", str(free_port()), "--workers", "2"],
+        env=env | {"GATEWAY_WEBHOOK_BASE_URL": "http://127.0.0.1:9"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # refused (2 workers need Redis) right after the check
+    assert "names this machine on another port" in warned.stderr
