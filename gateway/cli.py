@@ -129,6 +129,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from gateway import http_server
 
     _default_ingress_url(settings, args.host, args.port)
+    if not _reachable(settings):
+        return 1
     if args.workers > 1 and not settings.uses_redis:
         print(
             "gateway: --workers > 1 needs GATEWAY_REDIS_URL: the embedded backend keeps rate "
@@ -151,6 +153,57 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         if evaluator is not None:
             evaluator.stop()
     return 0
+
+
+PREFLIGHT_S = 8.0  # how long start-up waits for the store and Redis before it gives up
+
+
+def _reachable(settings: Settings) -> bool:
+    """The store and Redis answer (tried for up to PREFLIGHT_S: they may be starting too);
+    otherwise one line on stderr saying which, where, and why."""
+    problems = asyncio.run(_preflight(settings))
+    for problem in problems:
+        print(f"gateway: cannot start: {problem}", file=sys.stderr)
+    return not problems
+
+
+async def _preflight(settings: Settings) -> list[str]:
+    import time
+
+    from gateway.backends import readiness
+    from gateway.store import create_database
+
+    database = create_database(settings.database_url)
+    redis = None
+    probes = {_masked(settings.database_url): readiness.store_probe(database)}
+    if settings.redis_url is not None:
+        from redis.asyncio import Redis
+
+        redis = Redis.from_url(settings.redis_url, socket_connect_timeout=2, protocol=2)
+        probes[_masked(settings.redis_url)] = readiness.redis_probe(redis)
+    deadline = time.monotonic() + PREFLIGHT_S
+    try:
+        while True:
+            failing = {where: await probe() for where, probe in probes.items()}
+            problems = [f"{why} (at {where})" for where, why in failing.items() if why]
+            if not problems or time.monotonic() >= deadline:
+                return problems
+            await asyncio.sleep(1.0)
+    finally:
+        await database.close()
+        if redis is not None:
+            await redis.aclose()
+
+
+def _masked(url: str) -> str:
+    """`url` without its password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _default_ingress_url(settings: Settings, host: str, port: int) -> None:
@@ -194,6 +247,8 @@ def _exit_on_stop_signals() -> None:
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.worker_process import run_worker
 
+    if not _reachable(settings):
+        return 1
     asyncio.run(run_worker(settings, parent_pid=args.parent_pid))
     return 0
 

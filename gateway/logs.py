@@ -64,3 +64,47 @@ def granian_log_config(level: str) -> dict[str, Any]:
         "gateway": {"handlers": ["console"], "level": level.upper(), "propagate": False},
     }
     return config
+
+
+class OutageLog:
+    """Logs a failing dependency once per `interval` instead of once per attempt: the first
+    failure, then a reminder with the count, and the recovery with how long it lasted.
+    Tracebacks only at debug level."""
+
+    def __init__(self, logger: logging.Logger, what: str, interval: float = 30.0) -> None:
+        self.log = logger
+        self.what = what
+        self.interval = interval
+        self._since: float | None = None
+        self._last = 0.0
+        self._failures = 0
+
+    def failed(self, exc: BaseException) -> None:
+        import time
+
+        now = time.monotonic()
+        self._failures += 1
+        self.log.debug("%s: %s", self.what, exc, exc_info=exc)
+        if self._since is None:
+            self._since, self._last = now, now
+            self.log.warning("%s: %s; retrying", self.what, exc)
+        elif now - self._last >= self.interval:
+            self._last = now
+            self.log.warning(
+                "%s: still failing after %.0f s (%d attempts): %s",
+                self.what,
+                now - self._since,
+                self._failures,
+                exc,
+            )
+
+    def succeeded(self) -> None:
+        if self._since is None:
+            return
+        import time
+
+        lasted = time.monotonic() - self._since
+        self.log.warning(
+            "%s: recovered after %.0f s (%d failed attempts)", self.what, lasted, self._failures
+        )
+        self._since, self._failures = None, 0

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,26 @@ def test_serve_hands_out_ingress_urls_on_its_own_port(tmp_path: Path) -> None:
         timeout=60,
     )  # refused (2 workers need Redis) right after the check
     assert "names this machine on another port" in warned.stderr
+
+
+def test_an_unreachable_redis_or_store_at_start_is_one_line_and_a_failed_exit(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.procs import free_port
+
+    closed = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    cases = (
+        ("serve", {"GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/g.db",
+                   "GATEWAY_REDIS_URL": f"redis://:hunter2@127.0.0.1:{closed}"}),
+        ("worker", {"GATEWAY_DATABASE_URL": f"postgresql://u:hunter2@127.0.0.1:{closed}/x"}),
+    )  # fmt: skip
+    for command, settings in cases:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "gateway", command], env=env | settings,
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert time.monotonic() - started < 10.0
+        assert done.returncode == 1
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("gateway: cannot start: ") and f"127.0.0.1:{closed}" in line
+        assert "hunter2" not in line and ":***@" in line

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.domain import delivery_log
 from gateway.domain.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.logs import OutageLog
 from gateway.store import Database
 
 log = logging.getLogger("gateway.worker")
@@ -82,6 +83,9 @@ class Consumer:
         self._next_report = time.monotonic() + REPORT_EVERY_S
         self._reported = (0, 0)
         self._stopping = False
+        # an unreachable Redis or store is logged once per interval, and its recovery
+        self._reading = OutageLog(log, "delivery consumer: reading")
+        self._writing = OutageLog(log, "delivery consumer: writing")
 
     async def run(self) -> None:
         """Until cancelled, or until `stop`: then the batch in hand is written and it returns
@@ -109,10 +113,11 @@ class Consumer:
                     await planned.put(batch)
                 await self._maybe_prune()
                 self._maybe_report()
+                self._reading.succeeded()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep consuming: Redis or SQL may be back in a moment
-                log.warning("delivery consumer: %s; retrying in 1 s", exc, exc_info=True)
+                self._reading.failed(exc)
                 if entries:  # read but not planned: the source must hand them out again
                     await self.source.retry_later(entries)
                 await asyncio.sleep(1.0)
@@ -122,10 +127,11 @@ class Consumer:
         while (batch := await planned.get()) is not None:
             try:
                 await self._write_or_isolate(batch)
+                self._writing.succeeded()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # retried by the source; keep writing the next ones
-                log.warning("delivery consumer: %s", exc, exc_info=True)
+                self._writing.failed(exc)
                 await asyncio.sleep(1.0)
 
     async def process(self, entries: Sequence[Entry]) -> None:
