@@ -7,9 +7,12 @@ import asyncio
 import base64
 import binascii
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 from msgspec import Meta, Struct
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -18,6 +21,7 @@ from gateway.api.fields import Timestamp
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
 from gateway.domain import run_execution
+from gateway.domain.identities import Principal
 from gateway.domain.run_records import run_json
 from gateway.errors import InvalidRequest, NotFound
 
@@ -195,6 +199,15 @@ class Release(Struct, kw_only=True, forbid_unknown_fields=True):
     reason: Annotated[str, Meta(max_length=500)] = "given back by its runner"
 
 
+@asynccontextmanager
+async def _as_runner(
+    request: Request, principal: Principal, runner_uid: str
+) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner]]:
+    """A transaction on behalf of the caller's runner (404 for anyone else's)."""
+    async with services_of(request).database.transaction() as conn:
+        yield conn, await run_execution.runner_of(conn, principal, runner_uid)
+
+
 routes = Routes("runners")
 BASE = "/runner"
 RUN = f"{BASE}/runs/{{run_id}}"
@@ -246,13 +259,11 @@ async def register_endpoint(request: Request, body: Body[RunnerRegister]) -> Res
 async def claim_endpoint(request: Request, body: Body[ClaimRequest]) -> Response:
     principal = await principal_of(request)
     ask = await body.read()
-    services = services_of(request)
-    lease_s = services.settings.run_lease_s
+    lease_s = services_of(request).settings.run_lease_s
     deadline = time.monotonic() + ask.wait_s
     pause = 0.05
     while True:
-        async with services.database.transaction() as conn:
-            runner = await run_execution.runner_of(conn, principal, ask.runner_uid)
+        async with _as_runner(request, principal, ask.runner_uid) as (conn, runner):
             rows = await run_execution.claim(conn, runner, lease_s, ask.max_runs)
             claimed = [
                 _claimed(row, await run_execution.event_payload_exists(conn, row)) for row in rows
@@ -296,12 +307,9 @@ def _claimed(row: Any, payload: bool) -> dict[str, Any]:
 async def heartbeat_endpoint(request: Request, body: Body[Held]) -> Response:
     principal = await principal_of(request)
     held = await body.read()
-    services = services_of(request)
-    async with services.database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, held.runner_uid)
-        result = await run_execution.heartbeat(
-            conn, runner, request.path_params["run_id"], services.settings.run_lease_s
-        )
+    lease_s = services_of(request).settings.run_lease_s
+    async with _as_runner(request, principal, held.runner_uid) as (conn, runner):
+        result = await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
     return json_response(result)
 
 
@@ -317,8 +325,7 @@ async def heartbeat_endpoint(request: Request, body: Body[Held]) -> Response:
 async def progress_endpoint(request: Request, body: Body[Progress]) -> Response:
     principal = await principal_of(request)
     report = await body.read()
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, report.runner_uid)
+    async with _as_runner(request, principal, report.runner_uid) as (conn, runner):
         row = await run_execution.progress(
             conn,
             runner,
@@ -350,8 +357,7 @@ def _state(row: Any) -> dict[str, Any]:
 async def messages_endpoint(request: Request, body: Body[Messages]) -> Response:
     principal = await principal_of(request)
     batch = await body.read()
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, batch.runner_uid)
+    async with _as_runner(request, principal, batch.runner_uid) as (conn, runner):
         count = await run_execution.append_messages(
             conn,
             runner,
@@ -374,8 +380,7 @@ async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> Res
     principal = await principal_of(request)
     upload = await body.read()
     stored = upload.stored()
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, upload.runner_uid)
+    async with _as_runner(request, principal, upload.runner_uid) as (conn, runner):
         row = await run_execution.add_artifact(conn, runner, request.path_params["run_id"], stored)
     return json_response(
         {"artifact_uid": row.artifact_uid, "artifact_type": row.artifact_type}, 201
@@ -394,8 +399,7 @@ async def usage_endpoint(request: Request, body: Body[Usage]) -> Response:
     principal = await principal_of(request)
     usage = await body.read()
     run_id = request.path_params["run_id"]
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, usage.runner_uid)
+    async with _as_runner(request, principal, usage.runner_uid) as (conn, runner):
         await run_execution.report_usage(
             conn,
             runner,
@@ -426,8 +430,7 @@ async def finish_endpoint(request: Request, body: Body[Finish]) -> Response:
     done = await body.read()
     run_id = request.path_params["run_id"]
     link = f"{str(request.base_url).rstrip('/')}/api/v1/agent/runs/{run_id}/transcript"
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, done.runner_uid)
+    async with _as_runner(request, principal, done.runner_uid) as (conn, runner):
         row = await run_execution.finish(
             conn,
             runner,
@@ -453,8 +456,7 @@ async def finish_endpoint(request: Request, body: Body[Finish]) -> Response:
 async def release_endpoint(request: Request, body: Body[Release]) -> Response:
     principal = await principal_of(request)
     given = await body.read()
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, given.runner_uid)
+    async with _as_runner(request, principal, given.runner_uid) as (conn, runner):
         row = await run_execution.release(conn, runner, request.path_params["run_id"], given.reason)
     return json_response(_state(row))
 
@@ -471,8 +473,7 @@ async def event_payload_endpoint(request: Request, body: Body[Held]) -> Response
     principal = await principal_of(request)
     held = await body.read()
     run_id = request.path_params["run_id"]
-    async with services_of(request).database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, held.runner_uid)
+    async with _as_runner(request, principal, held.runner_uid) as (conn, runner):
         row = await run_execution.held_run(conn, runner, run_id)
         payload = await run_execution.event_payload(conn, row)
     if payload is None:
