@@ -131,6 +131,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     _default_ingress_url(settings, args.host, args.port)
     if not _reachable(settings):
         return 1
+    _startup_block(settings, args)
     if args.workers > 1 and not settings.uses_redis:
         print(
             "gateway: --workers > 1 needs GATEWAY_REDIS_URL: the embedded backend keeps rate "
@@ -153,6 +154,34 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         if evaluator is not None:
             evaluator.stop()
     return 0
+
+
+def _startup_block(settings: Settings, args: argparse.Namespace) -> None:
+    """What this server runs with, once, before it starts (passwords masked)."""
+    import os
+
+    server = args.server or settings.server
+    evaluator: str = settings.evaluator
+    if evaluator != "off":
+        evaluator += f", priority {settings.evaluator_priority}"
+    facts = {
+        "version": _version(),
+        "backend": f"redis {_masked(settings.redis_url)}, prefix {settings.redis_prefix}"
+        if settings.redis_url
+        else "embedded (in-process limits and de-duplication)",
+        "database": _masked(settings.database_url),
+        "secret_key": settings.secret_key_source,
+        "evaluator": evaluator,
+        "listen": f"http://{args.host}:{args.port} ({server}, {args.workers} worker(s))",
+        "ingress_urls": os.environ.get("GATEWAY_WEBHOOK_BASE_URL", settings.webhook_base_url)
+        + "/webhooks/w/...",
+    }
+    if settings.log_format == "json":
+        sys.stderr.write(orjson.dumps({"message": "gateway starting", **facts}).decode() + "\n")
+        return
+    width = max(map(len, facts))
+    lines = [f"  {name.replace('_', ' '):<{width}}  {value}" for name, value in facts.items()]
+    sys.stderr.write("gateway starting\n" + "\n".join(lines) + "\n")
 
 
 PREFLIGHT_S = 8.0  # how long start-up waits for the store and Redis before it gives up
@@ -254,7 +283,6 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _runner(settings: Settings, args: argparse.Namespace) -> int:
-    import logging
     import os
 
     from gateway.runner.loop import Runner, RunnerOptions
@@ -266,9 +294,9 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print("gateway runner: --concurrency must be at least 1", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s runner: %(message)s", datefmt="%H:%M:%S"
-    )
+    from gateway import logs
+
+    logs.configure("info", settings.log_format, "%(asctime)s runner: %(message)s")
     api_url = os.environ.get("GATEWAY_API_URL", "http://127.0.0.1:8000")
     if not api_url.startswith(("http://", "https://")):
         print(f"gateway runner: GATEWAY_API_URL: expected an http(s) URL, got {api_url!r}",

@@ -43,7 +43,7 @@ def _uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
         workers=workers,
         http=BoundedHttpTools,
         log_level=settings.log_level,
-        log_config=uvicorn_log_config(settings.log_level),
+        log_config=uvicorn_log_config(settings.log_level, settings.log_format),
         proxy_headers=False,
         server_header=False,
     )
@@ -71,7 +71,7 @@ def _granian(settings: Settings, host: str, port: int, workers: int) -> None:
             max_buffer_size=READ_BUFFER,
         ),
         log_level=LogLevels(settings.log_level),
-        log_dictconfig=granian_log_config(settings.log_level),
+        log_dictconfig=granian_log_config(settings.log_level, settings.log_format),
         log_access=True,
         log_access_format=ACCESS_FORMAT,
     ).serve(target_loader=_granian_worker_app)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,45 @@ class RedactTokens(logging.Filter):
         return True
 
 
-def uvicorn_log_config(level: str) -> dict[str, Any]:
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line (GATEWAY_LOG_FORMAT=json): time, level, logger, message, and
+    the exception when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import orjson
+
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(entry).decode()
+
+    converter = time.gmtime  # type: ignore[assignment]  # timestamps in UTC
+
+
+JSON_FORMATTER = {"()": "gateway.logs.JsonFormatter"}
+
+
+def _as_json(config: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """`config` with every formatter replaced by the JSON one, for fmt "json"."""
+    if fmt == "json":
+        config["formatters"] = dict.fromkeys(config.get("formatters", {}), JSON_FORMATTER)
+    return config
+
+
+def configure(level: str, fmt: str, text_format: str = "%(levelname)s %(message)s") -> None:
+    """Logging of a process that runs no HTTP server (the worker, the runner)."""
+    handler = logging.StreamHandler()
+    handler.addFilter(RedactTokens())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(text_format))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def uvicorn_log_config(level: str, fmt: str = "text") -> dict[str, Any]:
     from uvicorn.config import LOGGING_CONFIG
 
     config: dict[str, Any] = {**LOGGING_CONFIG}
@@ -40,14 +79,14 @@ def uvicorn_log_config(level: str) -> dict[str, Any]:
         **LOGGING_CONFIG["loggers"],
         "gateway": {"handlers": ["default"], "level": level.upper(), "propagate": False},
     }
-    return config
+    return _as_json(config, fmt)
 
 
 # uvicorn's access line, from granian's fields
 ACCESS_FORMAT = '%(addr)s - "%(method)s %(path)s %(protocol)s" %(status)d'
 
 
-def granian_log_config(level: str) -> dict[str, Any]:
+def granian_log_config(level: str, fmt: str = "text") -> dict[str, Any]:
     """Granian's loggers and the `gateway` logger on standard error (as under uvicorn), every
     handler redacting url_token paths."""
     from granian.log import LOGGING_CONFIG
@@ -63,7 +102,7 @@ def granian_log_config(level: str) -> dict[str, Any]:
         **base["loggers"],
         "gateway": {"handlers": ["console"], "level": level.upper(), "propagate": False},
     }
-    return config
+    return _as_json(config, fmt)
 
 
 class OutageLog:

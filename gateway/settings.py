@@ -29,12 +29,15 @@ EvaluatorMode = Literal["process", "inline", "off"]
 EVALUATOR_MODES: tuple[EvaluatorMode, ...] = ("process", "inline", "off")
 EvaluatorPriority = Literal["idle", "low", "normal"]
 EVALUATOR_PRIORITIES: tuple[EvaluatorPriority, ...] = ("idle", "low", "normal")
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 # the HTTP server `gateway serve` runs (gateway/http_server.py)
 HttpServer = Literal["uvicorn", "granian"]
 HTTP_SERVERS: tuple[HttpServer, ...] = ("uvicorn", "granian")
 Choice = TypeVar("Choice", bound=str)
 Item = TypeVar("Item")
 DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
+DEFAULT_KEY_FILE = Path("data/secret.key")
 DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
 
 
@@ -51,6 +54,7 @@ class Settings:
     webhook_base_url_given: bool = False  # GATEWAY_WEBHOOK_BASE_URL set, not the default
     role: Role = "all"
     secret_key: bytes = b""
+    secret_key_source: str = "GATEWAY_SECRET_KEY"  # noqa: S105 -- where the key came from
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
     egress_ranges: tuple[str, ...] = DEFAULT_EGRESS_RANGES
     body_timeout: float = 10.0
@@ -66,6 +70,7 @@ class Settings:
     # /readyz fails while the oldest accepted delivery has waited longer for evaluation
     ready_max_lag_s: float = 60.0
     log_level: str = "info"
+    log_format: LogFormat = "text"
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
     models: tuple[ModelSpec, ...] = BUILTIN_MODELS
     environments: tuple[EnvironmentSpec, ...] = BUILTIN_ENVIRONMENTS
@@ -102,6 +107,7 @@ def load_settings(
         webhook_base_url_given=base_url is not None,
         role=_role(env.get("ROLE", "all")),
         secret_key=_secret_key(env),
+        secret_key_source="GATEWAY_SECRET_KEY" if env.get("SECRET_KEY") else str(DEFAULT_KEY_FILE),
         trusted_proxies=_networks(env, "TRUSTED_PROXIES"),
         egress_ranges=tuple(str(n) for n in _networks(env, "EGRESS_RANGES"))
         or DEFAULT_EGRESS_RANGES,
@@ -117,6 +123,7 @@ def load_settings(
         run_lease_s=_positive_float(env, "RUN_LEASE_S", 30.0),
         ready_max_lag_s=_positive_float(env, "READY_MAX_LAG_S", 60.0),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+        log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or BUILTIN_ENVIRONMENTS,
     )
@@ -250,7 +257,7 @@ def _secret_key(env: Mapping[str, str]) -> bytes:
 
 def _default_secret_key() -> bytes:
     """Embedded default: a key file beside the SQLite data, created once and kept private."""
-    path = Path("data/secret.key")
+    path = DEFAULT_KEY_FILE
     if path.is_file():
         return base64.urlsafe_b64decode(path.read_bytes().strip())
     path.parent.mkdir(parents=True, exist_ok=True)

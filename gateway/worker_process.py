@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 
-from gateway import wiring
+from gateway import logs, wiring
 from gateway.services import build_services
 from gateway.settings import Settings
 from gateway.worker.cpu_priority import leave_idle_cgroup, lower_priority
@@ -22,7 +22,7 @@ PARENT_CHECK_S = 1.0
 async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
     """Run the delivery consumer until SIGINT or SIGTERM, or until process `parent_pid` (the
     `gateway serve` that started this one) is no longer this process's parent."""
-    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(message)s")
+    logs.configure(settings.log_level, settings.log_format)
     # batch work yields the CPU to ingress and Redis on a shared host; backlog drains when idle
     priority = lower_priority(settings.evaluator_priority, settings.redis_prefix)
     services = build_services(settings)

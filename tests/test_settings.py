@@ -161,3 +161,10 @@ def test_evaluator_priority_defaults_to_idle_beside_redis_and_low_on_the_sqlite_
     assert (
         settings(REDIS_URL="redis://h", EVALUATOR_PRIORITY="normal").evaluator_priority == "normal"
     )
+
+
+def test_log_format_is_text_or_json() -> None:
+    assert settings().log_format == "text"
+    assert settings(LOG_FORMAT="JSON").log_format == "json"
+    with pytest.raises(SettingsError, match="GATEWAY_LOG_FORMAT"):
+        settings(LOG_FORMAT="xml")

@@ -1,0 +1,86 @@
+"""Structured logs (GATEWAY_LOG_FORMAT=json), the outage log, and the start-up block."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.logs import JsonFormatter, OutageLog, uvicorn_log_config
+
+
+def _record(message: str, *args: object, exc: bool = False) -> logging.LogRecord:
+    info = None
+    if exc:
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            info = sys.exc_info()
+    return logging.LogRecord("gateway.test", logging.WARNING, __file__, 1, message, args, info)
+
+
+def test_json_lines_carry_time_level_logger_message_and_exception() -> None:
+    line = JsonFormatter().format(_record("lost %d of %s", 3, "x", exc=True))
+    entry = json.loads(line)
+    assert entry["level"] == "warning" and entry["logger"] == "gateway.test"
+    assert entry["message"] == "lost 3 of x"
+    assert entry["time"].endswith("Z") and "ValueError: boom" in entry["exception"]
+    assert "\n" not in line
+
+
+def test_every_server_formatter_becomes_json() -> None:
+    config = uvicorn_log_config("info", "json")
+    assert config["formatters"] and all(
+        f == {"()": "gateway.logs.JsonFormatter"} for f in config["formatters"].values()
+    )
+    assert uvicorn_log_config("info")["formatters"]["default"] != {
+        "()": "gateway.logs.JsonFormatter"
+    }
+
+
+def test_an_outage_is_logged_once_per_interval_and_its_recovery(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outage = OutageLog(logging.getLogger("gateway.test"), "consumer", interval=3600)
+    with caplog.at_level(logging.WARNING, "gateway.test"):
+        for _ in range(50):
+            outage.failed(ConnectionError("refused"))
+        outage.succeeded()
+        outage.succeeded()  # nothing more to say
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == "consumer: refused; retrying"
+    assert (
+        messages[1].startswith("consumer: recovered after")
+        and "(50 failed attempts)" in messages[1]
+    )
+    assert len(messages) == 2
+
+
+def test_serve_starts_with_one_block_saying_what_it_runs_with(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    env |= {"GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/g.db", "GATEWAY_LOG_FORMAT": "json"}
+    with socket.socket() as taken:  # the server prints its block, then cannot bind and ends
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [sys.executable, "-m", "gateway", "serve", "--port", port],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    block = json.loads(done.stderr.splitlines()[0])
+    assert block["message"] == "gateway starting"
+    assert block["backend"] == "embedded (in-process limits and de-duplication)"
+    assert block["database"].endswith("/g.db") and block["secret_key"] == "data/secret.key"
+    assert block["evaluator"] == "process, priority low"
+    assert block["listen"] == f"http://127.0.0.1:{port} (uvicorn, 1 worker(s))"
+    assert done.returncode != 0  # the port was taken
