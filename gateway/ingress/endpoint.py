@@ -12,6 +12,7 @@ from gateway.errors import MethodNotAllowed, NotFound, ServiceError, Unavailable
 from gateway.ingress.body import ClientGone
 from gateway.ingress.headers import RawHeaders
 from gateway.ingress.pipeline import Ingress
+from gateway.ingress.slack_bodies import Challenge
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
 from gateway.types import Receive, Scope, Send
 
@@ -33,6 +34,9 @@ class IngressEndpoint:
         try:
             delivery_id = await self._accept(scope, receive)
         except ClientGone:
+            return
+        except Challenge as challenge:  # Slack's url_verification: 200 with its challenge
+            await _send(send, 200, _JSON, challenge.body, {})
             return
         except ServiceError as error:
             status, body, headers = render(error)

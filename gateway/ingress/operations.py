@@ -26,7 +26,9 @@ def _operation(summary: str) -> Operation:
         errors=(400, 401, 404, 408, 413, 429, 503),
         public=True,
         notes="Authenticated by the webhook's own mode, not by an API key. A duplicate "
-        "delivery is a 202 with the first delivery's `delivery_id`.",
+        "delivery is a 202 with the first delivery's `delivery_id`. Slack's url_verification "
+        'handshake (signature scheme `slack`) is answered 200 `{"challenge": ...}` and '
+        "recorded as nothing; Slack's form-encoded bodies are stored as JSON (docs/providers.md).",
         problems=((400, "`invalid_json`: the body is not JSON"),),
     )
 

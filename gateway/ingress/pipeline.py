@@ -19,6 +19,7 @@ from gateway.errors import (
     Unauthenticated,
     Unavailable,
 )
+from gateway.ingress import slack_bodies
 from gateway.ingress.auth import authenticate
 from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length
 from gateway.ingress.cache import ConfigCache
@@ -94,6 +95,8 @@ class Ingress:
             return await self.backend.auth_failed(
                 config.target, source, ids.new_id("dlv"), len(body)
             )
+        if config.slack:  # its handshake, and its form-encoded bodies stored as JSON
+            body = slack_bodies.as_json(headers, body)
         try:  # only now, after authentication, is the body parsed
             orjson.loads(body)
             valid_json = True

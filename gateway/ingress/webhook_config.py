@@ -32,6 +32,8 @@ class WebhookConfig:
     verifier: Verifier | None  # signature mode
     delivery_id_header: str | None
     target: Target
+    # Slack's bodies need translating before they are stored (gateway/ingress/slack_bodies.py)
+    slack: bool = False
 
     def token_matches(self, presented: str) -> bool:
         if self.token_hash is None:
@@ -94,6 +96,7 @@ def prepare(row: Row[Any], box: SecretBox) -> WebhookConfig:
         verifier=verifier,
         delivery_id_header=_identity_header(row.uid, row.delivery_id_header),
         target=Target(row.uid, int(row.config_version), shard_of(row.uid)),
+        slack=row.auth_mode == "signature" and row.signature_scheme == "slack",
     )
 
 
