@@ -46,7 +46,6 @@ from gateway.backends.redis_backend import (
     SIDE_BODY_ORPHAN_TTL_S,
     KeySpace,
     RedisBackend,
-    _digest,
 )
 from gateway.backends.resp_client import RespClient
 
