@@ -64,6 +64,7 @@ class ClusterServers:
             "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--cluster-require-full-coverage", "no",
+            "--repl-diskless-sync-delay", "0",  # a replica is in sync at once, not after 5 s
         ]  # fmt: skip
         self.procs[port] = spawn(argv, log=node_dir / "redis.log")
         wait_port(port, self.procs[port])
@@ -82,7 +83,8 @@ class ClusterServers:
         self.wait_healthy()
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
-        """Every live node says cluster_state:ok and every slot has a master that is up."""
+        """Every live node says cluster_state:ok, every slot has a master that is up, and every
+        replica is in sync (only then can it take over)."""
         deadline = time.monotonic() + timeout
         while True:
             states = []
@@ -93,6 +95,9 @@ class ClusterServers:
                     info = node.execute_command("CLUSTER", "INFO").decode()
                     states.append("cluster_state:ok" in info and "slots_fail:0" in info)
                     states.append("cluster_slots_assigned:16384" in info)
+                    replication = node.info("replication")
+                    if replication["role"] == "slave":
+                        states.append(replication["master_link_status"] == "up")
             if all(states):
                 return
             if time.monotonic() > deadline:
