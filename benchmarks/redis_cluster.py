@@ -1,5 +1,5 @@
 """A private Redis Cluster on loopback: `masters` redis-servers with `replicas` replicas each, on
-consecutive ports from `base_port`, joined by `redis-cli --cluster create`, in a temporary
+consecutive free ports from `base_port`, joined by `redis-cli --cluster create`, in a temporary
 directory; for the tests and the scale-out benchmark (never the shared 6379). Masters can be
 killed outright and started again (they come back as replicas of whoever took over).
 
@@ -11,6 +11,7 @@ docs/operations.md recommends: shards on healthy masters keep answering while on
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -27,9 +28,32 @@ from benchmarks.procs import spawn, stop, wait_port
 NODE_TIMEOUT_MS = 1000
 
 
+# the cluster bus of a node listens on its port + 10000
+BUS_OFFSET = 10000
+
+
+def free_ports(first: int, count: int, last: int) -> list[int]:
+    """`count` consecutive ports from `first` on (up to `last`) free on loopback, with their
+    cluster-bus ports: another run's cluster may hold the first ones."""
+    for start in range(first, last - count + 2):
+        if all(_free(port) and _free(port + BUS_OFFSET) for port in range(start, start + count)):
+            return list(range(start, start + count))
+    raise RuntimeError(f"no {count} free consecutive ports in {first}-{last}")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 class ClusterServers:
-    def __init__(self, base_port: int, masters: int = 3, replicas: int = 0) -> None:
-        self.ports = list(range(base_port, base_port + masters * (1 + replicas)))
+    def __init__(self, ports: list[int], masters: int = 3, replicas: int = 0) -> None:
+        assert len(ports) == masters * (1 + replicas)
+        self.ports = ports
         self.masters = masters
         self.replicas = replicas
         self.dir = Path(tempfile.mkdtemp(prefix="private-redis-cluster-"))
@@ -121,8 +145,13 @@ class ClusterServers:
 
 
 @contextmanager
-def redis_cluster(base_port: int, masters: int = 3, replicas: int = 0) -> Iterator[ClusterServers]:
-    servers = ClusterServers(base_port, masters, replicas)
+def redis_cluster(
+    base_port: int, masters: int = 3, replicas: int = 0, last_port: int | None = None
+) -> Iterator[ClusterServers]:
+    """A cluster on the first free ports from `base_port` (up to `last_port`, default +99)."""
+    count = masters * (1 + replicas)
+    ports = free_ports(base_port, count, last_port or base_port + 99)
+    servers = ClusterServers(ports, masters, replicas)
     try:
         servers.start()
         yield servers

@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.scaleout [--gateways 1,2] [--workers 1,2] [--duration 10]
         [--factories 100]
 
-A private 3-master Redis Cluster (benchmarks/redis_cluster.py, ports 18540-18542) and a
+A private 3-master Redis Cluster (benchmarks/redis_cluster.py, first free ports from 18540) and a
 temporary PostgreSQL database seeded once (20 webhooks per factory, 10 automations each, one
 matching every payload: every accepted delivery starts a run). For each (N, M): the cluster is
 flushed, N ingress-only servers (`GATEWAY_REDIS_CLUSTER=1`, `GATEWAY_EVALUATOR=off`, one
@@ -56,7 +56,8 @@ def main() -> int:
     rundir = Path(tempfile.mkdtemp(prefix="bench-scaleout-"))
     key = base64.urlsafe_b64encode(os.urandom(32)).decode()
     rows = []
-    with redis_cluster(CLUSTER_PORT, masters=3) as cluster, temporary_database("scale") as db:
+    cluster_nodes = redis_cluster(CLUSTER_PORT, 3, last_port=CLUSTER_PORT + 59)
+    with cluster_nodes as cluster, temporary_database("scale") as db:
         template = seed(
             db.replace("postgresql://", "postgresql+asyncpg://"),
             factories=args.factories,

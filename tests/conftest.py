@@ -61,8 +61,10 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-# the tests' own Redis Cluster: 3 masters on loopback ports from here (cluster bus: port + 10000)
+# the tests' Redis Clusters: on the first free loopback ports from here up to 39 above it
+# (cluster bus: port + 10000); another test run on the machine takes the next free ones
 CLUSTER_BASE_PORT = int(os.environ.get("GATEWAY_TEST_CLUSTER_PORT", "18500"))
+CLUSTER_LAST_PORT = CLUSTER_BASE_PORT + 39
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +72,7 @@ def redis_cluster() -> Iterator[ClusterServers]:
     """A 3-master Redis Cluster started for this test run (redis-server and redis-cli must be
     installed: without them the tests that use it fail, they are never skipped). Tests share
     it under key prefixes of their own; it is stopped and its files removed at the end."""
-    with start_redis_cluster(CLUSTER_BASE_PORT, masters=3) as servers:
+    with start_redis_cluster(CLUSTER_BASE_PORT, 3, last_port=CLUSTER_LAST_PORT) as servers:
         yield servers
 
 

@@ -18,7 +18,7 @@ from benchmarks.redis_cluster import ClusterServers, redis_cluster
 from gateway.backends.redis_backend import KeySpace
 from gateway.services import Services
 from gateway.store import tables as t
-from tests.conftest import CLUSTER_BASE_PORT, make_settings
+from tests.conftest import CLUSTER_BASE_PORT, CLUSTER_LAST_PORT, make_settings
 from tests.ingress.hooks import Hook, add_webhook
 from tests.support import GatewayClient, World
 from tests.worker.test_delivery_consumer import drain
@@ -29,7 +29,7 @@ FAILOVER_BASE_PORT = CLUSTER_BASE_PORT + 20
 
 @pytest.fixture
 def cluster() -> Iterator[ClusterServers]:
-    with redis_cluster(FAILOVER_BASE_PORT, masters=3, replicas=1) as servers:
+    with redis_cluster(FAILOVER_BASE_PORT, 3, replicas=1, last_port=CLUSTER_LAST_PORT) as servers:
         yield servers
 
 

@@ -148,3 +148,20 @@ def test_slots_of_the_shards_are_what_the_keys_say() -> None:
             for key in (keys.version, keys.rate, keys.stream, keys.backlog, keys.pending)
         }
         assert slots == {key_slot(keyspace.tag(shard).encode())}, shard
+
+
+def test_the_de_duplication_marker_lives_7_days_on_the_shards_master(
+    gwc: GatewayClient, redis_cluster: ClusterServers
+) -> None:
+    hook = add_webhook(gwc, World.create(gwc))
+    headers = hook.auth | {"X-Service-Delivery-Id": "order-42"}
+    first = gwc.post(hook.path, content=b'{"n": 1}', headers=headers)
+    again = gwc.post(hook.path, content=b'{"n": 2}', headers=headers)
+    assert first.status_code == again.status_code == 202
+    assert again.json()["delivery_id"] == first.json()["delivery_id"]
+    keyspace = KeySpace(gwc.services.settings.redis_prefix, per_shard_backlog=True)
+    keys = keyspace.webhook(hook.uid, shard_of(hook.uid))
+    with redis_cluster.client() as client:
+        [marker] = client.keys(f"{keys.seen_prefix}*", target_nodes="all")
+        assert client.get(marker).decode() == first.json()["delivery_id"]
+        assert 7 * 86400 - 60 <= client.ttl(marker) <= 7 * 86400
