@@ -51,12 +51,15 @@ class LiveHook:
 @dataclass(frozen=True, slots=True)
 class HookAutomations:
     """A webhook as the evaluator sees it at config revision `revision`: `hook` is None when it
-    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `stamps`
-    holds each enabled automation's updated_at as stored."""
+    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `filters`
+    holds the parsed filter of each key, in the matcher's order (the outcome trace explains
+    the ones that did not match); `stamps` holds each enabled automation's updated_at as
+    stored."""
 
     hook: LiveHook | None
     signature: bytes
     matcher: MultiMatcher[Key]
+    filters: tuple[tuple[Key, Filter | None], ...]
     stamps: dict[str, Any]
     revision: int
 
@@ -67,6 +70,10 @@ class Automation:
     name: str
     prompt: str
     stamp: Any
+
+
+# a webhook's matcher and the parsed filters it was compiled from
+Compiled = tuple[MultiMatcher[Key], tuple[tuple[Key, Filter | None], ...]]
 
 
 class AutomationIndex:
@@ -128,17 +135,18 @@ class AutomationIndex:
             signature = _signature(own.items())
             cached = self._hooks.get(uid)
             if cached is not None and cached.hook == hook and cached.signature == signature:
-                found[uid] = self._keep(uid, cached.hook, signature, cached.matcher, own)
+                compiled = (cached.matcher, cached.filters)
+                found[uid] = self._keep(uid, cached.hook, signature, compiled, own)
             elif hook is None or not own:
-                found[uid] = self._keep(uid, hook, signature, _NOTHING, own)
+                found[uid] = self._keep(uid, hook, signature, (_NOTHING, ()), own)
             else:
                 stale.append(uid)
         if stale:
             triggers = await _enabled_triggers(conn, stale)
             for uid in stale:
                 own = stamps[uid]
-                matcher = self._compile(uid, triggers.get(uid, []))
-                found[uid] = self._keep(uid, hooks[uid], _signature(own.items()), matcher, own)
+                compiled = self._compile(uid, triggers.get(uid, []))
+                found[uid] = self._keep(uid, hooks[uid], _signature(own.items()), compiled, own)
         return found
 
     def _keep(
@@ -146,17 +154,18 @@ class AutomationIndex:
         uid: str,
         hook: LiveHook | None,
         signature: bytes,
-        matcher: MultiMatcher[Key],
+        compiled: Compiled,
         stamps: dict[str, Any],
     ) -> HookAutomations:
-        entry = HookAutomations(hook, signature, matcher, stamps, self.revision)
+        matcher, filters = compiled
+        entry = HookAutomations(hook, signature, matcher, filters, stamps, self.revision)
         self._hooks[uid] = entry
         self._hooks.move_to_end(uid)
         while len(self._hooks) > MAX_CACHED_WEBHOOKS:
             self._hooks.popitem(last=False)
         return entry
 
-    def _compile(self, webhook_uid: str, triggers: list[Row[Any]]) -> MultiMatcher[Key]:
+    def _compile(self, webhook_uid: str, triggers: list[Row[Any]]) -> Compiled:
         filters: dict[Key, Filter | None] = {}
         for row in triggers:
             try:
@@ -164,7 +173,7 @@ class AutomationIndex:
             except FilterError as exc:  # validated on write; a stored fault must not stop others
                 log.error("automation %s trigger %d: bad filter: %s", row.uid, row.position, exc)
         self.compilations += 1
-        return compile_many(filters)
+        return compile_many(filters), tuple(filters.items())
 
     def _keep_prompt(self, automation: Automation) -> None:
         old = self._prompts.pop(automation.uid, None)
