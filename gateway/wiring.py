@@ -60,6 +60,10 @@ async def start(
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis)
+    elif serving and redis is not None and settings.serves_api:  # replays from an API process
+        backend = await _redis_backend(services)
+        services.closers.append(backend.close)
+    services.delivery_backend = backend
     if not evaluating:
         return None
     source = (

@@ -62,6 +62,8 @@ class HookAutomations:
     filters: tuple[tuple[Key, Filter | None], ...]
     stamps: dict[str, Any]
     revision: int
+    # (automation uid, its stamp as text) in the matcher's order: the outcome trace's skeleton
+    automations: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +160,11 @@ class AutomationIndex:
         stamps: dict[str, Any],
     ) -> HookAutomations:
         matcher, filters = compiled
-        entry = HookAutomations(hook, signature, matcher, filters, stamps, self.revision)
+        order = dict.fromkeys(key[0] for key, _ in filters)
+        automations = tuple((uid, str(stamps.get(uid))) for uid in order)
+        entry = HookAutomations(
+            hook, signature, matcher, filters, stamps, self.revision, automations
+        )
         self._hooks[uid] = entry
         self._hooks.move_to_end(uid)
         while len(self._hooks) > MAX_CACHED_WEBHOOKS:
@@ -222,7 +228,7 @@ async def _live_hooks(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dic
 
 # automations.updated_at as the driver returns it (a string on SQLite): the signatures compare it,
 # and skipping the type's result processing keeps reading them cheap
-_STAMP = type_coerce(t.automations.c.updated_at, NullType()).label("stamp")
+STAMP = type_coerce(t.automations.c.updated_at, NullType()).label("stamp")
 
 
 def _enabled(hooks: list[str]) -> tuple[Any, tuple[Any, ...]]:
@@ -240,7 +246,7 @@ async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[st
     found: dict[str, dict[str, Any]] = {}
     for chunk in _chunks(webhook_uids):
         joined, where = _enabled(chunk)
-        query = select(tr.c.webhook_uid, a.c.uid, _STAMP).select_from(joined).where(*where)
+        query = select(tr.c.webhook_uid, a.c.uid, STAMP).select_from(joined).where(*where)
         for webhook_uid, uid, stamp in await conn.execute(query):
             found.setdefault(webhook_uid, {})[uid] = stamp
     return found
@@ -269,7 +275,7 @@ async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Autom
     a = t.automations
     found = []
     for chunk in _chunks(uids):
-        query = select(a.c.uid, a.c.name, a.c.prompt, _STAMP).where(a.c.uid.in_(chunk))
+        query = select(a.c.uid, a.c.name, a.c.prompt, STAMP).where(a.c.uid.in_(chunk))
         for row in await conn.execute(query):
             found.append(Automation(row.uid, row.name, row.prompt, row.stamp))
     return found

@@ -19,12 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.domain import delivery_trace
 from gateway.domain.webhooks import get_webhook_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
 from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
+_EVALUATED = (EVALUATED, delivery_trace.FAILED)
 KEEP_NEWEST = 50  # per webhook, whatever their age
 RETENTION = timedelta(seconds=DEDUP_WINDOW_S)
 d = t.deliveries
@@ -147,6 +149,8 @@ async def prune(conn: AsyncConnection, now: datetime | None = None) -> int:
             ~started_runs,
         )
     )
+    r = t.delivery_replays
+    await conn.execute(delete(r).where(~exists().where(d.c.delivery_id == r.c.delivery_id)))
     return int(result.rowcount or 0)
 
 
@@ -171,7 +175,8 @@ async def list_deliveries(
     """Newest first, with `pending` (accepted, still waiting for the evaluator outside SQL)
     merged in by position."""
     query = select(
-        d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation, d.c.evaluated_at
+        *(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation),
+        *(d.c.evaluated_at, d.c.trace),
     ).where(d.c.webhook_uid == webhook_uid)
     if after is not None:
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
@@ -185,6 +190,7 @@ async def list_deliveries(
     items.sort(key=lambda item: (item["received_at"], item["delivery_id"]), reverse=True)
     page = items[:limit]
     await _attach_runs(conn, page)
+    await _attach_replays(conn, page)
     return page, len(items) > limit
 
 
@@ -210,8 +216,12 @@ async def get_delivery(
         item = _item(row)
         payload = row.payload
         await _attach_runs(conn, [item])
+    await _attach_replays(conn, [item], with_replays=True)
     if item["label"] == Label.ACCEPTED.value and payload is not None:
         item["payload"] = orjson.loads(payload)
+        if item["trace"] is not None and row is not None:
+            trace, stored = item["trace"], row.trace
+            await delivery_trace.explain_trace(conn, webhook_uid, trace, stored, item["payload"])
     return item
 
 
@@ -223,6 +233,8 @@ def _item(row: Any) -> dict[str, Any]:
         "label": row.label,
         "evaluation": row.evaluation,
         "evaluated_at": row.evaluated_at,
+        "trace": delivery_trace.decode(row.trace),
+        "replay_of": None,
         "runs": [],
     }
 
@@ -235,12 +247,14 @@ def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
         "label": record.label.value,
         "evaluation": PENDING,
         "evaluated_at": None,
+        "trace": None,
+        "replay_of": None,
         "runs": [],
     }
 
 
 async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> None:
-    by_id = {item["delivery_id"]: item for item in items if item["evaluation"] == EVALUATED}
+    by_id = {item["delivery_id"]: item for item in items if item["evaluation"] in _EVALUATED}
     if not by_id:
         return
     r = t.runs
@@ -253,3 +267,28 @@ async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> No
         by_id[row.delivery_id]["runs"].append(
             {"automation_uid": row.automation_uid, "run_id": row.run_id}
         )
+
+
+async def _attach_replays(
+    conn: AsyncConnection, items: list[dict[str, Any]], with_replays: bool = False
+) -> None:
+    """`replay_of` of each item; with `with_replays`, also `replays`: the deliveries made by
+    replaying it, oldest first."""
+    if not items:
+        return
+    r = t.delivery_replays
+    by_id = {item["delivery_id"]: item for item in items}
+    query = select(r.c.delivery_id, r.c.replay_of).where(r.c.delivery_id.in_(list(by_id)))
+    for row in await conn.execute(query):
+        by_id[row.delivery_id]["replay_of"] = row.replay_of
+    if not with_replays:
+        return
+    for item in items:
+        item["replays"] = []
+    query = (
+        select(r.c.delivery_id, r.c.replay_of)
+        .where(r.c.replay_of.in_(list(by_id)))
+        .order_by(r.c.created_at, r.c.delivery_id)
+    )
+    for row in await conn.execute(query):
+        by_id[row.replay_of]["replays"].append(row.delivery_id)

@@ -1,10 +1,12 @@
 """The outcome trace of an accepted delivery: what the evaluator decided, and why.
 
-For each enabled automation listening to the webhook: matched, or the first condition of its
-payload filter the delivery failed (`filters.explain`, the same semantics as the compiled
-matcher). The matcher answers first; explanations are made only for the automations it did not
-return. The trace is stored with the delivery in the evaluator's batch transaction, beside the
-runs it starts, so what the log says is what happened.
+At evaluation, in the evaluator's batch transaction beside the runs it starts: the outcome and
+each enabled automation listening to the webhook, matched or not, with the version (updated_at)
+of the automation the evaluator held. That costs a few microseconds a delivery; explaining a
+mismatch costs ~10 µs per automation, so it is not done there but when a user reads the
+delivery (`explain_trace`): `filters.explain` walks the automation's filter over the stored
+payload, with the same semantics as the compiled matcher. When the automation changed since the
+evaluation, the explanation is made against its current filter and says so (`filter_changed`).
 
 Outcomes: `matched` (runs started), `no_match`, `no_automations`, `webhook_not_live` (disabled
 or deleted before it was evaluated) and `no_foreman` (matched, but the factory has no foreman
@@ -18,10 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from filters import Filter, explain
+from filters import Filter, FilterError, explain, parse_filter
 from gateway.backends.delivery_rows import EVALUATED
+from gateway.domain.automation_index import STAMP
+from gateway.store import tables as t
 
 FAILED: Final = "failed"
 MATCHED, NO_MATCH, NO_AUTOMATIONS = "matched", "no_match", "no_automations"
@@ -33,21 +38,52 @@ Key = tuple[str, int]  # (automation uid, trigger position)
 @dataclass(frozen=True, slots=True)
 class Trace:
     outcome: str
-    automations: list[dict[str, Any]]
+    # (automation uid, matched, its updated_at as the evaluator held it), in the matcher's order
+    considered: tuple[tuple[str, bool, str], ...] = ()
 
     @property
     def evaluation(self) -> str:
         return FAILED if self.outcome == NO_FOREMAN else EVALUATED
 
     def encode(self) -> bytes:
-        return orjson.dumps({"outcome": self.outcome, "automations": self.automations})
+        return orjson.dumps({"outcome": self.outcome, "automations": self.considered})
+
+
+NOT_LIVE = Trace(WEBHOOK_NOT_LIVE)
+NOTHING_LISTENS = Trace(NO_AUTOMATIONS)
+
+
+def trace_of(
+    automations: Sequence[tuple[str, str]], matched: Collection[Key], has_foreman: bool
+) -> Trace:
+    """The trace of a delivery to a live webhook whose enabled automations (uid, stamp) are
+    `automations` and whose matcher returned `matched`."""
+    if not automations:
+        return NOTHING_LISTENS
+    if not matched:
+        return Trace(NO_MATCH, tuple((uid, False, stamp) for uid, stamp in automations))
+    hits = {key[0] for key in matched}
+    considered = tuple((uid, uid in hits, stamp) for uid, stamp in automations)
+    return Trace(MATCHED if has_foreman else NO_FOREMAN, considered)
+
+
+def decode(stored: bytes | None) -> dict[str, Any] | None:
+    """The stored trace as the API shows it (mismatches not explained yet)."""
+    if not stored:
+        return None
+    raw = orjson.loads(stored)
+    automations = [
+        {"automation_uid": uid, "matched": matched, "mismatch": None, "path": None}
+        for uid, matched, _stamp in raw["automations"]
+    ]
+    return {"outcome": raw["outcome"], "automations": automations}
 
 
 def considered(
     filters: Sequence[tuple[Key, Filter | None]], matched: Collection[Key], payload: Any
 ) -> list[dict[str, Any]]:
     """One entry per automation (in the order of `filters`): matched if any of its triggers
-    on this webhook matched, else the first mismatch of its first trigger."""
+    matched, else the first mismatch of its first trigger."""
     entries: dict[str, dict[str, Any]] = {}
     for key, tree in filters:
         uid = key[0]
@@ -55,7 +91,7 @@ def considered(
         if entry is not None and (entry["matched"] or key not in matched):
             continue
         if key in matched:
-            entries[uid] = {"automation_uid": uid, "matched": True, "mismatch": None}
+            entries[uid] = {"automation_uid": uid, "matched": True, "mismatch": None, "path": None}
         else:
             found = explain(tree, payload)
             entries[uid] = {
@@ -67,25 +103,47 @@ def considered(
     return list(entries.values())
 
 
-def trace_of(
-    live: bool,
-    filters: Sequence[tuple[Key, Filter | None]],
-    matched: Collection[Key],
-    payload: Any,
-    has_foreman: bool,
-) -> Trace:
-    if not live:
-        return Trace(WEBHOOK_NOT_LIVE, [])
-    if not filters:
-        return Trace(NO_AUTOMATIONS, [])
-    entries = considered(filters, matched, payload)
-    if not matched:
-        return Trace(NO_MATCH, entries)
-    return Trace(MATCHED if has_foreman else NO_FOREMAN, entries)
+async def explain_trace(
+    conn: AsyncConnection, webhook_uid: str, trace: dict[str, Any], stored: bytes, payload: Any
+) -> None:
+    """Fills in `mismatch` and `path` of the automations of `trace` (decoded from `stored`)
+    that did not match (see above)."""
+    stamps = {uid: stamp for uid, _matched, stamp in orjson.loads(stored)["automations"]}
+    missed = [a for a in trace["automations"] if not a["matched"]]
+    if not missed:
+        return
+    filters, current = await _filters(conn, webhook_uid, [a["automation_uid"] for a in missed])
+    for entry in missed:
+        uid = entry["automation_uid"]
+        own = filters.get(uid)
+        if own is None:
+            entry["mismatch"] = "automation deleted, or no longer listening to this webhook"
+            continue
+        (explained,) = considered(own, (), payload)
+        entry["mismatch"], entry["path"] = explained["mismatch"], explained["path"]
+        entry["filter_changed"] = current.get(uid) != stamps.get(uid)
 
 
-def decode(stored: bytes | None) -> dict[str, Any] | None:
-    return orjson.loads(stored) if stored else None
+async def _filters(
+    conn: AsyncConnection, webhook_uid: str, uids: list[str]
+) -> tuple[dict[str, list[tuple[Key, Filter | None]]], dict[str, str]]:
+    a, tr = t.automations, t.automation_triggers
+    query = (
+        select(a.c.uid, tr.c.position, tr.c.payload_filter, STAMP)
+        .join(tr, tr.c.automation_uid == a.c.uid)
+        .where(a.c.uid.in_(uids), tr.c.webhook_uid == webhook_uid)
+        .order_by(a.c.uid, tr.c.position)
+    )
+    filters: dict[str, list[tuple[Key, Filter | None]]] = {}
+    stamps: dict[str, str] = {}
+    for row in await conn.execute(query):
+        try:
+            tree = parse_filter(row.payload_filter or {})
+        except FilterError:  # validated on write; the evaluator skips such a trigger too
+            continue
+        filters.setdefault(row.uid, []).append(((row.uid, row.position), tree))
+        stamps[row.uid] = str(row.stamp)
+    return filters, stamps
 
 
 class TraceWrites:
@@ -93,16 +151,21 @@ class TraceWrites:
     transaction claimed, as one executemany."""
 
     def __init__(self, traces: dict[str, Trace]) -> None:
-        self._rows = [(d, trace.encode(), trace.evaluation) for d, trace in traces.items()]
+        encoded: dict[int, bytes] = {}  # deliveries of one webhook often share one trace
+        self._rows = []
+        for delivery_id, trace in traces.items():
+            raw = encoded.get(id(trace))
+            if raw is None:
+                raw = encoded[id(trace)] = trace.encode()
+            self._rows.append((delivery_id, raw, trace.evaluation))
 
     def __len__(self) -> int:
         return len(self._rows)
 
     async def write(self, conn: AsyncConnection, claimed: Collection[str]) -> None:
         rows = [(trace, evaluation, d) for d, trace, evaluation in self._rows if d in claimed]
-        if not rows:
-            return
-        await conn.exec_driver_sql(_update_sql(conn.dialect.paramstyle), rows)
+        if rows:
+            await conn.exec_driver_sql(_update_sql(conn.dialect.paramstyle), rows)
 
 
 def _update_sql(paramstyle: str) -> str:

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
-from gateway.domain.delivery_trace import Trace, TraceWrites, trace_of
+from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, trace_of
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
 from gateway.store import tables as t
@@ -169,6 +169,7 @@ class RunStarter:
         entries = await self.index.lookup(conn, {d.webhook_uid for d in batch})
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
         traces: dict[str, Trace] = {}
+        same_trace: dict[tuple[str, tuple[Any, ...]], Trace] = {}
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
         for i, delivery in enumerate(batch, 1):
@@ -179,12 +180,15 @@ class RunStarter:
             planned.add(delivery.delivery_id)
             entry = entries.get(delivery.webhook_uid)
             if entry is None or entry.hook is None:
-                traces[delivery.delivery_id] = trace_of(False, (), (), None, False)
+                traces[delivery.delivery_id] = NOT_LIVE
                 continue
-            payload = _parse(delivery.payload)
-            keys = entry.matcher.match(payload)
+            keys = entry.matcher.match(_parse(delivery.payload))
             has_foreman = entry.hook.foreman_agent_uid is not None
-            traces[delivery.delivery_id] = trace_of(True, entry.filters, keys, payload, has_foreman)
+            shared = (delivery.webhook_uid, tuple(keys))  # one trace per webhook and outcome
+            trace = same_trace.get(shared)
+            if trace is None:
+                trace = same_trace[shared] = trace_of(entry.automations, keys, has_foreman)
+            traces[delivery.delivery_id] = trace
             if not keys:
                 continue
             if not has_foreman:
