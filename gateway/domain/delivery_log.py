@@ -23,27 +23,39 @@ from gateway.domain import delivery_trace
 from gateway.domain.webhooks import get_webhook_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
-from gateway.store.bulk import Prepared
+from gateway.store.bulk import BulkInsert, Prepared
 from gateway.store.types import utcnow
 
 _EVALUATED = (EVALUATED, delivery_trace.FAILED)
+# the evaluator's inserts: the ingress backend's columns and the outcome trace
+LOGGED = BulkInsert(t.deliveries, (*DELIVERIES.columns, "trace"))
 KEEP_NEWEST = 50  # per webhook, whatever their age
 RETENTION = timedelta(seconds=DEDUP_WINDOW_S)
 d = t.deliveries
 Position = tuple[datetime, str]  # (received_at, delivery_id): the log's order
 
 
-def prepare_log(dialect: Dialect, records: Sequence[DeliveryRecord]) -> Prepared:
-    """The log rows of `records`, accepted ones as evaluated, encoded for `log_new`."""
+def prepare_log(
+    dialect: Dialect,
+    records: Sequence[DeliveryRecord],
+    traces: delivery_trace.TraceWrites | None = None,
+) -> Prepared:
+    """The log rows of `records`, accepted ones as evaluated (with their outcome traces, taken
+    from `traces`), encoded for `log_new`."""
     now = utcnow()
     rows = [delivery_row(r, EVALUATED, now) for r in records]
-    return DELIVERIES.prepare(dialect, rows, "delivery_id")
+    if traces is not None:
+        for row in rows:
+            taken = traces.take(row["delivery_id"]) if row["evaluation"] else None
+            if taken is not None:
+                row["trace"], row["evaluation"] = taken
+    return LOGGED.prepare(dialect, rows, "delivery_id")
 
 
 async def log_new(conn: AsyncConnection, prepared: Prepared) -> set[str]:
     """Logs the prepared records not logged yet (the caller starts the runs of the accepted
     ones in this transaction); returns the delivery ids this call logged."""
-    return await DELIVERIES.insert_new(conn, prepared)
+    return await LOGGED.insert_new(conn, prepared)
 
 
 async def claim_pending(conn: AsyncConnection, delivery_ids: Iterable[str]) -> set[str]:

@@ -152,18 +152,23 @@ class TraceWrites:
 
     def __init__(self, traces: dict[str, Trace]) -> None:
         encoded: dict[int, bytes] = {}  # deliveries of one webhook often share one trace
-        self._rows = []
+        self._rows: dict[str, tuple[bytes, str]] = {}
         for delivery_id, trace in traces.items():
             raw = encoded.get(id(trace))
             if raw is None:
                 raw = encoded[id(trace)] = trace.encode()
-            self._rows.append((delivery_id, raw, trace.evaluation))
+            self._rows[delivery_id] = (raw, trace.evaluation)
 
     def __len__(self) -> int:
         return len(self._rows)
 
+    def take(self, delivery_id: str) -> tuple[bytes, str] | None:
+        """(trace, evaluation) of a delivery whose log row is still to be inserted: it goes
+        into that row, and `write` leaves it out."""
+        return self._rows.pop(delivery_id, None)
+
     async def write(self, conn: AsyncConnection, claimed: Collection[str]) -> None:
-        rows = [(trace, evaluation, d) for d, trace, evaluation in self._rows if d in claimed]
+        rows = [(raw, evaluation, d) for d, (raw, evaluation) in self._rows.items() if d in claimed]
         if rows:
             await conn.exec_driver_sql(_update_sql(conn.dialect.paramstyle), rows)
 

@@ -120,7 +120,7 @@ class RunBatch:
         self, started: dict[str, list[_Started]], traces: dict[str, Trace], dialect: Dialect
     ) -> None:
         self._started = started
-        self._traces = TraceWrites(traces)
+        self.traces = TraceWrites(traces)
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -148,7 +148,7 @@ class RunBatch:
         await RUNS.insert(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
-        await self._traces.write(conn, claimed)
+        await self.traces.write(conn, claimed)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
