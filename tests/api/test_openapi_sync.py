@@ -276,7 +276,19 @@ def _webhooks_and_deliveries(check: Checker) -> dict[str, Any]:
     check("GET", deliveries, 200, at=at, params={"limit": 1})
     record: dict[str, Any] = check("GET", deliveries + "/{delivery_id}", 200, at=at | sent)
     assert record["payload"] == {"action": "opened"}
+    _replays_and_backtests(check, at | sent, automation)
     return record
+
+
+def _replays_and_backtests(check: Checker, at: dict[str, str], automation: Any) -> None:
+    one = WEBHOOKS + "/{webhook_uid}"
+    replayed = check("POST", one + "/deliveries/{delivery_id}/replay", 201, at=at)
+    assert replayed["replay_of"] == at["delivery_id"]
+    since = {"since": "2020-01-01T00:00:00Z", "limit": 1}
+    check("POST", one + "/deliveries/replay", 200, at=at, json=since)
+    check("GET", one + "/replays", 200, at=at)
+    check("POST", one + "/filter-test", 200, at=at, json={"payload": {"action": ["opened"]}})
+    check("POST", "/factory/{uid}/automations/dry-run", 200, json=automation)
 
 
 def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
