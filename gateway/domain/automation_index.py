@@ -51,15 +51,14 @@ class LiveHook:
 @dataclass(frozen=True, slots=True)
 class HookAutomations:
     """A webhook as the evaluator sees it at config revision `revision`: `hook` is None when it
-    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `filters`
-    holds the parsed filter of each key, in the matcher's order (the outcome trace explains
-    the ones that did not match); `stamps` holds each enabled automation's updated_at as
-    stored."""
+    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `order`
+    holds the uids of the automations it was compiled from, in its order; `stamps` holds each
+    enabled automation's updated_at as stored."""
 
     hook: LiveHook | None
     signature: bytes
     matcher: MultiMatcher[Key]
-    filters: tuple[tuple[Key, Filter | None], ...]
+    order: tuple[str, ...]
     stamps: dict[str, Any]
     revision: int
     # (automation uid, its stamp as text) in the matcher's order: the outcome trace's skeleton
@@ -74,8 +73,8 @@ class Automation:
     stamp: Any
 
 
-# a webhook's matcher and the parsed filters it was compiled from
-Compiled = tuple[MultiMatcher[Key], tuple[tuple[Key, Filter | None], ...]]
+# a webhook's matcher and the automation uids it was compiled from, in its order
+Compiled = tuple[MultiMatcher[Key], tuple[str, ...]]
 
 
 class AutomationIndex:
@@ -137,7 +136,7 @@ class AutomationIndex:
             signature = _signature(own.items())
             cached = self._hooks.get(uid)
             if cached is not None and cached.hook == hook and cached.signature == signature:
-                compiled = (cached.matcher, cached.filters)
+                compiled = (cached.matcher, cached.order)
                 found[uid] = self._keep(uid, cached.hook, signature, compiled, own)
             elif hook is None or not own:
                 found[uid] = self._keep(uid, hook, signature, (_NOTHING, ()), own)
@@ -159,12 +158,9 @@ class AutomationIndex:
         compiled: Compiled,
         stamps: dict[str, Any],
     ) -> HookAutomations:
-        matcher, filters = compiled
-        order = dict.fromkeys(key[0] for key, _ in filters)
+        matcher, order = compiled
         automations = tuple((uid, str(stamps.get(uid))) for uid in order)
-        entry = HookAutomations(
-            hook, signature, matcher, filters, stamps, self.revision, automations
-        )
+        entry = HookAutomations(hook, signature, matcher, order, stamps, self.revision, automations)
         self._hooks[uid] = entry
         self._hooks.move_to_end(uid)
         while len(self._hooks) > MAX_CACHED_WEBHOOKS:
@@ -179,7 +175,7 @@ class AutomationIndex:
             except FilterError as exc:  # validated on write; a stored fault must not stop others
                 log.error("automation %s trigger %d: bad filter: %s", row.uid, row.position, exc)
         self.compilations += 1
-        return compile_many(filters), tuple(filters.items())
+        return compile_many(filters), tuple(dict.fromkeys(uid for uid, _position in filters))
 
     def _keep_prompt(self, automation: Automation) -> None:
         old = self._prompts.pop(automation.uid, None)
