@@ -103,7 +103,7 @@ async def login(request: Request) -> Response:
     services = _services(request)
     try:
         session.check_transport(request)
-        session.check_post(services.secret_box, request, None)
+        session.check_post(services.secret_box, request, None, token=False)
         key = (await form_of(request)).get("api_key", "").strip()
     except session.Refused as exc:
         return _problem("Refused", str(exc), 403, signed_in=False)

@@ -97,12 +97,13 @@ def csrf_token(box: SecretBox, request: Request) -> str:
     return box.sign(b"csrf:" + hashlib.sha256(sealed.encode()).digest()[:16])
 
 
-def check_post(box: SecretBox, request: Request, sent: str | None) -> None:
-    """A console POST: same-origin, and (once logged in) with the session's CSRF token."""
+def check_post(box: SecretBox, request: Request, sent: str | None, *, token: bool = True) -> None:
+    """A console POST: same-origin, and with the session's CSRF token (`token`: every form but
+    the login form, which has no session yet)."""
     origin = request.headers.get("origin")
     if origin is not None and origin != _own_origin(request):
         raise Refused("cross-site form submissions are refused")
-    if COOKIE in request.cookies and not hmac.compare_digest(sent or "", csrf_token(box, request)):
+    if token and not hmac.compare_digest(sent or "", csrf_token(box, request)):
         raise Refused("the form's CSRF token is missing or stale: reload the page")
 
 
