@@ -16,7 +16,7 @@ agent to run as: no run could start, and the evaluation is `failed`).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
@@ -40,13 +40,14 @@ class Trace:
     outcome: str
     # (automation uid, matched, its updated_at as the evaluator held it), in the matcher's order
     considered: tuple[tuple[str, bool, str], ...] = ()
+    evaluation: str = field(init=False)
+    encoded: bytes = field(init=False)  # encoded once: a webhook's deliveries share traces
 
-    @property
-    def evaluation(self) -> str:
-        return FAILED if self.outcome == NO_FOREMAN else EVALUATED
-
-    def encode(self) -> bytes:
-        return orjson.dumps({"outcome": self.outcome, "automations": self.considered})
+    def __post_init__(self) -> None:
+        evaluation = FAILED if self.outcome == NO_FOREMAN else EVALUATED
+        raw = orjson.dumps({"outcome": self.outcome, "automations": self.considered})
+        object.__setattr__(self, "evaluation", evaluation)
+        object.__setattr__(self, "encoded", raw)
 
 
 NOT_LIVE = Trace(WEBHOOK_NOT_LIVE)
@@ -57,7 +58,8 @@ def trace_of(
     automations: Sequence[tuple[str, str]], matched: Collection[Key], has_foreman: bool
 ) -> Trace:
     """The trace of a delivery to a live webhook whose enabled automations (uid, stamp) are
-    `automations` and whose matcher returned `matched`."""
+    `automations` and whose matcher returned `matched` (the evaluator keeps the traces it made
+    per webhook: `HookAutomations.traces`)."""
     if not automations:
         return NOTHING_LISTENS
     if not matched:
@@ -151,13 +153,7 @@ class TraceWrites:
     transaction claimed, as one executemany."""
 
     def __init__(self, traces: dict[str, Trace]) -> None:
-        encoded: dict[int, bytes] = {}  # deliveries of one webhook often share one trace
-        self._rows: dict[str, tuple[bytes, str]] = {}
-        for delivery_id, trace in traces.items():
-            raw = encoded.get(id(trace))
-            if raw is None:
-                raw = encoded[id(trace)] = trace.encode()
-            self._rows[delivery_id] = (raw, trace.evaluation)
+        self._rows = {d: (trace.encoded, trace.evaluation) for d, trace in traces.items()}
 
     def __len__(self) -> int:
         return len(self._rows)

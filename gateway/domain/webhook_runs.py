@@ -23,7 +23,13 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
+from gateway.domain.automation_index import (
+    Automation,
+    AutomationIndex,
+    HookAutomations,
+    Key,
+    LiveHook,
+)
 from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, trace_of
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
@@ -169,7 +175,6 @@ class RunStarter:
         entries = await self.index.lookup(conn, {d.webhook_uid for d in batch})
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
         traces: dict[str, Trace] = {}
-        same_trace: dict[tuple[str, tuple[Any, ...]], Trace] = {}
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
         for i, delivery in enumerate(batch, 1):
@@ -184,11 +189,7 @@ class RunStarter:
                 continue
             keys = entry.matcher.match(_parse(delivery.payload))
             has_foreman = entry.hook.foreman_agent_uid is not None
-            shared = (delivery.webhook_uid, tuple(keys))  # one trace per webhook and outcome
-            trace = same_trace.get(shared)
-            if trace is None:
-                trace = same_trace[shared] = trace_of(entry.automations, keys, has_foreman)
-            traces[delivery.delivery_id] = trace
+            traces[delivery.delivery_id] = _trace(entry, keys, has_foreman)
             if not keys:
                 continue
             if not has_foreman:
@@ -206,6 +207,21 @@ class RunStarter:
         automations = await self.index.automations(conn, wanted) if wanted else {}
         started = await _rows(matched, automations)
         return await RunBatch.prepared(started, traces, conn.dialect)
+
+
+MAX_TRACES_PER_HOOK = 64  # distinct match sets kept per webhook (few: one per outcome, mostly)
+
+
+def _trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> Trace:
+    """The outcome trace of a delivery to `entry`'s live webhook: made once per set of matches
+    and kept with the entry (which is replaced when the configuration changes)."""
+    shared = tuple(keys)
+    trace: Trace | None = entry.traces.get(shared)
+    if trace is None:
+        if len(entry.traces) >= MAX_TRACES_PER_HOOK:
+            entry.traces.clear()
+        trace = entry.traces[shared] = trace_of(entry.automations, keys, has_foreman)
+    return trace
 
 
 async def _rows(
