@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from gateway.domain import factories
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.conftest import make_settings
@@ -105,6 +106,35 @@ def test_the_trace_names_the_automations_and_the_first_failing_path(app: Gateway
     listed = hook.world.api("GET", f"{hook.base}/deliveries").json()["deliveries"]
     outcomes = {item["delivery_id"]: item["trace"]["outcome"] for item in listed}
     assert outcomes == {opened["delivery_id"]: "matched", other["delivery_id"]: "no_match"}
+
+    # the filter changes later: the explanation says it is against today's filter
+    trigger = {
+        "provider": "webhook",
+        "event": "received",
+        "filter": {"webhook_ids": [hook.uid], "payload": {"action": ["reopened"]}},
+    }
+    path = f"{hook.factory}/automations/{hook.automations['triage']}"
+    assert hook.world.api("PATCH", path, json={"triggers": [trigger]}).status_code == 200
+    again = hook.world.api("GET", f"{hook.base}/deliveries/{other['delivery_id']}").json()
+    triage = {a["automation_uid"]: a for a in again["trace"]["automations"]}[
+        hook.automations["triage"]
+    ]
+    assert triage["filter_changed"] is True
+    assert triage["mismatch"] == '$.action: "edited" not in ["reopened"]'
+
+
+def test_matches_without_a_foreman_are_a_failed_evaluation(app: GatewayClient) -> None:
+    world = World.create(app)
+    hook = Hook(world)
+
+    async def no_foreman(services: Services) -> None:
+        async with services.database.transaction() as conn:
+            await factories.set_foreman(conn, world.factory_uid, None)
+
+    app.run(no_foreman)
+    record = hook.evaluated(hook.send({"action": "opened"}))
+    assert record["evaluation"] == "failed" and record["runs"] == []
+    assert record["trace"]["outcome"] == "no_foreman"
 
 
 def test_a_replay_is_a_new_delivery_evaluated_once_against_todays_automations(
