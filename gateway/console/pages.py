@@ -195,7 +195,11 @@ async def delivery(request: Request, services: Services, principal: Principal) -
 
 @signed_in
 async def replay(request: Request, services: Services, principal: Principal) -> Response:
-    session.check_post(services.secret_box, request, (await form_of(request)).get("csrf"))
+    form = await form_of(request)
+    session.check_post(services.secret_box, request, form.get("csrf"))
+    # the form's nonce keys the replay: sending the same form twice replays once
+    nonce = form.get("nonce", "")
+    key = f"console:{nonce}" if 0 < len(nonce) <= 64 else None
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
@@ -203,7 +207,7 @@ async def replay(request: Request, services: Services, principal: Principal) -> 
         return _problem("Unavailable", "this process serves no ingress backend", 503)
     replayer = Replayer(services.database, services.delivery_backend, services.pending_deliveries)
     done = await replayer.replay(
-        uid, webhook_uid, request.path_params["delivery_id"], None, principal.uid
+        uid, webhook_uid, request.path_params["delivery_id"], key, principal.uid
     )
     target = f"{P}/f/{uid}/w/{webhook_uid}/d/{done.delivery_id}"
     return RedirectResponse(target, status_code=303, headers=HEADERS)

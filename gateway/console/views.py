@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from gateway.console.html import (
@@ -97,10 +98,12 @@ def delivery_view(base: str, item: dict[str, Any], csrf: str) -> str:
     dl = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts = [f"<p>{link(base, 'All deliveries')}</p><dl>{dl}</dl>"]
     if "payload" in item:
+        nonce = secrets.token_urlsafe(16)  # keys this form's replay (pages.replay)
         replay = (
             f'<form method="post" action="{escape(base)}/d/{escape(item["delivery_id"])}/replay" '
             f'class="replay" data-confirm="Replay this delivery as a new one?">'
-            f'{csrf_field(csrf)}<button type="submit">Replay</button></form>'
+            f'{csrf_field(csrf)}<input type="hidden" name="nonce" value="{nonce}">'
+            '<button type="submit">Replay</button></form>'
         )
         parts.append(replay)
     parts.append("<h2>Trace</h2>" + _trace(item))

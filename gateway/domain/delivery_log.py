@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
 from gateway.domain import delivery_trace
+from gateway.domain.delivery_replay_list import attach_replays
 from gateway.domain.webhooks import get_webhook_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
@@ -202,7 +203,7 @@ async def list_deliveries(
     items.sort(key=lambda item: (item["received_at"], item["delivery_id"]), reverse=True)
     page = items[:limit]
     await _attach_runs(conn, page)
-    await _attach_replays(conn, page)
+    await attach_replays(conn, page)
     return page, len(items) > limit
 
 
@@ -228,7 +229,7 @@ async def get_delivery(
         item = _item(row)
         payload = row.payload
         await _attach_runs(conn, [item])
-    await _attach_replays(conn, [item], with_replays=True)
+    await attach_replays(conn, [item], with_replays=True)
     if item["label"] == Label.ACCEPTED.value and payload is not None:
         item["payload"] = orjson.loads(payload)
         if item["trace"] is not None and row is not None:
@@ -279,28 +280,3 @@ async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> No
         by_id[row.delivery_id]["runs"].append(
             {"automation_uid": row.automation_uid, "run_id": row.run_id}
         )
-
-
-async def _attach_replays(
-    conn: AsyncConnection, items: list[dict[str, Any]], with_replays: bool = False
-) -> None:
-    """`replay_of` of each item; with `with_replays`, also `replays`: the deliveries made by
-    replaying it, oldest first."""
-    if not items:
-        return
-    r = t.delivery_replays
-    by_id = {item["delivery_id"]: item for item in items}
-    query = select(r.c.delivery_id, r.c.replay_of).where(r.c.delivery_id.in_(list(by_id)))
-    for row in await conn.execute(query):
-        by_id[row.delivery_id]["replay_of"] = row.replay_of
-    if not with_replays:
-        return
-    for item in items:
-        item["replays"] = []
-    query = (
-        select(r.c.delivery_id, r.c.replay_of)
-        .where(r.c.replay_of.in_(list(by_id)))
-        .order_by(r.c.created_at, r.c.delivery_id)
-    )
-    for row in await conn.execute(query):
-        by_id[row.replay_of]["replays"].append(row.delivery_id)

@@ -25,14 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from filters import Filter, FilterError, explain, parse_filter
 from gateway.backends.delivery_rows import EVALUATED
-from gateway.domain.automation_index import STAMP
+from gateway.domain.automation_index import STAMP, HookAutomations, Key
 from gateway.store import tables as t
 
 FAILED: Final = "failed"
 MATCHED, NO_MATCH, NO_AUTOMATIONS = "matched", "no_match", "no_automations"
 WEBHOOK_NOT_LIVE, NO_FOREMAN = "webhook_not_live", "no_foreman"
-
-Key = tuple[str, int]  # (automation uid, trigger position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +65,21 @@ def trace_of(
     hits = {key[0] for key in matched}
     considered = tuple((uid, uid in hits, stamp) for uid, stamp in automations)
     return Trace(MATCHED if has_foreman else NO_FOREMAN, considered)
+
+
+MAX_TRACES_PER_HOOK = 64  # distinct match sets kept per webhook (few: one per outcome, mostly)
+
+
+def cached_trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> Trace:
+    """The outcome trace of a delivery to `entry`'s live webhook: made once per set of matches
+    and kept with the entry (which is replaced when the configuration changes)."""
+    shared = tuple(keys)
+    trace: Trace | None = entry.traces.get(shared)
+    if trace is None:
+        if len(entry.traces) >= MAX_TRACES_PER_HOOK:
+            entry.traces.clear()
+        trace = entry.traces[shared] = trace_of(entry.automations, keys, has_foreman)
+    return trace
 
 
 def decode(stored: bytes | None) -> dict[str, Any] | None:

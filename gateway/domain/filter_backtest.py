@@ -20,8 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from filters import Filter, compile_many, parse_filter
 from gateway.backends.contract import Label
+from gateway.domain.automation_index import Key
 from gateway.domain.automations import get_automation_row
-from gateway.domain.delivery_trace import Key, considered
+from gateway.domain.delivery_trace import considered
 from gateway.errors import InvalidRequest
 from gateway.store import tables as t
 

@@ -23,14 +23,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain.automation_index import (
-    Automation,
-    AutomationIndex,
-    HookAutomations,
-    Key,
-    LiveHook,
-)
-from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, trace_of
+from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
+from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, cached_trace
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
 from gateway.store import tables as t
@@ -189,7 +183,7 @@ class RunStarter:
                 continue
             keys = entry.matcher.match(_parse(delivery.payload))
             has_foreman = entry.hook.foreman_agent_uid is not None
-            traces[delivery.delivery_id] = _trace(entry, keys, has_foreman)
+            traces[delivery.delivery_id] = cached_trace(entry, keys, has_foreman)
             if not keys:
                 continue
             if not has_foreman:
@@ -207,21 +201,6 @@ class RunStarter:
         automations = await self.index.automations(conn, wanted) if wanted else {}
         started = await _rows(matched, automations)
         return await RunBatch.prepared(started, traces, conn.dialect)
-
-
-MAX_TRACES_PER_HOOK = 64  # distinct match sets kept per webhook (few: one per outcome, mostly)
-
-
-def _trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> Trace:
-    """The outcome trace of a delivery to `entry`'s live webhook: made once per set of matches
-    and kept with the entry (which is replaced when the configuration changes)."""
-    shared = tuple(keys)
-    trace: Trace | None = entry.traces.get(shared)
-    if trace is None:
-        if len(entry.traces) >= MAX_TRACES_PER_HOOK:
-            entry.traces.clear()
-        trace = entry.traces[shared] = trace_of(entry.automations, keys, has_foreman)
-    return trace
 
 
 async def _rows(

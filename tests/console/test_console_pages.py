@@ -99,3 +99,28 @@ def test_payloads_are_escaped_and_other_teams_see_nothing(world: World) -> None:
     hidden = client.get(path)  # as the API answers: another team's factory is forbidden
     assert hidden.status_code == 403 and "&lt;script&gt;" not in hidden.text
     assert client.get(f"/console/f/{world.factory_uid}").status_code == 403
+
+
+def test_the_same_replay_form_sent_twice_replays_once(world: World) -> None:
+    client = world.client
+    made = world.api("POST", f"/factory/{world.factory_uid}/webhooks", json={"name": "h"}).json()
+    sent = client.post(
+        f"/webhooks/w/{made['uid']}",
+        json={"n": 1},
+        headers={"Authorization": f"Bearer {made['secret']}"},
+    )
+    login(client, world.user_key)
+    page = f"/console/f/{world.factory_uid}/w/{made['uid']}/d/{sent.json()['delivery_id']}"
+    html = eventually(
+        lambda: (p := client.get(page)).status_code == 200 and "nonce" in p.text and p
+    )
+    fields = dict(re.findall(r'name="(csrf|nonce)" value="([^"]+)"', html.text))
+    first = client.post(page + "/replay", data=fields, follow_redirects=False)
+    second = client.post(page + "/replay", data=fields, follow_redirects=False)
+    assert first.status_code == second.status_code == 303
+    assert first.headers["location"] == second.headers["location"] != page
+    other = dict(fields, nonce="another-form")
+    third = client.post(page + "/replay", data=other, follow_redirects=False)
+    assert third.headers["location"] != first.headers["location"]
+    replays = world.api("GET", f"/factory/{world.factory_uid}/webhooks/{made['uid']}/replays")
+    assert len(replays.json()["replays"]) == 2
