@@ -34,6 +34,16 @@ class ConsideredAutomation(Struct):
         ),
     ] = None
     path: Annotated[str | None, Meta(description="the JSON path of that condition")] = None
+    filter_changed: (
+        Annotated[
+            bool,
+            Meta(
+                description="not matched, GET one: the automation changed since the delivery "
+                "was evaluated, and the mismatch is explained against its current filter"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class Trace(Struct):

@@ -23,7 +23,7 @@ from gateway.domain import filter_backtest as backtests
 from gateway.domain.delivery_replay import Replayer
 from gateway.domain.factories import get_accessible_factory, list_factories
 from gateway.domain.identities import Principal, authenticate
-from gateway.domain.webhooks import list_webhook_rows
+from gateway.domain.webhooks import get_webhook_row, list_webhook_rows
 from gateway.errors import ServiceError
 from gateway.services import Services
 
@@ -153,29 +153,30 @@ async def factory(request: Request, services: Services, principal: Principal) ->
 
 async def _deliveries(
     services: Services, principal: Principal, uid: str, webhook_uid: str
-) -> list[dict[str, Any]]:
+) -> tuple[str, list[dict[str, Any]]]:
+    """The webhook's name and its newest 50 deliveries."""
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
-        await delivery_log.require_webhook(conn, uid, webhook_uid)
+        hook = await get_webhook_row(conn, uid, webhook_uid)
         pending = await services.pending_deliveries.of_webhook(webhook_uid)
         items, _more = await delivery_log.list_deliveries(conn, webhook_uid, 50, None, pending)
-    return items
+    return str(hook.name), items
 
 
 @signed_in
 async def webhook(request: Request, services: Services, principal: Principal) -> Response:
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
-    items = await _deliveries(services, principal, uid, webhook_uid)
+    name, items = await _deliveries(services, principal, uid, webhook_uid)
     csrf = session.csrf_token(services.secret_box, request)
     body = webhook_view(f"{P}/f/{uid}/w/{webhook_uid}", items, csrf)
-    return _html(page(f"Deliveries of {webhook_uid}", body, csrf=csrf))
+    return _html(page(f"Deliveries of {name}", body, csrf=csrf))
 
 
 @signed_in
 async def webhook_rows(request: Request, services: Services, principal: Principal) -> Response:
     """The rows of the deliveries table alone: console.js swaps them in every few seconds."""
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
-    items = await _deliveries(services, principal, uid, webhook_uid)
+    _name, items = await _deliveries(services, principal, uid, webhook_uid)
     return _html(delivery_rows(f"{P}/f/{uid}/w/{webhook_uid}", items))
 
 

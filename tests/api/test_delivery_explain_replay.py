@@ -312,3 +312,18 @@ def test_dry_run_backtests_an_automation_before_it_is_saved(app: GatewayClient) 
     assert "labeler" not in names  # nothing saved
     trigger["filter"]["webhook_ids"] = ["wh_unknown"]
     assert hook.world.api("POST", path, json=body).status_code == 400
+
+
+def test_replays_share_the_webhooks_delivery_rate(app: GatewayClient) -> None:
+    hook = Hook(World.create(app))
+    since = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    sent = [hook.send({"action": "edited", "i": i}) for i in range(57)]
+    hook.evaluated(sent[-1])
+    answer = hook.world.api(
+        "POST", f"{hook.base}/deliveries/replay", json={"since": since, "limit": 5}
+    ).json()
+    assert [item["status"] for item in answer["items"]] == ["replayed"] * 3 + ["not_sent"] * 2
+    assert answer["counts"] == {"replayed": 3, "not_sent": 2}
+    assert 1 <= answer["retry_after"] <= 60
+    one = hook.world.api("POST", f"{hook.base}/deliveries/{sent[0]}/replay")
+    assert one.status_code == 429 and int(one.headers["retry-after"]) >= 1
