@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
+from gateway.console.session import PATH as CONSOLE_PATH
 from gateway.domain import tasks
 from gateway.ingress.endpoint import INGRESS_PREFIX
 from gateway.services import Services
@@ -32,6 +33,8 @@ BASE_URI = "urn:openapi"  # where the document is registered for $ref resolution
 
 def _walk(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]]:
     for route in routes:
+        if isinstance(route, Mount) and route.path == CONSOLE_PATH:
+            continue  # HTML pages for browsers (docs/console.md), not operations of the API
         if isinstance(route, Mount):
             yield from _walk(list(route.routes), prefix + route.path)
         elif isinstance(route, Route):
