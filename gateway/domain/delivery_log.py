@@ -162,8 +162,11 @@ async def prune(conn: AsyncConnection, now: datetime | None = None) -> int:
             ~started_runs,
         )
     )
+    # replay links whose delivery is gone (a link is written before its delivery reaches the
+    # log, hence only old ones)
     r = t.delivery_replays
-    await conn.execute(delete(r).where(~exists().where(d.c.delivery_id == r.c.delivery_id)))
+    gone = ~exists().where(d.c.delivery_id == r.c.delivery_id)
+    await conn.execute(delete(r).where(r.c.created_at < cutoff, gone))
     return int(result.rowcount or 0)
 
 

@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
-from gateway.domain import factories
+from gateway.domain import delivery_log, factories
 from gateway.services import Services
 from gateway.store import tables as t
+from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 
@@ -327,3 +328,29 @@ def test_replays_share_the_webhooks_delivery_rate(app: GatewayClient) -> None:
     assert 1 <= answer["retry_after"] <= 60
     one = hook.world.api("POST", f"{hook.base}/deliveries/{sent[0]}/replay")
     assert one.status_code == 429 and int(one.headers["retry-after"]) >= 1
+
+
+def test_prune_drops_old_replay_links_of_pruned_deliveries_only(app: GatewayClient) -> None:
+    mine = uuid.uuid4().hex[:12]
+    old, recent = f"dlv_gone_old_{mine}", f"dlv_on_its_way_{mine}"
+
+    async def prune(services: Services) -> set[str]:
+        now = utcnow()
+        r = t.delivery_replays
+        async with services.database.transaction() as conn:
+            for delivery_id, age in ((old, 8), (recent, 0)):
+                await conn.execute(
+                    insert(r).values(
+                        delivery_id=delivery_id,
+                        webhook_uid=f"wh_{mine}",
+                        replay_of="dlv_first",
+                        created_at=now - timedelta(days=age),
+                    )
+                )
+            await delivery_log.prune(conn)
+            found = await conn.execute(
+                select(r.c.delivery_id).where(r.c.delivery_id.in_([old, recent]))
+            )
+            return set(found.scalars())
+
+    assert app.run(prune) == {recent}
