@@ -354,3 +354,20 @@ def test_prune_drops_old_replay_links_of_pruned_deliveries_only(app: GatewayClie
             return set(found.scalars())
 
     assert app.run(prune) == {recent}
+
+
+def test_an_api_only_process_replays_through_redis(
+    database_url: str, redis_url: str, redis_prefix: str
+) -> None:
+    prefix = f"{redis_prefix}:{uuid.uuid4().hex}"
+    everything = make_settings(database_url, redis_url, prefix=prefix)
+    api_only = make_settings(database_url, redis_url, prefix=prefix, role="api")
+    with GatewayClient.running(everything) as main, GatewayClient.running(api_only) as api:
+        assert api.services.ingress is None and api.services.delivery_backend is not None
+        hook = Hook(World.create(main))
+        first = hook.evaluated(hook.send({"action": "opened"}))
+        path = f"/api/v1{hook.base}/deliveries/{first['delivery_id']}/replay"
+        made = api.post(path, headers=hook.world.user)
+        assert made.status_code == 201, made.text
+        replay = hook.evaluated(made.json()["delivery_id"])  # evaluated by the other process
+        assert replay["replay_of"] == first["delivery_id"] and len(replay["runs"]) == 1
