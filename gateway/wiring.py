@@ -62,6 +62,11 @@ async def start(
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis)
+    elif serving and not dedicated and redis is not None and settings.serves_api:
+        # an API-only process: replays go through the Redis backend all the same
+        backend = await _redis_backend(services)
+        services.closers.append(backend.close)
+    services.delivery_backend = backend
     if not evaluating:
         return None
     source = (
