@@ -1,6 +1,6 @@
 """delivery outcome traces and replays
 
-Revision ID: 0005_trace
+Revision ID: 0005
 Revises: 0004
 
 - deliveries.trace: what the evaluator decided for an accepted delivery (each automation
@@ -16,7 +16,7 @@ from alembic import op
 
 import gateway.store.types
 
-revision = "0005_trace"
+revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
