@@ -23,6 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
@@ -115,8 +116,15 @@ class _Started:
 class RunBatch:
     """The runs a batch of deliveries would start, their rows encoded, ready to write."""
 
-    def __init__(self, started: dict[str, list[_Started]], dialect: Dialect) -> None:
+    def __init__(
+        self,
+        started: dict[str, list[_Started]],
+        dialect: Dialect,
+        unstarted: dict[str, str] | None = None,
+    ) -> None:
         self._started = started
+        # delivery id -> factory uid: matched, but the factory has no foreman to run the work
+        self._unstarted = unstarted or {}
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -126,9 +134,11 @@ class RunBatch:
         self._tasks = TASKS.prepare(dialect, [s.task for s in every], "delivery_id")
 
     @classmethod
-    async def prepared(cls, started: dict[str, list[_Started]], dialect: Dialect) -> RunBatch:
+    async def prepared(
+        cls, started: dict[str, list[_Started]], dialect: Dialect, unstarted: dict[str, str]
+    ) -> RunBatch:
         await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, dialect)
+        return cls(started, dialect, unstarted)
 
     @property
     def deliveries(self) -> int:
@@ -141,6 +151,17 @@ class RunBatch:
         await RUNS.insert(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
+        first: dict[str, str] = {}  # factory uid -> a delivery that could not start its work
+        for delivery_id, factory_uid in self._unstarted.items():
+            if delivery_id in claimed:
+                first.setdefault(factory_uid, delivery_id)
+        for factory_uid, delivery_id in sorted(first.items()):
+            await inbox.on_dispatch_failed(
+                conn,
+                factory_uid,
+                f"delivery {delivery_id} matched automations of this factory, but it has no "
+                "foreman agent to run them; set one (gateway admin set-foreman)",
+            )
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -162,6 +183,7 @@ class RunStarter:
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
+        unstarted: dict[str, str] = {}
         for i, delivery in enumerate(batch, 1):
             if i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
@@ -182,12 +204,14 @@ class RunStarter:
                     delivery.webhook_uid,
                     entry.hook.factory_uid,
                 )
+                unstarted[delivery.delivery_id] = entry.hook.factory_uid
                 continue
             uids = list(dict.fromkeys(uid for uid, _position in keys))
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamps[uid]) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        return await RunBatch.prepared(await _rows(matched, automations), conn.dialect)
+        started = await _rows(matched, automations)
+        return await RunBatch.prepared(started, conn.dialect, unstarted)
 
 
 async def _rows(
