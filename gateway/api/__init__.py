@@ -19,6 +19,8 @@ RESOURCE_MODULES = (
     "runs",
     "factory_runs",
     "tasks",
+    "inbox",
+    "schedules",
     "conversations",
     "attachments",
     "runner_protocol",
