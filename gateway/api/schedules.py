@@ -3,7 +3,6 @@ the field names of the official client's ScheduledAgentItem; docs/schedules.md."
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -75,8 +74,8 @@ class ScheduleScope(Struct):
 
 
 class ScheduleHistory(Struct):
-    last_ran: Annotated[datetime | None, Meta(tz=True, description="the last run started")]
-    next_run: Annotated[datetime | None, Meta(tz=True, description="the next slot; null paused")]
+    last_ran: Timestamp | None
+    next_run: Annotated[Timestamp | None, Meta(description="the next slot; null while paused")]
 
 
 class ScheduledAgent(Struct, kw_only=True):
