@@ -61,6 +61,19 @@ def test_failed_and_blocked_runs_notify_the_team_until_resolved(world: World) ->
     assert len(_inbox(world)["notifications"]) == 1
 
 
+def test_a_follow_up_that_answers_or_resumes_the_run_resolves_its_notice(world: World) -> None:
+    asking, failing = _dispatch(world, "Asks"), _dispatch(world, "Breaks")
+    advance(world, asking["run_id"], "start", "block")
+    advance(world, failing["run_id"], "start", "fail")
+    assert len(_inbox(world)["notifications"]) == 2
+    for run in (asking, failing):
+        path = f"/agent/runs/{run['run_id']}/followups"
+        assert world.api("POST", path, json={"message": "go on"}).status_code == 200
+    assert _inbox(world)["notifications"] == []
+    timeline = world.api("GET", f"/agent/runs/{failing['run_id']}/timeline").json()
+    assert [e["state"] for e in timeline["events"]][-2:] == ["FAILED", "QUEUED"]
+
+
 def test_task_stage_changes_notify_and_supersede_each_other(world: World) -> None:
     run = new_run(world)
     task = world.api(
