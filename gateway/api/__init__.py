@@ -21,6 +21,7 @@ RESOURCE_MODULES = (
     "tasks",
     "inbox",
     "schedules",
+    "handoff",
     "conversations",
     "attachments",
     "runner_protocol",

@@ -259,6 +259,13 @@ runs = Table(
         sqlite_where=text("lease_expires_at IS NOT NULL"),
         postgresql_where=text("lease_expires_at IS NOT NULL"),
     ),
+    # the public shared-session lookup (few runs have a session id until they run)
+    Index(
+        "ix_runs_session_id",
+        "session_id",
+        sqlite_where=text("session_id IS NOT NULL"),
+        postgresql_where=text("session_id IS NOT NULL"),
+    ),
 )
 
 run_messages = Table(

@@ -479,6 +479,12 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     check("GET", one + "/download", 302, at=at_file, follow_redirects=False)
     check("GET", RUN + "/transcript", 302, at=at, follow_redirects=False)
     check("GET", RUN + "/timeline", 200, at=at)
+    handoff = check("GET", RUN + "/handoff/attachments", 200, at=at)
+    assert [a["attachment_id"] for a in handoff["attachments"]] == [file["artifact_uid"]]
+    conversation = {"conversation_id": "unknown"}
+    check("GET", CONVERSATION + "/redirect", 200, headers={}, at=conversation)
+    check("GET", "/agent/sessions/{session_uuid}/redirect", 200, headers={},
+          at={"session_uuid": "unknown"})  # fmt: skip
     check("GET", RUN + "/usage", 200, at=at)
     check("GET", "/agent/workers", 200)
 

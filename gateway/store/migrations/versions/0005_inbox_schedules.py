@@ -5,7 +5,7 @@ Revises: 0004
 
 - inbox_notifications, inbox_recipients (docs/inbox.md).
 - scheduled_agents (docs/schedules.md).
-New tables only: nothing existing changes.
+- runs: a partial index on session_id, for the public shared-session lookup.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ branch_labels = None
 depends_on = None
 
 MOMENT = gateway.store.types.UTCDateTime(timezone=True)
+HAS_SESSION = sa.text("session_id IS NOT NULL")
 
 
 def upgrade() -> None:
@@ -80,9 +81,17 @@ def upgrade() -> None:
     )
     op.create_index("ix_scheduled_agents_team_uid", "scheduled_agents", ["team_uid"])
     op.create_index("ix_scheduled_agents_next_run_at", "scheduled_agents", ["next_run_at"])
+    op.create_index(
+        "ix_runs_session_id",
+        "runs",
+        ["session_id"],
+        sqlite_where=HAS_SESSION,
+        postgresql_where=HAS_SESSION,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_runs_session_id", table_name="runs")
     op.drop_table("scheduled_agents")
     op.drop_table("inbox_recipients")
     op.drop_table("inbox_notifications")
