@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from tests.api.official_client import official_client
 from tests.api.runs_support import advance, new_run
 from tests.support import World
 
@@ -57,3 +58,12 @@ def test_session_and_conversation_redirects_are_public(world: World) -> None:
     no_session = new_run(world)
     path = f"/api/v1/agent/conversations/{no_session['conversation_id']}/redirect"
     assert world.client.get(path).json() == {}
+
+
+def test_the_official_client_reads_handoffs_and_redirects(world: World) -> None:
+    oz = official_client(world)
+    run = new_run(world)
+    advance(world, run["run_id"], "start", "succeed", session_id="s-1")
+    assert oz.agent.runs.list_handoff_attachments(run["run_id"]).attachments == []
+    assert oz.agent.sessions.check_redirect("s-1").conversation_id == run["conversation_id"]
+    assert oz.agent.conversations.check_redirect(run["conversation_id"]).session_id == "s-1"

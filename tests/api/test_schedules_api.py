@@ -12,6 +12,7 @@ from gateway.domain import identities
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.worker.scheduler import start_due
+from tests.api.official_client import official_client
 from tests.support import World
 
 BASE = "/agent/schedules"
@@ -190,3 +191,22 @@ def test_a_slot_that_cannot_start_is_recorded_and_skipped(world: World) -> None:
             await conn.execute(delete(s).where(s.c.uid == created["id"]))
 
     world.client.run(drop)
+
+
+def test_the_official_client_manages_schedules(world: World) -> None:
+    oz = official_client(world)
+    created = oz.agent.schedules.create(
+        name="Weekly", cron_schedule="0 8 * * MON", prompt="Report.", metadata={"k": "v"}
+    )
+    assert created.enabled and created.scope is not None and created.scope.type == "Team"
+    assert created.history is not None and created.history.next_run is not None
+    assert created.history.next_run.weekday() == 0 and created.history.next_run.hour == 8
+    assert [s.id for s in oz.agent.schedules.list().schedules] == [created.id]
+    assert oz.agent.schedules.retrieve(created.id).metadata == {"k": "v"}
+    updated = oz.agent.schedules.update(
+        created.id, name="Weekly", cron_schedule="0 9 * * MON", enabled=True, prompt="Report!"
+    )
+    assert updated.prompt == "Report!" and updated.cron_schedule == "0 9 * * MON"
+    assert not oz.agent.schedules.pause(created.id).enabled
+    assert oz.agent.schedules.resume(created.id).enabled
+    assert oz.agent.schedules.delete(created.id).success
