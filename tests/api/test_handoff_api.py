@@ -12,9 +12,10 @@ REGISTER, CLAIM = "/runner/register", "/runner/claim"
 
 
 def _runner_run(world: World) -> tuple[dict[str, str], str]:
-    """A dispatched run held by a registered runner of the world's agent."""
+    """A run of the team held by a registered runner of the world's agent (not a dispatched
+    one: the task binder may hold its row a moment, and claims skip locked rows)."""
     registered = world.api("POST", REGISTER, headers=world.agent, json={"name": "r"}).json()
-    run = world.api("POST", f"/factory/{world.factory_uid}/runs", json={"prompt": "p"}).json()
+    run = new_run(world)
     runner = {"runner_uid": registered["runner_uid"]}
     claimed = world.api("POST", CLAIM, headers=world.agent, json=runner | {"wait_s": 0}).json()
     assert [r["run_id"] for r in claimed["runs"]] == [run["run_id"]]
