@@ -1,7 +1,8 @@
 """Factory inbox notifications, produced by the events they report and in the same transaction:
 a factory run that ends FAILED or needs input (BLOCKED), a task that changes stage, a dispatch
 that could not start. Recipients are the factory team's members at that moment; each has their
-own read state. A notification stays active until what it reports is over (docs/inbox.md).
+own read state. A notification stays active until what it reports is over (docs/inbox.md): a
+notice about a run while the run is still FAILED or BLOCKED, the others until `resolved_at`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from gateway.store.types import utcnow
 n, rc = t.inbox_notifications, t.inbox_recipients
 Kind = Literal["run_failed", "run_needs_input", "task_stage_changed", "dispatch_failed"]
 RUN_KINDS: dict[str, Kind] = {"FAILED": "run_failed", "BLOCKED": "run_needs_input"}
-# a run entering one of these is past what its earlier notifications reported
-RESOLVING_STATES = frozenset({"QUEUED", "INPROGRESS", "SUCCEEDED", "CANCELLED"})
 MAX_DETAIL = 2000
 
 
@@ -72,10 +71,9 @@ async def resolve(conn: AsyncConnection, *conditions: Any) -> None:
 async def on_run_states(
     conn: AsyncConnection, run_ids: Iterable[str], state: str, at: datetime, reason: str | None
 ) -> None:
-    """Called for every run state change (run_timeline.record)."""
-    if state in RESOLVING_STATES:
-        await resolve(conn, n.c.run_id.in_(list(run_ids)))
-        return
+    """Called for every run state change (run_timeline.record). Only FAILED and BLOCKED cost a
+    statement: a notice about a run is over once the run has left that state, which readers
+    check against the run itself (inbox_reading), so the run's other changes write nothing."""
     kind = RUN_KINDS.get(state)
     if kind is None:
         return
@@ -84,7 +82,8 @@ async def on_run_states(
         r.c.run_id.in_(list(run_ids)), r.c.factory_uid.is_not(None)
     )
     for run in (await conn.execute(query)).all():
-        await resolve(conn, n.c.run_id == run.run_id)  # the newest state speaks for the run
+        # the run's earlier notices are over: a new failure or question replaces them
+        await resolve(conn, n.c.run_id == run.run_id)
         name = run.title or run.prompt[:80]
         title = f"Run failed: {name}" if kind == "run_failed" else f"Run needs input: {name}"
         message = reason or (run.status_message or {}).get("message")

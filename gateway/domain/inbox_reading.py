@@ -21,7 +21,7 @@ from gateway.errors import Forbidden, InvalidRequest
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-n, rc, f, tm = t.inbox_notifications, t.inbox_recipients, t.factories, t.team_members
+n, rc, f, tm, r = t.inbox_notifications, t.inbox_recipients, t.factories, t.team_members, t.runs
 Scope = Literal["mine", "team"]
 
 
@@ -45,7 +45,8 @@ async def list_notifications(
     statement = (
         select(*columns)
         .join(f, f.c.uid == n.c.factory_uid)
-        .where(f.c.team_uid.in_(sorted(teams)), n.c.resolved_at.is_(None))
+        .outerjoin(r, r.c.run_id == n.c.run_id)
+        .where(f.c.team_uid.in_(sorted(teams)), _active())
     )
     if query.factory_uid is not None:
         statement = statement.where(n.c.factory_uid == query.factory_uid)
@@ -65,6 +66,16 @@ async def list_notifications(
     statement = statement.order_by(n.c.created_at.desc(), n.c.uid.desc()).limit(query.limit + 1)
     rows = (await conn.execute(statement)).all()
     return list(rows[: query.limit]), len(rows) > query.limit
+
+
+def _active() -> Any:
+    """Not resolved, and a notice about a run only while the run is still in that state."""
+    still = or_(
+        n.c.run_id.is_(None),
+        and_(n.c.kind == "run_failed", r.c.state == "FAILED"),
+        and_(n.c.kind == "run_needs_input", r.c.state == "BLOCKED"),
+    )
+    return and_(n.c.resolved_at.is_(None), still)
 
 
 def _live_recipient(recipient_uid: str | None) -> Any:
@@ -100,8 +111,9 @@ async def mark(
     is unsuccessful, and nothing changes for it."""
     require_user(principal)
     query = (
-        select(n.c.uid, n.c.resolved_at, f.c.team_uid, rc.c.user_uid)
+        select(n.c.uid, _active().label("active"), f.c.team_uid, rc.c.user_uid)
         .join(f, f.c.uid == n.c.factory_uid)
+        .outerjoin(r, r.c.run_id == n.c.run_id)
         .outerjoin(rc, and_(rc.c.notification_uid == n.c.uid, rc.c.user_uid == principal.uid))
         .where(n.c.uid.in_(sorted(set(uids))))
     )
@@ -132,6 +144,6 @@ def _outcome(uid: str, row: Any, principal: Principal) -> dict[str, Any]:
         return failed("forbidden")
     if row.user_uid is None:
         return failed("not_recipient")
-    if row.resolved_at is not None:
+    if not row.active:
         return failed("not_active")
     return {"notification_uid": uid, "success": True, "error": None, "_change": True}
