@@ -74,6 +74,20 @@ def test_a_follow_up_that_answers_or_resumes_the_run_resolves_its_notice(world: 
     assert [e["state"] for e in timeline["events"]][-2:] == ["FAILED", "QUEUED"]
 
 
+def test_a_run_has_one_active_notice_its_newest(world: World) -> None:
+    run = _dispatch(world, "Flaky")
+    advance(world, run["run_id"], "start", "block")
+    advance(world, run["run_id"], "error", message="harness crashed")  # leaves BLOCKED
+    assert _inbox(world)["notifications"] == []
+    again = _dispatch(world, "Twice")
+    advance(world, again["run_id"], "start", "fail", message="first")
+    path = f"/agent/runs/{again['run_id']}/followups"
+    assert world.api("POST", path, json={"message": "retry"}).json()["state"] == "QUEUED"
+    advance(world, again["run_id"], "start", "fail", message="second")
+    found = _inbox(world)["notifications"]
+    assert [(n["run_id"], n["detail"]) for n in found] == [(again["run_id"], "second")]
+
+
 def test_task_stage_changes_notify_and_supersede_each_other(world: World) -> None:
     run = new_run(world)
     task = world.api(
