@@ -15,6 +15,7 @@ from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import migrate
 from gateway.worker.delivery_consumer import Consumer, Source
+from gateway.worker.scheduler import scheduler
 
 if TYPE_CHECKING:
     from gateway.backends.redis_backend import KeySpace
@@ -84,6 +85,9 @@ async def start(
 
     services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")
+    services.spawn(
+        scheduler(services.database, services.settings.scheduler_poll_s), name="scheduler"
+    )
     return consumer
 
 

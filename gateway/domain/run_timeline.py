@@ -11,6 +11,7 @@ from sqlalchemy import Row, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox
 from gateway.store import tables as t
 
 e = t.run_events
@@ -26,6 +27,7 @@ async def record(
     reason: str | None = None,
 ) -> None:
     """`state` entered at `at` by each of `run_ids`."""
+    run_ids = list(run_ids)
     rows = [
         {
             "id": ids.new_id("evt"),
@@ -39,6 +41,8 @@ async def record(
     ]
     if rows:
         await conn.execute(insert(e), rows)
+        # the factory inbox hears of every change here, in the same transaction
+        await inbox.on_run_states(conn, run_ids, state, at, reason)
 
 
 async def timeline(conn: AsyncConnection, run: Row[Any]) -> list[dict[str, Any]]:

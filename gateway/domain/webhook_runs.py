@@ -23,6 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
 from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, cached_trace
 from gateway.domain.run_records import NewRun, run_values
@@ -117,10 +118,16 @@ class RunBatch:
     """The runs a batch of deliveries would start, their rows encoded, ready to write."""
 
     def __init__(
-        self, started: dict[str, list[_Started]], traces: dict[str, Trace], dialect: Dialect
+        self,
+        started: dict[str, list[_Started]],
+        traces: dict[str, Trace],
+        dialect: Dialect,
+        unstarted: dict[str, str] | None = None,
     ) -> None:
         self._started = started
         self.traces = TraceWrites(traces)
+        # delivery id -> factory uid: matched, but the factory has no foreman to run the work
+        self._unstarted = unstarted or {}
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -131,10 +138,14 @@ class RunBatch:
 
     @classmethod
     async def prepared(
-        cls, started: dict[str, list[_Started]], traces: dict[str, Trace], dialect: Dialect
+        cls,
+        started: dict[str, list[_Started]],
+        traces: dict[str, Trace],
+        dialect: Dialect,
+        unstarted: dict[str, str],
     ) -> RunBatch:
         await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, traces, dialect)
+        return cls(started, traces, dialect, unstarted)
 
     @property
     def deliveries(self) -> int:
@@ -149,6 +160,17 @@ class RunBatch:
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
         await self.traces.write(conn, claimed)
+        first: dict[str, str] = {}  # factory uid -> a delivery that could not start its work
+        for delivery_id, factory_uid in self._unstarted.items():
+            if delivery_id in claimed:
+                first.setdefault(factory_uid, delivery_id)
+        for factory_uid, delivery_id in sorted(first.items()):
+            await inbox.on_dispatch_failed(
+                conn,
+                factory_uid,
+                f"delivery {delivery_id} matched automations of this factory, but it has no "
+                "foreman agent to run them; set one (gateway admin set-foreman)",
+            )
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -171,6 +193,7 @@ class RunStarter:
         traces: dict[str, Trace] = {}
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
+        unstarted: dict[str, str] = {}
         for i, delivery in enumerate(batch, 1):
             if i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
@@ -194,13 +217,14 @@ class RunStarter:
                     delivery.webhook_uid,
                     entry.hook.factory_uid,
                 )
+                unstarted[delivery.delivery_id] = entry.hook.factory_uid
                 continue
             uids = list(dict.fromkeys(uid for uid, _position in keys))
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamps[uid]) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
         started = await _rows(matched, automations)
-        return await RunBatch.prepared(started, traces, conn.dialect)
+        return await RunBatch.prepared(started, traces, conn.dialect, unstarted)
 
 
 async def _rows(

@@ -275,6 +275,13 @@ runs = Table(
         sqlite_where=text("lease_expires_at IS NOT NULL"),
         postgresql_where=text("lease_expires_at IS NOT NULL"),
     ),
+    # the public shared-session lookup (few runs have a session id until they run)
+    Index(
+        "ix_runs_session_id",
+        "session_id",
+        sqlite_where=text("session_id IS NOT NULL"),
+        postgresql_where=text("session_id IS NOT NULL"),
+    ),
 )
 
 run_messages = Table(
@@ -451,4 +458,65 @@ scoring_jobs = Table(
         sqlite_where=text("status = 'queued'"),
         postgresql_where=text("status = 'queued'"),
     ),
+)
+
+# --- factory inbox ---------------------------------------------------------------------------
+
+# Something a factory's team should look at (docs/inbox.md): a run that failed or needs input, a
+# task that changed stage, a dispatch that could not start. Active until `resolved_at`.
+inbox_notifications = Table(
+    "inbox_notifications",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("title", String(500), nullable=False),
+    Column("detail", Text, nullable=True),
+    Column("run_id", String(64), nullable=True, index=True),
+    Column("task_uid", String(64), nullable=True, index=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime, nullable=True),
+    Index("ix_inbox_notifications_factory_created", "factory_uid", "created_at"),
+)
+
+# Who a notification is for (the factory team's members when it was made), with their own
+# read state.
+inbox_recipients = Table(
+    "inbox_recipients",
+    metadata,
+    Column("notification_uid", String(64), ForeignKey("inbox_notifications.uid"), primary_key=True),
+    Column("user_uid", String(64), primary_key=True),
+    Column("read_at", UTCDateTime, nullable=True),
+    Index("ix_inbox_recipients_user", "user_uid"),
+)
+
+# --- scheduled agents ------------------------------------------------------------------------
+
+# A cron schedule that starts an agent run at each slot (docs/schedules.md). `next_run_at` is the
+# slot due next (None while paused): a scheduler claims it with a conditional UPDATE, so a slot
+# starts one run however many workers look at it.
+scheduled_agents = Table(
+    "scheduled_agents",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), nullable=False, index=True),
+    Column("owner_kind", String(8), nullable=False),  # "team" | "user"
+    Column("name", String(200), nullable=False),
+    Column("cron_schedule", String(200), nullable=False),
+    Column("prompt", Text, nullable=True),
+    Column("agent_config", JSON, nullable=True),
+    Column("agent_uid", String(64), nullable=True),
+    Column("metadata", JSON, nullable=True),
+    Column("mode", String(16), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_by_kind", String(16), nullable=False),
+    Column("created_by_uid", String(64), nullable=False),
+    Column("updated_by_kind", String(16), nullable=False),
+    Column("updated_by_uid", String(64), nullable=False),
+    Column("next_run_at", UTCDateTime, nullable=True, index=True),
+    Column("last_ran_at", UTCDateTime, nullable=True),
+    Column("last_run_id", String(64), nullable=True),
+    Column("last_spawn_error", String(2000), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -417,6 +417,34 @@ def _scorers(check: Checker) -> None:
     check("POST", path, 400, at=at, json={"scorer_uids": []})
 
 
+def _inbox(check: Checker, run: dict[str, Any]) -> None:
+    advance(check.world, run["run_id"], "start", "fail", message="broke")
+    mine = check("GET", "/factory-inbox", 200, params={"limit": 1})
+    check("GET", "/factory-inbox", 200, params={"scope": "team"}, headers=check.world.agent)
+    uids = {"notification_uids": [mine["notifications"][0]["uid"], "ntf_missing"]}
+    check("POST", "/factory-inbox/notifications/read", 200, json=uids)
+    check("POST", "/factory-inbox/notifications/unread", 200, json=uids)
+    check("POST", "/factory-inbox/notifications/read", 403, json=uids, headers=check.world.agent)
+    check("GET", "/factory-inbox", 400, params={"scope": "everyone"})
+
+
+def _schedules(check: Checker) -> None:
+    base, one = "/agent/schedules", "/agent/schedules/{schedule_id}"
+    body = {"name": "n", "cron_schedule": "0 9 * * 1-5", "prompt": "p", "metadata": {"k": "v"},
+            "agent_config": {"model_id": "gpt-5"}, "agent_uid": check.world.agent_uid}  # fmt: skip
+    created = check("POST", base, 201, json=body)
+    at = {"schedule_id": created["id"]}
+    check("GET", base, 200)
+    check("GET", one, 200, at=at)
+    check("PUT", one, 200, at=at, json={"name": "m", "cron_schedule": "0 * * * *",
+                                        "enabled": True, "prompt": "q"})  # fmt: skip
+    check("POST", one + "/pause", 200, at=at)
+    check("POST", one + "/resume", 200, at=at)
+    check("DELETE", one, 200, at=at)
+    check("GET", one, 404, at=at)
+    check("POST", base, 400, json=body | {"cron_schedule": "every day"})
+
+
 def _schemas_and_attachments(check: Checker, run: dict[str, Any]) -> None:
     schemas = "/factory-files/schemas"
     check("GET", schemas, 200)
@@ -466,6 +494,12 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     check("GET", one + "/download", 302, at=at_file, follow_redirects=False)
     check("GET", RUN + "/transcript", 302, at=at, follow_redirects=False)
     check("GET", RUN + "/timeline", 200, at=at)
+    handoff = check("GET", RUN + "/handoff/attachments", 200, at=at)
+    assert [a["attachment_id"] for a in handoff["attachments"]] == [file["artifact_uid"]]
+    conversation = {"conversation_id": "unknown"}
+    check("GET", CONVERSATION + "/redirect", 200, headers={}, at=conversation)
+    check("GET", "/agent/sessions/{session_uuid}/redirect", 200, headers={},
+          at={"session_uuid": "unknown"})  # fmt: skip
     check("GET", RUN + "/usage", 200, at=at)
     check("GET", "/agent/workers", 200)
 
@@ -481,6 +515,8 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     check("GET", "/networking/egress-ranges", 200)
     _agents_models_environments(check)
     _scorers(check)
+    _inbox(check, check("POST", "/factory/{uid}/runs", 201, json={"prompt": "Inbox"}))
+    _schedules(check)
     _schemas_and_attachments(check, run)
     _runner(check, record["runs"][0]["run_id"])
     check("GET", "/healthz", 200, headers={})

@@ -1,4 +1,4 @@
-"""Migration 0005_trace on a store with data: logged deliveries keep everything and get no trace,
+"""Migration 0005 on a store with data: logged deliveries keep everything and get no trace,
 the replay table appears, and the downgrade gives the schema back with the data."""
 
 from __future__ import annotations
