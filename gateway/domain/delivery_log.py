@@ -171,7 +171,8 @@ async def list_deliveries(
     """Newest first, with `pending` (accepted, still waiting for the evaluator outside SQL)
     merged in by position."""
     query = select(
-        d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation, d.c.evaluated_at
+        *(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation),
+        *(d.c.evaluated_at, d.c.reason, d.c.duplicate_of),
     ).where(d.c.webhook_uid == webhook_uid)
     if after is not None:
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
@@ -194,8 +195,8 @@ async def get_delivery(
     delivery_id: str,
     pending: DeliveryRecord | None = None,
 ) -> dict[str, Any]:
-    """One delivery with its payload (accepted ones); `pending` stands in when the log has no
-    row yet (accepted, still waiting for the evaluator outside SQL)."""
+    """One delivery with its payload and request headers (accepted ones); `pending` stands in
+    when the log has no row yet (accepted, still waiting for the evaluator outside SQL)."""
     row = (
         await conn.execute(
             select(d).where(d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id)
@@ -205,13 +206,16 @@ async def get_delivery(
         if pending is None:
             raise NotFound(f"delivery: {delivery_id} not found for this webhook")
         item = _pending_item(pending)
-        payload = pending.payload
+        payload, headers = pending.payload, pending.headers
     else:
         item = _item(row)
-        payload = row.payload
+        payload, headers = row.payload, row.headers
         await _attach_runs(conn, [item])
-    if item["label"] == Label.ACCEPTED.value and payload is not None:
-        item["payload"] = orjson.loads(payload)
+    if item["label"] == Label.ACCEPTED.value:
+        if payload is not None:
+            item["payload"] = orjson.loads(payload)
+        # deliveries logged before headers were kept have none
+        item["headers"] = orjson.loads(headers) if headers is not None else None
     return item
 
 
@@ -223,6 +227,8 @@ def _item(row: Any) -> dict[str, Any]:
         "label": row.label,
         "evaluation": row.evaluation,
         "evaluated_at": row.evaluated_at,
+        "reason": row.reason,
+        "duplicate_of": row.duplicate_of,
         "runs": [],
     }
 
@@ -235,6 +241,8 @@ def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
         "label": record.label.value,
         "evaluation": PENDING,
         "evaluated_at": None,
+        "reason": None,
+        "duplicate_of": None,
         "runs": [],
     }
 

@@ -166,6 +166,9 @@ deliveries = Table(
     Column("payload", LargeBinary, nullable=True),
     Column("evaluation", String(16), nullable=True),
     Column("evaluated_at", UTCDateTime, nullable=True),
+    # rejected: why (gateway/rejections.py); accepted: request headers, redacted, JSON (0005)
+    Column("reason", String(32), nullable=True),
+    Column("headers", LargeBinary, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
     Index(
         "ix_deliveries_pending",
