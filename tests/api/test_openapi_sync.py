@@ -198,7 +198,9 @@ class Checker:
     def __call__(
         self, method: str, path: str, status: int, *, headers: Any = None, **kwargs: Any
     ) -> Any:
-        outside = path.startswith(("/webhooks/", "/healthz", "/readyz"))  # not under /api/v1
+        outside = path.startswith(
+            ("/webhooks/", "/healthz", "/readyz", "/metrics")
+        )  # not under /api/v1
         full = path if outside else f"/api/v1{path}"
         url = full.format(**{"uid": self.world.factory_uid} | kwargs.pop("at", {}))
         response = self.world.client.request(
