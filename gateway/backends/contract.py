@@ -79,7 +79,7 @@ class Submission(NamedTuple):
     body: bytes
     valid_json: bool
     source: str
-    headers: bytes = b""  # the request headers, credentials redacted, as a JSON object
+    headers: bytes = b""  # the request headers, credentials redacted (an HTTP header block)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ class DeliveryRecord:
     duplicate_of: str | None = None
     payload: bytes | None = None
     reason: Reason | None = None  # rejected ones: why (never sent to the sender)
-    headers: bytes | None = None  # accepted ones: request headers, redacted, as a JSON object
+    headers: bytes | None = None  # accepted ones: request headers, redacted (header block)
 
 
 class IngressBackend(Protocol):

@@ -41,3 +41,14 @@ def delivery_row(
         "reason": None if record.reason is None else record.reason.value,
         "headers": record.headers if accepted else None,
     }
+
+
+def headers_of(block: bytes) -> dict[str, str]:
+    """A record's stored request headers (an HTTP/1.1 header block, gateway/ingress/
+    stored_headers.py) as a JSON-ready object."""
+    parsed = {}
+    for line in block.split(b"\r\n"):
+        name, _, value = line.partition(b": ")
+        if name:
+            parsed[name.decode("latin-1")] = value.decode("latin-1")
+    return parsed

@@ -18,7 +18,13 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.backends.delivery_rows import (
+    DELIVERIES,
+    EVALUATED,
+    PENDING,
+    delivery_row,
+    headers_of,
+)
 from gateway.domain.webhooks import get_webhook_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
@@ -215,7 +221,7 @@ async def get_delivery(
         if payload is not None:
             item["payload"] = orjson.loads(payload)
         # deliveries logged before headers were kept have none
-        item["headers"] = orjson.loads(headers) if headers is not None else None
+        item["headers"] = headers_of(headers) if headers is not None else None
     return item
 
 

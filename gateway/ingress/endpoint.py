@@ -22,6 +22,7 @@ INGRESS_PREFIX = "/webhooks/w/"
 STARTING_RETRY_S = 5
 # counted as the status of a request whose client left before its body arrived (no answer sent)
 CLIENT_GONE = 499
+_answered = COUNTS.response  # (status, seconds): gateway/metrics
 log = logging.getLogger("gateway.ingress")
 
 _JSON = b"application/json"
@@ -36,27 +37,26 @@ class IngressEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = perf_counter()
-        status = await self._respond(scope, receive, send)
-        COUNTS.response(status, perf_counter() - started)
-
-    async def _respond(self, scope: Scope, receive: Receive, send: Send) -> int:
-        """Answers the request; returns the status sent (CLIENT_GONE when none was)."""
         try:
             delivery_id = await self._accept(scope, receive)
         except ClientGone:
-            return CLIENT_GONE
+            _answered(CLIENT_GONE, perf_counter() - started)
+            return
         except Challenge as challenge:  # Slack's url_verification: 200 with its challenge
             await _send(send, 200, _JSON, challenge.body, {})
-            return 200
+            _answered(200, perf_counter() - started)
+            return
         except ServiceError as error:
             status, body, headers = render(error)
             await _send(send, status, PROBLEM_CONTENT_TYPE, body, headers)
-            return status
+            _answered(status, perf_counter() - started)
+            return
         except Exception:
             log.exception("ingress: unexpected error on webhook %s", _uid_of(scope))
             status, body, headers = render(ServiceError("an internal error occurred"))
             await _send(send, status, PROBLEM_CONTENT_TYPE, body, headers)
-            return status
+            _answered(status, perf_counter() - started)
+            return
         body = b'{"delivery_id":"%s"}' % delivery_id.encode()
         head = _ACCEPTED_HEAD.get(len(body))
         if head is None:
@@ -65,7 +65,7 @@ class IngressEndpoint:
                 _ACCEPTED_HEAD[len(body)] = head
         await send({"type": "http.response.start", "status": 202, "headers": head})
         await send({"type": "http.response.body", "body": body})
-        return 202
+        _answered(202, perf_counter() - started)
 
     async def _accept(self, scope: Scope, receive: Receive) -> str:
         if scope["method"] != "POST":

@@ -38,6 +38,7 @@ from gateway.types import Receive
 
 # a full backlog drains at the evaluator's pace (thousands per second): a short wait suffices
 BACKLOG_RETRY_AFTER_S = 2
+_COUNTED = COUNTS.deliveries  # outcome -> count (gateway/metrics)
 
 
 class Ingress:
@@ -59,7 +60,7 @@ class Ingress:
         """The delivery id to answer 202 with; any refusal is raised as a ServiceError."""
         config = self.cache.live(webhook_uid) or await self.cache.get(webhook_uid)
         if config is None or (path_token is not None and config.auth_mode != "url_token"):
-            COUNTS.delivery("not_found")
+            _COUNTED["not_found"] += 1
             raise NotFound("webhook: unknown, disabled or deleted")
         body = await self._body(config, headers, receive)
         proxies = self.settings.trusted_proxies
@@ -73,22 +74,22 @@ class Ingress:
             # another process changed this webhook: take its config from SQL, decide again
             fresh = await self.cache.reload(config.uid)
             if fresh is None:
-                COUNTS.delivery("not_found")
+                _COUNTED["not_found"] += 1
                 raise NotFound("webhook: unknown, disabled or deleted")
             outcome, delivery_id, reason = await self._decide(
                 fresh, headers, path_token, body, source
             )
         verdict = outcome.verdict
         if verdict is _ACCEPTED:
-            COUNTS.delivery("accepted")
+            _COUNTED["accepted"] += 1
         elif verdict is _DUPLICATE:
-            COUNTS.delivery("duplicate")
+            _COUNTED["duplicate"] += 1
         elif verdict is Verdict.STALE:  # changing again: answered 503, nothing recorded
-            COUNTS.delivery("unavailable")
+            _COUNTED["unavailable"] += 1
         else:
             reason = _REASONS.get(verdict, reason)
             if reason is not None:
-                COUNTS.delivery(reason.value)
+                _COUNTED[reason.value] += 1
                 self.rejections.rejected(config.uid, delivery_id, reason)
         return _answer(outcome)
 
@@ -102,7 +103,7 @@ class Ingress:
             return await self.bodies.read(receive)
         except TooLarge as exc:
             delivery_id = ids.new_id("dlv")
-            COUNTS.delivery(Reason.TOO_LARGE.value)
+            _COUNTED[Reason.TOO_LARGE.value] += 1
             self.rejections.rejected(config.uid, delivery_id, Reason.TOO_LARGE)
             await self.backend.log_rejection(
                 config.target, delivery_id, exc.size, Label.TOO_LARGE, Reason.TOO_LARGE
@@ -133,7 +134,7 @@ class Ingress:
         except orjson.JSONDecodeError:
             valid_json = False
         identity = delivery_identity(config.delivery_id_header, headers, provider_id, body)
-        stored = stored_headers(headers, path_token)
+        stored = stored_headers(headers, path_token) if valid_json else b""  # kept if accepted
         submission = Submission(
             config.target, delivery_id, identity, body, valid_json, source, stored
         )

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from gateway.metrics.counts import COUNTS, LATENCY_BOUNDS, ProcessCounts
+from gateway.metrics.counts import COUNTS, LATENCY_BOUNDS, OUTCOMES, ProcessCounts
 from gateway.metrics.directory import MULTIPROC_ENV
 
 FLUSH_S = 1.0
@@ -75,6 +75,12 @@ class Exporter:
             ["result"],
             registry=r,
         )
+        # every known label value shown from the start (at 0), so a dashboard has a series to
+        # draw before the first rejection of a kind
+        for outcome in OUTCOMES:
+            self.deliveries.labels(outcome)
+        for result in ("claimed", "empty"):
+            self.claims.labels(result)
         self._handed: dict[str, dict[object, float]] = {}
         self._latency_handed = [0] * (len(LATENCY_BOUNDS) + 1)
         self._latency_sum_handed = 0.0

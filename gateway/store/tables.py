@@ -166,7 +166,8 @@ deliveries = Table(
     Column("payload", LargeBinary, nullable=True),
     Column("evaluation", String(16), nullable=True),
     Column("evaluated_at", UTCDateTime, nullable=True),
-    # rejected: why (gateway/rejections.py); accepted: request headers, redacted, JSON (0005)
+    # rejected: why (gateway/rejections.py); accepted: request headers, redacted, as an HTTP
+    # header block (gateway/ingress/stored_headers.py); both since migration 0005
     Column("reason", String(32), nullable=True),
     Column("headers", LargeBinary, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),

@@ -5,8 +5,8 @@ Revises: 0004
 
 - deliveries.reason: the rejection reason code (gateway/rejections.py), null for accepted and
   duplicate deliveries and for rows written before this revision.
-- deliveries.headers: the request headers of an accepted delivery, credentials redacted, as a
-  JSON object (docs/ingress.md).
+- deliveries.headers: the request headers of an accepted delivery, credentials redacted, as an
+  HTTP/1.1 header block (docs/ingress.md).
 Both are plain nullable columns: added in place, no table rebuild.
 """
 
