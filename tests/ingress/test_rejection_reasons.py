@@ -11,7 +11,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,12 +30,13 @@ AUTH_FAILURE_LIMIT = 3
 
 @pytest.fixture
 def gw(
-    backend_kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
+    backend_kind: str, database_url: str, redis_url: str, redis_prefix: str
 ) -> Iterator[GatewayClient]:
+    """Embedded and Redis backends, each on SQLite and PostgreSQL."""
     # the evaluator runs, so that rejections logged to Redis streams reach the SQL log
     settings = backend_settings(
         backend_kind,
-        f"sqlite:///{tmp_path}/gw.db",
+        database_url,
         redis_url,
         redis_prefix,
         evaluator="inline",

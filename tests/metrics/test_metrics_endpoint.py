@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
@@ -26,12 +25,13 @@ BACKLOG = {"memory": 2, "redis": 4}
 
 @pytest.fixture(params=["memory", "redis"])
 def gw(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, redis_prefix: str
+    request: pytest.FixtureRequest, database_url: str, redis_url: str, redis_prefix: str
 ) -> Iterator[GatewayClient]:
+    """Embedded and Redis backends, each on SQLite and PostgreSQL (the gauges read either)."""
     # evaluator off: what enters the backlog stays there
     settings = backend_settings(
         request.param,
-        f"sqlite:///{tmp_path}/gw.db",
+        database_url,
         redis_url,
         redis_prefix,
         evaluator="off",
