@@ -24,7 +24,7 @@ routes = Routes("health")
     "/metrics",
     "Prometheus metrics",
     response=str,
-    media_type=export.CONTENT_TYPE,
+    media_type="text/plain",  # answered with the exposition format's version parameter
     errors=(),
     public=True,
     notes="Prometheus text exposition: deliveries by outcome (each rejection reason), ingress "

@@ -114,9 +114,9 @@ SIDE_BODY_ORPHAN_TTL_S = 3600
 class SubmitFrame:
     """SUBMIT's EVALSHA for one webhook at one config version, encoded once.
 
-    Encoding 25 arguments per request cost ~10 µs; all but seven are the same for every delivery
+    Encoding 26 arguments per request cost ~10 µs; all but eight are the same for every delivery
     to a webhook, so they are encoded when the webhook is first seen and the request path joins
-    the pre-encoded parts with the seven per-request bulk strings.
+    the pre-encoded parts with the eight per-request bulk strings.
     """
 
     __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "version")

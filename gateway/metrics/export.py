@@ -21,7 +21,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -44,6 +50,9 @@ class Exporter:
     """The prometheus_client metrics of this process and what was handed to them so far."""
 
     def __init__(self, counts: ProcessCounts) -> None:
+        # a `_created` sample per counter, as one process shows them, would differ from what
+        # the multiprocess files show (none): left out everywhere
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.counts = counts
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry

@@ -472,6 +472,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _runner(check, record["runs"][0]["run_id"])
     check("GET", "/healthz", 200, headers={})
     check("GET", "/readyz", 200, headers={})
+    check("GET", "/metrics", 200, headers={})
     check("GET", "/agent/runs", 401, headers={})
     successes = {
         (method.upper(), path, int(status))
