@@ -78,7 +78,10 @@ async def start(
 
     async def finish_the_batch_in_hand() -> None:
         consumer.stop()
-        await running
+        try:
+            await running
+        finally:
+            COUNTS.retire(consumer)  # its totals stay in the metrics, the object goes
 
     services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")

@@ -49,6 +49,22 @@ class ProcessCounts:
         self.latency = Latency()  # ingress requests, from the endpoint's first line to the last
         self.runner_claims: defaultdict[str, int] = defaultdict(int)  # "claimed", "empty"
         self.evaluators: list[Evaluator] = []  # read when exported
+        self.retired = (0, 0)  # (processed, runs started) of evaluators that have stopped
+
+    def evaluated(self) -> tuple[int, int]:
+        """(deliveries evaluated, runs started) by this process's evaluators so far."""
+        processed, runs = self.retired
+        for evaluator in self.evaluators:
+            processed += evaluator.processed
+            runs += evaluator.runs_started
+        return processed, runs
+
+    def retire(self, evaluator: Evaluator) -> None:
+        """`evaluator` stopped: keep its totals, not the object."""
+        if evaluator in self.evaluators:
+            self.evaluators.remove(evaluator)
+            processed, runs = self.retired
+            self.retired = (processed + evaluator.processed, runs + evaluator.runs_started)
 
     def response(self, status: int, seconds: float) -> None:
         self.responses[status] += 1

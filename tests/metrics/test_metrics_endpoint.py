@@ -112,3 +112,25 @@ def test_the_histogram_is_handed_over_bucket_by_bucket() -> None:
     assert value(samples, f"{name}_count") == 6
     assert value(samples, f"{name}_sum") == pytest.approx(10.3037)
     assert value(samples, "gateway_ingress_responses_total", status="202") == 5
+
+
+class _Evaluator:
+    def __init__(self) -> None:
+        self.processed = 0
+        self.runs_started = 0
+
+
+def test_a_stopped_evaluator_keeps_its_counts() -> None:
+    counts = ProcessCounts()
+    exporter = Exporter(counts)
+    first, second = _Evaluator(), _Evaluator()
+    counts.evaluators += [first, second]
+    first.processed, first.runs_started = 5, 2
+    exporter.flush()
+    counts.retire(first)
+    second.processed, second.runs_started = 3, 1
+    exporter.flush()
+    samples = parse(generate_latest(exporter.registry).decode())
+    assert value(samples, "gateway_evaluator_deliveries_total") == 8
+    assert value(samples, "gateway_evaluator_runs_created_total") == 3
+    assert counts.evaluators == [second]
