@@ -2,7 +2,8 @@
 
 Its processes (HTTP workers, the evaluator child) must all see PROMETHEUS_MULTIPROC_DIR before
 they import prometheus_client, so `gateway serve` sets it before it starts any of them:
-- unset: a fresh private directory, removed when the server stops;
+- unset: a fresh private directory, removed when the server stops (one a killed server left
+  behind is removed by the next server that starts);
 - set by the operator (e.g. shared with a `gateway worker` on the same host): its *.db files
   are removed at start, since counts left by an earlier server would otherwise be added in.
 Files of workers that died mid-run stay until then: their counts are part of the totals
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+PREFIX = "gateway-metrics-"  # then the pid of the server that made it
 
 
 def prepare_multiprocess_dir() -> Callable[[], None]:
@@ -30,7 +32,8 @@ def prepare_multiprocess_dir() -> Callable[[], None]:
         for stale in directory.glob("*.db"):
             stale.unlink(missing_ok=True)
         return lambda: None
-    created = tempfile.mkdtemp(prefix="gateway-metrics-")
+    _remove_orphans()
+    created = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
     os.environ[MULTIPROC_ENV] = created
 
     def remove() -> None:
@@ -38,3 +41,21 @@ def prepare_multiprocess_dir() -> Callable[[], None]:
         os.environ.pop(MULTIPROC_ENV, None)
 
     return remove
+
+
+def _remove_orphans() -> None:
+    """Directories made by servers that were killed before they could remove them."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = directory.name[len(PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

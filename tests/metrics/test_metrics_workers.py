@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -117,9 +118,18 @@ def test_counts_of_both_workers_and_the_evaluator_add_up(served: tuple[str, str,
 
 def test_serve_owns_its_metrics_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MULTIPROC_ENV, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = tmp_path / f"gateway-metrics-{dead.pid}-left"  # its server was SIGKILLed
+    orphan.mkdir()
+    (orphan / "counter_1.db").write_bytes(b"")
+    mine = tmp_path / f"gateway-metrics-{os.getpid()}-alive"
+    mine.mkdir()
     remove = prepare_multiprocess_dir()
     created = Path(os.environ[MULTIPROC_ENV])
-    assert created.is_dir()
+    assert created.is_dir() and created.parent == tmp_path
+    assert not orphan.exists() and mine.exists()  # a live server's directory is left alone
     remove()
     assert not created.exists() and MULTIPROC_ENV not in os.environ
 
