@@ -15,7 +15,26 @@ from pathlib import Path
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+# BENCH_PORTS=18100-18199: take ports from this range only (a machine shared with others'
+# servers); each port is handed out once per run, since its server binds it only later
+_handed: set[int] = set()
+
+
 def free_port() -> int:
+    wanted = os.environ.get("BENCH_PORTS")
+    if wanted:
+        low, _, high = wanted.partition("-")
+        for port in range(int(low), int(high or low) + 1):
+            if port in _handed:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed.add(port)
+            return port
+        raise RuntimeError(f"BENCH_PORTS={wanted}: no free port left")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]

@@ -50,6 +50,8 @@ class Services:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     # readiness checks by name (GET /readyz): None when fine, else what is wrong
     probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
+    # the evaluator's backlog and lag, read from the store or Redis when /metrics is scraped
+    gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""

@@ -12,6 +12,8 @@ from gateway.domain.webhook_runs import RunStarter
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
+from gateway.metrics import export as metrics
+from gateway.metrics.counts import COUNTS
 from gateway.services import Services
 from gateway.store import migrate
 from gateway.worker.delivery_consumer import Consumer, Source
@@ -54,6 +56,8 @@ async def start(
     evaluating = dedicated or (with_worker is None and settings.evaluator == "inline")
     if serving or dedicated:  # a long-lived process: SQLite's WAL checkpoints off its commits
         services.database.start_background_checkpoints()
+        if metrics.multiprocess_dir() is not None:  # other processes' scrapes read our counts
+            services.spawn(metrics.flush_forever(), name="metrics-flush")
     await migrate(services.database)
     local = services.config_publisher
     if not isinstance(local, LocalConfigPublisher):
@@ -77,11 +81,15 @@ async def start(
     )
     # one RunStarter for the process, so compiled filters are reused across batches
     consumer = Consumer(services.database, source, RunStarter())
+    COUNTS.evaluators.append(consumer)
     running = services.spawn(consumer.run(), name="delivery-consumer")
 
     async def finish_the_batch_in_hand() -> None:
         consumer.stop()
-        await running
+        try:
+            await running
+        finally:
+            COUNTS.retire(consumer)  # its totals stay in the metrics, the object goes
 
     services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")
@@ -99,10 +107,14 @@ def _probes(services: Services, redis: Redis | None) -> None:
     services.probes["store"] = readiness.store_probe(database)
     if redis is None:
         services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag)
+        services.gauges = readiness.log_gauges(database)
         return
-    streams = _keyspace(services.settings).streams()
+    keyspace = _keyspace(services.settings)
+    streams = keyspace.streams()
     services.probes["redis"] = readiness.redis_probe(redis)
     services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
+    backlogs = [counter for counter, _streams in keyspace.backlog_counters()]
+    services.gauges = readiness.stream_gauges(redis, backlogs, streams)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:

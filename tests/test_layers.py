@@ -21,8 +21,8 @@ LAYERS: list[set[str]] = [
     {"services"},
     {"backends"},
     {"store", "signatures", "openapi"},
-    {"problem", "security", "settings", "logs"},
-    {"errors", "ids", "types", "catalog"},
+    {"problem", "security", "settings", "logs", "metrics"},
+    {"errors", "ids", "types", "catalog", "rejections"},
 ]
 
 

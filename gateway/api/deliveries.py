@@ -16,6 +16,7 @@ from gateway.api.routing import Query, Routes
 from gateway.backends.contract import Label
 from gateway.domain import delivery_log
 from gateway.domain.factories import get_accessible_factory
+from gateway.rejections import Reason
 
 
 class DeliveryRun(Struct):
@@ -84,8 +85,30 @@ class Delivery(Struct, kw_only=True):
         Annotated[list[str], Meta(description="deliveries replaying this one; GET one only")]
         | UnsetType
     ) = UNSET
+    reason: Annotated[
+        Reason | None,
+        Meta(
+            description='rejected deliveries: why (docs/ingress.md, "Rejection reasons"); '
+            "never sent to the sender. Null for accepted and duplicate ones and for rejections "
+            "logged before reasons were recorded"
+        ),
+    ] = None
+    duplicate_of: Annotated[
+        str | None, Meta(description="duplicates: the id of the first delivery of this event")
+    ] = None
     payload: (
         Annotated[Any, Meta(description="the JSON body; accepted deliveries, on GET one only")]
+        | UnsetType
+    ) = UNSET
+    headers: (
+        Annotated[
+            dict[str, str] | None,
+            Meta(
+                description="accepted deliveries, on GET one only: the request headers (names "
+                'lower case), credentials and signatures replaced by "[redacted]" '
+                "(docs/ingress.md); null for deliveries logged before headers were kept"
+            ),
+        ]
         | UnsetType
     ) = UNSET
 

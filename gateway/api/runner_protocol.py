@@ -24,6 +24,7 @@ from gateway.domain import run_execution
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import run_json
 from gateway.errors import InvalidRequest, NotFound
+from gateway.metrics.counts import COUNTS
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
 Text = Annotated[str, Meta(max_length=100_000)]
@@ -269,11 +270,13 @@ async def claim_endpoint(request: Request, body: Body[ClaimRequest]) -> Response
                 _claimed(row, await run_execution.event_payload_exists(conn, row)) for row in rows
             ]
         if claimed or time.monotonic() + pause > deadline:
+            COUNTS.runner_claims["claimed" if claimed else "empty"] += len(claimed) or 1
             return json_response({"runs": claimed})
         # no connection is held while waiting; new runs are looked for a few times a second,
         # and a runner that went away stops the wait (a shutdown does not wait for it)
         await asyncio.sleep(pause)
         if await request.is_disconnected():
+            COUNTS.runner_claims["empty"] += 1
             return json_response({"runs": []})
         pause = min(pause * 2, 0.5)
 

@@ -18,7 +18,13 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.backends.delivery_rows import (
+    DELIVERIES,
+    EVALUATED,
+    PENDING,
+    delivery_row,
+    headers_of,
+)
 from gateway.domain import delivery_trace
 from gateway.domain.delivery_replay_list import attach_replays
 from gateway.domain.webhooks import get_webhook_row
@@ -192,7 +198,7 @@ async def list_deliveries(
     merged in by position."""
     query = select(
         *(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation),
-        *(d.c.evaluated_at, d.c.trace),
+        *(d.c.evaluated_at, d.c.trace, d.c.reason, d.c.duplicate_of),
     ).where(d.c.webhook_uid == webhook_uid)
     if after is not None:
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
@@ -216,8 +222,8 @@ async def get_delivery(
     delivery_id: str,
     pending: DeliveryRecord | None = None,
 ) -> dict[str, Any]:
-    """One delivery with its payload (accepted ones); `pending` stands in when the log has no
-    row yet (accepted, still waiting for the evaluator outside SQL)."""
+    """One delivery with its payload and request headers (accepted ones); `pending` stands in
+    when the log has no row yet (accepted, still waiting for the evaluator outside SQL)."""
     row = (
         await conn.execute(
             select(d).where(d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id)
@@ -227,12 +233,15 @@ async def get_delivery(
         if pending is None:
             raise NotFound(f"delivery: {delivery_id} not found for this webhook")
         item = _pending_item(pending)
-        payload = pending.payload
+        payload, headers = pending.payload, pending.headers
     else:
         item = _item(row)
-        payload = row.payload
+        payload, headers = row.payload, row.headers
         await _attach_runs(conn, [item])
     await attach_replays(conn, [item], with_replays=True)
+    if item["label"] == Label.ACCEPTED.value:
+        # deliveries logged before headers were kept have none
+        item["headers"] = headers_of(headers) if headers is not None else None
     if item["label"] == Label.ACCEPTED.value and payload is not None:
         item["payload"] = orjson.loads(payload)
         if item["trace"] is not None and row is not None:
@@ -251,6 +260,8 @@ def _item(row: Any) -> dict[str, Any]:
         "evaluated_at": row.evaluated_at,
         "trace": delivery_trace.decode(row.trace),
         "replay_of": None,
+        "reason": row.reason,
+        "duplicate_of": row.duplicate_of,
         "runs": [],
     }
 
@@ -265,6 +276,8 @@ def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
         "evaluated_at": None,
         "trace": None,
         "replay_of": None,
+        "reason": None,
+        "duplicate_of": None,
         "runs": [],
     }
 

@@ -168,6 +168,10 @@ deliveries = Table(
     Column("evaluated_at", UTCDateTime, nullable=True),
     # JSON: the evaluator's decision for an accepted delivery (docs/ingress.md, "Outcome trace")
     Column("trace", LargeBinary, nullable=True),
+    # rejected: why (gateway/rejections.py); accepted: request headers, redacted, as an HTTP
+    # header block (gateway/ingress/stored_headers.py); both since migration 0007
+    Column("reason", String(32), nullable=True),
+    Column("headers", LargeBinary, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
     Index(
         "ix_deliveries_pending",

@@ -201,7 +201,9 @@ class Checker:
     def __call__(
         self, method: str, path: str, status: int, *, headers: Any = None, **kwargs: Any
     ) -> Any:
-        outside = path.startswith(("/webhooks/", "/healthz", "/readyz"))  # not under /api/v1
+        outside = path.startswith(
+            ("/webhooks/", "/healthz", "/readyz", "/metrics")
+        )  # not under /api/v1
         full = path if outside else f"/api/v1{path}"
         url = full.format(**{"uid": self.world.factory_uid} | kwargs.pop("at", {}))
         response = self.world.client.request(
@@ -521,6 +523,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _runner(check, record["runs"][0]["run_id"])
     check("GET", "/healthz", 200, headers={})
     check("GET", "/readyz", 200, headers={})
+    check("GET", "/metrics", 200, headers={})
     check("GET", "/agent/runs", 401, headers={})
     successes = {
         (method.upper(), path, int(status))
