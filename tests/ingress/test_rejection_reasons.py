@@ -19,7 +19,7 @@ from stripe import WebhookSignature
 
 from gateway.ingress.body import MAX_BODY
 from gateway.rejections import Reason
-from tests.ingress.hooks import Hook, add_webhook, backend_settings
+from tests.ingress.hooks import Hook, add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World, eventually
 
 SW_SECRET = "whsec_" + base64.b64encode(b"standard-webhooks-test-key-32byt").decode()
@@ -30,14 +30,18 @@ AUTH_FAILURE_LIMIT = 3
 
 @pytest.fixture
 def gw(
-    backend_kind: str, database_url: str, redis_url: str, redis_prefix: str
+    request: pytest.FixtureRequest,
+    backend_kind: str,
+    database_url: str,
+    redis_url: str,
+    redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    """Embedded and Redis backends, each on SQLite and PostgreSQL."""
+    """Embedded, Redis and Redis Cluster backends, each on SQLite and PostgreSQL."""
     # the evaluator runs, so that rejections logged to Redis streams reach the SQL log
     settings = backend_settings(
         backend_kind,
         database_url,
-        redis_url,
+        redis_url_for(backend_kind, request, redis_url),
         redis_prefix,
         evaluator="inline",
         auth_failure_limit=str(AUTH_FAILURE_LIMIT),
