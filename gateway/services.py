@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
+from gateway.backends.request_budget import RequestBudget
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -46,6 +47,8 @@ class Services:
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     # readiness checks by name (GET /readyz): None when fine, else what is wrong
     probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
+    # requests each caller may make to the factory metrics endpoints (set by wiring.start)
+    metrics_budget: RequestBudget | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""

@@ -19,6 +19,8 @@ from gateway.worker.delivery_consumer import Consumer, Source
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+    from gateway.backends.request_budget import RequestBudget
+
 # stream entries read per shard and pass (16 shards): at most 64 / 1,024 per SQL transaction (a
 # worker of its own: per-batch statements and round trips amortised over more deliveries;
 # 16 -> 64 took the evaluator from ~14k to ~20k deliveries/s that match nothing, ~5.6k to ~7.8k
@@ -57,6 +59,7 @@ async def start(
         local = LocalConfigPublisher()
     redis = _redis(services, local) if settings.uses_redis else None
     _probes(services, redis)
+    services.metrics_budget = _metrics_budget(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis)
@@ -94,6 +97,17 @@ def _probes(services: Services, redis: Redis | None) -> None:
     streams = KeySpace(services.settings.redis_prefix).streams()
     services.probes["redis"] = readiness.redis_probe(redis)
     services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
+
+
+def _metrics_budget(services: Services, redis: Redis | None) -> RequestBudget:
+    """One budget per caller across the factory metrics endpoints: shared through Redis by
+    every process when it is configured."""
+    from gateway.backends.request_budget import MemoryBudget, RedisBudget
+
+    settings = services.settings
+    if redis is None:
+        return MemoryBudget(settings.metrics_rate_limit)
+    return RedisBudget(redis, settings.redis_prefix, settings.metrics_rate_limit)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:

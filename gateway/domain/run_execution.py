@@ -23,7 +23,7 @@ from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain import run_timeline, tasks
+from gateway.domain import pull_requests, run_timeline, tasks
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import TERMINAL, find_run, load_run
 from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound
@@ -379,6 +379,8 @@ async def _store_artifact(
         )
     )
     kind = artifact["artifact_type"]
+    if kind == "PULL_REQUEST":
+        await pull_requests.record(conn, run, uid, now, artifact)
     if kind != "TRANSCRIPT":
         listed = [*(run.artifacts or []), _artifact_item(uid, now, artifact)]
         await conn.execute(update(r).where(r.c.run_id == run.run_id).values(artifacts=listed))

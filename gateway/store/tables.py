@@ -259,6 +259,8 @@ runs = Table(
         sqlite_where=text("lease_expires_at IS NOT NULL"),
         postgresql_where=text("lease_expires_at IS NOT NULL"),
     ),
+    # a factory's runs over a date range: every metric and cost query starts here
+    Index("ix_runs_factory_created", "factory_uid", "created_at"),
 )
 
 run_messages = Table(
@@ -388,6 +390,33 @@ run_usage = Table(
     Column("component", String(64), nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("reported_at", UTCDateTime, nullable=False),
+)
+
+# One row per pull request a run produced, written when its URL first appears among the run
+# artifacts (later artifacts of the URL update title, branch and state): the de-duplicated PRs
+# that metrics count and list. `root_run_id` is the run tree its cost is attributed to. The
+# detail columns come from code-forge `pull_request` webhook payloads; None until one arrived.
+pull_requests = Table(
+    "pull_requests",
+    metadata,
+    Column("url", String(2000), primary_key=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("team_uid", String(64), nullable=True),
+    Column("run_id", String(64), nullable=False),
+    Column("root_run_id", String(64), nullable=False, index=True),
+    Column("artifact_uid", String(64), nullable=False),
+    Column("first_seen_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("title", String(500), nullable=True),
+    Column("branch", String(300), nullable=True),
+    Column("state", String(16), nullable=True),  # open | closed | merged
+    Column("additions", Integer, nullable=True),
+    Column("deletions", Integer, nullable=True),
+    Column("changed_files", Integer, nullable=True),
+    Column("merged_at", UTCDateTime, nullable=True),
+    Column("detail_updated_at", UTCDateTime, nullable=True),
+    Index("ix_pull_requests_factory_seen", "factory_uid", "first_seen_at"),
+    Index("ix_pull_requests_factory_updated", "factory_uid", "updated_at"),
 )
 
 # --- scorers ------------------------------------------------------------------------------
