@@ -109,9 +109,7 @@ def test_cost_per_pr_splits_a_tree_among_its_prs(client: GatewayClient, history:
 def test_cost_breakdown_lists_every_spender_unknown_last(
     client: GatewayClient, history: History, group_by: Any, expected: list[Any]
 ) -> None:
-    found = query(
-        client, factory_costs.cost_breakdown, history.factory_uid, span("week"), group_by
-    )
+    found = query(client, factory_costs.cost_breakdown, history.factory_uid, span("week"), group_by)
     names = {"USER": history.user_uid, "AGENT": history.agent_uid}
     got = [(g["key"], g["cost_usd"], g["run_count"]) for g in found["groups"]]
     assert got == [(names.get(key, key), cost, runs) for key, cost, runs in expected]
