@@ -1,0 +1,83 @@
+"""Migration 0005_metrics on a store with data: the pull requests runs already reported become
+one record per URL (the first artifact's run and tree, the latest artifact's state); the
+downgrade removes the table and the index."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import inspect, text
+
+from gateway.store import create_database, migrate
+from tests.conftest import make_settings
+from tests.store.migration_support import downgrade_to, upgrade_to
+
+RUN = (
+    "INSERT INTO runs (run_id, team_uid, factory_uid, conversation_id, root_run_id, "
+    "parent_run_id, prompt, state, source, run_type, created_at, updated_at, task_pending) "
+    "VALUES (:r, 'team', 'fac', :r, :root, :parent, 'p', 'SUCCEEDED', 'API', 'cloud', :t, :t, "
+    "false)"
+)
+ARTIFACT = (
+    "INSERT INTO run_artifacts (artifact_uid, run_id, artifact_type, url, title, pr_state, "
+    "created_at) VALUES (:a, :r, :kind, :url, :title, :state, :t)"
+)
+
+
+def moment(day: int, database: Any) -> datetime:
+    value = datetime(2026, 10, day, tzinfo=UTC)
+    return value.replace(tzinfo=None) if database.is_sqlite else value
+
+
+def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
+    url = make_settings(fresh_store).database_url
+
+    async def run() -> dict[str, Any]:
+        database = create_database(url)
+        try:
+            await upgrade_to(database, "0004")
+            async with database.transaction() as conn:
+                for run_id, root, day in (("root", "root", 1), ("child", "root", 2), ("b", "b", 3)):
+                    parent = None if run_id == root else root
+                    values = {"r": run_id, "root": root, "parent": parent}
+                    await conn.execute(text(RUN), values | {"t": moment(day, database)})
+                artifacts = [
+                    ("a1", "child", "PULL_REQUEST", "https://g.test/1", "first", "open", 4),
+                    ("a2", "b", "PULL_REQUEST", "https://g.test/1", "again", "merged", 5),
+                    ("a3", "b", "PULL_REQUEST", "https://g.test/2", "other", "open", 6),
+                    ("a4", "b", "FILE", None, "file", None, 7),
+                ]
+                for a, r, kind, link, title, state, day in artifacts:
+                    row = {"a": a, "r": r, "kind": kind, "url": link, "title": title}
+                    await conn.execute(
+                        text(ARTIFACT), row | {"state": state, "t": moment(day, database)}
+                    )
+            await migrate(database)
+            async with database.read() as conn:
+                prs = (
+                    await conn.execute(
+                        text(
+                            "SELECT url, run_id, root_run_id, artifact_uid, title, state, "
+                            "factory_uid FROM pull_requests ORDER BY url"
+                        )
+                    )
+                ).all()
+            await downgrade_to(database, "0004")
+            async with database.read() as conn:
+                tables = await conn.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+                indexes = await conn.run_sync(
+                    lambda sync: {i["name"] for i in inspect(sync).get_indexes("runs")}
+                )
+            return {"prs": prs, "tables": tables, "indexes": indexes}
+        finally:
+            await database.close()
+
+    found = asyncio.run(run())
+    assert [tuple(row) for row in found["prs"]] == [
+        ("https://g.test/1", "child", "root", "a1", "again", "merged", "fac"),
+        ("https://g.test/2", "b", "b", "a3", "other", "open", "fac"),
+    ]
+    assert "pull_requests" not in found["tables"]
+    assert "ix_runs_factory_created" not in found["indexes"]
