@@ -73,18 +73,27 @@ def forge_detail(payload: Any) -> dict[str, Any] | None:
     }
 
 
-async def record_forge_detail(conn: AsyncConnection, payload: Any) -> bool:
-    """Stores the detail of a code-forge payload on the PR it names, when a run produced that PR;
-    True when one was updated."""
+# a delivery whose raw body lacks this cannot describe a PR: it is not parsed for detail
+FORGE_MARK = b'"pull_request"'
+
+
+async def record_forge_detail(
+    conn: AsyncConnection, payload: Any, webhook_uid: str | None = None
+) -> bool:
+    """Stores the detail of a code-forge payload on the PR it names, when a run produced that PR
+    (of the webhook's own factory, when the payload came through `webhook_uid`); True when one
+    was updated."""
     detail = forge_detail(payload)
     if detail is None:
         return False
     url = detail.pop("url")
     known = {key: value for key, value in detail.items() if value is not None}
     now = utcnow()
-    result = await conn.execute(
-        update(p).where(p.c.url == url).values(updated_at=now, detail_updated_at=now, **known)
-    )
+    query = update(p).where(p.c.url == url)
+    if webhook_uid is not None:  # a sender reaches only the PRs of its webhook's factory
+        owner = select(t.webhooks.c.factory_uid).where(t.webhooks.c.uid == webhook_uid)
+        query = query.where(p.c.factory_uid == owner.scalar_subquery())
+    result = await conn.execute(query.values(updated_at=now, detail_updated_at=now, **known))
     return bool(result.rowcount)
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import pull_requests
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
@@ -115,8 +116,15 @@ class _Started:
 class RunBatch:
     """The runs a batch of deliveries would start, their rows encoded, ready to write."""
 
-    def __init__(self, started: dict[str, list[_Started]], dialect: Dialect) -> None:
+    def __init__(
+        self,
+        started: dict[str, list[_Started]],
+        dialect: Dialect,
+        forge_payloads: dict[str, tuple[str, Any]] | None = None,
+    ) -> None:
         self._started = started
+        # delivery id -> (webhook uid, payload) of code-forge pull_request events
+        self._forge_payloads = forge_payloads or {}
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -126,9 +134,14 @@ class RunBatch:
         self._tasks = TASKS.prepare(dialect, [s.task for s in every], "delivery_id")
 
     @classmethod
-    async def prepared(cls, started: dict[str, list[_Started]], dialect: Dialect) -> RunBatch:
+    async def prepared(
+        cls,
+        started: dict[str, list[_Started]],
+        dialect: Dialect,
+        forge_payloads: dict[str, tuple[str, Any]] | None = None,
+    ) -> RunBatch:
         await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, dialect)
+        return cls(started, dialect, forge_payloads)
 
     @property
     def deliveries(self) -> int:
@@ -141,6 +154,9 @@ class RunBatch:
         await RUNS.insert(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
+        for delivery_id, (webhook_uid, payload) in self._forge_payloads.items():
+            if delivery_id in claimed:  # PR size and merge detail for factory metrics
+                await pull_requests.record_forge_detail(conn, payload, webhook_uid)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -162,16 +178,24 @@ class RunStarter:
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
+        forge: dict[str, tuple[str, Any]] = {}
         for i, delivery in enumerate(batch, 1):
             if i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             if delivery.delivery_id in planned:  # the same delivery twice in one batch
                 continue
             planned.add(delivery.delivery_id)
+            payload: Any = _UNPARSED
+            if pull_requests.FORGE_MARK in delivery.payload:
+                payload = _parse(delivery.payload)
+                if pull_requests.forge_detail(payload) is not None:
+                    forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
             entry = entries.get(delivery.webhook_uid)
             if entry is None or entry.hook is None:
                 continue
-            keys = entry.matcher.match(_parse(delivery.payload))
+            if payload is _UNPARSED:
+                payload = _parse(delivery.payload)
+            keys = entry.matcher.match(payload)
             if not keys:
                 continue
             if entry.hook.foreman_agent_uid is None:
@@ -187,7 +211,8 @@ class RunStarter:
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamps[uid]) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        return await RunBatch.prepared(await _rows(matched, automations), conn.dialect)
+        started = await _rows(matched, automations)
+        return await RunBatch.prepared(started, conn.dialect, forge)
 
 
 async def _rows(
@@ -260,6 +285,7 @@ def _start(
 
 
 _NOT_JSON = object()  # matches only automations without a payload filter
+_UNPARSED = object()
 
 
 def _parse(payload: bytes) -> Any:

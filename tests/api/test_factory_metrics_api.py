@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import factories, pull_requests
 from tests.conftest import make_settings
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, eventually
 
 ENDPOINTS = [
     ("/metrics", {}),
@@ -164,3 +165,55 @@ def _fields(world: World) -> list[Any]:
         world.other_team_uid,
         world.stranger_key,
     ]
+
+
+def _pull_request_event(url: str, additions: int) -> dict[str, Any]:
+    pull = {"html_url": url, "additions": additions, "deletions": 1, "changed_files": 2}
+    pull |= {"state": "closed", "merged_at": "2026-10-04T00:00:00Z", "title": "Fix it"}
+    return {"action": "closed", "number": 7, "pull_request": pull}
+
+
+def _webhook(world: World, factory_uid: str) -> dict[str, Any]:
+    hook: dict[str, Any] = world.api(
+        "POST", f"/factory/{factory_uid}/webhooks", json={"name": "forge"}
+    ).json()
+    return hook
+
+
+def test_code_forge_webhooks_add_pr_detail(world: World) -> None:
+    url = "https://git.test/o/r/pull/9"
+    _runner_reports(world, [(url, "open")], 1.0)
+
+    async def other_factory(services: Any) -> str:
+        async with services.database.transaction() as conn:
+            return await factories.create_factory(conn, world.team_uid, "Other", None, None)
+
+    foreign = _webhook(world, world.client.run(other_factory))["uid"]
+
+    async def through_another_factory(services: Any) -> bool:
+        async with services.database.transaction() as conn:
+            event = _pull_request_event(url, 500)
+            return await pull_requests.record_forge_detail(conn, event, foreign)
+
+    hook = _webhook(world, world.factory_uid)
+    bearer = {"Authorization": f"Bearer {hook['secret']}"}
+    sent = world.client.post(
+        f"/webhooks/w/{hook['uid']}", headers=bearer, json=_pull_request_event(url, 40)
+    )
+    assert sent.status_code == 202, sent.text
+
+    def described() -> Any:
+        listed = _get(world, "/pull-requests").json()["pull_requests"]
+        return listed if listed[0]["additions"] is not None else None
+
+    pr = eventually(described)[0]
+    assert (pr["additions"], pr["deletions"], pr["changed_files"]) == (40, 1, 2)
+    assert (pr["state"], pr["title"], pr["merged_at"]) == (
+        "merged",
+        "Fix it",
+        "2026-10-04T00:00:00Z",
+    )
+    sizes = {
+        b["size"]: b["pr_count"] for b in _get(world, "/costs/per-pr/by-size").json()["buckets"]
+    }
+    assert sizes["S"] == 1 and sizes["UNKNOWN"] == 0
