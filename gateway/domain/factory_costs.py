@@ -13,17 +13,15 @@ from gateway.domain.metrics_queries import (
     UNKNOWN,
     attributed,
     envelope,
-    factory_runs,
+    factory_spend,
     grouped,
     money,
+    p,
     prs_in_window,
-    r,
-    tree_costs,
-    tree_shares,
     u,
 )
 from gateway.domain.metrics_window import Window
-from gateway.domain.run_groups import dimension, labels, ordered
+from gateway.domain.run_groups import labels, ordered, usage_dimension
 
 CostGroupBy = Literal["source", "user", "agent", "model"]
 SIZE_BUCKETS = (("XS", 10), ("S", 50), ("M", 250), ("L", 1000))  # lines changed, below
@@ -34,19 +32,15 @@ async def cost_breakdown(
     conn: AsyncConnection, factory_uid: str, w: Window, group_by: CostGroupBy
 ) -> dict[str, Any]:
     """Spend of the window's runs per entity; every entity with nonzero spend, UNKNOWN last."""
-    key = dimension(group_by).label("key")
-    query = (
-        select(
-            key,
-            func.sum(u.c.cost_usd).label("cost"),
-            func.sum(u.c.input_tokens).label("input_tokens"),
-            func.sum(u.c.output_tokens).label("output_tokens"),
-            func.count(func.distinct(r.c.run_id)).label("runs"),
-        )
-        .select_from(r.join(u, u.c.run_id == r.c.run_id))
-        .where(*factory_runs(factory_uid, w))
-    )
-    rows = await grouped(conn, query, r.c.created_at, w, keys=[key])
+    key = usage_dimension(group_by).label("key")
+    query = select(
+        key,
+        func.sum(u.c.cost_usd).label("cost"),
+        func.sum(u.c.input_tokens).label("input_tokens"),
+        func.sum(u.c.output_tokens).label("output_tokens"),
+        func.count(func.distinct(u.c.run_id)).label("runs"),
+    ).where(*factory_spend(factory_uid, w))
+    rows = await grouped(conn, query, u.c.run_created_at, w, keys=[key])
     groups: dict[str, dict[str, Any]] = {}
     periods: dict[str, dict[str, float]] = defaultdict(dict)
     for row in rows:
@@ -87,36 +81,45 @@ async def top_prs(conn: AsyncConnection, factory_uid: str, w: Window, limit: int
     """The costliest PRs first seen in the window, most expensive first (then newest)."""
     prs = prs_in_window(factory_uid, w)
     joined, cost = attributed(prs)
-    query = (
-        select(prs, cost.label("cost"))
+    ranking = (
+        select(prs.c.url, cost.label("cost"))
         .select_from(joined)
         .order_by(cost.desc(), prs.c.first_seen_at.desc(), prs.c.url)
         .limit(limit)
     )
-    rows = (await conn.execute(query)).all()
-    components = await _components(conn, prs, [row.root_run_id for row in rows])
-    return [_pr_item(row, components.get(row.root_run_id, {})) for row in rows]
+    costs = {row.url: row.cost for row in await conn.execute(ranking)}
+    found = await conn.execute(select(p).where(p.c.url.in_(list(costs))))
+    rows = sorted(found.all(), key=lambda row: list(costs).index(row.url))
+    components = await _components(conn, [row.root_run_id for row in rows])
+    return [_pr_item(row, costs[row.url], components.get(row.root_run_id, {})) for row in rows]
 
 
-async def _components(
-    conn: AsyncConnection, prs: Any, roots: list[str]
-) -> dict[str, dict[str, float]]:
+async def _components(conn: AsyncConnection, roots: list[str]) -> dict[str, dict[str, float]]:
     """Per-PR spend per component of the trees `roots` (their spend over their PR count)."""
     if not roots:
         return {}
-    shares, costs = tree_shares(prs), tree_costs(prs, by_component=True)
-    query = (
-        select(costs.c.root_run_id, costs.c.component, (costs.c.cost / shares.c.prs).label("cost"))
-        .select_from(costs.join(shares, shares.c.root_run_id == costs.c.root_run_id))
-        .where(costs.c.root_run_id.in_(roots))
+    shares = (
+        select(p.c.root_run_id, func.count().label("prs"))
+        .where(p.c.root_run_id.in_(roots))
+        .group_by(p.c.root_run_id)
+        .subquery("shares")
     )
+    spend = (
+        select(u.c.root_run_id, u.c.component, func.sum(u.c.cost_usd).label("cost"))
+        .where(u.c.root_run_id.in_(roots))
+        .group_by(u.c.root_run_id, u.c.component)
+        .subquery("spend")
+    )
+    query = select(
+        spend.c.root_run_id, spend.c.component, (spend.c.cost / shares.c.prs).label("cost")
+    ).select_from(spend.join(shares, shares.c.root_run_id == spend.c.root_run_id))
     found: dict[str, dict[str, float]] = defaultdict(dict)
     for row in await conn.execute(query):
         found[row.root_run_id][row.component] = float(row.cost or 0)
     return found
 
 
-def _pr_item(row: Any, components: dict[str, float]) -> dict[str, Any]:
+def _pr_item(row: Any, cost: float, components: dict[str, float]) -> dict[str, Any]:
     return {
         "url": row.url,
         "title": row.title,
@@ -125,7 +128,7 @@ def _pr_item(row: Any, components: dict[str, float]) -> dict[str, Any]:
         "first_seen_at": row.first_seen_at,
         "run_id": row.run_id,
         "root_run_id": row.root_run_id,
-        "cost_usd": money(row.cost),
+        "cost_usd": money(cost),
         "components": [
             {"component": name, "cost_usd": money(cost)}
             for name, cost in sorted(components.items(), key=lambda item: (-item[1], item[0]))

@@ -36,8 +36,7 @@ async def factory_metrics(conn: AsyncConnection, factory_uid: str, w: Window) ->
         func.count().label("runs"), _flag(r.c.creator_kind.is_distinct_from("user")).label("auto")
     ).where(*factory_runs(factory_uid, w))
     runs = {row.period: row for row in await grouped(conn, runs_query, r.c.created_at, w)}
-    root = r.alias("root")
-    latency = seconds_between(p.c.first_seen_at, root.c.created_at, conn.dialect.name)
+    latency = seconds_between(p.c.first_seen_at, p.c.root_created_at, conn.dialect.name)
     prs_query = (
         select(
             func.count().label("prs"),
@@ -47,7 +46,6 @@ async def factory_metrics(conn: AsyncConnection, factory_uid: str, w: Window) ->
             func.sum(latency).label("latency"),
             func.max(latency).label("max_latency"),
         )
-        .select_from(p.join(root, root.c.run_id == p.c.root_run_id))
         .where(p.c.factory_uid == factory_uid, p.c.first_seen_at >= w.start)
         .where(p.c.first_seen_at < w.end)
     )

@@ -40,6 +40,7 @@ async def record(
         "team_uid": run.team_uid,
         "run_id": run.run_id,
         "root_run_id": run.root_run_id,
+        "root_created_at": await _root_created_at(conn, run),
         "artifact_uid": artifact_uid,
         "first_seen_at": at,
         "updated_at": at,
@@ -53,6 +54,14 @@ async def record(
         .where(p.c.url == url, p.c.artifact_uid != artifact_uid)
         .values(updated_at=at, **known)
     )
+
+
+async def _root_created_at(conn: AsyncConnection, run: Any) -> datetime:
+    moment: datetime = run.created_at
+    if run.root_run_id != run.run_id:
+        found = select(t.runs.c.created_at).where(t.runs.c.run_id == run.root_run_id)
+        moment = (await conn.execute(found)).scalar_one_or_none() or moment
+    return moment
 
 
 def forge_detail(payload: Any) -> dict[str, Any] | None:

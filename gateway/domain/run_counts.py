@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.metrics_queries import UNKNOWN, envelope, factory_runs, grouped, r
 from gateway.domain.metrics_window import Window
-from gateway.domain.run_groups import dimension, labels, ordered
+from gateway.domain.run_groups import labels, ordered, run_dimension
 
 RunGroupBy = Literal["state", "source", "user", "agent"]
 
@@ -19,7 +19,7 @@ async def run_counts(
     conn: AsyncConnection, factory_uid: str, w: Window, group_by: RunGroupBy
 ) -> dict[str, Any]:
     """The window's runs per entity, most runs first, UNKNOWN last."""
-    key = dimension(group_by).label("key")
+    key = run_dimension(group_by).label("key")
     query = select(key, func.count().label("runs")).where(*factory_runs(factory_uid, w))
     counts: dict[str, int] = defaultdict(int)
     periods: dict[str, dict[str, float]] = defaultdict(dict)

@@ -437,9 +437,10 @@ async def report_usage(
 ) -> None:
     """Adds usage to the run's: tokens, and dollars per cost component (one row each; tokens
     ride on the first, so sums over rows stay right)."""
-    await held_run(conn, runner, run_id)
+    run = await held_run(conn, runner, run_id)
     now = utcnow()
     components = list(costs.items()) or [("tokens", 0.0)]
+    about_run = usage_dimensions(run)
     await conn.execute(
         insert(t.run_usage),
         [
@@ -452,10 +453,24 @@ async def report_usage(
                 "component": component,
                 "cost_usd": dollars,
                 "reported_at": now,
+                **about_run,
             }
             for i, (component, dollars) in enumerate(components)
         ],
     )
+
+
+def usage_dimensions(run: Any) -> dict[str, Any]:
+    """What factory metrics group and window spend by, copied from the run (none of it changes
+    after creation): spend queries read run_usage alone (docs/metrics.md)."""
+    return {
+        "factory_uid": run.factory_uid,
+        "run_created_at": run.created_at,
+        "root_run_id": run.root_run_id,
+        "source": run.source,
+        "user_uid": run.creator_uid if run.creator_kind == "user" else None,
+        "agent_uid": run.agent_uid,
+    }
 
 
 async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:

@@ -14,12 +14,17 @@ from gateway.store import tables as t
 Dimension = Literal["state", "source", "user", "agent", "model"]
 
 
-def dimension(name: Dimension) -> Any:
-    """The column a group is keyed by; None (then UNKNOWN) where a run does not name one.
-    `model` is the model of reported usage, so it needs run_usage joined."""
+def run_dimension(name: Dimension) -> Any:
+    """The runs column a group of runs is keyed by; None (then UNKNOWN) where a run names none."""
     if name == "user":  # runs started by a person; agent keys and automations name none
         return case((r.c.creator_kind == "user", r.c.creator_uid), else_=None)
     columns = {"state": r.c.state, "source": r.c.source, "agent": r.c.agent_uid}
+    return columns[name]
+
+
+def usage_dimension(name: Dimension) -> Any:
+    """The run_usage column spend is grouped by (copied from the run when it was reported)."""
+    columns = {"source": u.c.source, "user": u.c.user_uid, "agent": u.c.agent_uid}
     return columns.get(name, u.c.model_id)
 
 

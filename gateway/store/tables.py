@@ -259,8 +259,14 @@ runs = Table(
         sqlite_where=text("lease_expires_at IS NOT NULL"),
         postgresql_where=text("lease_expires_at IS NOT NULL"),
     ),
-    # a factory's runs over a date range: every metric and cost query starts here
-    Index("ix_runs_factory_created", "factory_uid", "created_at"),
+    # a factory's runs over a date range, with what run metrics group by (PostgreSQL answers
+    # from the index alone)
+    Index(
+        "ix_runs_factory_created",
+        "factory_uid",
+        "created_at",
+        postgresql_include=["creator_kind", "creator_uid", "state", "source", "agent_uid"],
+    ),
 )
 
 run_messages = Table(
@@ -378,6 +384,8 @@ run_artifacts = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+USAGE_FIGURES = ["model_id", "component", "cost_usd", "input_tokens", "output_tokens"]
+
 # Usage a runner reported: one row per (report, cost component); each report adds to the run's.
 run_usage = Table(
     "run_usage",
@@ -390,7 +398,25 @@ run_usage = Table(
     Column("component", String(64), nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("reported_at", UTCDateTime, nullable=False),
+    # copied from the run (fixed at its creation), so spend is windowed and grouped without a
+    # join: the run's factory, creation time, tree, source, the user who started it, its agent
+    Column("factory_uid", String(64), nullable=True),
+    Column("run_created_at", UTCDateTime, nullable=True),
+    Column("root_run_id", String(64), nullable=True),
+    Column("source", String(32), nullable=True),
+    Column("user_uid", String(64), nullable=True),
+    Column("agent_uid", String(64), nullable=True),
+    Index(
+        "ix_run_usage_factory_created",
+        "factory_uid",
+        "run_created_at",
+        postgresql_include=[*USAGE_FIGURES, "run_id", "source", "user_uid", "agent_uid"],
+    ),
+    Index("ix_run_usage_root", "root_run_id", postgresql_include=["component", "cost_usd"]),
 )
+
+# what PR metrics read of each PR besides its factory and first appearance
+PR_FIGURES = ["url", "root_run_id", "root_created_at", "state", "additions", "deletions"]
 
 # One row per pull request a run produced, written when its URL first appears among the run
 # artifacts (later artifacts of the URL update title, branch and state): the de-duplicated PRs
@@ -404,6 +430,7 @@ pull_requests = Table(
     Column("team_uid", String(64), nullable=True),
     Column("run_id", String(64), nullable=False),
     Column("root_run_id", String(64), nullable=False, index=True),
+    Column("root_created_at", UTCDateTime, nullable=False),  # PR latency starts here
     Column("artifact_uid", String(64), nullable=False),
     Column("first_seen_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
@@ -415,7 +442,12 @@ pull_requests = Table(
     Column("changed_files", Integer, nullable=True),
     Column("merged_at", UTCDateTime, nullable=True),
     Column("detail_updated_at", UTCDateTime, nullable=True),
-    Index("ix_pull_requests_factory_seen", "factory_uid", "first_seen_at"),
+    Index(
+        "ix_pull_requests_factory_seen",
+        "factory_uid",
+        "first_seen_at",
+        postgresql_include=[*PR_FIGURES],
+    ),
     Index("ix_pull_requests_factory_updated", "factory_uid", "updated_at"),
 )
 

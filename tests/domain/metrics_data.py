@@ -26,12 +26,11 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
-from gateway.domain import factories, identities, pull_requests
+from gateway.domain import factories, identities, pull_requests, run_execution
 from gateway.services import Services
 from gateway.store import tables as t
 
@@ -98,6 +97,7 @@ async def build(services: Services) -> History:
             await conn.execute(insert(t.runs).values(**_run(history, name, *spec)))
         for i, (run, model, component, dollars, tokens) in enumerate(USAGE):
             row = {"id": f"use_{tag}_{i}", "run_id": history.run[run], "model_id": model}
+            row |= run_execution.usage_dimensions(await _load(conn, history.run[run]))
             row |= {"input_tokens": tokens, "output_tokens": tokens // 10}
             row |= {"component": component, "cost_usd": dollars, "reported_at": at(10, 20)}
             await conn.execute(insert(t.run_usage).values(**row))
@@ -149,7 +149,8 @@ async def _artifact(
             artifact_uid=uid, run_id=run_id, created_at=moment, **artifact
         )
     )
-    root = history.run[RUNS[run][0]]
-    factory = history.other_factory_uid if RUNS[run][6] else history.factory_uid
-    owner = SimpleNamespace(run_id=run_id, root_run_id=root, factory_uid=factory, team_uid=None)
-    await pull_requests.record(conn, owner, uid, moment, artifact)
+    await pull_requests.record(conn, await _load(conn, run_id), uid, moment, artifact)
+
+
+async def _load(conn: Any, run_id: str) -> Any:
+    return (await conn.execute(select(t.runs).where(t.runs.c.run_id == run_id))).one()

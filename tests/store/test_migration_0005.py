@@ -49,6 +49,11 @@ def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
                     ("a3", "b", "PULL_REQUEST", "https://g.test/2", "other", "open", 6),
                     ("a4", "b", "FILE", None, "file", None, 7),
                 ]
+                usage = (
+                    "INSERT INTO run_usage (id, run_id, input_tokens, output_tokens, component, "
+                    "cost_usd, reported_at) VALUES ('u1', 'child', 1, 1, 'llm', 0.5, :t)"
+                )
+                await conn.execute(text(usage), {"t": moment(9, database)})
                 for a, r, kind, link, title, state, day in artifacts:
                     row = {"a": a, "r": r, "kind": kind, "url": link, "title": title}
                     await conn.execute(
@@ -64,13 +69,26 @@ def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
                         )
                     )
                 ).all()
+                spend = (
+                    await conn.execute(
+                        text(
+                            "SELECT factory_uid, root_run_id, source, run_created_at FROM run_usage"
+                        )
+                    )
+                ).one()
+                latency_from = (
+                    await conn.execute(text("SELECT min(root_created_at) FROM pull_requests"))
+                ).scalar()
             await downgrade_to(database, "0004")
             async with database.read() as conn:
                 tables = await conn.run_sync(lambda sync: set(inspect(sync).get_table_names()))
                 indexes = await conn.run_sync(
                     lambda sync: {i["name"] for i in inspect(sync).get_indexes("runs")}
                 )
-            return {"prs": prs, "tables": tables, "indexes": indexes}
+                usage_columns = [c["name"] for c in await conn.run_sync(
+                    lambda sync: inspect(sync).get_columns("run_usage"))]  # fmt: skip
+            return {"prs": prs, "tables": tables, "indexes": indexes, "spend": spend,
+                    "latency_from": latency_from, "usage_columns": usage_columns}  # fmt: skip
         finally:
             await database.close()
 
@@ -79,5 +97,10 @@ def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
         ("https://g.test/1", "child", "root", "a1", "again", "merged", "fac"),
         ("https://g.test/2", "b", "b", "a3", "other", "open", "fac"),
     ]
+    factory, root, source, created = found["spend"]
+    assert (factory, root, source) == ("fac", "root", "API")
+    assert str(created).startswith("2026-10-02")  # the run's creation, not the report's
+    assert str(found["latency_from"]).startswith("2026-10-01")  # the root run of PR 1
+    assert "factory_uid" not in found["usage_columns"]
     assert "pull_requests" not in found["tables"]
     assert "ix_runs_factory_created" not in found["indexes"]

@@ -5,7 +5,10 @@ Revises: 0004
 
 - pull_requests: one row per pull request URL at its first appearance among the run artifacts,
   filled here from the artifacts already stored (docs/metrics.md).
-- runs: (factory_uid, created_at), the range scan of every metric and cost query.
+- run_usage: the run's factory, creation time, tree, source, user and agent on every row
+  (filled here for the rows already stored), so spend is windowed and grouped without a join.
+- indexes for the range scans of every metric and cost query; on PostgreSQL they include the
+  grouped columns, so the scans read no table rows.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ MOMENT = gateway.store.types.UTCDateTime(timezone=True)
 
 # first and latest artifact of each URL; the first names the run (and tree) the PR belongs to
 BACKFILL = """
-INSERT INTO pull_requests (url, factory_uid, team_uid, run_id, root_run_id, artifact_uid,
-                           first_seen_at, updated_at, title, branch, state)
-SELECT f.url, r.factory_uid, r.team_uid, f.run_id, r.root_run_id, f.artifact_uid,
-       f.created_at, l.created_at, l.title, l.branch, l.pr_state
+INSERT INTO pull_requests (url, factory_uid, team_uid, run_id, root_run_id, root_created_at,
+                           artifact_uid, first_seen_at, updated_at, title, branch, state)
+SELECT f.url, r.factory_uid, r.team_uid, f.run_id, r.root_run_id, root.created_at,
+       f.artifact_uid, f.created_at, l.created_at, l.title, l.branch, l.pr_state
 FROM (SELECT url, run_id, artifact_uid, created_at,
              ROW_NUMBER() OVER (PARTITION BY url ORDER BY created_at, artifact_uid) AS n
       FROM run_artifacts WHERE artifact_type = 'PULL_REQUEST' AND url IS NOT NULL) f
@@ -36,8 +39,24 @@ JOIN (SELECT url, created_at, title, branch, pr_state,
       FROM run_artifacts WHERE artifact_type = 'PULL_REQUEST' AND url IS NOT NULL) l
   ON l.url = f.url AND l.n = 1
 JOIN runs r ON r.run_id = f.run_id
+JOIN runs root ON root.run_id = r.root_run_id
 WHERE f.n = 1
 """
+USAGE_COLUMNS = {
+    "factory_uid": "factory_uid",
+    "run_created_at": "created_at",
+    "root_run_id": "root_run_id",
+    "source": "source",
+    "user_uid": "CASE WHEN creator_kind = 'user' THEN creator_uid END",
+    "agent_uid": "agent_uid",
+}
+BACKFILL_USAGE = "UPDATE run_usage SET " + ", ".join(
+    f"{column} = (SELECT {value} FROM runs WHERE runs.run_id = run_usage.run_id)"
+    for column, value in USAGE_COLUMNS.items()
+)
+USAGE_FIGURES = ["model_id", "component", "cost_usd", "input_tokens", "output_tokens"]
+PR_FIGURES = ["url", "root_run_id", "root_created_at", "state", "additions", "deletions"]
+RUN_GROUPS = ["creator_kind", "creator_uid", "state", "source", "agent_uid"]
 
 
 def upgrade() -> None:
@@ -48,6 +67,7 @@ def upgrade() -> None:
         sa.Column("team_uid", sa.String(length=64), nullable=True),
         sa.Column("run_id", sa.String(length=64), nullable=False),
         sa.Column("root_run_id", sa.String(length=64), nullable=False),
+        sa.Column("root_created_at", MOMENT, nullable=False),
         sa.Column("artifact_uid", sa.String(length=64), nullable=False),
         sa.Column("first_seen_at", MOMENT, nullable=False),
         sa.Column("updated_at", MOMENT, nullable=False),
@@ -63,15 +83,47 @@ def upgrade() -> None:
     )
     op.create_index("ix_pull_requests_root_run_id", "pull_requests", ["root_run_id"])
     op.create_index(
-        "ix_pull_requests_factory_seen", "pull_requests", ["factory_uid", "first_seen_at"]
+        "ix_pull_requests_factory_seen",
+        "pull_requests",
+        ["factory_uid", "first_seen_at"],
+        postgresql_include=PR_FIGURES,
     )
     op.create_index(
         "ix_pull_requests_factory_updated", "pull_requests", ["factory_uid", "updated_at"]
     )
-    op.create_index("ix_runs_factory_created", "runs", ["factory_uid", "created_at"])
+    op.create_index(
+        "ix_runs_factory_created",
+        "runs",
+        ["factory_uid", "created_at"],
+        postgresql_include=RUN_GROUPS,
+    )
     op.execute(sa.text(BACKFILL))
+    op.add_column("run_usage", sa.Column("factory_uid", sa.String(length=64), nullable=True))
+    op.add_column("run_usage", sa.Column("run_created_at", MOMENT, nullable=True))
+    op.add_column("run_usage", sa.Column("root_run_id", sa.String(length=64), nullable=True))
+    op.add_column("run_usage", sa.Column("source", sa.String(length=32), nullable=True))
+    op.add_column("run_usage", sa.Column("user_uid", sa.String(length=64), nullable=True))
+    op.add_column("run_usage", sa.Column("agent_uid", sa.String(length=64), nullable=True))
+    op.execute(sa.text(BACKFILL_USAGE))
+    op.create_index(
+        "ix_run_usage_factory_created",
+        "run_usage",
+        ["factory_uid", "run_created_at"],
+        postgresql_include=[*USAGE_FIGURES, "run_id", "source", "user_uid", "agent_uid"],
+    )
+    op.create_index(
+        "ix_run_usage_root",
+        "run_usage",
+        ["root_run_id"],
+        postgresql_include=["component", "cost_usd"],
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_run_usage_root", table_name="run_usage")
+    op.drop_index("ix_run_usage_factory_created", table_name="run_usage")
+    with op.batch_alter_table("run_usage") as batch:
+        for column in USAGE_COLUMNS:
+            batch.drop_column(column)
     op.drop_index("ix_runs_factory_created", table_name="runs")
     op.drop_table("pull_requests")
