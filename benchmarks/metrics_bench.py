@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import importlib.util
 import json
 import statistics
 import sys
@@ -32,6 +33,7 @@ from gateway.domain import factories, identities
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate
+from gateway.store.migrate import MIGRATIONS_DIR
 
 END = datetime(2026, 11, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -107,12 +109,24 @@ async def seed(url: str, runs: int) -> dict[str, str]:
                 started = time.perf_counter()
                 await conn.execute(text(statement), params)
                 print(f"  seeded in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            for statement in _migration().BACKFILL_PR_COSTS:  # as the migration attributes
+                await conn.execute(text(statement))
         async with database.engine.connect() as conn:
             autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await autocommit.execute(text("VACUUM ANALYZE"))
         return {"factory": factory, "key": key}
     finally:
         await database.close()
+
+
+def _migration() -> Any:
+    """Migration 0005_metrics, whose set-based attribution of PR costs the seed reuses."""
+    path = MIGRATIONS_DIR / "versions" / "0005_metrics.py"
+    spec = importlib.util.spec_from_file_location("migration_0005", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _settings(url: str) -> Any:

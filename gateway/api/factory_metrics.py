@@ -92,7 +92,6 @@ class CostGroup(Struct, kw_only=True):
     key: Annotated[str, Meta(description="the entity's id or name; UNKNOWN when not named")]
     label: Annotated[str, Meta(description="user email, agent name, else the key")]
     cost_usd: Dollars
-    run_count: int
     input_tokens: int
     output_tokens: int
     cost_series: Annotated[list[float], Meta(description="with group_by_period")] | UnsetType = (

@@ -11,17 +11,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.metrics_queries import (
     UNKNOWN,
-    attributed,
     envelope,
+    factory_prs,
     factory_spend,
     grouped,
     money,
     p,
-    prs_in_window,
     u,
 )
 from gateway.domain.metrics_window import Window
 from gateway.domain.run_groups import labels, ordered, usage_dimension
+from gateway.store import tables as t
 
 CostGroupBy = Literal["source", "user", "agent", "model"]
 SIZE_BUCKETS = (("XS", 10), ("S", 50), ("M", 250), ("L", 1000))  # lines changed, below
@@ -38,20 +38,16 @@ async def cost_breakdown(
         func.sum(u.c.cost_usd).label("cost"),
         func.sum(u.c.input_tokens).label("input_tokens"),
         func.sum(u.c.output_tokens).label("output_tokens"),
-        func.count(func.distinct(u.c.run_id)).label("runs"),
     ).where(*factory_spend(factory_uid, w))
     rows = await grouped(conn, query, u.c.run_created_at, w, keys=[key])
     groups: dict[str, dict[str, Any]] = {}
     periods: dict[str, dict[str, float]] = defaultdict(dict)
     for row in rows:
         name = row.key or UNKNOWN
-        group = groups.setdefault(
-            name, {"cost": 0.0, "input_tokens": 0, "output_tokens": 0, "runs": 0}
-        )
+        group = groups.setdefault(name, {"cost": 0.0, "input_tokens": 0, "output_tokens": 0})
         group["cost"] += float(row.cost or 0)
         group["input_tokens"] += int(row.input_tokens or 0)
         group["output_tokens"] += int(row.output_tokens or 0)
-        group["runs"] += int(row.runs)
         periods[name][row.period] = periods[name].get(row.period, 0.0) + float(row.cost or 0)
     spent = {name: group for name, group in groups.items() if money(group["cost"])}
     named = await labels(conn, group_by, list(spent))
@@ -62,7 +58,6 @@ async def cost_breakdown(
             "key": name,
             "label": named.get(name, name),
             "cost_usd": money(group["cost"]),
-            "run_count": group["runs"],
             "input_tokens": group["input_tokens"],
             "output_tokens": group["output_tokens"],
         }
@@ -79,47 +74,26 @@ async def cost_breakdown(
 
 async def top_prs(conn: AsyncConnection, factory_uid: str, w: Window, limit: int) -> list[Any]:
     """The costliest PRs first seen in the window, most expensive first (then newest)."""
-    prs = prs_in_window(factory_uid, w)
-    joined, cost = attributed(prs)
-    ranking = (
-        select(prs.c.url, cost.label("cost"))
-        .select_from(joined)
-        .order_by(cost.desc(), prs.c.first_seen_at.desc(), prs.c.url)
+    query = (
+        select(p)
+        .where(*factory_prs(factory_uid, w))
+        .order_by(p.c.cost_usd.desc(), p.c.first_seen_at.desc(), p.c.url)
         .limit(limit)
     )
-    costs = {row.url: row.cost for row in await conn.execute(ranking)}
-    found = await conn.execute(select(p).where(p.c.url.in_(list(costs))))
-    rows = sorted(found.all(), key=lambda row: list(costs).index(row.url))
-    components = await _components(conn, [row.root_run_id for row in rows])
-    return [_pr_item(row, costs[row.url], components.get(row.root_run_id, {})) for row in rows]
-
-
-async def _components(conn: AsyncConnection, roots: list[str]) -> dict[str, dict[str, float]]:
-    """Per-PR spend per component of the trees `roots` (their spend over their PR count)."""
-    if not roots:
-        return {}
-    shares = (
-        select(p.c.root_run_id, func.count().label("prs"))
-        .where(p.c.root_run_id.in_(roots))
-        .group_by(p.c.root_run_id)
-        .subquery("shares")
+    rows = (await conn.execute(query)).all()
+    pc = t.pr_costs
+    found = await conn.execute(
+        select(pc.c.url, pc.c.component, pc.c.cost_usd).where(
+            pc.c.url.in_([row.url for row in rows])
+        )
     )
-    spend = (
-        select(u.c.root_run_id, u.c.component, func.sum(u.c.cost_usd).label("cost"))
-        .where(u.c.root_run_id.in_(roots))
-        .group_by(u.c.root_run_id, u.c.component)
-        .subquery("spend")
-    )
-    query = select(
-        spend.c.root_run_id, spend.c.component, (spend.c.cost / shares.c.prs).label("cost")
-    ).select_from(spend.join(shares, shares.c.root_run_id == spend.c.root_run_id))
-    found: dict[str, dict[str, float]] = defaultdict(dict)
-    for row in await conn.execute(query):
-        found[row.root_run_id][row.component] = float(row.cost or 0)
-    return found
+    components: dict[str, dict[str, float]] = defaultdict(dict)
+    for url, component, cost in found:
+        components[url][component] = float(cost)
+    return [_pr_item(row, components[row.url]) for row in rows]
 
 
-def _pr_item(row: Any, cost: float, components: dict[str, float]) -> dict[str, Any]:
+def _pr_item(row: Any, components: dict[str, float]) -> dict[str, Any]:
     return {
         "url": row.url,
         "title": row.title,
@@ -128,7 +102,7 @@ def _pr_item(row: Any, cost: float, components: dict[str, float]) -> dict[str, A
         "first_seen_at": row.first_seen_at,
         "run_id": row.run_id,
         "root_run_id": row.root_run_id,
-        "cost_usd": money(cost),
+        "cost_usd": money(row.cost_usd),
         "components": [
             {"component": name, "cost_usd": money(cost)}
             for name, cost in sorted(components.items(), key=lambda item: (-item[1], item[0]))
@@ -149,9 +123,8 @@ def size_bucket(lines: Any) -> Any:
 
 async def cost_by_size(conn: AsyncConnection, factory_uid: str, w: Window) -> dict[str, Any]:
     """PRs first seen in the window grouped by size: count and attributed cost of each."""
-    prs = prs_in_window(factory_uid, w)
-    joined, cost = attributed(prs)
-    bucket = size_bucket(prs.c.additions + prs.c.deletions).label("bucket")
+    bucket = size_bucket(p.c.additions + p.c.deletions).label("bucket")
+    cost = p.c.cost_usd
     query = (
         select(
             bucket,
@@ -160,7 +133,7 @@ async def cost_by_size(conn: AsyncConnection, factory_uid: str, w: Window) -> di
             func.min(cost).label("least"),
             func.max(cost).label("most"),
         )
-        .select_from(joined)
+        .where(*factory_prs(factory_uid, w))
         .group_by(bucket)
     )
     found = {row.bucket: row for row in await conn.execute(query)}

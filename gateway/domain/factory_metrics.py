@@ -3,7 +3,6 @@ runs and pull requests over a window (docs/metrics.md)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import case, func, select
@@ -11,18 +10,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.metrics_queries import (
     envelope,
+    factory_pr_costs,
+    factory_prs,
     factory_runs,
     grouped,
     money,
     p,
-    prs_in_window,
     r,
     ratio,
-    tree_costs,
-    tree_shares,
 )
 from gateway.domain.metrics_sql import seconds_between
 from gateway.domain.metrics_window import Window
+from gateway.store import tables as t
 
 
 def _flag(condition: Any) -> Any:
@@ -37,18 +36,14 @@ async def factory_metrics(conn: AsyncConnection, factory_uid: str, w: Window) ->
     ).where(*factory_runs(factory_uid, w))
     runs = {row.period: row for row in await grouped(conn, runs_query, r.c.created_at, w)}
     latency = seconds_between(p.c.first_seen_at, p.c.root_created_at, conn.dialect.name)
-    prs_query = (
-        select(
-            func.count().label("prs"),
-            _flag(p.c.state == "merged").label("merged"),
-            _flag(p.c.state == "open").label("open"),
-            _flag(p.c.state == "closed").label("closed"),
-            func.sum(latency).label("latency"),
-            func.max(latency).label("max_latency"),
-        )
-        .where(p.c.factory_uid == factory_uid, p.c.first_seen_at >= w.start)
-        .where(p.c.first_seen_at < w.end)
-    )
+    prs_query = select(
+        func.count().label("prs"),
+        _flag(p.c.state == "merged").label("merged"),
+        _flag(p.c.state == "open").label("open"),
+        _flag(p.c.state == "closed").label("closed"),
+        func.sum(latency).label("latency"),
+        func.max(latency).label("max_latency"),
+    ).where(*factory_prs(factory_uid, w))
     prs = {row.period: row for row in await grouped(conn, prs_query, p.c.first_seen_at, w)}
     body = envelope(factory_uid, w) | _totals(runs.values(), prs.values())
     if w.period is not None:
@@ -102,28 +97,16 @@ def _series(w: Window, runs: dict[str, Any], prs: dict[str, Any]) -> dict[str, l
 
 async def cost_per_pr(conn: AsyncConnection, factory_uid: str, w: Window) -> dict[str, Any]:
     """Mean attributed cost of the PRs first seen in the window, in all and per component."""
-    prs = prs_in_window(factory_uid, w)
-    counted = select(func.count().label("prs")).select_from(prs)
-    counts = {
-        row.period: int(row.prs) for row in await grouped(conn, counted, prs.c.first_seen_at, w)
-    }
-    shares, costs = tree_shares(prs), tree_costs(prs, by_component=True)
-    component_costs = select(func.sum(costs.c.cost / shares.c.prs).label("cost")).select_from(
-        prs.join(shares, shares.c.root_run_id == prs.c.root_run_id).join(
-            costs, costs.c.root_run_id == prs.c.root_run_id
-        )
+    totals = select(func.count().label("prs"), func.sum(p.c.cost_usd).label("cost")).where(
+        *factory_prs(factory_uid, w)
     )
-    rows = await grouped(
-        conn, component_costs.add_columns(costs.c.component), prs.c.first_seen_at, w,
-        keys=[costs.c.component],
-    )  # fmt: skip
-    per_component: dict[str, float] = defaultdict(float)
-    per_period: dict[str, float] = defaultdict(float)
-    for row in rows:
-        per_component[row.component] += float(row.cost or 0)
-        per_period[row.period] += float(row.cost or 0)
-    pr_count = sum(counts.values())
-    total = sum(per_component.values())
+    per_period = {row.period: row for row in await grouped(conn, totals, p.c.first_seen_at, w)}
+    pc = t.pr_costs
+    by_component = select(pc.c.component, func.sum(pc.c.cost_usd).label("cost"))
+    by_component = by_component.where(*factory_pr_costs(factory_uid, w)).group_by(pc.c.component)
+    components = {row.component: float(row.cost or 0) for row in await conn.execute(by_component)}
+    pr_count = sum(int(row.prs) for row in per_period.values())
+    total = sum(float(row.cost or 0) for row in per_period.values())
     body = envelope(factory_uid, w) | {
         "pr_count": pr_count,
         "total_cost_usd": money(total),
@@ -134,15 +117,16 @@ async def cost_per_pr(conn: AsyncConnection, factory_uid: str, w: Window) -> dic
                 "total_cost_usd": money(cost),
                 "mean_cost_usd": money(cost / pr_count) if pr_count else None,
             }
-            for name, cost in sorted(per_component.items(), key=lambda item: (-item[1], item[0]))
-            if cost
+            for name, cost in sorted(components.items(), key=lambda item: (-item[1], item[0]))
+            if money(cost)
         ],
     }
     if w.period is not None:
+        counts = {key: int(row.prs) for key, row in per_period.items()}
         body["series"] = {
             "pr_count": w.series(counts),
             "mean_cost_usd": [
-                money(per_period[key] / counts[key]) if counts.get(key) else None
+                money(float(per_period[key].cost or 0) / counts[key]) if counts.get(key) else None
                 for key in w.periods
             ],
         }

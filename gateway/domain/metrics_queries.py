@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Select, Subquery, func, literal, select
+from sqlalchemy import Row, literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -30,55 +30,25 @@ def factory_runs(factory_uid: str, w: Window) -> tuple[ColumnElement[bool], ...]
     return (r.c.factory_uid == factory_uid, *in_window(r.c.created_at, w))
 
 
-# Subqueries, not CTEs: PostgreSQL materialises a CTE used twice and then plans the joins on
-# it blind (it assumed 200 trees for 400,000 PRs, and a plan that ran for minutes).
-
-
 def factory_spend(factory_uid: str, w: Window) -> tuple[ColumnElement[bool], ...]:
     """The usage a factory metric counts: of the factory's runs created in the window."""
     return (u.c.factory_uid == factory_uid, *in_window(u.c.run_created_at, w))
 
 
-def prs_in_window(factory_uid: str, w: Window) -> Subquery:
-    """The factory's PRs whose first appearance falls in the window (the columns the index
-    holds, so PostgreSQL reads no table rows)."""
-    where = (p.c.factory_uid == factory_uid, *in_window(p.c.first_seen_at, w))
-    columns = [p.c[name] for name in ("first_seen_at", *t.PR_FIGURES)]
-    return select(*columns).where(*where).subquery("prs")
+def factory_prs(factory_uid: str, w: Window) -> tuple[ColumnElement[bool], ...]:
+    """The PRs a factory metric counts: the factory's, first seen in the window."""
+    return (p.c.factory_uid == factory_uid, *in_window(p.c.first_seen_at, w))
 
 
-def tree_shares(prs: Subquery) -> Subquery:
-    """How many PRs (ever) each run tree of `prs` produced: its cost is split evenly among them."""
-    roots = select(prs.c.root_run_id)
-    query = select(p.c.root_run_id, func.count().label("prs"))
-    return query.where(p.c.root_run_id.in_(roots)).group_by(p.c.root_run_id).subquery("shares")
-
-
-def tree_costs(prs: Subquery, *, by_component: bool) -> Subquery:
-    """Reported spend of each run tree of `prs` (per cost component when asked)."""
-    columns: list[Any] = [u.c.root_run_id]
-    if by_component:
-        columns.append(u.c.component)
-    query = (
-        select(*columns, func.sum(u.c.cost_usd).label("cost"))
-        .where(u.c.root_run_id.in_(select(prs.c.root_run_id)))
-        .group_by(*columns)
-    )
-    return query.subquery("tree_costs_by_component" if by_component else "tree_costs")
-
-
-def attributed(prs: Subquery) -> tuple[Any, ColumnElement[Any]]:
-    """(FROM clause, each PR's attributed cost): its tree's spend over the tree's PR count."""
-    shares, costs = tree_shares(prs), tree_costs(prs, by_component=False)
-    joined = prs.join(shares, shares.c.root_run_id == prs.c.root_run_id).outerjoin(
-        costs, costs.c.root_run_id == prs.c.root_run_id
-    )
-    return joined, func.coalesce(costs.c.cost, 0.0) / shares.c.prs
+def factory_pr_costs(factory_uid: str, w: Window) -> tuple[ColumnElement[bool], ...]:
+    """The per-component costs of those PRs."""
+    pc = t.pr_costs
+    return (pc.c.factory_uid == factory_uid, *in_window(pc.c.first_seen_at, w))
 
 
 async def grouped(
     conn: AsyncConnection,
-    query: Select[Any],
+    query: Any,  # a Select
     moment: Any,
     w: Window,
     keys: Sequence[Any] = (),

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.domain import pr_costs
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -48,7 +49,11 @@ async def record(
     }
     insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     # concurrent first appearances: the first commit wins, the other becomes a refresh
-    await conn.execute(insert(p).values(**values).on_conflict_do_nothing(index_elements=["url"]))
+    new = await conn.execute(
+        insert(p).values(**values).on_conflict_do_nothing(index_elements=["url"])
+    )
+    if new.rowcount:  # the tree has one PR more: its cost is shared anew
+        await pr_costs.refresh_tree(conn, run.root_run_id)
     await conn.execute(
         update(p)
         .where(p.c.url == url, p.c.artifact_uid != artifact_uid)

@@ -23,7 +23,7 @@ from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain import pull_requests, run_timeline, tasks
+from gateway.domain import pr_costs, pull_requests, run_timeline, tasks
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import TERMINAL, find_run, load_run
 from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound
@@ -458,6 +458,7 @@ async def report_usage(
             for i, (component, dollars) in enumerate(components)
         ],
     )
+    await pr_costs.refresh_tree(conn, run.root_run_id)  # the tree's PRs cost more now
 
 
 def usage_dimensions(run: Any) -> dict[str, Any]:

@@ -416,7 +416,7 @@ run_usage = Table(
 )
 
 # what PR metrics read of each PR besides its factory and first appearance
-PR_FIGURES = ["url", "root_run_id", "root_created_at", "state", "additions", "deletions"]
+PR_FIGURES = ["url", "root_created_at", "state", "additions", "deletions", "cost_usd"]
 
 # One row per pull request a run produced, written when its URL first appears among the run
 # artifacts (later artifacts of the URL update title, branch and state): the de-duplicated PRs
@@ -442,6 +442,10 @@ pull_requests = Table(
     Column("changed_files", Integer, nullable=True),
     Column("merged_at", UTCDateTime, nullable=True),
     Column("detail_updated_at", UTCDateTime, nullable=True),
+    # the attributed cost (docs/metrics.md): the tree's spend over its PR count, kept current
+    # by pr_costs.refresh_tree whenever the tree reports usage or produces a PR
+    Column("tree_pr_count", Integer, nullable=False, server_default=text("1")),
+    Column("cost_usd", Float, nullable=False, server_default=text("0")),
     Index(
         "ix_pull_requests_factory_seen",
         "factory_uid",
@@ -449,6 +453,24 @@ pull_requests = Table(
         postgresql_include=[*PR_FIGURES],
     ),
     Index("ix_pull_requests_factory_updated", "factory_uid", "updated_at"),
+)
+
+# A PR's attributed cost per cost component (the sum is pull_requests.cost_usd), with the PR's
+# factory and first appearance so that the per-component figures of a range are one scan.
+pr_costs = Table(
+    "pr_costs",
+    metadata,
+    Column("url", String(2000), primary_key=True),
+    Column("component", String(64), primary_key=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("first_seen_at", UTCDateTime, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Index(
+        "ix_pr_costs_factory_seen",
+        "factory_uid",
+        "first_seen_at",
+        postgresql_include=["component", "cost_usd"],
+    ),
 )
 
 # --- scorers ------------------------------------------------------------------------------

@@ -76,6 +76,14 @@ def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
                         )
                     )
                 ).one()
+                costs = (
+                    await conn.execute(
+                        text("SELECT url, tree_pr_count, cost_usd FROM pull_requests ORDER BY url")
+                    )
+                ).all()
+                per_component = (
+                    await conn.execute(text("SELECT url, component, cost_usd FROM pr_costs"))
+                ).all()
                 latency_from = (
                     await conn.execute(text("SELECT min(root_created_at) FROM pull_requests"))
                 ).scalar()
@@ -88,7 +96,8 @@ def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
                 usage_columns = [c["name"] for c in await conn.run_sync(
                     lambda sync: inspect(sync).get_columns("run_usage"))]  # fmt: skip
             return {"prs": prs, "tables": tables, "indexes": indexes, "spend": spend,
-                    "latency_from": latency_from, "usage_columns": usage_columns}  # fmt: skip
+                    "latency_from": latency_from, "usage_columns": usage_columns,
+                    "costs": costs, "per_component": per_component}  # fmt: skip
         finally:
             await database.close()
 
@@ -102,5 +111,11 @@ def test_0005_records_each_reported_pull_request_once(fresh_store: str) -> None:
     assert str(created).startswith("2026-10-02")  # the run's creation, not the report's
     assert str(found["latency_from"]).startswith("2026-10-01")  # the root run of PR 1
     assert "factory_uid" not in found["usage_columns"]
+    # the child's usage belongs to the tree of PR 1, its only PR; PR 2's tree spent nothing
+    assert [tuple(row) for row in found["costs"]] == [
+        ("https://g.test/1", 1, 0.5),
+        ("https://g.test/2", 1, 0.0),
+    ]
+    assert [tuple(row) for row in found["per_component"]] == [("https://g.test/1", "llm", 0.5)]
     assert "pull_requests" not in found["tables"]
     assert "ix_runs_factory_created" not in found["indexes"]

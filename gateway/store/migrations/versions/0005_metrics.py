@@ -5,6 +5,8 @@ Revises: 0004
 
 - pull_requests: one row per pull request URL at its first appearance among the run artifacts,
   filled here from the artifacts already stored (docs/metrics.md).
+- pr_costs and pull_requests.cost_usd: each PR's attributed cost (its tree's spend over the
+  tree's PR count), per component and in all, filled here from the usage already stored.
 - run_usage: the run's factory, creation time, tree, source, user and agent on every row
   (filled here for the rows already stored), so spend is windowed and grouped without a join.
 - indexes for the range scans of every metric and cost query; on PostgreSQL they include the
@@ -55,7 +57,18 @@ BACKFILL_USAGE = "UPDATE run_usage SET " + ", ".join(
     for column, value in USAGE_COLUMNS.items()
 )
 USAGE_FIGURES = ["model_id", "component", "cost_usd", "input_tokens", "output_tokens"]
-PR_FIGURES = ["url", "root_run_id", "root_created_at", "state", "additions", "deletions"]
+PR_FIGURES = ["url", "root_created_at", "state", "additions", "deletions", "cost_usd"]
+# each PR's share of its tree's spend, per component, then in all
+BACKFILL_PR_COSTS = (
+    "UPDATE pull_requests SET tree_pr_count = (SELECT count(*) FROM pull_requests AS same "
+    "WHERE same.root_run_id = pull_requests.root_run_id)",
+    "INSERT INTO pr_costs (url, component, factory_uid, first_seen_at, cost_usd) "
+    "SELECT p.url, s.component, p.factory_uid, p.first_seen_at, s.cost / p.tree_pr_count "
+    "FROM pull_requests p JOIN (SELECT root_run_id, component, sum(cost_usd) AS cost "
+    "FROM run_usage GROUP BY root_run_id, component) s ON s.root_run_id = p.root_run_id",
+    "UPDATE pull_requests SET cost_usd = COALESCE((SELECT sum(cost_usd) FROM pr_costs "
+    "WHERE pr_costs.url = pull_requests.url), 0)",
+)
 RUN_GROUPS = ["creator_kind", "creator_uid", "state", "source", "agent_uid"]
 
 
@@ -79,7 +92,18 @@ def upgrade() -> None:
         sa.Column("changed_files", sa.Integer(), nullable=True),
         sa.Column("merged_at", MOMENT, nullable=True),
         sa.Column("detail_updated_at", MOMENT, nullable=True),
+        sa.Column("tree_pr_count", sa.Integer(), server_default=sa.text("1"), nullable=False),
+        sa.Column("cost_usd", sa.Float(), server_default=sa.text("0"), nullable=False),
         sa.PrimaryKeyConstraint("url"),
+    )
+    op.create_table(
+        "pr_costs",
+        sa.Column("url", sa.String(length=2000), nullable=False),
+        sa.Column("component", sa.String(length=64), nullable=False),
+        sa.Column("factory_uid", sa.String(length=64), nullable=True),
+        sa.Column("first_seen_at", MOMENT, nullable=False),
+        sa.Column("cost_usd", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("url", "component"),
     )
     op.create_index("ix_pull_requests_root_run_id", "pull_requests", ["root_run_id"])
     op.create_index(
@@ -97,7 +121,6 @@ def upgrade() -> None:
         ["factory_uid", "created_at"],
         postgresql_include=RUN_GROUPS,
     )
-    op.execute(sa.text(BACKFILL))
     op.add_column("run_usage", sa.Column("factory_uid", sa.String(length=64), nullable=True))
     op.add_column("run_usage", sa.Column("run_created_at", MOMENT, nullable=True))
     op.add_column("run_usage", sa.Column("root_run_id", sa.String(length=64), nullable=True))
@@ -105,6 +128,15 @@ def upgrade() -> None:
     op.add_column("run_usage", sa.Column("user_uid", sa.String(length=64), nullable=True))
     op.add_column("run_usage", sa.Column("agent_uid", sa.String(length=64), nullable=True))
     op.execute(sa.text(BACKFILL_USAGE))
+    op.execute(sa.text(BACKFILL))
+    for statement in BACKFILL_PR_COSTS:
+        op.execute(sa.text(statement))
+    op.create_index(
+        "ix_pr_costs_factory_seen",
+        "pr_costs",
+        ["factory_uid", "first_seen_at"],
+        postgresql_include=["component", "cost_usd"],
+    )
     op.create_index(
         "ix_run_usage_factory_created",
         "run_usage",
@@ -126,4 +158,5 @@ def downgrade() -> None:
         for column in USAGE_COLUMNS:
             batch.drop_column(column)
     op.drop_index("ix_runs_factory_created", table_name="runs")
+    op.drop_table("pr_costs")
     op.drop_table("pull_requests")
