@@ -6,14 +6,15 @@ Every aggregate is computed by the database (GROUP BY); Python only arranges the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Row, literal
+from sqlalchemy import literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from gateway.domain.metrics_sql import period_key
+from gateway.domain.metrics_sql import period_key, period_name
 from gateway.domain.metrics_window import Window
 from gateway.store import tables as t
 
@@ -52,7 +53,7 @@ async def grouped(
     moment: Any,
     w: Window,
     keys: Sequence[Any] = (),
-) -> list[Row[Any]]:
+) -> list[Grouped]:
     """`query` grouped by `keys` and, with a period, by the period of `moment` (column
     `period`; '' without a period)."""
     if w.period is None:
@@ -63,7 +64,19 @@ async def grouped(
     else:
         period = period_key(moment, w.period, conn.dialect.name).label("period")
         query = query.add_columns(period).group_by(*keys, period)
-    return list((await conn.execute(query)).all())
+    result = await conn.execute(query)
+    return [Grouped(dict(row._mapping)) for row in result]
+
+
+class Grouped(SimpleNamespace):
+    """A row of `grouped`, its `period` named 'YYYY-MM-DD' ('' without a period)."""
+
+    period: str
+
+    def __init__(self, mapping: Mapping[str, Any]) -> None:
+        super().__init__(**mapping)
+        key = mapping["period"]
+        self.period = period_name(key) if key else ""
 
 
 def money(value: Any) -> float:

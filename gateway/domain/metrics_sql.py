@@ -6,6 +6,7 @@ Both functions give the same values on either, so the aggregation itself is one 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Float, String, cast, func
@@ -16,16 +17,22 @@ from gateway.domain.metrics_window import Period
 Dialect = str  # "sqlite" | "postgresql"
 
 
-def period_key(moment: Any, period: Period, dialect: Dialect) -> ColumnElement[str]:
-    """The first day of the UTC `period` holding `moment`, as 'YYYY-MM-DD'."""
+def period_key(moment: Any, period: Period, dialect: Dialect) -> ColumnElement[Any]:
+    """The first day of the UTC `period` holding `moment`: 'YYYY-MM-DD' on SQLite, the
+    timestamp of its start on PostgreSQL (grouping on it is cheaper than on text; see
+    `period_name`)."""
     if dialect == "postgresql":
-        utc = func.timezone("UTC", moment)
-        return func.to_char(func.date_trunc(period, utc), "YYYY-MM-DD")
+        return func.date_trunc(period, func.timezone("UTC", moment))
     if period == "month":
         return func.strftime("%Y-%m-01", moment, type_=String)
     if period == "week":  # the next Sunday (or the day itself), six days back: Monday
         return func.date(moment, "weekday 0", "-6 days", type_=String)
     return func.date(moment, type_=String)
+
+
+def period_name(key: Any) -> str:
+    """A `period_key` value as 'YYYY-MM-DD'."""
+    return key.date().isoformat() if isinstance(key, datetime) else str(key)[:10]
 
 
 def seconds_between(later: Any, earlier: Any, dialect: Dialect) -> ColumnElement[float]:

@@ -384,7 +384,7 @@ run_artifacts = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
-USAGE_FIGURES = ["model_id", "component", "cost_usd", "input_tokens", "output_tokens"]
+USAGE_FIGURES = ["model_id", "cost_usd", "input_tokens", "output_tokens"]
 
 # Usage a runner reported: one row per (report, cost component); each report adds to the run's.
 run_usage = Table(
@@ -410,7 +410,7 @@ run_usage = Table(
         "ix_run_usage_factory_created",
         "factory_uid",
         "run_created_at",
-        postgresql_include=[*USAGE_FIGURES, "run_id", "source", "user_uid", "agent_uid"],
+        postgresql_include=[*USAGE_FIGURES, "source", "user_uid", "agent_uid"],
     ),
     Index("ix_run_usage_root", "root_run_id", postgresql_include=["component", "cost_usd"]),
 )

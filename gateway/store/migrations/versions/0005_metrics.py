@@ -56,7 +56,7 @@ BACKFILL_USAGE = "UPDATE run_usage SET " + ", ".join(
     f"{column} = (SELECT {value} FROM runs WHERE runs.run_id = run_usage.run_id)"
     for column, value in USAGE_COLUMNS.items()
 )
-USAGE_FIGURES = ["model_id", "component", "cost_usd", "input_tokens", "output_tokens"]
+USAGE_FIGURES = ["model_id", "cost_usd", "input_tokens", "output_tokens"]
 PR_FIGURES = ["url", "root_created_at", "state", "additions", "deletions", "cost_usd"]
 # each PR's share of its tree's spend, per component, then in all
 BACKFILL_PR_COSTS = (
@@ -141,7 +141,7 @@ def upgrade() -> None:
         "ix_run_usage_factory_created",
         "run_usage",
         ["factory_uid", "run_created_at"],
-        postgresql_include=[*USAGE_FIGURES, "run_id", "source", "user_uid", "agent_uid"],
+        postgresql_include=[*USAGE_FIGURES, "source", "user_uid", "agent_uid"],
     )
     op.create_index(
         "ix_run_usage_root",
