@@ -1,5 +1,5 @@
-"""Building blocks of the factory metrics queries: the factory's runs and PRs in a window,
-the cost of run trees, and grouping by period (docs/metrics.md explains the attribution).
+"""Building blocks of the factory metrics queries: the factory's runs, spend, PRs and PR costs
+in a window, and grouping by period (docs/metrics.md says what each counts).
 
 Every aggregate is computed by the database (GROUP BY); Python only arranges the rows.
 """
