@@ -260,9 +260,10 @@ def explain_plans(client: Any, base: str, headers: dict[str, str]) -> dict[str, 
 
 def _capturer(seen: list[tuple[str, Any]]) -> Any:
     """Records the metrics statements (not the credential and factory look-ups)."""
+    lookups = ("api_keys", "factories", "team_members", "FROM users")
 
     def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if "FROM" in statement and "api_keys" not in statement and "factories" not in statement:
+        if "FROM" in statement and not any(name in statement for name in lookups):
             seen.append((statement, parameters))
 
     return capture

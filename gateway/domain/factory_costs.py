@@ -74,13 +74,16 @@ async def cost_breakdown(
 
 async def top_prs(conn: AsyncConnection, factory_uid: str, w: Window, limit: int) -> list[Any]:
     """The costliest PRs first seen in the window, most expensive first (then newest)."""
-    query = (
-        select(p)
+    # ranked from the index alone (url, cost and first appearance are in it), then read
+    ranking = (
+        select(p.c.url)
         .where(*factory_prs(factory_uid, w))
         .order_by(p.c.cost_usd.desc(), p.c.first_seen_at.desc(), p.c.url)
         .limit(limit)
     )
-    rows = (await conn.execute(query)).all()
+    ranked = list((await conn.execute(ranking)).scalars())
+    found_prs = await conn.execute(select(p).where(p.c.url.in_(ranked)))
+    rows = sorted(found_prs.all(), key=lambda row: ranked.index(row.url))
     pc = t.pr_costs
     found = await conn.execute(
         select(pc.c.url, pc.c.component, pc.c.cost_usd).where(
