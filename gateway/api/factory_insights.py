@@ -16,6 +16,7 @@ from gateway.api.http import json_response
 from gateway.api.metrics_params import (
     ERRORS,
     RATE_LIMITED,
+    RATE_LIMITED_TYPE,
     Envelope,
     MetricsRange,
     PlainRange,
@@ -133,6 +134,7 @@ def _pull_request(row: Any) -> dict[str, Any]:
     "Run counts grouped by state, source, user or agent",
     response=FactoryRunCountsResponse,
     errors=ERRORS,
+    problem_types=RATE_LIMITED_TYPE,
     problems=(RATE_LIMITED,),
 )
 async def run_counts_endpoint(request: Request, query: Query[RunCountQuery]) -> Response:
@@ -148,6 +150,7 @@ async def run_counts_endpoint(request: Request, query: Query[RunCountQuery]) -> 
     "PR cost distribution by PR size",
     response=FactoryPrCostBySizeResponse,
     errors=ERRORS,
+    problem_types=RATE_LIMITED_TYPE,
     problems=(RATE_LIMITED, (400, "`invalid_request`; also for any group_by_period")),
 )
 async def cost_by_size_endpoint(request: Request, query: Query[PlainRange]) -> Response:

@@ -15,6 +15,7 @@ from gateway.api.http import json_response
 from gateway.api.metrics_params import (
     ERRORS,
     RATE_LIMITED,
+    RATE_LIMITED_TYPE,
     Envelope,
     MetricsRange,
     PlainRange,
@@ -149,6 +150,7 @@ BASE = "/factory/{uid}"
     "Factory metrics: runs, PRs, autonomy, impact, PR latency",
     response=FactoryMetricsResponse,
     errors=ERRORS,
+    problem_types=RATE_LIMITED_TYPE,
     problems=(RATE_LIMITED,),
 )
 async def metrics_endpoint(request: Request, query: Query[MetricsRange]) -> Response:
@@ -164,6 +166,7 @@ async def metrics_endpoint(request: Request, query: Query[MetricsRange]) -> Resp
     "Mean attributed cost per PR, per component",
     response=FactoryCostPerPRResponse,
     errors=ERRORS,
+    problem_types=RATE_LIMITED_TYPE,
     problems=(RATE_LIMITED,),
 )
 async def cost_per_pr_endpoint(request: Request, query: Query[MetricsRange]) -> Response:
@@ -179,6 +182,7 @@ async def cost_per_pr_endpoint(request: Request, query: Query[MetricsRange]) -> 
     "Spend per source, user, agent or model",
     response=FactoryCostBreakdownResponse,
     errors=(400, 401, 404, 429),
+    problem_types=RATE_LIMITED_TYPE,
     problems=(
         RATE_LIMITED,
         (404, "`not_found`: no such factory, or not one of the caller's teams"),
@@ -201,6 +205,7 @@ async def breakdown_endpoint(request: Request, query: Query[Breakdown]) -> Respo
     "Costliest PRs first seen in the range",
     response=FactoryTopPRsResponse,
     errors=ERRORS,
+    problem_types=RATE_LIMITED_TYPE,
     problems=(RATE_LIMITED, (400, "`invalid_request`; also for any group_by_period")),
 )
 async def top_prs_endpoint(request: Request, query: Query[TopQuery]) -> Response:

@@ -4,7 +4,7 @@ the order of the checks (credentials, factory access, the caller's request budge
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 from starlette.requests import Request
@@ -14,7 +14,9 @@ from gateway.api.fields import Moment, Timestamp
 from gateway.api.runs import in_utc
 from gateway.domain.factories import Factory, get_accessible_factory
 from gateway.domain.metrics_window import Period, Window, window
-from gateway.errors import FactoryMetricsRateLimited, InvalidRequest
+from gateway.errors import FactoryMetricsRateLimited as BudgetSpent
+from gateway.errors import InvalidRequest
+from gateway.problem import Problem
 from gateway.store.types import utcnow
 
 Start = Annotated[Moment, Meta(description="inclusive; default end_date minus 30 days")]
@@ -27,6 +29,15 @@ RATE_LIMITED = (
     429,
     "`metrics_rate_limited`: the caller's metrics budget is spent; see Retry-After",
 )
+
+
+class FactoryMetricsRateLimited(Problem, kw_only=True):
+    """The 429 of the factory metrics endpoints."""
+
+    code: Literal["metrics_rate_limited"]
+
+
+RATE_LIMITED_TYPE = ((429, FactoryMetricsRateLimited),)
 ERRORS = (400, 401, 403, 404, 429)
 
 
@@ -68,7 +79,7 @@ async def metered_factory(request: Request) -> Factory:
     if budget is not None:
         wait = await budget.spend(f"{principal.kind}:{principal.uid}")
         if wait is not None:
-            raise FactoryMetricsRateLimited(
+            raise BudgetSpent(
                 f"Authorization: metrics request budget of this caller spent; retry in {wait} s",
                 retry_after=wait,
             )

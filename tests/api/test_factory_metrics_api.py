@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.domain import factories, pull_requests
+from tests.api.test_openapi_sync import shape_errors
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 
@@ -35,8 +36,16 @@ def _runner_reports(world: World, prs: list[tuple[str, str]], dollars: float) ->
     runner = world.api("POST", "/runner/register", headers=agent, json={"name": "r"}).json()
     held = {"runner_uid": runner["runner_uid"]}
     claim = held | {"max_runs": 10, "wait_s": 0}
-    runs = world.api("POST", "/runner/claim", headers=agent, json=claim).json()["runs"]
-    run_ids = [run["run_id"] for run in runs]  # oldest first
+    run_ids: list[str] = []  # oldest first
+
+    def claimed_all() -> bool:
+        # a run the task binder holds at that moment is skipped (SKIP LOCKED): claim again
+        runs = world.api("POST", "/runner/claim", headers=agent, json=claim).json()["runs"]
+        run_ids.extend(run["run_id"] for run in runs)
+        return len(run_ids) == len(prs)
+
+    eventually(claimed_all)
+    run_ids.sort(key=lambda run_id: _created(world, run_id))
     for run_id, (url, state) in zip(run_ids, prs, strict=True):
         base = f"/runner/runs/{run_id}"
         pull = held | {"artifact_type": "PULL_REQUEST", "url": url, "branch": "b", "state": state}
@@ -45,6 +54,11 @@ def _runner_reports(world: World, prs: list[tuple[str, str]], dollars: float) ->
         usage |= {"cost_usd": {"llm": dollars}}
         assert world.api("POST", f"{base}/usage", headers=agent, json=usage).status_code == 200
     return run_ids
+
+
+def _created(world: World, run_id: str) -> str:
+    created: str = world.api("GET", f"/agent/runs/{run_id}").json()["created_at"]
+    return created
 
 
 def test_runner_reports_become_metrics(world: World) -> None:
@@ -130,6 +144,7 @@ def _spend_budget(client: GatewayClient) -> None:
     problem = refused.json()
     assert (problem["code"], problem["status"]) == ("metrics_rate_limited", 429)
     assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert not shape_errors("GET", "/api/v1/factory/{uid}/costs/per-pr/top", refused)
     assert _get(world, "/metrics", headers=world.agent).status_code == 200  # its own budget
     assert _get(world, "/pull-requests").status_code == 200  # listing is not metered
 
