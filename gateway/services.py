@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
+from gateway.backends.request_budget import RequestBudget
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -52,6 +53,8 @@ class Services:
     probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
     # the evaluator's backlog and lag, read from the store or Redis when /metrics is scraped
     gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
+    # requests each caller may make to the factory metrics endpoints (set by wiring.start)
+    metrics_budget: RequestBudget | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""

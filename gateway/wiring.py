@@ -22,6 +22,7 @@ from gateway.worker.scheduler import scheduler
 if TYPE_CHECKING:
     from gateway.backends.redis_backend import KeySpace
     from gateway.backends.redis_clients import AnyRedis as Redis
+    from gateway.backends.request_budget import RequestBudget
     from gateway.settings import Settings
 
 # stream entries read per shard and pass (16 shards): at most 64 / 1,024 per SQL transaction (a
@@ -64,6 +65,7 @@ async def start(
         local = LocalConfigPublisher()
     redis = _redis(services, local) if settings.uses_redis else None
     _probes(services, redis)
+    services.metrics_budget = _metrics_budget(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis)
@@ -115,6 +117,17 @@ def _probes(services: Services, redis: Redis | None) -> None:
     services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
     backlogs = [counter for counter, _streams in keyspace.backlog_counters()]
     services.gauges = readiness.stream_gauges(redis, backlogs, streams)
+
+
+def _metrics_budget(services: Services, redis: Redis | None) -> RequestBudget:
+    """One budget per caller across the factory metrics endpoints: shared through Redis by
+    every process when it is configured."""
+    from gateway.backends.request_budget import MemoryBudget, RedisBudget
+
+    settings = services.settings
+    if redis is None:
+        return MemoryBudget(settings.metrics_rate_limit)
+    return RedisBudget(redis, settings.redis_prefix, settings.metrics_rate_limit)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:

@@ -33,6 +33,8 @@ RESOURCE_MODULES = (
     "llm_models",
     "scorers",
     "factory_files",
+    "factory_metrics",
+    "factory_insights",
     "meta",
 )
 

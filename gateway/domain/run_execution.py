@@ -23,7 +23,7 @@ from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain import run_timeline, tasks
+from gateway.domain import pr_costs, pull_requests, run_timeline, tasks
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import TERMINAL, find_run, load_run
 from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound
@@ -379,6 +379,8 @@ async def _store_artifact(
         )
     )
     kind = artifact["artifact_type"]
+    if kind == "PULL_REQUEST":
+        await pull_requests.record(conn, run, uid, now, artifact)
     if kind != "TRANSCRIPT":
         listed = [*(run.artifacts or []), _artifact_item(uid, now, artifact)]
         await conn.execute(update(r).where(r.c.run_id == run.run_id).values(artifacts=listed))
@@ -435,9 +437,10 @@ async def report_usage(
 ) -> None:
     """Adds usage to the run's: tokens, and dollars per cost component (one row each; tokens
     ride on the first, so sums over rows stay right)."""
-    await held_run(conn, runner, run_id)
+    run = await held_run(conn, runner, run_id)
     now = utcnow()
     components = list(costs.items()) or [("tokens", 0.0)]
+    about_run = usage_dimensions(run)
     await conn.execute(
         insert(t.run_usage),
         [
@@ -450,10 +453,25 @@ async def report_usage(
                 "component": component,
                 "cost_usd": dollars,
                 "reported_at": now,
+                **about_run,
             }
             for i, (component, dollars) in enumerate(components)
         ],
     )
+    await pr_costs.refresh_tree(conn, run.root_run_id)  # the tree's PRs cost more now
+
+
+def usage_dimensions(run: Any) -> dict[str, Any]:
+    """What factory metrics group and window spend by, copied from the run (none of it changes
+    after creation): spend queries read run_usage alone (docs/metrics.md)."""
+    return {
+        "factory_uid": run.factory_uid,
+        "run_created_at": run.created_at,
+        "root_run_id": run.root_run_id,
+        "source": run.source,
+        "user_uid": run.creator_uid if run.creator_kind == "user" else None,
+        "agent_uid": run.agent_uid,
+    }
 
 
 async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain import inbox
+from gateway.domain import inbox, pull_requests
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
 from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, cached_trace
 from gateway.domain.run_records import NewRun, run_values
@@ -123,11 +123,14 @@ class RunBatch:
         traces: dict[str, Trace],
         dialect: Dialect,
         unstarted: dict[str, str] | None = None,
+        forge_payloads: dict[str, tuple[str, Any]] | None = None,
     ) -> None:
         self._started = started
         self.traces = TraceWrites(traces)
         # delivery id -> factory uid: matched, but the factory has no foreman to run the work
         self._unstarted = unstarted or {}
+        # delivery id -> (webhook uid, payload) of code-forge pull_request events
+        self._forge_payloads = forge_payloads or {}
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -143,9 +146,10 @@ class RunBatch:
         traces: dict[str, Trace],
         dialect: Dialect,
         unstarted: dict[str, str],
+        forge_payloads: dict[str, tuple[str, Any]],
     ) -> RunBatch:
         await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, traces, dialect, unstarted)
+        return cls(started, traces, dialect, unstarted, forge_payloads)
 
     @property
     def deliveries(self) -> int:
@@ -171,6 +175,9 @@ class RunBatch:
                 f"delivery {delivery_id} matched automations of this factory, but it has no "
                 "foreman agent to run them; set one (gateway admin set-foreman)",
             )
+        for delivery_id, (webhook_uid, payload) in self._forge_payloads.items():
+            if delivery_id in claimed:  # PR size and merge detail for factory metrics
+                await pull_requests.record_forge_detail(conn, payload, webhook_uid)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -194,17 +201,25 @@ class RunStarter:
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
         unstarted: dict[str, str] = {}
+        forge: dict[str, tuple[str, Any]] = {}
         for i, delivery in enumerate(batch, 1):
             if i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             if delivery.delivery_id in planned:  # the same delivery twice in one batch
                 continue
             planned.add(delivery.delivery_id)
+            payload: Any = _UNPARSED
+            if pull_requests.FORGE_MARK in delivery.payload:
+                payload = _parse(delivery.payload)
+                if pull_requests.forge_detail(payload) is not None:
+                    forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
             entry = entries.get(delivery.webhook_uid)
             if entry is None or entry.hook is None:
                 traces[delivery.delivery_id] = NOT_LIVE
                 continue
-            keys = entry.matcher.match(_parse(delivery.payload))
+            if payload is _UNPARSED:
+                payload = _parse(delivery.payload)
+            keys = entry.matcher.match(payload)
             has_foreman = entry.hook.foreman_agent_uid is not None
             traces[delivery.delivery_id] = cached_trace(entry, keys, has_foreman)
             if not keys:
@@ -224,7 +239,7 @@ class RunStarter:
             wanted.update((uid, entry.stamps[uid]) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
         started = await _rows(matched, automations)
-        return await RunBatch.prepared(started, traces, conn.dialect, unstarted)
+        return await RunBatch.prepared(started, traces, conn.dialect, unstarted, forge)
 
 
 async def _rows(
@@ -297,6 +312,7 @@ def _start(
 
 
 _NOT_JSON = object()  # matches only automations without a payload filter
+_UNPARSED = object()
 
 
 def _parse(payload: bytes) -> Any:

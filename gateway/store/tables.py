@@ -286,6 +286,14 @@ runs = Table(
         sqlite_where=text("session_id IS NOT NULL"),
         postgresql_where=text("session_id IS NOT NULL"),
     ),
+    # a factory's runs over a date range, with what run metrics group by (PostgreSQL answers
+    # from the index alone)
+    Index(
+        "ix_runs_factory_created",
+        "factory_uid",
+        "created_at",
+        postgresql_include=["creator_kind", "creator_uid", "state", "source", "agent_uid"],
+    ),
 )
 
 run_messages = Table(
@@ -403,6 +411,8 @@ run_artifacts = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+USAGE_FIGURES = ["model_id", "cost_usd", "input_tokens", "output_tokens"]
+
 # Usage a runner reported: one row per (report, cost component); each report adds to the run's.
 run_usage = Table(
     "run_usage",
@@ -415,6 +425,79 @@ run_usage = Table(
     Column("component", String(64), nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("reported_at", UTCDateTime, nullable=False),
+    # copied from the run (fixed at its creation), so spend is windowed and grouped without a
+    # join: the run's factory, creation time, tree, source, the user who started it, its agent
+    Column("factory_uid", String(64), nullable=True),
+    Column("run_created_at", UTCDateTime, nullable=True),
+    Column("root_run_id", String(64), nullable=True),
+    Column("source", String(32), nullable=True),
+    Column("user_uid", String(64), nullable=True),
+    Column("agent_uid", String(64), nullable=True),
+    Index(
+        "ix_run_usage_factory_created",
+        "factory_uid",
+        "run_created_at",
+        postgresql_include=[*USAGE_FIGURES, "source", "user_uid", "agent_uid"],
+    ),
+    Index("ix_run_usage_root", "root_run_id", postgresql_include=["component", "cost_usd"]),
+)
+
+# what PR metrics read of each PR besides its factory and first appearance
+PR_FIGURES = ["url", "root_created_at", "state", "additions", "deletions", "cost_usd"]
+
+# One row per pull request a run produced, written when its URL first appears among the run
+# artifacts (later artifacts of the URL update title, branch and state): the de-duplicated PRs
+# that metrics count and list. `root_run_id` is the run tree its cost is attributed to. The
+# detail columns come from code-forge `pull_request` webhook payloads; None until one arrived.
+pull_requests = Table(
+    "pull_requests",
+    metadata,
+    Column("url", String(2000), primary_key=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("team_uid", String(64), nullable=True),
+    Column("run_id", String(64), nullable=False),
+    Column("root_run_id", String(64), nullable=False, index=True),
+    Column("root_created_at", UTCDateTime, nullable=False),  # PR latency starts here
+    Column("artifact_uid", String(64), nullable=False),
+    Column("first_seen_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("title", String(500), nullable=True),
+    Column("branch", String(300), nullable=True),
+    Column("state", String(16), nullable=True),  # open | closed | merged
+    Column("additions", Integer, nullable=True),
+    Column("deletions", Integer, nullable=True),
+    Column("changed_files", Integer, nullable=True),
+    Column("merged_at", UTCDateTime, nullable=True),
+    Column("detail_updated_at", UTCDateTime, nullable=True),
+    # the attributed cost (docs/metrics.md): the tree's spend over its PR count, kept current
+    # by pr_costs.refresh_tree whenever the tree reports usage or produces a PR
+    Column("tree_pr_count", Integer, nullable=False, server_default=text("1")),
+    Column("cost_usd", Float, nullable=False, server_default=text("0")),
+    Index(
+        "ix_pull_requests_factory_seen",
+        "factory_uid",
+        "first_seen_at",
+        postgresql_include=[*PR_FIGURES],
+    ),
+    Index("ix_pull_requests_factory_updated", "factory_uid", "updated_at"),
+)
+
+# A PR's attributed cost per cost component (the sum is pull_requests.cost_usd), with the PR's
+# factory and first appearance so that the per-component figures of a range are one scan.
+pr_costs = Table(
+    "pr_costs",
+    metadata,
+    Column("url", String(2000), primary_key=True),
+    Column("component", String(64), primary_key=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("first_seen_at", UTCDateTime, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Index(
+        "ix_pr_costs_factory_seen",
+        "factory_uid",
+        "first_seen_at",
+        postgresql_include=["component", "cost_usd"],
+    ),
 )
 
 # --- scorers ------------------------------------------------------------------------------

@@ -506,6 +506,30 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     check("GET", "/agent/workers", 200)
 
 
+def _metrics(check: Checker) -> None:
+    """After _runner: the webhook run (a factory run) reported a PR and usage."""
+    weekly = {"group_by_period": "week"}
+    metrics = check("GET", "/factory/{uid}/metrics", 200, params=weekly)
+    assert metrics["pr_count"] == 1 and metrics["series"]["run_count"]
+    check("GET", "/factory/{uid}/metrics", 200)
+    check("GET", "/factory/{uid}/metrics", 400, params={"group_by_period": "year"})
+    assert check("GET", "/factory/{uid}/costs/per-pr", 200, params=weekly)["pr_count"] == 1
+    check("GET", "/factory/{uid}/costs/per-pr", 200)
+    for group_by in ("source", "user", "agent", "model"):
+        params = {"group_by": group_by, "group_by_period": "day"}
+        assert check("GET", "/factory/{uid}/costs/breakdown", 200, params=params)["groups"]
+    check("GET", "/factory/{uid}/costs/breakdown", 400)
+    check("GET", "/factory/{uid}/costs/breakdown", 404, headers=check.world.stranger,
+          params={"group_by": "model"})  # fmt: skip
+    top = check("GET", "/factory/{uid}/costs/per-pr/top", 200, params={"limit": 5})
+    assert top["prs"][0]["components"]
+    check("GET", "/factory/{uid}/costs/per-pr/top", 400, params=weekly)
+    check("GET", "/factory/{uid}/costs/per-pr/by-size", 200)
+    check("GET", "/factory/{uid}/metrics/run-counts", 200, params={"group_by": "state"} | weekly)
+    listed = check("GET", "/factory/{uid}/pull-requests", 200, params={"limit": 1})
+    assert listed["pull_requests"][0]["url"] == "https://example.com/pr/1"
+
+
 def test_responses_match_the_documented_schemas(world: World) -> None:
     check = Checker(world)
     record = _webhooks_and_deliveries(check)
@@ -521,6 +545,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _schedules(check)
     _schemas_and_attachments(check, run)
     _runner(check, record["runs"][0]["run_id"])
+    _metrics(check)
     check("GET", "/healthz", 200, headers={})
     check("GET", "/readyz", 200, headers={})
     check("GET", "/metrics", 200, headers={})
