@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
+from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
 from gateway.security import SecretBox
 from gateway.settings import Settings
@@ -37,6 +38,8 @@ class Services:
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
+    # agents' API keys authenticated lately (runners call often); see its module for the bound
+    agent_keys: KeyCache = field(default_factory=KeyCache)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # graceful ends of background work (finish what is in hand), run before anything is cancelled
     stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

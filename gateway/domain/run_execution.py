@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any, Literal
 
 from sqlalchemy import Row, func, insert, select, update
@@ -26,7 +25,7 @@ from gateway import ids
 from gateway.domain import run_timeline, tasks
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import TERMINAL, find_run, load_run
-from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound
+from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound, ServiceError
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -257,18 +256,40 @@ async def claim(
 async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[Any]:
     """The run, locked, while `runner` holds it; 404 outside its team, 409 `lease_lost` when
     it finished, was taken back or is held by another runner."""
-    row = (await conn.execute(select(r).where(r.c.run_id == run_id).with_for_update())).first()
+    held = (await held_runs(conn, runner, [run_id]))[run_id]
+    if isinstance(held, ServiceError):
+        raise held
+    return held
+
+
+async def held_runs(
+    conn: AsyncConnection, runner: Runner, run_ids: list[str]
+) -> dict[str, Row[Any] | ServiceError]:
+    """`held_run` for several runs at once (one SELECT): each run, locked, or the error a call
+    about it alone would answer."""
+    query = select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.run_id).with_for_update()
+    found = {row.run_id: row for row in (await conn.execute(query)).all()}
+    now = utcnow()
+    leases = [row.lease_expires_at for row in found.values() if row.lease_expires_at is not None]
+    if any(expires < now for expires in leases):
+        await expire_leases(conn)  # these among them: requeued (or failed) now
+        found = {row.run_id: row for row in (await conn.execute(query)).all()}
+    return {run_id: _held_by(found.get(run_id), runner, run_id) for run_id in run_ids}
+
+
+def _held_by(row: Row[Any] | None, runner: Runner, run_id: str) -> Row[Any] | ServiceError:
     if row is None or row.team_uid != runner.team_uid:
-        raise NotFound(f"run_id: {run_id} not found")
-    if row.lease_expires_at is not None and row.lease_expires_at < utcnow():
-        await expire_leases(conn)  # this one among them: requeued (or failed) now
-        row = await load_run(conn, run_id)
+        return NotFound(f"run_id: {run_id} not found")
     if row.runner_uid != runner.uid:
-        raise LeaseLost(
-            f"run_id: runner {runner.uid} does not hold run {run_id} (it is {row.state}; "
-            "finished, taken back after its lease expired, or claimed by another runner)"
-        )
+        return lease_lost(runner, run_id, row.state)
     return row
+
+
+def lease_lost(runner: Runner, run_id: str, state: str) -> LeaseLost:
+    return LeaseLost(
+        f"run_id: runner {runner.uid} does not hold run {run_id} (it is {state}; "
+        "finished, taken back after its lease expired, or claimed by another runner)"
+    )
 
 
 async def heartbeat(
@@ -323,7 +344,7 @@ async def progress(
             values["started_at"] = now
         await run_timeline.record(conn, [run_id], state, now, runner_uid=runner.uid)
     if status_message is not None and row.state not in TERMINAL:
-        values["status_message"] = _status(status_message)
+        values["status_message"] = status_json(status_message)
     if session_id is not None:
         values["session_id"] = session_id
     if session_link is not None:
@@ -332,7 +353,7 @@ async def progress(
     return await load_run(conn, run_id)
 
 
-def _status(message: str, error_code: str | None = None) -> dict[str, Any]:
+def status_json(message: str, error_code: str | None = None) -> dict[str, Any]:
     return {"message": message[:MAX_STATUS], "error_code": error_code, "retryable": False}
 
 
@@ -365,10 +386,10 @@ async def add_artifact(
     """A FILE (content stored) or PULL_REQUEST artifact of a held run; it joins the run's
     `artifacts` and, for a factory task's run, the task's outputs."""
     row = await held_run(conn, runner, run_id)
-    return await _store_artifact(conn, row, artifact)
+    return await store_artifact(conn, row, artifact)
 
 
-async def _store_artifact(
+async def store_artifact(
     conn: AsyncConnection, run: Row[Any], artifact: dict[str, Any]
 ) -> Row[Any]:
     now = utcnow()
@@ -491,78 +512,6 @@ async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:
     }
 
 
-async def finish(
-    conn: AsyncConnection,
-    runner: Runner,
-    run_id: str,
-    *,
-    outcome: Outcome,
-    status_message: str | None,
-    error_code: str | None,
-    transcript: str | None,
-    transcript_link: str,
-) -> SimpleNamespace:
-    """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
-    acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
-    is stored and `session_link` points at it. The runner holds the run no more."""
-    row = await held_run(conn, runner, run_id)
-    now = utcnow()
-    values: dict[str, Any] = {
-        "updated_at": now,
-        "runner_uid": None,
-        "lease_expires_at": None,
-        "lease_renewed_at": None,
-    }
-    if row.state == "CANCELLED":
-        if outcome != "CANCELLED":
-            # the cancellation stands; what the runner saw is kept in the transcript
-            status_message = status_message or f"runner reported {outcome} after the cancel"
-    elif outcome == "CANCELLED":
-        raise InvalidRequest(
-            f"outcome: CANCELLED acknowledges a cancel; run {run_id} was not cancelled "
-            f"(it is {row.state})"
-        )
-    else:
-        if row.state == "CLAIMED" or row.state == "BLOCKED":
-            if row.state == "CLAIMED":
-                values["started_at"] = row.started_at or now
-            await run_timeline.record(conn, [run_id], "INPROGRESS", now, runner_uid=runner.uid)
-            now += timedelta(microseconds=1)  # the timeline orders by time: it ended after
-        values["state"] = outcome
-        if outcome == "FAILED":
-            values["failed_at"] = now
-            values["status_message"] = _status(
-                status_message or "the run failed", error_code or "run_failed"
-            )
-        elif status_message is not None:
-            values["status_message"] = _status(status_message)
-        await run_timeline.record(
-            conn, [run_id], outcome, now, runner_uid=runner.uid, reason=status_message
-        )
-    if transcript is not None:
-        content = transcript.encode()
-        await _store_artifact(
-            conn,
-            row,
-            {
-                "artifact_type": "TRANSCRIPT",
-                "filename": "transcript.txt",
-                "mime_type": "text/plain; charset=utf-8",
-                "size": len(content),
-                "content": content,
-            },
-        )
-        if row.session_link is None:
-            values["session_link"] = transcript_link
-    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
-    return _updated(row, values)
-
-
-def _updated(row: Row[Any], values: dict[str, Any]) -> SimpleNamespace:
-    """`row` as it is after an UPDATE of `values` (no read back)."""
-    return SimpleNamespace(**{**row._asdict(), **values})
-
-
 async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> Row[Any]:
     """Gives a held run back (the runner is stopping): QUEUED again for another runner; the
     claim still counts as an attempt. A cancelled run only loses its holder."""
@@ -609,9 +558,18 @@ async def event_payload(conn: AsyncConnection, run: Row[Any]) -> bytes | None:
     return None if payload is None else bytes(payload)
 
 
-async def event_payload_exists(conn: AsyncConnection, run: Row[Any]) -> bool:
-    query = select(t.attachments.c.attachment_id).where(*_payload_attachment(run)).limit(1)
-    return (await conn.execute(query)).first() is not None
+async def with_event_payload(conn: AsyncConnection, runs: list[Row[Any]]) -> set[str]:
+    """Which of `runs` (their run ids) have an event payload, in one query."""
+    if not runs:
+        return set()
+    a = t.attachments
+    query = select(a.c.run_id).where(
+        a.c.conversation_id.in_({run.conversation_id for run in runs}),
+        a.c.run_id.in_([run.run_id for run in runs]),
+        a.c.file_name == PAYLOAD_NAME,
+        a.c.delivery_id.is_not(None),
+    )
+    return set((await conn.execute(query)).scalars())
 
 
 async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[Row[Any], Row[Any]]:

@@ -26,17 +26,27 @@ async def record(
     reason: str | None = None,
 ) -> None:
     """`state` entered at `at` by each of `run_ids`."""
-    rows = [
-        {
-            "id": ids.new_id("evt"),
-            "run_id": run_id,
-            "state": state,
-            "at": at,
-            "runner_uid": runner_uid,
-            "reason": None if reason is None else reason[:500],
-        }
-        for run_id in run_ids
-    ]
+    await record_entries(
+        conn, [entry(run_id, state, at, runner_uid=runner_uid, reason=reason) for run_id in run_ids]
+    )
+
+
+def entry(
+    run_id: str, state: str, at: datetime, *, runner_uid: str | None, reason: str | None = None
+) -> dict[str, Any]:
+    """One timeline row: `run_id` entered `state` at `at`."""
+    return {
+        "id": ids.new_id("evt"),
+        "run_id": run_id,
+        "state": state,
+        "at": at,
+        "runner_uid": runner_uid,
+        "reason": None if reason is None else reason[:500],
+    }
+
+
+async def record_entries(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    """Timeline rows made by `entry`, of any runs and states, in one INSERT."""
     if rows:
         await conn.execute(insert(e), rows)
 
