@@ -40,6 +40,8 @@ class Services:
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
     # agents' API keys authenticated lately (runners call often); see its module for the bound
     agent_keys: KeyCache = field(default_factory=KeyCache)
+    # runners this process saw, while their recorded presence is fresh (run_execution.runner_of)
+    runners_seen: KeyCache = field(default_factory=KeyCache)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # graceful ends of background work (finish what is in hand), run before anything is cancelled
     stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -209,4 +209,5 @@ async def delete_endpoint(request: Request) -> Response:
     async with services.database.transaction() as conn:
         await agents.delete_agent(conn, principal, request.path_params["uid"])
     services.agent_keys.forget_owner(request.path_params["uid"])  # its keys stop working now
+    services.runners_seen.forget_owner(request.path_params["uid"])
     return Response(status_code=204)

@@ -248,8 +248,10 @@ async def _as_runner(
     request: Request, principal: Principal, runner_uid: str
 ) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner]]:
     """A transaction on behalf of the caller's runner (404 for anyone else's)."""
-    async with services_of(request).database.transaction() as conn:
-        yield conn, await run_execution.runner_of(conn, principal, runner_uid)
+    services = services_of(request)
+    async with services.database.transaction() as conn:
+        runner = await run_execution.runner_of(conn, principal, runner_uid, services.runners_seen)
+        yield conn, runner
 
 
 routes = Routes("runners")

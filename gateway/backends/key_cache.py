@@ -1,8 +1,9 @@
-"""API keys this process authenticated lately, so a runner's many calls skip the SELECTs of
-authentication (docs/runs-and-tasks.md, "Runners"; `gateway.api.auth` decides what is kept:
-agents' keys only, whose principal does not change while the key exists).
+"""What this process looked up lately, by key, for a few seconds: the API keys it authenticated,
+so a runner's many calls skip the SELECTs of authentication (`gateway.api.auth` decides what is
+kept: agents' keys only, whose principal does not change while the key exists), and the runners
+whose presence it recorded (`run_execution.runner_of`). See docs/runs-and-tasks.md, "Runners".
 
-How long a deleted key may still work:
+How long an agent's deleted key may still work:
 - deleted through this process (DELETE /agent/identities/{uid}): not at all; the handler calls
   `forget_owner` once the deletion is committed, and a lookup that began before that cannot put
   the old answer back (`generation`);
@@ -37,13 +38,22 @@ class KeyCache:
             return None
         return value
 
-    def put(self, key_hash: str, value: object, owner_uid: str, generation: int) -> None:
-        """Keeps what a lookup that began at `generation` found for the key."""
-        if generation != self.generation:
+    def put(
+        self,
+        key_hash: str,
+        value: object,
+        owner_uid: str,
+        generation: int,
+        ttl_s: float | None = None,
+    ) -> None:
+        """Keeps what a lookup that began at `generation` found for the key, for `ttl_s`
+        seconds (at most the cache's own)."""
+        ttl_s = self.ttl_s if ttl_s is None else min(ttl_s, self.ttl_s)
+        if generation != self.generation or ttl_s <= 0:
             return
         if len(self._entries) >= MAX_KEYS:
             del self._entries[next(iter(self._entries))]
-        self._entries[key_hash] = (value, owner_uid, self._clock() + self.ttl_s)
+        self._entries[key_hash] = (value, owner_uid, self._clock() + ttl_s)
 
     def forget_owner(self, owner_uid: str) -> None:
         """The owner's keys were deleted: they stop working in this process now."""

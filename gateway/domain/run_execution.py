@@ -22,6 +22,7 @@ from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.backends.key_cache import KeyCache
 from gateway.domain import run_timeline, tasks
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import TERMINAL, find_run, load_run
@@ -96,18 +97,35 @@ async def register(
     return Runner(uid, team_uid, principal.uid, factory_uid)
 
 
-async def runner_of(conn: AsyncConnection, principal: Principal, runner_uid: str) -> Runner:
-    """The caller's runner, seen now (its presence); 404 for anyone else's."""
+async def runner_of(
+    conn: AsyncConnection,
+    principal: Principal,
+    runner_uid: str,
+    seen_lately: KeyCache | None = None,
+) -> Runner:
+    """The caller's runner, seen now (its presence); 404 for anyone else's. With `seen_lately`
+    (runners this process saw, kept while their recorded presence is fresh: at most
+    PRESENCE_PRECISION), a runner found there costs no query."""
     _agent(principal)
+    hit = seen_lately.get(runner_uid) if seen_lately is not None else None
+    if isinstance(hit, Runner) and hit.agent_uid == principal.uid:
+        return hit
+    generation = seen_lately.generation if seen_lately is not None else 0
     row = (await conn.execute(select(t.runners).where(t.runners.c.uid == runner_uid))).first()
     if row is None or row.agent_uid != principal.uid:
         raise NotFound(f"runner_uid: {runner_uid} is not a runner of this agent")
     now = utcnow()
-    if now - row.last_seen_at > PRESENCE_PRECISION:  # one write a second is presence enough
+    seen = row.last_seen_at
+    if now - seen > PRESENCE_PRECISION:  # one write a second is presence enough
         await conn.execute(
             update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=now)
         )
-    return Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+        seen = now
+    runner = Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+    if seen_lately is not None:  # until its presence is due again (a runner never changes)
+        fresh_for = (seen + PRESENCE_PRECISION - now).total_seconds()
+        seen_lately.put(runner_uid, runner, runner.agent_uid, generation, ttl_s=fresh_for)
+    return runner
 
 
 async def list_runners(
@@ -220,23 +238,21 @@ async def claim(
     """Up to `limit` QUEUED cloud runs of the runner's team (and factory), oldest first, each
     CLAIMED with a lease of `lease_s` seconds."""
     await expire_leases(conn)
-    query = select(r.c.run_id).where(
+    pick = select(r.c.run_id).where(
         r.c.state == "QUEUED", r.c.team_uid == runner.team_uid, r.c.run_type == "cloud"
     )
     if runner.factory_uid is not None:
-        query = query.where(r.c.factory_uid == runner.factory_uid)
-    query = (
-        query.order_by(r.c.created_at, r.c.run_id)
+        pick = pick.where(r.c.factory_uid == runner.factory_uid)
+    pick = (
+        pick.order_by(r.c.created_at, r.c.run_id)
         .limit(max(1, min(limit, MAX_CLAIM)))
         .with_for_update(skip_locked=True)
     )
-    run_ids = list((await conn.execute(query)).scalars())
-    if not run_ids:
-        return []
     now = utcnow()
-    await conn.execute(
+    # one statement picks, claims and returns the runs
+    claimed = await conn.execute(
         update(r)
-        .where(r.c.run_id.in_(run_ids), r.c.state == "QUEUED")
+        .where(r.c.run_id.in_(pick), r.c.state == "QUEUED")
         .values(
             state="CLAIMED",
             runner_uid=runner.uid,
@@ -245,12 +261,13 @@ async def claim(
             attempts=r.c.attempts + 1,
             updated_at=now,
         )
+        .returning(*r.c)
     )
-    await run_timeline.record(conn, run_ids, "CLAIMED", now, runner_uid=runner.uid)
-    rows = (
-        await conn.execute(select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.created_at))
-    ).all()
-    return list(rows)
+    rows = sorted(claimed.all(), key=lambda row: (row.created_at, row.run_id))
+    await run_timeline.record(
+        conn, [row.run_id for row in rows], "CLAIMED", now, runner_uid=runner.uid
+    )
+    return rows
 
 
 async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[Any]:
@@ -560,6 +577,7 @@ async def event_payload(conn: AsyncConnection, run: Row[Any]) -> bytes | None:
 
 async def with_event_payload(conn: AsyncConnection, runs: list[Row[Any]]) -> set[str]:
     """Which of `runs` (their run ids) have an event payload, in one query."""
+    runs = [run for run in runs if run.delivery_id is not None]  # only those have one
     if not runs:
         return set()
     a = t.attachments
