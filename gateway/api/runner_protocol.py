@@ -22,7 +22,6 @@ from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
 from gateway.domain import run_execution, run_finish
 from gateway.domain.identities import Principal
-from gateway.domain.run_records import run_json
 from gateway.errors import InvalidRequest, NotFound, ServiceError
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
@@ -338,7 +337,6 @@ async def _claim(
 
 
 def _claimed(row: Any, payload: bool) -> dict[str, Any]:
-    item = run_json(row)
     return {
         "run_id": row.run_id,
         "title": row.title,
@@ -349,8 +347,8 @@ def _claimed(row: Any, payload: bool) -> dict[str, Any]:
         "conversation_id": row.conversation_id,
         "factory_uid": row.factory_uid,
         "source": row.source,
-        "metadata": item.get("metadata"),
-        "agent_config": item.get("agent_config"),
+        "metadata": row.metadata,
+        "agent_config": row.agent_config,
         "event_payload": payload,
     }
 

@@ -38,6 +38,25 @@ PAYLOAD_NAME = "event-payload.json"
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
 
 r = t.runs
+# what a claim reads back of each run: what its runner is told (and the order of the runs)
+CLAIMED_COLUMNS = [
+    r.c[name]
+    for name in (
+        "run_id",
+        "title",
+        "prompt",
+        "state",
+        "attempts",
+        "lease_expires_at",
+        "conversation_id",
+        "factory_uid",
+        "source",
+        "metadata",
+        "agent_config",
+        "delivery_id",
+        "created_at",
+    )
+]
 Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
 
 
@@ -236,7 +255,7 @@ async def claim(
     conn: AsyncConnection, runner: Runner, lease_s: float, limit: int = 1
 ) -> list[Row[Any]]:
     """Up to `limit` QUEUED cloud runs of the runner's team (and factory), oldest first, each
-    CLAIMED with a lease of `lease_s` seconds."""
+    CLAIMED with a lease of `lease_s` seconds; their CLAIMED_COLUMNS."""
     await expire_leases(conn)
     pick = select(r.c.run_id).where(
         r.c.state == "QUEUED", r.c.team_uid == runner.team_uid, r.c.run_type == "cloud"
@@ -248,11 +267,15 @@ async def claim(
         .limit(max(1, min(limit, MAX_CLAIM)))
         .with_for_update(skip_locked=True)
     )
+    # picked first, then claimed: inside the UPDATE, PostgreSQL may run the LIMITed subquery
+    # more than once and claim more than `limit` runs
+    run_ids = list((await conn.execute(pick)).scalars())
+    if not run_ids:
+        return []
     now = utcnow()
-    # one statement picks, claims and returns the runs
     claimed = await conn.execute(
         update(r)
-        .where(r.c.run_id.in_(pick), r.c.state == "QUEUED")
+        .where(r.c.run_id.in_(run_ids), r.c.state == "QUEUED")
         .values(
             state="CLAIMED",
             runner_uid=runner.uid,
@@ -261,7 +284,7 @@ async def claim(
             attempts=r.c.attempts + 1,
             updated_at=now,
         )
-        .returning(*r.c)
+        .returning(*CLAIMED_COLUMNS)  # read back in the same statement
     )
     rows = sorted(claimed.all(), key=lambda row: (row.created_at, row.run_id))
     await run_timeline.record(
