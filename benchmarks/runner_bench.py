@@ -6,9 +6,12 @@
 
 Throughput: N QUEUED runs are inserted, then R runner clients (asyncio, HTTP keep-alive, as
 many as a fleet of `gateway runner` processes would open) claim up to B runs per call
-(wait_s=0) and finish each one SUCCEEDED, until none is left. Reported: runs claimed and
-finished per second, the server's CPU per run, and the check that every run ended SUCCEEDED
-exactly once (the timeline has one CLAIMED and one SUCCEEDED per run).
+(wait_s=0) and finish each one SUCCEEDED, until none is left. `--finish claim` (the default):
+one POST /runner/finish finishes the runs in hand and claims the next B; `--finish each`: one
+POST /runner/runs/{id}/finish per run, then a POST /runner/claim (what a server without the
+batch call offers). Reported: runs claimed and finished per second, the server's CPU per run,
+and the check that every run ended SUCCEEDED exactly once (the timeline has one CLAIMED and one
+SUCCEEDED per run).
 
 Lag: an automation starts one run per delivery; deliveries are sent at a fixed rate while one
 real `gateway runner --command true` (concurrency 4) executes them. Reported: the time from
@@ -140,18 +143,18 @@ async def _check(env: dict[str, str], runs: int) -> dict[str, Any]:
     try:
         async with services.database.read() as conn:
             states: dict[str, int] = dict(
-                (await conn.execute(select(t.runs.c.state, func.count()).group_by(t.runs.c.state)))
-                .tuples()
-                .all()
+                (
+                    await conn.execute(
+                        select(t.runs.c.state, func.count()).group_by(t.runs.c.state)
+                    )
+                ).all()
             )
             events: dict[str, int] = dict(
                 (
                     await conn.execute(
                         select(t.run_events.c.state, func.count()).group_by(t.run_events.c.state)
                     )
-                )
-                .tuples()
-                .all()
+                ).all()
             )
     finally:
         await services.close()

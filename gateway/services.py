@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
+from gateway.backends.wakeup import Wakeup
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -42,6 +43,9 @@ class Services:
     agent_keys: KeyCache = field(default_factory=KeyCache)
     # runners this process saw, while their recorded presence is fresh (run_execution.runner_of)
     runners_seen: KeyCache = field(default_factory=KeyCache)
+    # told when this process queued runs (started by deliveries, dispatched, given back): wakes
+    # the runners' long-polling claims at once
+    runs_queued: Wakeup = field(default_factory=Wakeup)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # graceful ends of background work (finish what is in hand), run before anything is cancelled
     stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -68,7 +68,7 @@ async def start(
         else _pending_source(services, backend, dedicated)
     )
     # one RunStarter for the process, so compiled filters are reused across batches
-    consumer = Consumer(services.database, source, RunStarter())
+    consumer = Consumer(services.database, source, RunStarter(), services.runs_queued.notify)
     running = services.spawn(consumer.run(), name="delivery-consumer")
 
     async def finish_the_batch_in_hand() -> None:

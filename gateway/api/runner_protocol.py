@@ -3,7 +3,6 @@ progress, messages, artifacts and usage, finish or give back (docs/runs-and-task
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import time
@@ -313,18 +312,22 @@ async def _claim_within(
 ) -> list[dict[str, Any]]:
     """Up to `max_runs` runs claimed for the runner, waiting up to `wait_s` for the first."""
     deadline = time.monotonic() + wait_s
+    queued = services_of(request).runs_queued
     pause = 0.05
     while True:
+        ticket = queued.ticket()  # before looking: a run queued meanwhile wakes the wait below
         async with _as_runner(request, principal, runner_uid) as (conn, runner):
             claimed = await _claim(request, conn, runner, max_runs)
-        if claimed or time.monotonic() + pause > deadline:
+        left = deadline - time.monotonic()
+        if claimed or left <= 0:
             return claimed
-        # no connection is held while waiting; new runs are looked for a few times a second,
-        # and a runner that went away stops the wait (a shutdown does not wait for it)
-        await asyncio.sleep(pause)
+        # no connection is held while waiting; runs queued by this process wake the wait at
+        # once, others' are looked for a few times a second; a runner that went away stops
+        # the wait (a shutdown does not wait for it)
+        if not await queued.wait(ticket, min(pause, left)):
+            pause = min(pause * 2, 0.5)
         if await request.is_disconnected():
             return []
-        pause = min(pause * 2, 0.5)
 
 
 async def _claim(
@@ -560,6 +563,7 @@ async def release_endpoint(request: Request, body: Body[Release]) -> Response:
     given = await body.read()
     async with _as_runner(request, principal, given.runner_uid) as (conn, runner):
         row = await run_execution.release(conn, runner, request.path_params["run_id"], given.reason)
+    services_of(request).runs_queued.notify()
     return json_response(_state(row))
 
 
