@@ -32,7 +32,7 @@ from gateway.store.types import utcnow
 
 MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
 HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
-MAX_CLAIM = 10  # runs per claim call
+MAX_CLAIM = 50  # runs per claim call: a runner of many short runs takes them in batches
 MAX_STATUS = 500  # characters of a status message
 PAYLOAD_NAME = "event-payload.json"
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be

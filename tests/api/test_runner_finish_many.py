@@ -107,13 +107,24 @@ def test_each_run_is_finished_or_refused_as_its_own_finish_would_be(world: World
     assert other.on(theirs, "finish", outcome="SUCCEEDED")["state"] == "SUCCEEDED"
 
 
+def test_a_claim_takes_no_more_than_asked(world: World) -> None:
+    run_ids = {new_run(world, f"job {n}") for n in range(55)}
+    runner = Runner(world)
+    first = finish_many(runner, [], claim=50)["runs"]
+    assert len(first) == 50 and {run["state"] for run in first} == {"CLAIMED"}
+    rest = finish_many(runner, [succeeded(run["run_id"]) for run in first], claim=50)
+    assert all(item["ok"] for item in rest["finished"])
+    assert len(rest["runs"]) == 5
+    assert {run["run_id"] for run in first + rest["runs"]} == run_ids
+
+
 def test_bad_bodies_are_refused_whole(world: World) -> None:
     run_id = new_run(world)
     runner = Runner(world)
     runner.claim()
     too_many = [succeeded(run_id)] * 51
     finish_many(runner, too_many, 400)
-    finish_many(runner, [succeeded(run_id)], 400, claim=11)
+    finish_many(runner, [succeeded(run_id)], 400, claim=51)
     finish_many(runner, [{"run_id": run_id, "outcome": "DONE"}], 400)
     answer = world.api("POST", "/runner/finish", headers=world.user,
                        json={"runner_uid": runner.uid, "runs": []})  # fmt: skip
