@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from gateway import api, wiring
+from gateway import api, console, wiring
 from gateway.api import health
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
@@ -54,7 +54,9 @@ def create_app(settings: Settings) -> ASGIApp:
             await services.close()
 
     routes = api.routes(ELSEWHERE)
-    mounted = [Mount(api.API_PREFIX, routes=routes)] if settings.serves_api else []
+    mounted = (
+        [Mount(api.API_PREFIX, routes=routes), *console.routes()] if settings.serves_api else []
+    )
     app = Starlette(
         routes=[*health.routes, *mounted],
         exception_handlers={

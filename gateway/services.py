@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
+from gateway.backends.contract import IngressBackend
 from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
 from gateway.backends.wakeup import Wakeup
@@ -52,6 +53,9 @@ class Services:
     # set by wiring.start when this process serves ingress; the app hands it to the ingress
     # endpoint through the lifespan state
     ingress: IngressHandle | None = None
+    # the ingress backend, for deliveries the API itself submits (replays); None in a process
+    # that has none (a worker, an API-only process on the embedded backend)
+    delivery_backend: IngressBackend | None = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     # readiness checks by name (GET /readyz): None when fine, else what is wrong
     probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)

@@ -16,7 +16,7 @@ LAYERS: list[set[str]] = [
     {"http_server", "runner"},
     {"app", "uvicorn_protocol", "worker_process"},
     {"wiring"},
-    {"api", "ingress", "worker"},
+    {"api", "console", "ingress", "worker"},
     {"domain"},
     {"services"},
     {"backends"},

@@ -15,6 +15,8 @@ RESOURCE_MODULES = (
     "factories",
     "webhooks",
     "deliveries",
+    "delivery_replays",
+    "filter_tests",
     "automations",
     "runs",
     "factory_runs",

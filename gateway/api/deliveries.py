@@ -23,22 +23,67 @@ class DeliveryRun(Struct):
     run_id: str
 
 
+class ConsideredAutomation(Struct):
+    automation_uid: str
+    matched: bool
+    mismatch: Annotated[
+        str | None,
+        Meta(
+            description="not matched: the first filter condition that failed, e.g. "
+            '`$.action: "closed" not in ["opened"]`'
+        ),
+    ] = None
+    path: Annotated[str | None, Meta(description="the JSON path of that condition")] = None
+    filter_changed: (
+        Annotated[
+            bool,
+            Meta(
+                description="not matched, GET one: the automation changed since the delivery "
+                "was evaluated, and the mismatch is explained against its current filter"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class Trace(Struct):
+    outcome: Annotated[
+        Literal["matched", "no_match", "no_automations", "webhook_not_live", "no_foreman"],
+        Meta(description='what the evaluator decided (docs/ingress.md, "Outcome trace")'),
+    ]
+    automations: Annotated[
+        list[ConsideredAutomation],
+        Meta(description="every enabled automation listening to the webhook when evaluated"),
+    ]
+
+
 class Delivery(Struct, kw_only=True):
     delivery_id: str
     received_at: Timestamp
     size: Annotated[int, Meta(ge=0, description="body size in bytes")]
     label: Label
     evaluation: Annotated[
-        Literal["pending", "evaluated"] | None,
+        Literal["pending", "evaluated", "failed"] | None,
         Meta(
             description="accepted deliveries: pending until matched against the automations "
-            "(the runs are listed then); null for the others"
+            "(the runs are listed then), failed when matches could start no run; null for the "
+            "others"
         ),
     ]
     evaluated_at: Annotated[
         Timestamp | None, Meta(description="when the evaluator matched it (accepted ones)")
     ]
+    trace: Annotated[
+        Trace | None, Meta(description="why the delivery did or did not start runs (evaluated)")
+    ]
+    replay_of: Annotated[
+        str | None, Meta(description="the delivery this one replays (POST .../replay)")
+    ]
     runs: Annotated[list[DeliveryRun], Meta(description="runs started by matching automations")]
+    replays: (
+        Annotated[list[str], Meta(description="deliveries replaying this one; GET one only")]
+        | UnsetType
+    ) = UNSET
     payload: (
         Annotated[Any, Meta(description="the JSON body; accepted deliveries, on GET one only")]
         | UnsetType

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
+from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, cached_trace
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
 from gateway.store import tables as t
@@ -115,8 +116,11 @@ class _Started:
 class RunBatch:
     """The runs a batch of deliveries would start, their rows encoded, ready to write."""
 
-    def __init__(self, started: dict[str, list[_Started]], dialect: Dialect) -> None:
+    def __init__(
+        self, started: dict[str, list[_Started]], traces: dict[str, Trace], dialect: Dialect
+    ) -> None:
         self._started = started
+        self.traces = TraceWrites(traces)
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -126,9 +130,11 @@ class RunBatch:
         self._tasks = TASKS.prepare(dialect, [s.task for s in every], "delivery_id")
 
     @classmethod
-    async def prepared(cls, started: dict[str, list[_Started]], dialect: Dialect) -> RunBatch:
+    async def prepared(
+        cls, started: dict[str, list[_Started]], traces: dict[str, Trace], dialect: Dialect
+    ) -> RunBatch:
         await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, dialect)
+        return cls(started, traces, dialect)
 
     @property
     def deliveries(self) -> int:
@@ -137,10 +143,12 @@ class RunBatch:
 
     async def write(self, conn: AsyncConnection, claimed: Collection[str]) -> list[RunRef]:
         """Inserts the runs of the `claimed` deliveries (the others were evaluated before) with
-        their attachments and tasks: three statements, whatever the batch size."""
+        their attachments and tasks, and the outcome traces of all of them: four statements,
+        whatever the batch size."""
         await RUNS.insert(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
+        await self.traces.write(conn, claimed)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -160,6 +168,7 @@ class RunStarter:
         through `conn` only when it changed) and builds the rows of the runs to start."""
         entries = await self.index.lookup(conn, {d.webhook_uid for d in batch})
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
+        traces: dict[str, Trace] = {}
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
         for i, delivery in enumerate(batch, 1):
@@ -170,11 +179,14 @@ class RunStarter:
             planned.add(delivery.delivery_id)
             entry = entries.get(delivery.webhook_uid)
             if entry is None or entry.hook is None:
+                traces[delivery.delivery_id] = NOT_LIVE
                 continue
             keys = entry.matcher.match(_parse(delivery.payload))
+            has_foreman = entry.hook.foreman_agent_uid is not None
+            traces[delivery.delivery_id] = cached_trace(entry, keys, has_foreman)
             if not keys:
                 continue
-            if entry.hook.foreman_agent_uid is None:
+            if not has_foreman:
                 log.warning(
                     "delivery %s matched automations of webhook %s but factory %s has no "
                     "foreman; no run started",
@@ -187,7 +199,8 @@ class RunStarter:
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamps[uid]) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        return await RunBatch.prepared(await _rows(matched, automations), conn.dialect)
+        started = await _rows(matched, automations)
+        return await RunBatch.prepared(started, traces, conn.dialect)
 
 
 async def _rows(

@@ -166,6 +166,8 @@ deliveries = Table(
     Column("payload", LargeBinary, nullable=True),
     Column("evaluation", String(16), nullable=True),
     Column("evaluated_at", UTCDateTime, nullable=True),
+    # JSON: the evaluator's decision for an accepted delivery (docs/ingress.md, "Outcome trace")
+    Column("trace", LargeBinary, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
     Index(
         "ix_deliveries_pending",
@@ -174,6 +176,20 @@ deliveries = Table(
         sqlite_where=text("evaluation = 'pending'"),
         postgresql_where=text("evaluation = 'pending'"),
     ),
+)
+
+# A delivery made by replaying a stored one (its row in `deliveries` is written by the ingress
+# backend like any other): which delivery it replays, and the Idempotency-Key it was asked with.
+delivery_replays = Table(
+    "delivery_replays",
+    metadata,
+    Column("delivery_id", String(64), primary_key=True),
+    Column("webhook_uid", String(64), nullable=False),
+    Column("replay_of", String(64), nullable=False, index=True),
+    Column("idempotency_key", String(200), nullable=True),
+    Column("requested_by", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ux_delivery_replays_key", "webhook_uid", "idempotency_key", unique=True),
 )
 
 # One row, bumped by database triggers (migration 0002) on every change to webhooks, factories,

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.domain import delivery_log
+from gateway.domain.delivery_trace import TraceWrites
 from gateway.domain.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.logs import OutageLog
 from gateway.store import Database
@@ -58,9 +59,12 @@ class Source(Protocol):
         """The next entries; waits a little when there are none."""
         ...
 
-    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
         """The batch's claim, prepared before its transaction (whatever can be: the write lock
-        is held only for the statements)."""
+        is held only for the statements). A source that inserts the log rows puts the outcome
+        traces into them (`traces.take`); the others are written by the batch."""
         ...
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
@@ -169,7 +173,8 @@ class Consumer:
         ]
         async with self.database.read() as conn:
             batch = await self.starter.plan(conn, accepted)
-            return Planned(entries, self.source.claim(entries, conn.dialect), batch)
+            claim = self.source.claim(entries, conn.dialect, batch.traces)
+            return Planned(entries, claim, batch)
 
     async def _write(self, planned: Planned) -> None:
         entries = planned.entries

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
+from gateway.console.session import PATH as CONSOLE_PATH
 from gateway.domain import tasks
 from gateway.ingress.endpoint import INGRESS_PREFIX
 from gateway.services import Services
@@ -32,6 +33,8 @@ BASE_URI = "urn:openapi"  # where the document is registered for $ref resolution
 
 def _walk(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]]:
     for route in routes:
+        if isinstance(route, Mount) and route.path == CONSOLE_PATH:
+            continue  # HTML pages for browsers (docs/console.md), not operations of the API
         if isinstance(route, Mount):
             yield from _walk(list(route.routes), prefix + route.path)
         elif isinstance(route, Route):
@@ -276,7 +279,19 @@ def _webhooks_and_deliveries(check: Checker) -> dict[str, Any]:
     check("GET", deliveries, 200, at=at, params={"limit": 1})
     record: dict[str, Any] = check("GET", deliveries + "/{delivery_id}", 200, at=at | sent)
     assert record["payload"] == {"action": "opened"}
+    _replays_and_backtests(check, at | sent, automation)
     return record
+
+
+def _replays_and_backtests(check: Checker, at: dict[str, str], automation: Any) -> None:
+    one = WEBHOOKS + "/{webhook_uid}"
+    replayed = check("POST", one + "/deliveries/{delivery_id}/replay", 201, at=at)
+    assert replayed["replay_of"] == at["delivery_id"]
+    since = {"since": "2020-01-01T00:00:00Z", "limit": 1}
+    check("POST", one + "/deliveries/replay", 200, at=at, json=since)
+    check("GET", one + "/replays", 200, at=at)
+    check("POST", one + "/filter-test", 200, at=at, json={"payload": {"action": ["opened"]}})
+    check("POST", "/factory/{uid}/automations/dry-run", 200, json=automation)
 
 
 def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
