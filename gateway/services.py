@@ -10,8 +10,10 @@ from typing import Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
+from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
 from gateway.backends.request_budget import RequestBudget
+from gateway.backends.wakeup import Wakeup
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -39,6 +41,13 @@ class Services:
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
+    # agents' API keys authenticated lately (runners call often); see its module for the bound
+    agent_keys: KeyCache = field(default_factory=KeyCache)
+    # runners this process saw, while their recorded presence is fresh (run_execution.runner_of)
+    runners_seen: KeyCache = field(default_factory=KeyCache)
+    # told when this process queued runs (started by deliveries, dispatched, given back): wakes
+    # the runners' long-polling claims at once
+    runs_queued: Wakeup = field(default_factory=Wakeup)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # graceful ends of background work (finish what is in hand), run before anything is cancelled
     stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -82,7 +82,7 @@ async def start(
         else _pending_source(services, backend, dedicated)
     )
     # one RunStarter for the process, so compiled filters are reused across batches
-    consumer = Consumer(services.database, source, RunStarter())
+    consumer = Consumer(services.database, source, RunStarter(), services.runs_queued.notify)
     COUNTS.evaluators.append(consumer)
     running = services.spawn(consumer.run(), name="delivery-consumer")
 

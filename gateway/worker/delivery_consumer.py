@@ -77,10 +77,17 @@ class Source(Protocol):
 
 
 class Consumer:
-    def __init__(self, database: Database, source: Source, starter: RunStarter) -> None:
+    def __init__(
+        self,
+        database: Database,
+        source: Source,
+        starter: RunStarter,
+        on_runs_started: Callable[[], None] | None = None,
+    ) -> None:
         self.database = database
         self.source = source
         self.starter = starter
+        self.on_runs_started = on_runs_started  # after the commit of a batch that started runs
         self.processed = 0
         self.runs_started = 0
         self._next_prune = time.monotonic() + 5.0
@@ -179,6 +186,8 @@ class Consumer:
             await asyncio.sleep(SQLITE_COMMIT_GAP_S)
         self.processed += len(entries)
         self.runs_started += len(started)
+        if started and self.on_runs_started is not None:
+            self.on_runs_started()
 
     def _maybe_report(self) -> None:
         """One progress line per interval (not per batch: at thousands per second, a line per

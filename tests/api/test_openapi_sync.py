@@ -488,6 +488,11 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     back = [run_id for run_id in run_ids if run_id != webhook_run_id]
     if back:
         check("POST", held + "/release", 200, headers=agent, at={"run_id": back[0]}, json=runner)
+    # several at once: finished ones, and a problem for the one finished above
+    endings = [{"run_id": run_id, "outcome": "FAILED"} for run_id in [webhook_run_id, *back[1:]]]
+    many = runner | {"runs": endings, "claim": 1}
+    answer = check("POST", "/runner/finish", 200, headers=agent, json=many)
+    assert answer["finished"][0]["problem"]["code"] == "lease_lost"
     one = "/agent/artifacts/{artifact_uid}"
     details = check("GET", one, 200, at={"artifact_uid": file["artifact_uid"]})
     token = details["data"]["download_url"].rsplit("/", 1)[1]
