@@ -206,3 +206,33 @@ def test_user_keys_are_not_cached(world: World) -> None:
     assert world.client.services.agent_keys.get(hash_token(world.user_key)) is None
     Runner(world)
     assert world.client.services.agent_keys.get(hash_token(world.agent_key)) is not None
+
+
+def test_runs_failed_in_one_call_each_reach_the_factory_inbox(world: World) -> None:
+    """The batch finish records its timeline in one statement; the inbox still hears of each
+    failure with its own reason, in the same transaction."""
+    dispatched = []
+    for title in ("first", "second", "third"):
+        answer = world.api(
+            "POST", f"/factory/{world.factory_uid}/runs", json={"prompt": "p", "title": title}
+        )
+        assert answer.status_code == 201, answer.text
+        dispatched.append(answer.json()["run_id"])
+    runner = Runner(world)
+    held = [run["run_id"] for run in runner.claim(3)]
+    assert sorted(held) == sorted(dispatched)
+    outcomes = [
+        {"run_id": held[0], "outcome": "FAILED", "status_message": "tests failed"},
+        {"run_id": held[1], "outcome": "FAILED", "status_message": "no disk"},
+        succeeded(held[2]),
+    ]
+    answer = finish_many(runner, outcomes)
+    assert [item["ok"] for item in answer["finished"]] == [True, True, True]
+
+    inbox = world.api("GET", "/factory-inbox")
+    assert inbox.status_code == 200, inbox.text
+    notices = {n["run_id"]: n for n in inbox.json()["notifications"]}
+    assert set(notices) == {held[0], held[1]}  # the succeeded run notifies no one
+    assert {n["kind"] for n in notices.values()} == {"run_failed"}
+    assert notices[held[0]]["detail"] == "tests failed"
+    assert notices[held[1]]["detail"] == "no disk"
