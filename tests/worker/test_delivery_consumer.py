@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from sqlalchemy import func, insert, select
 
 from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.outbox import Outbox
 from gateway.backends.redis_backend import KeySpace
 from gateway.domain import automations, delivery_log
 from gateway.domain.webhook_runs import AcceptedDelivery, RunStarter
@@ -21,6 +22,7 @@ from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from gateway.worker.delivery_consumer import Consumer, Entry, Source
+from gateway.worker.outbox_source import OutboxSource
 from gateway.worker.pending_source import PendingSource
 from gateway.worker.stream_source import StreamSource
 from tests.ingress.hooks import add_webhook, backend_settings
@@ -51,6 +53,8 @@ def _source(services: Services) -> Source:
         redis = Redis.from_url(settings.redis_url, protocol=2)
         services.closers.append(redis.aclose)
         return StreamSource(redis, KeySpace(settings.redis_prefix), idle_wait=0.01)
+    if isinstance(services.pending_deliveries, Outbox):  # embedded on a SQLite file
+        return OutboxSource(services.pending_deliveries, idle_wait=0.01)
     return PendingSource(services.database, idle_wait=0.01)
 
 
@@ -131,8 +135,8 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
         (i["delivery_id"], i["evaluation"]) for i in listed_early if i["label"] == "Accepted"
     ] == [(ok, "pending")]
 
-    # embedded: rejections are in the log at once, only the accepted one waits for the
-    # evaluator; Redis: all five stream entries do
+    # embedded on PostgreSQL: rejections are in the log at once, only the accepted one waits for
+    # the evaluator; through a Redis stream or the outbox of a SQLite file all five entries do
     assert drain(gwc) in (1, 5)
     started = runs_of(gwc, [ok])
     assert [(d, a) for d, a, _ in started] == [(ok, automation)]  # duplicates start nothing
