@@ -61,7 +61,8 @@ async def start(
     if not isinstance(local, LocalConfigPublisher):
         local = LocalConfigPublisher()
     redis = _redis(services, local) if settings.uses_redis else None
-    outbox = _outbox(services) if redis is None else None
+    # a long-lived process without Redis reads (and, serving ingress, writes) the outbox
+    outbox = _outbox(services) if redis is None and (serving or dedicated) else None
     _probes(services, redis, outbox)
     backend: IngressBackend | None = None
     if serves_ingress:
