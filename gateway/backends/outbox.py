@@ -47,8 +47,10 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS outbox_webhook ON outbox (webhook_uid, delivery_id)",
 )
 INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-# rows the store's log holds, looked up this many at a time (SQLite's parameter limit is 32,766)
-PRUNE_CHUNK = 4096
+# rows the store's log holds, looked up this many at a time from the oldest: the evaluator moves
+# rows in order, so the first chunk with nothing moved ends a prune (while the evaluator is
+# behind, a prune costs one small look-up)
+PRUNE_CHUNK = 512
 _SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
 _NOT_IN_STORE = "NOT EXISTS (SELECT 1 FROM store.deliveries d WHERE d.delivery_id = o.delivery_id)"
 _LABELS = {label.value: label for label in Label}
