@@ -29,7 +29,7 @@ from tests.worker.test_delivery_consumer import automation_for_everything, runs_
 
 
 def _record(i: int) -> DeliveryRecord:
-    when = datetime(2026, 11, 24, 12, 0, i, tzinfo=UTC)
+    when = datetime(2026, 11, 24, 12, 0, 0, i, tzinfo=UTC)
     return DeliveryRecord(f"d-{i}", "wh-1", when, 2, Label.ACCEPTED, f"id-{i}", None, b"{}")
 
 
@@ -75,6 +75,30 @@ async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
         ]
         assert (await reader.find("wh-1", "d-4")) == _record(4)
         assert await reader.find("wh-1", "d-3") is None  # moved: the log answers for it
+    finally:
+        appender.close()
+        await reader.close()
+        await database.close()
+
+
+async def test_prune_goes_chunk_by_chunk_up_to_what_the_evaluator_moved(tmp_path: Path) -> None:
+    store = str(tmp_path / "g.db")
+    database = create_database(f"sqlite+aiosqlite:///{store}")
+    await migrate(database)
+    path = store + outbox.SUFFIX
+    appender = OutboxAppender(path, store)
+    reader = Outbox(path, store)
+    try:
+        records = [_record(i) for i in range(3 * outbox.PRUNE_CHUNK)]
+        _outbox_rows(appender, records)
+        moved = records[: 2 * outbox.PRUNE_CHUNK + 10]  # past the second chunk's end
+        async with database.transaction() as conn:
+            now = datetime.now(UTC)
+            await DELIVERIES.insert(conn, [delivery_row(r, EVALUATED, now) for r in moved])
+        assert appender.prune() == len(moved)
+        left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_CHUNK)]
+        assert left == [r.delivery_id for r in records[len(moved) :]]
+        assert await reader.count_waiting() == len(left)
     finally:
         appender.close()
         await reader.close()
