@@ -52,6 +52,7 @@ INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * le
 # behind, a prune costs one small look-up)
 PRUNE_CHUNK = 512
 _SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
+_SELECT_WITHOUT_PAYLOAD = f"SELECT seq, {', '.join(COLUMNS[:-1])}, NULL FROM outbox"
 _NOT_IN_STORE = "NOT EXISTS (SELECT 1 FROM store.deliveries d WHERE d.delivery_id = o.delivery_id)"
 _LABELS = {label.value: label for label in Label}
 
@@ -178,10 +179,11 @@ class Outbox:
         """The webhook's accepted deliveries waiting for the evaluator (without payloads)."""
         async with self._read() as conn:
             result = await conn.exec_driver_sql(
-                f"{_SELECT} o WHERE webhook_uid = ? AND label = ? AND {_NOT_IN_STORE}",
+                f"{_SELECT_WITHOUT_PAYLOAD} o WHERE webhook_uid = ? AND label = ? "
+                f"AND {_NOT_IN_STORE}",
                 (webhook_uid, Label.ACCEPTED.value),
             )
-            return [_record((*row[1:-1], None)) for row in result]
+            return [_record(row[1:]) for row in result]
 
     async def find(self, webhook_uid: str, delivery_id: str) -> DeliveryRecord | None:
         """One accepted delivery waiting here, with its payload, or None."""
@@ -217,9 +219,9 @@ class Outbox:
         """Every accepted delivery here, without payloads (de-duplication memory on start)."""
         async with self._read() as conn:
             result = await conn.exec_driver_sql(
-                f"{_SELECT} WHERE label = ? ORDER BY seq", (Label.ACCEPTED.value,)
+                f"{_SELECT_WITHOUT_PAYLOAD} WHERE label = ? ORDER BY seq", (Label.ACCEPTED.value,)
             )
-            return [_record((*row[1:-1], None)) for row in result]
+            return [_record(row[1:]) for row in result]
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -15,8 +15,10 @@ from sqlalchemy.dialects import sqlite
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, OutboxAppender
 from gateway.domain.webhook_runs import RunStarter
+from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
@@ -164,3 +166,24 @@ def test_the_evaluator_sees_the_outbox_file_of_the_store(tmp_path: Path) -> None
     assert outbox.outbox_path(database) == f"{tmp_path}/gw.db{outbox.SUFFIX}"
     assert outbox.outbox_path(create_database("sqlite+aiosqlite:///:memory:")) is None
     asyncio.run(database.close())
+
+
+def test_a_restart_remembers_deliveries_still_in_the_outbox(tmp_path: Path) -> None:
+    """De-duplication and the backlog count come back from the outbox, not only from the log."""
+    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off")
+    sent = {"X-Service-Delivery-Id": "evt-1"}
+    with GatewayClient.running(settings) as gwc:
+        hook = add_webhook(gwc, World.create(gwc))
+        first = gwc.post(hook.path, content=b'{"n": 1}', headers=hook.auth | sent)
+        assert first.status_code == 202
+    with GatewayClient.running(settings) as gwc:
+        again = gwc.post(hook.path, content=b'{"n": 1}', headers=hook.auth | sent)
+        assert again.status_code == 202
+        assert again.json()["delivery_id"] == first.json()["delivery_id"]
+
+        async def backlog(services: Services) -> int:
+            assert isinstance(services.ingress, Ingress)
+            assert isinstance(services.ingress.backend, MemoryBackend)
+            return services.ingress.backend.backlog
+
+        assert gwc.run(backlog) == 1
