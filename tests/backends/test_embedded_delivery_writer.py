@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,13 +13,14 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from benchmarks.postgres import temporary_database
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
-from tests.conftest import make_settings
+from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 
 
 def _record(i: int, label: Label = Label.ACCEPTED) -> DeliveryRecord:
@@ -108,8 +110,15 @@ async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:
     assert [d for d, _ in _outbox_rows(tmp_path)] == ["d-1", "d-2"]
 
 
-async def test_writer_logs_pending_in_the_store_without_an_outbox(postgres_url: str) -> None:
-    database = create_database(make_settings(postgres_url).database_url)
+@pytest.fixture
+def own_postgres() -> Iterator[str]:
+    """A PostgreSQL database of this test's own: it counts every row of the log."""
+    with temporary_database(f"writer_{RUN_ID}", POSTGRES_SERVER) as url:
+        yield url
+
+
+async def test_writer_logs_pending_in_the_store_without_an_outbox(own_postgres: str) -> None:
+    database = create_database(make_settings(own_postgres).database_url)
     await migrate(database)
     writer = DeliveryWriter(database)
     assert writer._appender is None  # PostgreSQL: the delivery log is the queue
