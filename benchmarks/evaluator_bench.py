@@ -237,7 +237,8 @@ async def check(services: Services, case: Case, total: int) -> dict[str, Any]:
         redis = services.pending_deliveries.redis  # type: ignore[attr-defined]
         keyspace = services.pending_deliveries.keyspace  # type: ignore[attr-defined]
         found["left_in_streams"] = sum([await redis.xlen(s) for s in keyspace.streams()])
-        found["backlog_counter"] = int(await redis.get(keyspace.backlog()) or 0)
+        counters = [counter for counter, _ in keyspace.backlog_counters()]
+        found["backlog_counter"] = sum([int(await redis.get(c) or 0) for c in counters])
     ok = (
         found["deliveries_logged"] == found["evaluated"] == total
         and found["runs"] == found["tasks"] == found["attachments"] == expected

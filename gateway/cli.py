@@ -166,7 +166,8 @@ def _startup_block(settings: Settings, args: argparse.Namespace) -> None:
         evaluator += f", priority {settings.evaluator_priority}"
     facts = {
         "version": _version(),
-        "backend": f"redis {_masked(settings.redis_url)}, prefix {settings.redis_prefix}"
+        "backend": f"redis{' cluster' if settings.redis_cluster else ''} "
+        f"{_masked(settings.redis_url)}, prefix {settings.redis_prefix}"
         if settings.redis_url
         else "embedded (in-process limits and de-duplication)",
         "database": _masked(settings.database_url),
@@ -206,9 +207,9 @@ async def _preflight(settings: Settings) -> list[str]:
     redis = None
     probes = {_masked(settings.database_url): readiness.store_probe(database)}
     if settings.redis_url is not None:
-        from redis.asyncio import Redis
+        from gateway.backends.redis_clients import connect
 
-        redis = Redis.from_url(settings.redis_url, socket_connect_timeout=2, protocol=2)
+        redis = connect(settings.redis_url, cluster=settings.redis_cluster, socket_timeout=None)
         probes[_masked(settings.redis_url)] = readiness.redis_probe(redis)
     deadline = time.monotonic() + PREFLIGHT_S
     try:

@@ -50,6 +50,8 @@ class Settings:
     database_url: str = DEFAULT_DATABASE_URL
     redis_url: str | None = None
     redis_prefix: str = "gw"
+    # GATEWAY_REDIS_URL names any node of a Redis Cluster; the clients route by hash slot
+    redis_cluster: bool = False
     webhook_base_url: str = "http://127.0.0.1:8000"
     webhook_base_url_given: bool = False  # GATEWAY_WEBHOOK_BASE_URL set, not the default
     role: Role = "all"
@@ -103,6 +105,7 @@ def load_settings(
         database_url=_database_url(env.get("DATABASE_URL", DEFAULT_DATABASE_URL)),
         redis_url=redis_url,
         redis_prefix=_identifier(env, "REDIS_PREFIX", "gw"),
+        redis_cluster=_redis_cluster(env, redis_url),
         webhook_base_url=base_url or "http://127.0.0.1:8000",
         webhook_base_url_given=base_url is not None,
         role=_role(env.get("ROLE", "all")),
@@ -127,6 +130,15 @@ def load_settings(
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or BUILTIN_ENVIRONMENTS,
     )
+
+
+def _redis_cluster(env: Mapping[str, str], redis_url: str | None) -> bool:
+    value = env.get("REDIS_CLUSTER", "0").strip()
+    if value not in ("0", "1", ""):
+        raise SettingsError(f"GATEWAY_REDIS_CLUSTER must be 0 or 1, not {value!r}")
+    if value == "1" and (redis_url is None or redis_url.startswith("unix://")):
+        raise SettingsError("GATEWAY_REDIS_CLUSTER=1 needs GATEWAY_REDIS_URL naming a TCP node")
+    return value == "1"
 
 
 def _default_priority(redis_url: str | None) -> EvaluatorPriority:

@@ -17,9 +17,10 @@ from gateway.store import migrate
 from gateway.worker.delivery_consumer import Consumer, Source
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from gateway.backends.outbox import Outbox
+    from gateway.backends.redis_backend import KeySpace
+    from gateway.backends.redis_clients import AnyRedis as Redis
+    from gateway.settings import Settings
 
 # stream entries read per shard and pass (16 shards): at most 64 / 1,024 per SQL transaction (a
 # worker of its own: per-batch statements and round trips amortised over more deliveries;
@@ -111,28 +112,22 @@ def _probes(services: Services, redis: Redis | None, outbox: Outbox | None) -> N
     if redis is None:
         services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag, outbox)
         return
-    from gateway.backends.redis_backend import KeySpace
-
-    streams = KeySpace(services.settings.redis_prefix).streams()
+    streams = _keyspace(services.settings).streams()
     services.probes["redis"] = readiness.redis_probe(redis)
     services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:
     """The redis-py client, the config publisher and the pending-delivery reader."""
-    from redis.asyncio import Redis
-
     from gateway.backends.pending_deliveries import RedisPending
-    from gateway.backends.redis_backend import KeySpace
+    from gateway.backends.redis_clients import connect
     from gateway.backends.redis_publisher import RedisConfigPublisher
 
     settings = services.settings
     assert settings.redis_url is not None
-    redis = Redis.from_url(
-        settings.redis_url, socket_connect_timeout=2, socket_timeout=5, protocol=2
-    )
+    redis = connect(settings.redis_url, cluster=settings.redis_cluster)
     services.closers.append(redis.aclose)
-    keyspace = KeySpace(settings.redis_prefix)
+    keyspace = _keyspace(settings)
     services.config_publisher = RedisConfigPublisher(redis, keyspace, local)
     services.pending_deliveries = RedisPending(redis, keyspace)
     return redis
@@ -159,11 +154,16 @@ async def _ingress(
 
 async def _redis_backend(services: Services) -> IngressBackend:
     from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
-    from gateway.backends.resp_client import RespClient
+    from gateway.backends.resp_client import RespClient, ScriptClient
+    from gateway.backends.resp_cluster import ClusterRespClient
 
     settings = services.settings
     assert settings.redis_url is not None
-    client = RespClient(settings.redis_url, scripts=HOT_SCRIPTS)
+    client: ScriptClient
+    if settings.redis_cluster:
+        client = ClusterRespClient(settings.redis_url, scripts=HOT_SCRIPTS)
+    else:
+        client = RespClient(settings.redis_url, scripts=HOT_SCRIPTS)
     return RedisBackend(
         client, settings.redis_prefix, settings.auth_failure_limit, settings.max_backlog
     )
@@ -184,13 +184,19 @@ async def _memory_backend(services: Services, outbox: Outbox | None) -> IngressB
 
 
 def _stream_source(services: Services, redis: Redis, dedicated: bool) -> Source:
-    from gateway.backends.redis_backend import KeySpace
     from gateway.worker.stream_source import StreamSource
 
     # sharing the event loop with ingress, the evaluator reads small batches so that it never
     # stalls requests for long; in a process of its own, larger batches mean fewer commits
     batch = DEDICATED_BATCH_PER_SHARD if dedicated else INLINE_BATCH_PER_SHARD
-    return StreamSource(redis, KeySpace(services.settings.redis_prefix), batch=batch)
+    return StreamSource(redis, _keyspace(services.settings), batch=batch)
+
+
+def _keyspace(settings: Settings) -> KeySpace:
+    """Redis key names; on Cluster each shard counts its own backlog (one slot per script)."""
+    from gateway.backends.redis_backend import KeySpace
+
+    return KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
 
 
 def _pending_source(

@@ -16,6 +16,8 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 from benchmarks.postgres import temporary_database
+from benchmarks.redis_cluster import ClusterServers
+from benchmarks.redis_cluster import redis_cluster as start_redis_cluster
 from gateway.settings import Settings, load_settings
 from tests.support import GatewayClient, World
 
@@ -57,6 +59,21 @@ def redis_prefix() -> Iterator[str]:
 @pytest.fixture
 def redis_url() -> str:
     return REDIS_URL
+
+
+# the tests' Redis Clusters: on the first free loopback ports from here up to 39 above it
+# (cluster bus: port + 10000); another test run on the machine takes the next free ones
+CLUSTER_BASE_PORT = int(os.environ.get("GATEWAY_TEST_CLUSTER_PORT", "18500"))
+CLUSTER_LAST_PORT = CLUSTER_BASE_PORT + 39
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[ClusterServers]:
+    """A 3-master Redis Cluster started for this test run (redis-server and redis-cli must be
+    installed: without them the tests that use it fail, they are never skipped). Tests share
+    it under key prefixes of their own; it is stopped and its files removed at the end."""
+    with start_redis_cluster(CLUSTER_BASE_PORT, 3, last_port=CLUSTER_LAST_PORT) as servers:
+        yield servers
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -26,7 +26,11 @@ def test_the_image_checks_its_health_and_owns_its_data() -> None:
 
 
 def test_compose_runs_the_gateway_worker_and_runner_beside_redis_and_postgres() -> None:
-    services = _compose()["services"]
+    services = {
+        name: service
+        for name, service in _compose()["services"].items()
+        if "profiles" not in service  # what `docker compose up` starts
+    }
     assert set(services) == {"gateway", "worker", "runner", "redis", "postgres"}
     for name in ("gateway", "worker", "runner"):
         service = services[name]
@@ -44,3 +48,24 @@ def test_compose_runs_the_gateway_worker_and_runner_beside_redis_and_postgres() 
     assert "--appendonly" in services["redis"]["command"]
     for name in ("redis", "postgres"):
         assert services[name]["healthcheck"]["test"]
+
+
+def test_the_cluster_profile_runs_gateway_and_worker_on_six_cluster_nodes() -> None:
+    services = _compose()["services"]
+    cluster = {name for name, service in services.items() if service.get("profiles") == ["cluster"]}
+    nodes = {f"redis-node-{n}" for n in range(1, 7)}
+    assert cluster == {"gateway-cluster", "worker-cluster", "redis-cluster-init", *nodes}
+    for name in ("gateway-cluster", "worker-cluster"):
+        env = services[name]["environment"]
+        assert env["GATEWAY_REDIS_CLUSTER"] == "1"
+        assert env["GATEWAY_REDIS_URL"] == "redis://redis-node-1:6379/0"
+        depends = services[name]["depends_on"]
+        assert depends["redis-cluster-init"]["condition"] == "service_completed_successfully"
+    for node in nodes:
+        command = " ".join(services[node]["command"])
+        assert "--cluster-enabled yes" in command and "--appendonly yes" in command
+        assert "--maxmemory-policy noeviction" in command
+        assert services[node]["hostname"] == node
+    init = " ".join(services["redis-cluster-init"]["command"])
+    assert "--cluster create" in init and "--cluster-replicas 1" in init
+    assert all(f"{node}:6379" in init for node in nodes)

@@ -33,6 +33,16 @@ def test_postgres_and_redis_urls() -> None:
     assert s.uses_redis
 
 
+def test_redis_cluster_needs_a_tcp_node_url() -> None:
+    assert not settings(REDIS_URL="redis://h:6379/0").redis_cluster
+    assert settings(REDIS_URL="redis://h:7000/0", REDIS_CLUSTER="1").redis_cluster
+    for env in ({"REDIS_CLUSTER": "1"}, {"REDIS_URL": "unix:///r.sock", "REDIS_CLUSTER": "1"}):
+        with pytest.raises(SettingsError, match="GATEWAY_REDIS_CLUSTER"):
+            settings(**env)
+    with pytest.raises(SettingsError, match="GATEWAY_REDIS_CLUSTER must be 0 or 1"):
+        settings(REDIS_URL="redis://h:7000/0", REDIS_CLUSTER="yes")
+
+
 def test_evaluator_runs_in_a_process_of_its_own_unless_the_store_is_in_memory() -> None:
     embedded = settings()
     assert embedded.evaluator == "process"

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from redis.asyncio import Redis
-
 from gateway.backends.contract import DeliveryRecord, shard_of
 from gateway.backends.redis_backend import KeySpace
+from gateway.backends.redis_clients import AnyRedis
 from gateway.backends.stream_entries import body_key, record_of
 
 
@@ -37,7 +36,7 @@ class NothingPending:
 
 
 class RedisPending:
-    def __init__(self, redis: Redis, keyspace: KeySpace) -> None:
+    def __init__(self, redis: AnyRedis, keyspace: KeySpace) -> None:
         self.redis = redis
         self.keyspace = keyspace
 

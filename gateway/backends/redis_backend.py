@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from redis.crc import key_slot
+
 from gateway.backends import lua_scripts, resp_client
 from gateway.backends.contract import (
     DEDUP_WINDOW_S,
@@ -21,7 +23,7 @@ from gateway.backends.contract import (
     Target,
     Verdict,
 )
-from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, RespClient
+from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
 from gateway.errors import Unavailable
 
 log = logging.getLogger("gateway.ingress")
@@ -37,10 +39,16 @@ HOT_SCRIPTS = (
 
 
 class KeySpace:
-    """Key names. `{prefix:sN}` is the hash tag: one Cluster slot and one Stream per shard."""
+    """Key names. `{prefix:sN}` is the hash tag: one Cluster slot and one Stream per shard.
 
-    def __init__(self, prefix: str) -> None:
+    The backlog counter (entries waiting for the evaluator) is one key for all shards on a single
+    Redis, so that GATEWAY_MAX_BACKLOG is exact. On Redis Cluster a script may only touch keys of
+    one slot, so each shard counts its own entries (`per_shard_backlog`) against an equal share
+    of the limit (see `backlog_limit`)."""
+
+    def __init__(self, prefix: str, *, per_shard_backlog: bool = False) -> None:
         self.prefix = prefix
+        self.per_shard_backlog = per_shard_backlog
 
     def tag(self, shard: int) -> str:
         return f"{{{self.prefix}:s{shard}}}"
@@ -51,9 +59,21 @@ class KeySpace:
     def streams(self) -> list[str]:
         return [self.stream(shard) for shard in range(SHARDS)]
 
-    def backlog(self) -> str:
-        """Entries waiting in all shard streams (the one key outside the shards' slots)."""
+    def backlog(self, shard: int) -> str:
+        """The counter of entries waiting in `shard`'s stream (and, on a single Redis, in all)."""
+        if self.per_shard_backlog:
+            return f"{self.tag(shard)}:backlog"
         return f"{{{self.prefix}}}:backlog"
+
+    def backlog_limit(self, max_backlog: int) -> int:
+        """The limit one backlog counter is held to: a shard's share on Cluster (rounded up)."""
+        return -(-max_backlog // SHARDS) if self.per_shard_backlog else max_backlog
+
+    def backlog_counters(self) -> list[tuple[str, list[str]]]:
+        """Each backlog counter with the streams whose entries it counts."""
+        if self.per_shard_backlog:
+            return [(self.backlog(shard), [self.stream(shard)]) for shard in range(SHARDS)]
+        return [(self.backlog(0), self.streams())]
 
     def pending(self, uid: str, shard: int) -> str:
         """The webhook's accepted deliveries not evaluated yet: delivery id -> stream entry id."""
@@ -75,7 +95,7 @@ class KeySpace:
             body_prefix=f"{tag}:body:",
             stream=f"{tag}:stream",
             dropped=f"{tag}:dropped:{uid}",
-            backlog=self.backlog(),
+            backlog=self.backlog(shard),
             pending=self.pending(uid, shard),
         )
 
@@ -118,12 +138,13 @@ class SubmitFrame:
     the pre-encoded parts with the seven per-request bulk strings.
     """
 
-    __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "version")
+    __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "slot", "version")
 
     def __init__(
         self, k: WebhookKeys, target: Target, auth_failure_limit: int, max_backlog: int
     ) -> None:
         self.version = target.version
+        self.slot = key_slot(k.stream.encode())  # the Cluster hash slot of the webhook's keys
         self.auth_prefix = k.auth_prefix
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
@@ -201,12 +222,13 @@ _SUBMIT_TAIL = (
 
 class RedisBackend:
     def __init__(
-        self, client: RespClient, prefix: str, auth_failure_limit: int, max_backlog: int
+        self, client: ScriptClient, prefix: str, auth_failure_limit: int, max_backlog: int
     ) -> None:
         self.client = client
-        self.keyspace = KeySpace(prefix)
+        # on Cluster (a client that routes by slot) each shard counts its own backlog
+        self.keyspace = KeySpace(prefix, per_shard_backlog=client.routes_by_slot)
         self.auth_failure_limit = auth_failure_limit
-        self.max_backlog = max_backlog
+        self.max_backlog = self.keyspace.backlog_limit(max_backlog)
         self._keys: dict[str, WebhookKeys] = {}
         self._frames: dict[str, SubmitFrame] = {}
 
@@ -239,15 +261,16 @@ class RedisBackend:
         try:
             if s.valid_json and len(s.body) >= SIDE_BODY_MIN:
                 store, submit = frame.side_commands(s)
-                reply = await self.client.script(submit, before=store)
+                reply = await self.client.script(submit, before=store, slot=frame.slot)
             else:
                 command = frame.command(s)
                 try:
-                    reply = await self.client.send_script(command)
+                    reply = await self.client.send_script(command, frame.slot)
                 except ReplyError as exc:
                     if not resp_client.is_noscript(exc):
                         raise
-                    reply = await self.client.script(command)  # loads the scripts, retries
+                    # loads the scripts, retries
+                    reply = await self.client.script(command, slot=frame.slot)
         except RedisUnavailable as exc:
             raise _unavailable(exc) from exc
         if reply[0] == b"NOBODY":  # the body's SET failed (e.g. maxmemory): nothing recorded

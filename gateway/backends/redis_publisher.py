@@ -3,16 +3,15 @@ compares it with the version the process holds (STALE -> reload from SQL)."""
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
-
 from gateway.backends.config_changes import LocalConfigPublisher
 from gateway.backends.contract import shard_of
 from gateway.backends.lua_scripts import PUBLISH_VERSION_SCRIPT
 from gateway.backends.redis_backend import KeySpace
+from gateway.backends.redis_clients import AnyRedis
 
 
 class RedisConfigPublisher:
-    def __init__(self, redis: Redis, keyspace: KeySpace, local: LocalConfigPublisher) -> None:
+    def __init__(self, redis: AnyRedis, keyspace: KeySpace, local: LocalConfigPublisher) -> None:
         self._script = redis.register_script(PUBLISH_VERSION_SCRIPT)
         self._keyspace = keyspace
         self.local = local  # this process's own cache learns of it at once, too

@@ -14,7 +14,7 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 import hiredis
@@ -44,6 +44,35 @@ class ReplyError(RedisUnavailable):
 def is_noscript(exc: ReplyError) -> bool:
     """Redis does not know the script (restarted, or its script cache was flushed)."""
     return str(exc).startswith("NOSCRIPT")
+
+
+class ScriptClient(Protocol):
+    """What the Redis ingress backend needs of a client: RespClient for one Redis node,
+    ClusterRespClient (resp_cluster.py) for a Cluster. `slot` is the hash slot of the keys the
+    command names; a single-node client ignores it."""
+
+    routes_by_slot: bool
+
+    def send_script(self, command: bytes, slot: int) -> Awaitable[Any]: ...
+
+    async def script(
+        self, command: bytes, *, before: Sequence[bytes] = (), slot: int = 0
+    ) -> Any: ...
+
+    async def evalsha(
+        self, sha: str, keys: Sequence[bytes | str], args: Sequence[bytes | str | int]
+    ) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+ASKING = b"*1\r\n$6\r\nASKING\r\n"
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Marks a reply nobody awaits as seen (ASKING's), so that its error is not logged."""
+    if not future.cancelled():
+        future.exception()
 
 
 def bulk(arg: bytes | str | int) -> bytes:
@@ -139,6 +168,8 @@ class _Protocol(asyncio.Protocol):
 
 
 class RespClient:
+    routes_by_slot = False
+
     def __init__(self, url: str, *, timeout: float = 2.0, scripts: Sequence[str] = ()) -> None:
         self._url = url
         self._timeout = timeout
@@ -153,7 +184,7 @@ class RespClient:
     ) -> Any:
         return await self.script(encode_command(["EVALSHA", sha, len(keys), *keys, *args]))
 
-    def send_script(self, command: bytes) -> Awaitable[Any]:
+    def send_script(self, command: bytes, slot: int = 0) -> Awaitable[Any]:
         """The request path's EVALSHA: on a live connection, the reply's future itself (no
         coroutine in between); a NOSCRIPT reply is the caller's to retry through `script`."""
         conn = self._conn
@@ -161,27 +192,43 @@ class RespClient:
             return conn.send(command)
         return self._call(command)
 
-    async def script(self, command: bytes, *, before: Sequence[bytes] = ()) -> Any:
+    async def script(
+        self,
+        command: bytes,
+        *,
+        before: Sequence[bytes] = (),
+        slot: int = 0,
+        asking: bool = False,
+    ) -> Any:
         """Run an encoded EVALSHA of a registered script; `before`, one encoded command (in
         pieces, see `command_parts`) sent in the same write just ahead of it (its reply is not
         returned: the script checks what it needs of it). On NOSCRIPT (Redis restarted or
-        flushed its script cache) load the scripts again and retry once, `before` included."""
+        flushed its script cache) load the scripts again and retry once, `before` included.
+        `asking`: each command is preceded by ASKING (a Cluster slot being migrated here)."""
         try:
-            return await self._call(command, before)
+            return await self._call(command, before, asking)
         except ReplyError as exc:
             if not is_noscript(exc):
                 raise
         for source in self._scripts.values():
             await self._call(encode_command(["SCRIPT", "LOAD", source]))
-        return await self._call(command, before)
+        return await self._call(command, before, asking)
 
     async def execute(self, *args: bytes | str | int) -> Any:
         return await self._call(encode_command(args))
 
-    async def _call(self, command: bytes, before: Sequence[bytes] = ()) -> Any:
+    async def _call(
+        self, command: bytes, before: Sequence[bytes] = (), asking: bool = False
+    ) -> Any:
         conn = self._conn
         if conn is None or conn.closed:
             conn = await self._connect()
+        if asking:  # ASKING holds for the one command after it
+            conn.send(ASKING).add_done_callback(_retrieve)
+            if before:
+                conn.send_parts(before).add_done_callback(_retrieve)
+                conn.send(ASKING).add_done_callback(_retrieve)
+            return await conn.send(command)
         if not before:
             return await conn.send(command)
         first, reply = conn.send_parts(before), conn.send(command)  # one write: same loop turn

@@ -26,13 +26,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import RedisCluster
 from redis.exceptions import ResponseError
 from sqlalchemy.engine import Dialect
 
 from gateway.backends.contract import Label, shard_of
 from gateway.backends.lua_scripts import ACK_SCRIPT, RECOUNT_SCRIPT
 from gateway.backends.redis_backend import KeySpace
+from gateway.backends.redis_clients import AnyRedis
 from gateway.backends.stream_entries import RawEntry, body_key, raw_entries, record_of
 from gateway.domain import delivery_log
 from gateway.worker.delivery_consumer import Claim, Entry
@@ -50,7 +51,7 @@ RECOUNT_EVERY_S = 30.0
 
 class StreamSource:
     def __init__(
-        self, redis: Redis, keyspace: KeySpace, *, batch: int = 4, idle_wait: float = 0.05
+        self, redis: AnyRedis, keyspace: KeySpace, *, batch: int = 4, idle_wait: float = 0.05
     ) -> None:
         self.redis = redis
         self.keyspace = keyspace
@@ -78,7 +79,8 @@ class StreamSource:
                 return claimed
         if time.monotonic() >= self._next_recount:
             self._next_recount = time.monotonic() + RECOUNT_EVERY_S
-            await self._recount(keys=[self.keyspace.backlog(), *self.streams])
+            for counter, streams in self.keyspace.backlog_counters():
+                await self._recount(keys=[counter, *streams])
         if self._own_pending:
             self._own_pending = False
             pending = await self._read_group("0")
@@ -153,13 +155,18 @@ class StreamSource:
         return functools.partial(delivery_log.log_new, prepared=prepared)
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
-        """One ACK script per shard stream, all in one pipeline."""
+        """One ACK script per shard stream: all in one pipeline on one Redis; on Cluster side by
+        side (a script in a cluster pipeline would not be loaded again after NOSCRIPT, as on a
+        replica just promoted)."""
         by_stream: dict[Any, list[Entry]] = {}
         for entry in entries:
             by_stream.setdefault(entry.token[0], []).append(entry)
+        calls = [self._ack_call(stream, own) for stream, own in by_stream.items()]
+        if isinstance(self.redis, RedisCluster):
+            await asyncio.gather(*(self._ack(keys=keys, args=args) for keys, args in calls))
+            return
         async with self.redis.pipeline(transaction=False) as pipe:
-            for stream, own in by_stream.items():
-                keys, args = self._ack_call(stream, own)
+            for keys, args in calls:
                 await self._ack(keys=keys, args=args, client=pipe)
             await pipe.execute()
 
@@ -178,7 +185,8 @@ class StreamSource:
         args.append(len(pending))
         for ids in pending.values():
             args += [len(ids), *ids]
-        return [stream, self.keyspace.backlog(), *pending, *body_keys], args
+        shard = shard_of(entries[0].record.webhook_uid)  # every entry of a stream has its shard
+        return [stream, self.keyspace.backlog(shard), *pending, *body_keys], args
 
     async def retry_later(self, entries: Sequence[Entry]) -> None:
         self._own_pending = True

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingress.hooks import backend_settings
+from tests.ingress.hooks import backend_settings, redis_url_for
 from tests.support import GatewayClient, World
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def backend_kind(request: pytest.FixtureRequest) -> str:
     kind: str = request.param
     return kind
@@ -17,11 +17,14 @@ def backend_kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def gw(
-    backend_kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
+    request: pytest.FixtureRequest,
+    backend_kind: str,
+    tmp_path: Path,
+    redis_url: str,
+    redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    settings = backend_settings(
-        backend_kind, f"sqlite:///{tmp_path}/gw.db", redis_url, redis_prefix
-    )
+    url = redis_url_for(backend_kind, request, redis_url)
+    settings = backend_settings(backend_kind, f"sqlite:///{tmp_path}/gw.db", url, redis_prefix)
     with GatewayClient.running(settings) as client:
         yield client
 

@@ -104,11 +104,20 @@ def change_webhook(client: GatewayClient, uid: str, **values: Any) -> None:
     client.run(run)
 
 
+def redis_url_for(kind: str, request: Any, redis_url: str) -> str:
+    """The shared Redis, or a node of the test run's Redis Cluster (started when first asked)."""
+    if kind == "redis-cluster":
+        return str(request.getfixturevalue("redis_cluster").url)
+    return redis_url
+
+
 def backend_settings(
     kind: str, database_url: str, redis_url: str, redis_prefix: str, **env: str
 ) -> Settings:
     env.setdefault("evaluator", "off")
-    if kind == "redis":
+    if kind == "redis-cluster":  # redis_url: a node of the cluster
+        env["redis_cluster"] = "1"
+    if kind in ("redis", "redis-cluster"):
         return make_settings(
             database_url, redis_url, prefix=f"{redis_prefix}:{uuid.uuid4().hex}", **env
         )

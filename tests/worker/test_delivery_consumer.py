@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
 from sqlalchemy import func, insert, select
 
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.outbox import Outbox
 from gateway.backends.redis_backend import KeySpace
+from gateway.backends.redis_clients import connect
 from gateway.domain import automations, delivery_log
 from gateway.domain.webhook_runs import AcceptedDelivery, RunStarter
 from gateway.services import Services
@@ -25,11 +25,11 @@ from gateway.worker.delivery_consumer import Consumer, Entry, Source
 from gateway.worker.outbox_source import OutboxSource
 from gateway.worker.pending_source import PendingSource
 from gateway.worker.stream_source import StreamSource
-from tests.ingress.hooks import add_webhook, backend_settings
+from tests.ingress.hooks import add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def kind(request: pytest.FixtureRequest) -> str:
     value: str = request.param
     return value
@@ -42,7 +42,8 @@ def gwc(
     db = f"sqlite:///{tmp_path}/gw.db"
     if request.param == "postgresql":
         db = request.getfixturevalue("postgres_url")
-    with GatewayClient.running(backend_settings(kind, db, redis_url, redis_prefix)) as client:
+    url = redis_url_for(kind, request, redis_url)
+    with GatewayClient.running(backend_settings(kind, db, url, redis_prefix)) as client:
         yield client
 
 
@@ -50,9 +51,10 @@ def _source(services: Services) -> Source:
     settings = services.settings
     if settings.uses_redis:
         assert settings.redis_url
-        redis = Redis.from_url(settings.redis_url, protocol=2)
+        redis = connect(settings.redis_url, cluster=settings.redis_cluster)
         services.closers.append(redis.aclose)
-        return StreamSource(redis, KeySpace(settings.redis_prefix), idle_wait=0.01)
+        keyspace = KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
+        return StreamSource(redis, keyspace, idle_wait=0.01)
     if isinstance(services.pending_deliveries, Outbox):  # embedded on a SQLite file
         return OutboxSource(services.pending_deliveries, idle_wait=0.01)
     return PendingSource(services.database, idle_wait=0.01)
