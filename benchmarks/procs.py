@@ -15,33 +15,30 @@ from pathlib import Path
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+# BENCH_PORTS=18100-18199: take ports from this range only (a machine shared with others'
+# servers); each port is handed out once per run, since its server binds it only later
+_handed: set[int] = set()
+
+
 def free_port() -> int:
-    """A free loopback port; within BENCH_PORTS (`low-high`) when set, so runs sharing a host
-    keep to their own ranges (scanned round-robin: a port handed out but not bound yet is not
-    handed out again at once)."""
-    low, _, high = os.environ.get("BENCH_PORTS", "").partition("-")
-    if not (low and high):
-        return _bind_probe(0) or 0
-    span = range(int(low), int(high) + 1)
-    for step in range(len(span)):
-        candidate = span[(_next_in_range[0] + step) % len(span)]
-        if _bind_probe(candidate):
-            _next_in_range[0] += step + 1
-            return candidate
-    raise RuntimeError(f"no free port in BENCH_PORTS={low}-{high}")
-
-
-_next_in_range = [0]
-
-
-def _bind_probe(port: int) -> int | None:
+    wanted = os.environ.get("BENCH_PORTS")
+    if wanted:
+        low, _, high = wanted.partition("-")
+        for port in range(int(low), int(high or low) + 1):
+            if port in _handed:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed.add(port)
+            return port
+        raise RuntimeError(f"BENCH_PORTS={wanted}: no free port left")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return None
-        bound: int = sock.getsockname()[1]
-        return bound
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def spawn(

@@ -43,6 +43,8 @@ def free_ports(first: int, count: int, last: int) -> list[int]:
 
 def _free(port: int) -> bool:
     with socket.socket() as probe:
+        # as redis-server binds: a port whose closed connections linger in TIME_WAIT is free
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

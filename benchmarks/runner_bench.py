@@ -1,13 +1,17 @@
 """Runner throughput and start lag, through a real `gateway serve` (SQLite by default).
 
-    python -m benchmarks.runner_bench [--runs 4000] [--runners 8] [--batch 10] [--db sqlite]
+    python -m benchmarks.runner_bench [--runs 4000] [--runners 8] [--batch 10] [--finish claim]
+                                      [--db sqlite] [--port 0]
     python -m benchmarks.runner_bench lag [--deliveries 300] [--rate 50]
 
 Throughput: N QUEUED runs are inserted, then R runner clients (asyncio, HTTP keep-alive, as
 many as a fleet of `gateway runner` processes would open) claim up to B runs per call
-(wait_s=0) and finish each one SUCCEEDED, until none is left. Reported: runs claimed and
-finished per second, the server's CPU per run, and the check that every run ended SUCCEEDED
-exactly once (the timeline has one CLAIMED and one SUCCEEDED per run).
+(wait_s=0) and finish each one SUCCEEDED, until none is left. `--finish claim` (the default):
+one POST /runner/finish finishes the runs in hand and claims the next B; `--finish each`: one
+POST /runner/runs/{id}/finish per run, then a POST /runner/claim (what a server without the
+batch call offers). Reported: runs claimed and finished per second, the server's CPU per run,
+and the check that every run ended SUCCEEDED exactly once (the timeline has one CLAIMED and one
+SUCCEEDED per run).
 
 Lag: an automation starts one run per delivery; deliveries are sent at a fixed rate while one
 real `gateway runner --command true` (concurrency 4) executes them. Reported: the time from
@@ -79,22 +83,59 @@ async def _seed(env: dict[str, str], runs: int) -> dict[str, str]:
         await services.close()
 
 
-async def _runner_client(url: str, key: str, batch: int, done: list[int]) -> None:
+async def _runner_client(url: str, key: str, args: argparse.Namespace, done: list[int]) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=f"{url}/api/v1", headers=headers, timeout=60) as http:
         registered = await http.post("/runner/register", json={"name": "bench"})
         runner = registered.json()["runner_uid"]
-        while True:
-            claim = {"runner_uid": runner, "max_runs": batch, "wait_s": 0}
-            runs = (await http.post("/runner/claim", json=claim)).json()["runs"]
-            if not runs:
-                return
-            for run in runs:
-                finish = {"runner_uid": runner, "outcome": "SUCCEEDED", "status_message": "ok"}
-                answer = await http.post(f"/runner/runs/{run['run_id']}/finish", json=finish)
-                if answer.status_code != 200:
-                    raise RuntimeError(f"finish answered {answer.status_code}: {answer.text}")
-                done[0] += 1
+        claim = {"runner_uid": runner, "max_runs": args.batch, "wait_s": 0}
+        runs = (await http.post("/runner/claim", json=claim)).json()["runs"]
+        while runs:
+            if args.finish == "each":
+                runs = await _finish_each(http, runner, runs, claim, done)
+            else:
+                runs = await _finish_and_claim(http, runner, runs, args.batch, done)
+
+
+async def _finish_each(
+    http: httpx.AsyncClient,
+    runner: str,
+    runs: list[dict[str, Any]],
+    claim: dict[str, Any],
+    done: list[int],
+) -> list[dict[str, Any]]:
+    """One finish call per run, then a claim call."""
+    for run in runs:
+        finish = {"runner_uid": runner, "outcome": "SUCCEEDED", "status_message": "ok"}
+        answer = await http.post(f"/runner/runs/{run['run_id']}/finish", json=finish)
+        if answer.status_code != 200:
+            raise RuntimeError(f"finish answered {answer.status_code}: {answer.text}")
+        done[0] += 1
+    claimed: list[dict[str, Any]] = (await http.post("/runner/claim", json=claim)).json()["runs"]
+    return claimed
+
+
+async def _finish_and_claim(
+    http: httpx.AsyncClient, runner: str, runs: list[dict[str, Any]], batch: int, done: list[int]
+) -> list[dict[str, Any]]:
+    """One call finishes the runs in hand and claims the next ones."""
+    ending = {"outcome": "SUCCEEDED", "status_message": "ok"}
+    body = {
+        "runner_uid": runner,
+        "runs": [{"run_id": run["run_id"], **ending} for run in runs],
+        "claim": batch,
+        "wait_s": 0,
+    }
+    answer = await http.post("/runner/finish", json=body)
+    if answer.status_code != 200:
+        raise RuntimeError(f"finish answered {answer.status_code}: {answer.text}")
+    result = answer.json()
+    failed = [item for item in result["finished"] if not item["ok"]]
+    if failed:
+        raise RuntimeError(f"runs not finished: {failed}")
+    done[0] += len(result["finished"])
+    claimed: list[dict[str, Any]] = result["runs"]
+    return claimed
 
 
 async def _check(env: dict[str, str], runs: int) -> dict[str, Any]:
@@ -102,18 +143,18 @@ async def _check(env: dict[str, str], runs: int) -> dict[str, Any]:
     try:
         async with services.database.read() as conn:
             states: dict[str, int] = dict(
-                (await conn.execute(select(t.runs.c.state, func.count()).group_by(t.runs.c.state)))
-                .tuples()
-                .all()
+                (
+                    await conn.execute(
+                        select(t.runs.c.state, func.count()).group_by(t.runs.c.state)
+                    )
+                ).all()
             )
             events: dict[str, int] = dict(
                 (
                     await conn.execute(
                         select(t.run_events.c.state, func.count()).group_by(t.run_events.c.state)
                     )
-                )
-                .tuples()
-                .all()
+                ).all()
             )
     finally:
         await services.close()
@@ -122,7 +163,7 @@ async def _check(env: dict[str, str], runs: int) -> dict[str, Any]:
 
 
 def throughput(args: argparse.Namespace, database_url: str, workdir: Path) -> dict[str, Any]:
-    port = free_port()
+    port = args.port or free_port()
     env = _env(database_url, port, GATEWAY_EVALUATOR="off")
     keys = asyncio.run(_seed(env, args.runs))
     server = spawn([sys.executable, "-m", "gateway", "serve", "--port", str(port)], env=env,
@@ -135,7 +176,7 @@ def throughput(args: argparse.Namespace, database_url: str, workdir: Path) -> di
 
         async def fleet() -> None:
             key = keys["agent_key"]
-            clients = [_runner_client(url, key, args.batch, done) for _ in range(args.runners)]
+            clients = [_runner_client(url, key, args, done) for _ in range(args.runners)]
             await asyncio.gather(*clients)
 
         asyncio.run(fleet())
@@ -150,6 +191,7 @@ def throughput(args: argparse.Namespace, database_url: str, workdir: Path) -> di
         "runs": args.runs,
         "runners": args.runners,
         "batch": args.batch,
+        "finish": args.finish,
         "elapsed_s": round(elapsed, 2),
         "runs_per_s": round(done[0] / elapsed, 1),
         "server_cpu_us_per_run": round(cpu / max(1, done[0]) * 1e6, 1),
@@ -158,7 +200,7 @@ def throughput(args: argparse.Namespace, database_url: str, workdir: Path) -> di
 
 
 def lag(args: argparse.Namespace, database_url: str, workdir: Path) -> dict[str, Any]:
-    port = free_port()
+    port = args.port or free_port()
     env = _env(database_url, port)
     keys = asyncio.run(_seed(env, 0))
     server = spawn([sys.executable, "-m", "gateway", "serve", "--port", str(port)], env=env,
@@ -246,8 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=4000)
     parser.add_argument("--runners", type=int, default=8)
     parser.add_argument("--batch", type=int, default=10, help="runs per claim call")
+    parser.add_argument(
+        "--finish",
+        choices=("claim", "each"),
+        default="claim",
+        help="claim: one POST /runner/finish finishes the runs in hand and claims the next "
+        "(default); each: one POST /runner/runs/{id}/finish per run, then a claim",
+    )
     parser.add_argument("--deliveries", type=int, default=300)
     parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second")
+    parser.add_argument("--port", type=int, default=0, help="the server's port (default: any free)")
     parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
     args = parser.parse_args(argv)
     case = throughput if args.case == "throughput" else lag

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .compile import Matcher, compile_filter
 from .errors import FilterError
+from .explain import Mismatch, explain
 from .limits import MAX_CONDITIONS, MAX_DEPTH, MAX_FILTER_BYTES, MAX_LIST_VALUES
 from .multi import MultiMatcher, compile_many
 from .parse import filter_to_json, parse_filter
@@ -23,6 +24,7 @@ __all__ = [
     "Filter",
     "FilterError",
     "Matcher",
+    "Mismatch",
     "MultiMatcher",
     "Nested",
     "Operators",
@@ -30,6 +32,7 @@ __all__ = [
     "Test",
     "compile_filter",
     "compile_many",
+    "explain",
     "filter_to_json",
     "matches_reference",
     "parse_filter",

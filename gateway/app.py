@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from gateway import api, wiring
-from gateway.api import health
+from gateway import api, console, wiring
+from gateway.api import health, metrics
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
 from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
@@ -27,7 +27,7 @@ from gateway.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("gateway")
 # operations served outside the /api/v1 router, documented with it
-ELSEWHERE = (*INGRESS_OPERATIONS, *health.OPERATIONS)
+ELSEWHERE = (*INGRESS_OPERATIONS, *health.OPERATIONS, *metrics.OPERATIONS)
 
 
 class State(TypedDict):
@@ -54,9 +54,11 @@ def create_app(settings: Settings) -> ASGIApp:
             await services.close()
 
     routes = api.routes(ELSEWHERE)
-    mounted = [Mount(api.API_PREFIX, routes=routes)] if settings.serves_api else []
+    mounted = (
+        [Mount(api.API_PREFIX, routes=routes), *console.routes()] if settings.serves_api else []
+    )
     app = Starlette(
-        routes=[*health.routes, *mounted],
+        routes=[*health.routes, *metrics.routes, *mounted],
         exception_handlers={
             ServiceError: _service_error,
             HTTPException: _http_error,

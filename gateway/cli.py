@@ -126,6 +126,17 @@ def _version() -> str:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    from gateway.metrics.directory import prepare_multiprocess_dir
+
+    # first: every process serve starts counts into this directory (docs/operations.md)
+    remove_metrics_dir = prepare_multiprocess_dir()
+    try:
+        return _serve_with_metrics_dir(settings, args)
+    finally:
+        remove_metrics_dir()
+
+
+def _serve_with_metrics_dir(settings: Settings, args: argparse.Namespace) -> int:
     from gateway import http_server
 
     _default_ingress_url(settings, args.host, args.port)

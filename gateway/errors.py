@@ -125,3 +125,7 @@ class RunTerminal(InvalidRequest):
 
 class RunNotLive(Conflict):
     code, title = "run_not_live", "Run has no live session"
+
+
+class FactoryMetricsRateLimited(RateLimited):
+    code, title = "metrics_rate_limited", "Too many factory metrics requests"

@@ -54,6 +54,8 @@ class Operation:
     query: Any = None
     errors: tuple[int, ...] = (400, 401, 403, 404)
     problems: tuple[tuple[int, str], ...] = ()
+    # a named Problem schema for a status (default: Problem)
+    problem_types: tuple[tuple[int, Any], ...] = ()
     notes: str = ""
     team: bool = False  # accepts X-Service-Team-Uid
     public: bool = False  # no bearer authentication
@@ -67,6 +69,7 @@ def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
     types = [Problem]
     for _, _, op in operations:
         types += [t for t in (op.response, op.body, op.query) if t is not None]
+        types += [problem for _, problem in op.problem_types]
     schemas, components = msgspec.json.schema_components(_unique(types), ref_template=REF)
     described = dict(zip(_unique(types), schemas, strict=True))
     paths: dict[str, dict[str, Any]] = {}
@@ -172,11 +175,12 @@ def _responses(op: Operation, described: dict[Any, Schema]) -> Schema:
     if op.response is not None:
         ok["content"] = {op.media_type: {"schema": described[op.response]}}
     responses = {str(op.ok): ok}
-    meaning = dict(op.problems)
+    meaning, named = dict(op.problems), dict(op.problem_types)
     for status in (*op.errors, 500):
+        schema = described[named.get(status, Problem)]
         response: Schema = {
             "description": meaning.get(status, ERROR_TEXT.get(status, "Internal server error")),
-            "content": {"application/problem+json": {"schema": described[Problem]}},
+            "content": {"application/problem+json": {"schema": schema}},
         }
         if status in (429, 503):
             response["headers"] = RETRY_AFTER

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
+from gateway.backends.contract import IngressBackend
+from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
+from gateway.backends.request_budget import RequestBudget
+from gateway.backends.wakeup import Wakeup
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -37,15 +41,29 @@ class Services:
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
+    # agents' API keys authenticated lately (runners call often); see its module for the bound
+    agent_keys: KeyCache = field(default_factory=KeyCache)
+    # runners this process saw, while their recorded presence is fresh (run_execution.runner_of)
+    runners_seen: KeyCache = field(default_factory=KeyCache)
+    # told when this process queued runs (started by deliveries, dispatched, given back): wakes
+    # the runners' long-polling claims at once
+    runs_queued: Wakeup = field(default_factory=Wakeup)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # graceful ends of background work (finish what is in hand), run before anything is cancelled
     stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # set by wiring.start when this process serves ingress; the app hands it to the ingress
     # endpoint through the lifespan state
     ingress: IngressHandle | None = None
+    # the ingress backend, for deliveries the API itself submits (replays); None in a process
+    # that has none (a worker, an API-only process on the embedded backend)
+    delivery_backend: IngressBackend | None = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     # readiness checks by name (GET /readyz): None when fine, else what is wrong
     probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
+    # the evaluator's backlog and lag, read from the store or Redis when /metrics is scraped
+    gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
+    # requests each caller may make to the factory metrics endpoints (set by wiring.start)
+    metrics_budget: RequestBudget | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""

@@ -69,8 +69,12 @@ class Settings:
     max_backlog: int = 100_000
     # how long a runner's claim on a run lasts without a heartbeat (docs/runs-and-tasks.md)
     run_lease_s: float = 30.0
+    # requests per caller per rolling minute to the factory metrics endpoints (then 429)
+    metrics_rate_limit: int = 60
     # /readyz fails while the oldest accepted delivery has waited longer for evaluation
     ready_max_lag_s: float = 60.0
+    # how often the scheduler looks for due slots of scheduled agents (docs/schedules.md)
+    scheduler_poll_s: float = 5.0
     log_level: str = "info"
     log_format: LogFormat = "text"
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
@@ -124,7 +128,9 @@ def load_settings(
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
         max_backlog=_positive_int(env, "MAX_BACKLOG", 100_000),
         run_lease_s=_positive_float(env, "RUN_LEASE_S", 30.0),
+        metrics_rate_limit=_positive_int(env, "METRICS_RATE_LIMIT", 60),
         ready_max_lag_s=_positive_float(env, "READY_MAX_LAG_S", 60.0),
+        scheduler_poll_s=_positive_float(env, "SCHEDULER_POLL_S", 5.0),
         log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
         log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,

@@ -12,14 +12,18 @@ from gateway.domain.webhook_runs import RunStarter
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
+from gateway.metrics import export as metrics
+from gateway.metrics.counts import COUNTS
 from gateway.services import Services
 from gateway.store import migrate
 from gateway.worker.delivery_consumer import Consumer, Source
+from gateway.worker.scheduler import scheduler
 
 if TYPE_CHECKING:
     from gateway.backends.outbox import Outbox
     from gateway.backends.redis_backend import KeySpace
     from gateway.backends.redis_clients import AnyRedis as Redis
+    from gateway.backends.request_budget import RequestBudget
     from gateway.settings import Settings
 
 # stream entries read per shard and pass (16 shards): at most 64 / 1,024 per SQL transaction (a
@@ -57,6 +61,8 @@ async def start(
     evaluating = dedicated or (with_worker is None and settings.evaluator == "inline")
     if serving or dedicated:  # a long-lived process: SQLite's WAL checkpoints off its commits
         services.database.start_background_checkpoints()
+        if metrics.multiprocess_dir() is not None:  # other processes' scrapes read our counts
+            services.spawn(metrics.flush_forever(), name="metrics-flush")
     await migrate(services.database)
     local = services.config_publisher
     if not isinstance(local, LocalConfigPublisher):
@@ -65,9 +71,15 @@ async def start(
     # a long-lived process without Redis reads (and, serving ingress, writes) the outbox
     outbox = _outbox(services) if redis is None and (serving or dedicated) else None
     _probes(services, redis, outbox)
+    services.metrics_budget = _metrics_budget(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis, outbox)
+    elif serving and not dedicated and redis is not None and settings.serves_api:
+        # an API-only process: replays go through the Redis backend all the same
+        backend = await _redis_backend(services)
+        services.closers.append(backend.close)
+    services.delivery_backend = backend
     if not evaluating:
         return None
     source = (
@@ -76,15 +88,22 @@ async def start(
         else _pending_source(services, backend, dedicated, outbox)
     )
     # one RunStarter for the process, so compiled filters are reused across batches
-    consumer = Consumer(services.database, source, RunStarter())
+    consumer = Consumer(services.database, source, RunStarter(), services.runs_queued.notify)
+    COUNTS.evaluators.append(consumer)
     running = services.spawn(consumer.run(), name="delivery-consumer")
 
     async def finish_the_batch_in_hand() -> None:
         consumer.stop()
-        await running
+        try:
+            await running
+        finally:
+            COUNTS.retire(consumer)  # its totals stay in the metrics, the object goes
 
     services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")
+    services.spawn(
+        scheduler(services.database, services.settings.scheduler_poll_s), name="scheduler"
+    )
     return consumer
 
 
@@ -111,10 +130,25 @@ def _probes(services: Services, redis: Redis | None, outbox: Outbox | None) -> N
     services.probes["store"] = readiness.store_probe(database)
     if redis is None:
         services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag, outbox)
+        services.gauges = readiness.log_gauges(database, outbox)
         return
-    streams = _keyspace(services.settings).streams()
+    keyspace = _keyspace(services.settings)
+    streams = keyspace.streams()
     services.probes["redis"] = readiness.redis_probe(redis)
     services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
+    backlogs = [counter for counter, _streams in keyspace.backlog_counters()]
+    services.gauges = readiness.stream_gauges(redis, backlogs, streams)
+
+
+def _metrics_budget(services: Services, redis: Redis | None) -> RequestBudget:
+    """One budget per caller across the factory metrics endpoints: shared through Redis by
+    every process when it is configured."""
+    from gateway.backends.request_budget import MemoryBudget, RedisBudget
+
+    settings = services.settings
+    if redis is None:
+        return MemoryBudget(settings.metrics_rate_limit)
+    return RedisBudget(redis, settings.redis_prefix, settings.metrics_rate_limit)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:

@@ -16,13 +16,13 @@ LAYERS: list[set[str]] = [
     {"http_server", "runner"},
     {"app", "uvicorn_protocol", "worker_process"},
     {"wiring"},
-    {"api", "ingress", "worker"},
+    {"api", "console", "ingress", "worker"},
     {"domain"},
     {"services"},
     {"backends"},
     {"store", "signatures", "openapi"},
-    {"problem", "security", "settings", "logs"},
-    {"errors", "ids", "types", "catalog"},
+    {"problem", "security", "settings", "logs", "metrics"},
+    {"errors", "ids", "types", "catalog", "rejections"},
 ]
 
 

@@ -205,6 +205,9 @@ async def update_endpoint(request: Request, body: Body[AgentUpdate]) -> Response
 )
 async def delete_endpoint(request: Request) -> Response:
     principal = await principal_of(request)
-    async with services_of(request).database.transaction() as conn:
+    services = services_of(request)
+    async with services.database.transaction() as conn:
         await agents.delete_agent(conn, principal, request.path_params["uid"])
+    services.agent_keys.forget_owner(request.path_params["uid"])  # its keys stop working now
+    services.runners_seen.forget_owner(request.path_params["uid"])
     return Response(status_code=204)

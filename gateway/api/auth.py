@@ -7,6 +7,7 @@ from starlette.requests import Request
 from gateway.api.pagination import Cursors
 from gateway.domain.identities import Principal, authenticate
 from gateway.errors import Unauthenticated
+from gateway.security import hash_token
 from gateway.services import Services
 
 TEAM_HEADER = "x-service-team-uid"
@@ -27,8 +28,19 @@ async def principal_of(request: Request, *, team_scoped: bool = False) -> Princi
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise Unauthenticated("Authorization: expected 'Bearer <API key>'")
-    async with services_of(request).database.read() as conn:
-        principal = await authenticate(conn, key.strip())
+    key = key.strip()
+    services = services_of(request)
+    cached = services.agent_keys
+    key_hash = hash_token(key)
+    hit = cached.get(key_hash)
+    principal = hit if isinstance(hit, Principal) else None
+    if principal is None:
+        generation = cached.generation
+        async with services.database.read() as conn:
+            principal = await authenticate(conn, key)
+        # agents' keys only: an agent's team never changes; a user's memberships do
+        if principal is not None and principal.kind == "agent":
+            cached.put(key_hash, principal, principal.uid, generation)
     if principal is None:
         raise Unauthenticated("Authorization: unknown or revoked API key")
     if team_scoped:

@@ -16,11 +16,46 @@ from gateway.api.routing import Query, Routes
 from gateway.backends.contract import Label
 from gateway.domain import delivery_log
 from gateway.domain.factories import get_accessible_factory
+from gateway.rejections import Reason
 
 
 class DeliveryRun(Struct):
     automation_uid: str
     run_id: str
+
+
+class ConsideredAutomation(Struct):
+    automation_uid: str
+    matched: bool
+    mismatch: Annotated[
+        str | None,
+        Meta(
+            description="not matched: the first filter condition that failed, e.g. "
+            '`$.action: "closed" not in ["opened"]`'
+        ),
+    ] = None
+    path: Annotated[str | None, Meta(description="the JSON path of that condition")] = None
+    filter_changed: (
+        Annotated[
+            bool,
+            Meta(
+                description="not matched, GET one: the automation changed since the delivery "
+                "was evaluated, and the mismatch is explained against its current filter"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class Trace(Struct):
+    outcome: Annotated[
+        Literal["matched", "no_match", "no_automations", "webhook_not_live", "no_foreman"],
+        Meta(description='what the evaluator decided (docs/ingress.md, "Outcome trace")'),
+    ]
+    automations: Annotated[
+        list[ConsideredAutomation],
+        Meta(description="every enabled automation listening to the webhook when evaluated"),
+    ]
 
 
 class Delivery(Struct, kw_only=True):
@@ -29,18 +64,51 @@ class Delivery(Struct, kw_only=True):
     size: Annotated[int, Meta(ge=0, description="body size in bytes")]
     label: Label
     evaluation: Annotated[
-        Literal["pending", "evaluated"] | None,
+        Literal["pending", "evaluated", "failed"] | None,
         Meta(
             description="accepted deliveries: pending until matched against the automations "
-            "(the runs are listed then); null for the others"
+            "(the runs are listed then), failed when matches could start no run; null for the "
+            "others"
         ),
     ]
     evaluated_at: Annotated[
         Timestamp | None, Meta(description="when the evaluator matched it (accepted ones)")
     ]
+    trace: Annotated[
+        Trace | None, Meta(description="why the delivery did or did not start runs (evaluated)")
+    ]
+    replay_of: Annotated[
+        str | None, Meta(description="the delivery this one replays (POST .../replay)")
+    ]
     runs: Annotated[list[DeliveryRun], Meta(description="runs started by matching automations")]
+    replays: (
+        Annotated[list[str], Meta(description="deliveries replaying this one; GET one only")]
+        | UnsetType
+    ) = UNSET
+    reason: Annotated[
+        Reason | None,
+        Meta(
+            description='rejected deliveries: why (docs/ingress.md, "Rejection reasons"); '
+            "never sent to the sender. Null for accepted and duplicate ones and for rejections "
+            "logged before reasons were recorded"
+        ),
+    ] = None
+    duplicate_of: Annotated[
+        str | None, Meta(description="duplicates: the id of the first delivery of this event")
+    ] = None
     payload: (
         Annotated[Any, Meta(description="the JSON body; accepted deliveries, on GET one only")]
+        | UnsetType
+    ) = UNSET
+    headers: (
+        Annotated[
+            dict[str, str] | None,
+            Meta(
+                description="accepted deliveries, on GET one only: the request headers (names "
+                'lower case), credentials and signatures replaced by "[redacted]" '
+                "(docs/ingress.md); null for deliveries logged before headers were kept"
+            ),
+        ]
         | UnsetType
     ) = UNSET
 

@@ -63,6 +63,7 @@ async def dispatch_endpoint(request: Request, body: Body[FactoryRunCreate]) -> R
     async with services.database.transaction() as conn:
         row = await factory_dispatch.dispatch_run(conn, factory, parsed, creator=principal)
         item = await one_run_json(conn, row)
+    services.runs_queued.notify()
     # the factory task comes after the response; lookups bind it too if this is lost
     services.spawn(factory_dispatch.bind_pending(services.database), name=f"bind-task-{row.run_id}")
     return json_response(item, 201)

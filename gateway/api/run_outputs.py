@@ -110,7 +110,7 @@ async def artifact_endpoint(request: Request) -> Response:
         row, run = await run_execution.artifact(conn, request.path_params["artifact_uid"])
     if not can_view(principal, run):
         raise NotFound(f"artifact_uid: {row.artifact_uid} not found")
-    return json_response(_artifact_json(row, _signed_url(request, row.artifact_uid)))
+    return json_response(_artifact_json(row, signed_url(request, row.artifact_uid)))
 
 
 def _artifact_json(row: Any, signed: tuple[str, datetime]) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def _artifact_json(row: Any, signed: tuple[str, datetime]) -> dict[str, Any]:
     }
 
 
-def _signed_url(request: Request, artifact_uid: str) -> tuple[str, datetime]:
+def signed_url(request: Request, artifact_uid: str) -> tuple[str, datetime]:
     expires = int(time.time()) + SIGNED_URL_S
     token = _box(request).sign(f"{artifact_uid}:{expires}".encode())
     base = str(request.base_url).rstrip("/")
@@ -161,7 +161,7 @@ async def download_endpoint(request: Request) -> Response:
         row, run = await run_execution.artifact(conn, request.path_params["artifact_uid"])
     if not can_view(principal, run) or row.content is None:
         raise NotFound(f"artifact_uid: {row.artifact_uid} has nothing to download")
-    return RedirectResponse(_signed_url(request, row.artifact_uid)[0], status_code=302)
+    return RedirectResponse(signed_url(request, row.artifact_uid)[0], status_code=302)
 
 
 @routes.get(
@@ -211,7 +211,7 @@ async def transcript_endpoint(request: Request) -> Response:
         row = await run_execution.transcript_of(conn, run.run_id)
     if row is None:
         raise NotFound(f"run_id: run {run.run_id} has no transcript (yet)")
-    return RedirectResponse(_signed_url(request, row.artifact_uid)[0], status_code=302)
+    return RedirectResponse(signed_url(request, row.artifact_uid)[0], status_code=302)
 
 
 @routes.get(f"{RUN}/timeline", "The run's state changes", response=Timeline)

@@ -3,11 +3,10 @@ progress, messages, artifacts and usage, finish or give back (docs/runs-and-task
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
@@ -20,10 +19,10 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.fields import Timestamp
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
-from gateway.domain import run_execution
+from gateway.domain import run_execution, run_finish
 from gateway.domain.identities import Principal
-from gateway.domain.run_records import run_json
-from gateway.errors import InvalidRequest, NotFound
+from gateway.errors import InvalidRequest, NotFound, ServiceError
+from gateway.metrics.counts import COUNTS
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
 Text = Annotated[str, Meta(max_length=100_000)]
@@ -194,6 +193,50 @@ class Finish(Struct, kw_only=True, forbid_unknown_fields=True):
     ) = None
 
 
+class FinishItem(Struct, kw_only=True, forbid_unknown_fields=True):
+    run_id: Uid
+    outcome: Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+    status_message: Annotated[str, Meta(max_length=10_000)] | None = None
+    error_code: Annotated[str, Meta(max_length=64, pattern=r"^[a-z0-9_]+$")] | None = None
+    transcript: (
+        Annotated[str, Meta(max_length=900_000, description="stdout and stderr, as text")] | None
+    ) = None
+
+
+class FinishMany(Struct, kw_only=True, forbid_unknown_fields=True):
+    runner_uid: Uid
+    runs: Annotated[
+        list[FinishItem],
+        Meta(max_length=run_finish.MAX_FINISH, description="the runs to finish, in order"),
+    ] = []
+    claim: Annotated[
+        int, Meta(ge=0, le=run_execution.MAX_CLAIM, description="then claim up to this many")
+    ] = 0
+    wait_s: Annotated[
+        float, Meta(ge=0, le=MAX_WAIT_S, description="long-poll for the claim, as /runner/claim")
+    ] = 0.0
+
+
+class ItemProblem(Struct, kw_only=True):
+    status: int
+    code: str
+    detail: str
+
+
+class FinishedRun(Struct, kw_only=True):
+    run_id: str
+    ok: Annotated[bool, Meta(description="false: not finished, `problem` says why")]
+    state: str | None = None
+    status_message: dict[str, Any] | None = None
+    session_link: str | None = None
+    problem: ItemProblem | None = None
+
+
+class FinishedMany(Struct):
+    finished: Annotated[list[FinishedRun], Meta(description="one per run asked, in order")]
+    runs: Annotated[list[ClaimedRun], Meta(description="the runs claimed (claim > 0)")]
+
+
 class Release(Struct, kw_only=True, forbid_unknown_fields=True):
     runner_uid: Uid
     reason: Annotated[str, Meta(max_length=500)] = "given back by its runner"
@@ -204,8 +247,10 @@ async def _as_runner(
     request: Request, principal: Principal, runner_uid: str
 ) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner]]:
     """A transaction on behalf of the caller's runner (404 for anyone else's)."""
-    async with services_of(request).database.transaction() as conn:
-        yield conn, await run_execution.runner_of(conn, principal, runner_uid)
+    services = services_of(request)
+    async with services.database.transaction() as conn:
+        runner = await run_execution.runner_of(conn, principal, runner_uid, services.runners_seen)
+        yield conn, runner
 
 
 routes = Routes("runners")
@@ -259,27 +304,45 @@ async def register_endpoint(request: Request, body: Body[RunnerRegister]) -> Res
 async def claim_endpoint(request: Request, body: Body[ClaimRequest]) -> Response:
     principal = await principal_of(request)
     ask = await body.read()
-    lease_s = services_of(request).settings.run_lease_s
-    deadline = time.monotonic() + ask.wait_s
+    runs = await _claim_within(request, principal, ask.runner_uid, ask.max_runs, ask.wait_s)
+    return json_response({"runs": runs})
+
+
+async def _claim_within(
+    request: Request, principal: Principal, runner_uid: str, max_runs: int, wait_s: float
+) -> list[dict[str, Any]]:
+    """Up to `max_runs` runs claimed for the runner, waiting up to `wait_s` for the first."""
+    deadline = time.monotonic() + wait_s
+    queued = services_of(request).runs_queued
     pause = 0.05
     while True:
-        async with _as_runner(request, principal, ask.runner_uid) as (conn, runner):
-            rows = await run_execution.claim(conn, runner, lease_s, ask.max_runs)
-            claimed = [
-                _claimed(row, await run_execution.event_payload_exists(conn, row)) for row in rows
-            ]
-        if claimed or time.monotonic() + pause > deadline:
-            return json_response({"runs": claimed})
-        # no connection is held while waiting; new runs are looked for a few times a second,
-        # and a runner that went away stops the wait (a shutdown does not wait for it)
-        await asyncio.sleep(pause)
+        ticket = queued.ticket()  # before looking: a run queued meanwhile wakes the wait below
+        async with _as_runner(request, principal, runner_uid) as (conn, runner):
+            claimed = await _claim(request, conn, runner, max_runs)
+        left = deadline - time.monotonic()
+        if claimed or left <= 0:
+            COUNTS.runner_claims["claimed" if claimed else "empty"] += len(claimed) or 1
+            return claimed
+        # no connection is held while waiting; runs queued by this process wake the wait at
+        # once, others' are looked for a few times a second; a runner that went away stops
+        # the wait (a shutdown does not wait for it)
+        if not await queued.wait(ticket, min(pause, left)):
+            pause = min(pause * 2, 0.5)
         if await request.is_disconnected():
-            return json_response({"runs": []})
-        pause = min(pause * 2, 0.5)
+            COUNTS.runner_claims["empty"] += 1
+            return []
+
+
+async def _claim(
+    request: Request, conn: AsyncConnection, runner: run_execution.Runner, max_runs: int
+) -> list[dict[str, Any]]:
+    lease_s = services_of(request).settings.run_lease_s
+    rows = await run_execution.claim(conn, runner, lease_s, max_runs)
+    payloads = await run_execution.with_event_payload(conn, rows)
+    return [_claimed(row, row.run_id in payloads) for row in rows]
 
 
 def _claimed(row: Any, payload: bool) -> dict[str, Any]:
-    item = run_json(row)
     return {
         "run_id": row.run_id,
         "title": row.title,
@@ -290,8 +353,8 @@ def _claimed(row: Any, payload: bool) -> dict[str, Any]:
         "conversation_id": row.conversation_id,
         "factory_uid": row.factory_uid,
         "source": row.source,
-        "metadata": item.get("metadata"),
-        "agent_config": item.get("agent_config"),
+        "metadata": row.metadata,
+        "agent_config": row.agent_config,
         "event_payload": payload,
     }
 
@@ -428,20 +491,65 @@ async def usage_endpoint(request: Request, body: Body[Usage]) -> Response:
 async def finish_endpoint(request: Request, body: Body[Finish]) -> Response:
     principal = await principal_of(request)
     done = await body.read()
-    run_id = request.path_params["run_id"]
-    link = f"{str(request.base_url).rstrip('/')}/api/v1/agent/runs/{run_id}/transcript"
+    ending = run_finish.Ending(
+        run_id=request.path_params["run_id"],
+        outcome=done.outcome,
+        status_message=done.status_message,
+        error_code=done.error_code,
+        transcript=done.transcript,
+    )
     async with _as_runner(request, principal, done.runner_uid) as (conn, runner):
-        row = await run_execution.finish(
-            conn,
-            runner,
-            run_id,
-            outcome=done.outcome,
-            status_message=done.status_message,
-            error_code=done.error_code,
-            transcript=done.transcript,
-            transcript_link=link,
-        )
+        row = await run_finish.finish(conn, runner, ending, _transcript_link(request))
     return json_response(_state(row))
+
+
+def _transcript_link(request: Request) -> Callable[[str], str]:
+    base = f"{str(request.base_url).rstrip('/')}/api/v1/agent/runs"
+    return lambda run_id: f"{base}/{run_id}/transcript"
+
+
+@routes.post(
+    f"{BASE}/finish",
+    "Finish several runs, and claim the next ones",
+    response=FinishedMany,
+    errors=(400, 401, 403, 404, 413),
+    problems=(AGENT_ONLY,),
+    notes="Each run as by /runner/runs/{run_id}/finish, all in one transaction; a run that "
+    "cannot be finished (lease_lost, not_found, invalid_request) gets its problem in `finished` "
+    "and the others finish all the same. Then, with claim > 0, claims up to that many runs as "
+    "/runner/claim does (waiting up to wait_s when none is queued).",
+)
+async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Response:
+    principal = await principal_of(request)
+    batch = await body.read()
+    endings = [
+        run_finish.Ending(
+            run_id=item.run_id,
+            outcome=item.outcome,
+            status_message=item.status_message,
+            error_code=item.error_code,
+            transcript=item.transcript,
+        )
+        for item in batch.runs
+    ]
+    async with _as_runner(request, principal, batch.runner_uid) as (conn, runner):
+        results = await run_finish.finish_runs(conn, runner, endings, _transcript_link(request))
+        claimed = await _claim(request, conn, runner, batch.claim) if batch.claim else []
+    if batch.claim and not claimed and batch.wait_s > 0:
+        # the finishes are committed; now the long-poll, as /runner/claim
+        claimed = await _claim_within(
+            request, principal, batch.runner_uid, batch.claim, batch.wait_s
+        )
+    pairs = zip(endings, results, strict=True)
+    finished = [_finished(ending.run_id, result) for ending, result in pairs]
+    return json_response({"finished": finished, "runs": claimed})
+
+
+def _finished(run_id: str, result: Any) -> dict[str, Any]:
+    if isinstance(result, ServiceError):
+        problem = {"status": result.status, "code": result.code, "detail": result.detail}
+        return {"run_id": run_id, "ok": False, "problem": problem}
+    return {"run_id": run_id, "ok": True, **_state(result)}
 
 
 @routes.post(
@@ -458,6 +566,7 @@ async def release_endpoint(request: Request, body: Body[Release]) -> Response:
     given = await body.read()
     async with _as_runner(request, principal, given.runner_uid) as (conn, runner):
         row = await run_execution.release(conn, runner, request.path_params["run_id"], given.reason)
+    services_of(request).runs_queued.notify()
     return json_response(_state(row))
 
 

@@ -196,6 +196,7 @@ async def create_run_endpoint(request: Request, body: Body[RunCreate]) -> Respon
     services = services_of(request)
     async with services.database.transaction() as conn:
         row = await create_agent_run(conn, principal, fields, services.settings.models)
+    services.runs_queued.notify()
     return json_response({"run_id": row.run_id, "task_id": row.run_id, "state": row.state})
 
 

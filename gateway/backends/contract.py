@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
+from gateway.rejections import Reason
+
 SHARDS = 16  # one Redis Stream per shard; the consumer reads 16 streams, not one per webhook
 DEDUP_WINDOW_S = 7 * 24 * 3600
 RATE_LIMIT = 60  # authenticated deliveries per rolling window per webhook
@@ -77,6 +79,7 @@ class Submission(NamedTuple):
     body: bytes
     valid_json: bool
     source: str
+    headers: bytes = b""  # the request headers, credentials redacted (an HTTP header block)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,8 @@ class DeliveryRecord:
     identity: str | None = None
     duplicate_of: str | None = None
     payload: bytes | None = None
+    reason: Reason | None = None  # rejected ones: why (never sent to the sender)
+    headers: bytes | None = None  # accepted ones: request headers, redacted (header block)
 
 
 class IngressBackend(Protocol):
@@ -105,13 +110,14 @@ class IngressBackend(Protocol):
         ...
 
     async def auth_failed(
-        self, target: Target, source: str, delivery_id: str, size: int
+        self, target: Target, source: str, delivery_id: str, size: int, reason: Reason
     ) -> Outcome:
-        """Count a failed authentication: AUTH_LIMITED, AUTH_REJECTED or STALE."""
+        """Count a failed authentication (`reason`: why it failed): AUTH_LIMITED, AUTH_REJECTED
+        or STALE."""
         ...
 
     async def log_rejection(
-        self, target: Target, delivery_id: str, size: int, label: Label
+        self, target: Target, delivery_id: str, size: int, label: Label, reason: Reason
     ) -> None:
         """Record a rejection decided before authentication (too large); capped per webhook."""
         ...

@@ -16,7 +16,7 @@ DELIVERIES = BulkInsert(
     t.deliveries,
     (
         *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
-        *("duplicate_of", "payload", "evaluation", "evaluated_at"),
+        *("duplicate_of", "payload", "evaluation", "evaluated_at", "reason", "headers"),
     ),
 )
 
@@ -38,4 +38,17 @@ def delivery_row(
         "payload": record.payload if accepted else None,
         "evaluation": evaluation if accepted else None,
         "evaluated_at": evaluated_at if accepted else None,
+        "reason": None if record.reason is None else record.reason.value,
+        "headers": record.headers if accepted else None,
     }
+
+
+def headers_of(block: bytes) -> dict[str, str]:
+    """A record's stored request headers (an HTTP/1.1 header block, gateway/ingress/
+    stored_headers.py) as a JSON-ready object."""
+    parsed = {}
+    for line in block.split(b"\r\n"):
+        name, _, value = line.partition(b": ")
+        if name:
+            parsed[name.decode("latin-1")] = value.decode("latin-1")
+    return parsed

@@ -16,7 +16,6 @@ import hashlib
 import time
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
@@ -37,6 +36,7 @@ from gateway.backends.delivery_rows import PENDING
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.outbox import Outbox
 from gateway.errors import Unavailable
+from gateway.rejections import Reason
 from gateway.store import Database
 from gateway.store import tables as t
 
@@ -166,15 +166,15 @@ class MemoryBackend:
         uid = s.target.webhook_uid
         retry = self._auth.retry_ms((uid, s.source), self.auth_failure_limit, now)
         if retry is not None:
-            self._log(s.target, s.delivery_id, len(s.body), Label.RATE_LIMITED, now)
+            self._log(s.target, s.delivery_id, len(s.body), _AUTH_LIMITED, now)
             return Outcome(Verdict.AUTH_LIMITED, retry_after_ms=retry)
         retry = self._rate.retry_ms(uid, RATE_LIMIT, now)
         if retry is not None:
-            self._log(s.target, s.delivery_id, len(s.body), Label.RATE_LIMITED, now)
+            self._log(s.target, s.delivery_id, len(s.body), _RATE_LIMITED, now)
             return Outcome(Verdict.RATE_LIMITED, retry_after_ms=retry)
         if not s.valid_json:
             self._rate.add(uid, now)
-            self._log(s.target, s.delivery_id, len(s.body), Label.INVALID_JSON, now)
+            self._log(s.target, s.delivery_id, len(s.body), _INVALID_JSON, now)
             return Outcome(Verdict.INVALID_JSON)
         key = (uid, _digest(s.identity))
         seen = self._seen.get(key)
@@ -196,8 +196,15 @@ class MemoryBackend:
                 await asyncio.shield(seen.pending)
             except Exception as exc:
                 raise Unavailable("delivery log unavailable; nothing was recorded") from exc
-        record = self._record(s.target, s.delivery_id, len(s.body), Label.DUPLICATE, now)
-        record = replace(record, identity=s.identity, duplicate_of=seen.delivery_id)
+        record = DeliveryRecord(
+            s.delivery_id,
+            s.target.webhook_uid,
+            _when(now),
+            len(s.body),
+            Label.DUPLICATE,
+            identity=s.identity,
+            duplicate_of=seen.delivery_id,
+        )
         self._log_record(s.target, record, now)
         return Outcome(Verdict.DUPLICATE, delivery_id=seen.delivery_id)
 
@@ -212,6 +219,7 @@ class MemoryBackend:
             Label.ACCEPTED,
             identity=s.identity,
             payload=s.body,
+            headers=s.headers or None,
         )
         self.backlog += 1
         self._committing += 1
@@ -233,30 +241,36 @@ class MemoryBackend:
         return Outcome(Verdict.ACCEPTED, delivery_id=s.delivery_id)
 
     async def auth_failed(
-        self, target: Target, source: str, delivery_id: str, size: int
+        self, target: Target, source: str, delivery_id: str, size: int, reason: Reason
     ) -> Outcome:
         now = time.time() * 1000
         key = (target.webhook_uid, source)
         retry = self._auth.retry_ms(key, self.auth_failure_limit, now)
         if retry is not None:
-            self._log(target, delivery_id, size, Label.RATE_LIMITED, now)
+            self._log(target, delivery_id, size, _AUTH_LIMITED, now)
             return Outcome(Verdict.AUTH_LIMITED, retry_after_ms=retry)
         self._auth.add(key, now)
-        self._log(target, delivery_id, size, Label.AUTH, now)
+        self._log(target, delivery_id, size, (Label.AUTH, reason), now)
         return Outcome(Verdict.AUTH_REJECTED)
 
     async def log_rejection(
-        self, target: Target, delivery_id: str, size: int, label: Label
+        self, target: Target, delivery_id: str, size: int, label: Label, reason: Reason
     ) -> None:
-        self._log(target, delivery_id, size, label, time.time() * 1000)
+        self._log(target, delivery_id, size, (label, reason), time.time() * 1000)
 
-    def _record(
-        self, target: Target, delivery_id: str, size: int, label: Label, now: float
-    ) -> DeliveryRecord:
-        return DeliveryRecord(delivery_id, target.webhook_uid, _when(now), size, label)
-
-    def _log(self, target: Target, delivery_id: str, size: int, label: Label, now: float) -> None:
-        self._log_record(target, self._record(target, delivery_id, size, label, now), now)
+    def _log(
+        self,
+        target: Target,
+        delivery_id: str,
+        size: int,
+        rejection: tuple[Label, Reason],
+        now: float,
+    ) -> None:
+        label, reason = rejection
+        record = DeliveryRecord(
+            delivery_id, target.webhook_uid, _when(now), size, label, reason=reason
+        )
+        self._log_record(target, record, now)
 
     def _log_record(self, target: Target, record: DeliveryRecord, now: float) -> None:
         if self._rejects.retry_ms(target.webhook_uid, REJECT_LOG_LIMIT, now) is not None:
@@ -271,6 +285,12 @@ class MemoryBackend:
 
     async def close(self) -> None:
         await self.log.close()
+
+
+# the (label, reason) of each rejection the backend decides itself
+_AUTH_LIMITED = (Label.RATE_LIMITED, Reason.AUTH_RATE_LIMITED)
+_RATE_LIMITED = (Label.RATE_LIMITED, Reason.RATE_LIMITED)
+_INVALID_JSON = (Label.INVALID_JSON, Reason.INVALID_JSON)
 
 
 def _digest(identity: str) -> str:

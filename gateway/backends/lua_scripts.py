@@ -63,7 +63,7 @@ SUBMIT_SCRIPT = (
 -- ARGV: 1 auth-failure limit, 2 rate limit, 3 window ms, 4 reject-log limit,
 --       5 de-dup ttl seconds, 6 webhook uid, 7 config version held, 8 backlog limit,
 --       9 new delivery id, 10 '1' if body is JSON, 11 size, 12 body ('' if in KEYS[10]),
---       13 identity
+--       13 identity, 14 request headers (redacted JSON, stored with an accepted delivery)
 -- (Per-webhook keys and arguments come first, per-request ones last: the client sends the
 -- first part pre-encoded, see redis.py.)
 -- A large body stays out of the Lua VM: copying it in and out of Lua costs far more than the
@@ -88,26 +88,27 @@ local window = tonumber(ARGV[3])
 local floor = now - window
 local id, uid, size = ARGV[9], ARGV[6], ARGV[11]
 local backlog = {KEYS[6], ARGV[8]}
-local function reject(label, extra)
+local function reject(label, reason, extra)
   if body_key then redis.call('DEL', body_key) end
   local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
+  if reason then fields[11] = 'r'; fields[12] = reason end
   for _, v in ipairs(extra) do fields[#fields + 1] = v end
   log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
 end
 local auth_limit = tonumber(ARGV[1])
 local free_at = full_until(KEYS[8], auth_limit, floor, window)
 if free_at then
-  reject('Rejected (rate limited)', {})
+  reject('Rejected (rate limited)', 'auth_rate_limited', {})
   return {'AUTHLIMIT', free_at - now}
 end
 local rate = tonumber(ARGV[2])
 free_at = full_until(KEYS[2], rate, floor, window)
 if free_at then
-  reject('Rejected (rate limited)', {})
+  reject('Rejected (rate limited)', 'rate_limited', {})
   return {'RATE', free_at - now}
 end
 if ARGV[10] ~= '1' then
-  reject('Rejected (invalid JSON)', {})
+  reject('Rejected (invalid JSON)', 'invalid_json', {})
   window_push(KEYS[2], now, window, rate)
   return {'BADJSON'}
 end
@@ -123,7 +124,7 @@ else
   first = redis.call('SET', KEYS[9], id, 'NX', 'GET', 'EX', tonumber(ARGV[5]))
 end
 if first then
-  reject('Duplicate', {'i', ARGV[13], 'f', first})
+  reject('Duplicate', nil, {'i', ARGV[13], 'f', first})
   window_push(KEYS[2], now, window, rate)
   return {'DUP', first}
 end
@@ -131,10 +132,10 @@ local entry
 if body_key then
   redis.call('PERSIST', body_key)
   entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                     'l', 'Accepted', 'i', ARGV[13], 'k', body_key)
+                     'l', 'Accepted', 'i', ARGV[13], 'k', body_key, 'h', ARGV[14])
 else
   entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                     'l', 'Accepted', 'i', ARGV[13], 'p', ARGV[12])
+                     'l', 'Accepted', 'i', ARGV[13], 'p', ARGV[12], 'h', ARGV[14])
 end
 redis.call('INCR', KEYS[6])
 redis.call('HSET', KEYS[7], id, entry)
@@ -150,7 +151,7 @@ AUTH_FAILED_SCRIPT = (
 -- KEYS: 1 version, 2 auth-failures(webhook, source), 3 reject-log window, 4 shard stream,
 --       5 dropped-log counter, 6 backlog counter
 -- ARGV: 1 config version held, 2 auth-failure limit, 3 window ms, 4 reject-log limit,
---       5 new delivery id, 6 webhook uid, 7 size, 8 backlog limit
+--       5 new delivery id, 6 webhook uid, 7 size, 8 backlog limit, 9 reason code
 -- Returns: {'STALE'} | {'AUTHLIMIT', retry_ms} | {'DENIED'}
 """
     + _HELPERS
@@ -162,10 +163,12 @@ local window = tonumber(ARGV[3])
 local floor = now - window
 local limit = tonumber(ARGV[2])
 local backlog = {KEYS[6], ARGV[8]}
-local fields = {'d', ARGV[5], 'w', ARGV[6], 't', now, 'n', ARGV[7], 'l', 'Rejected (auth)'}
+local fields = {'d', ARGV[5], 'w', ARGV[6], 't', now, 'n', ARGV[7], 'l', 'Rejected (auth)',
+                'r', ARGV[9]}
 local free_at = full_until(KEYS[2], limit, floor, window)
 if free_at then
   fields[10] = 'Rejected (rate limited)'
+  fields[12] = 'auth_rate_limited'
   log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
   return {'AUTHLIMIT', free_at - now}
 end
@@ -181,14 +184,14 @@ LOG_REJECTION_SCRIPT = (
 -- LOG_REJECTION: log a rejection decided before authentication (too large), capped.
 -- KEYS: 1 reject-log window, 2 shard stream, 3 dropped-log counter, 4 backlog counter
 -- ARGV: 1 window ms, 2 reject-log limit, 3 new delivery id, 4 webhook uid, 5 size, 6 label,
---       7 backlog limit
+--       7 backlog limit, 8 reason code
 -- Returns: 1
 """
     + _HELPERS
     + """
 local now = now_ms()
 local window = tonumber(ARGV[1])
-local fields = {'d', ARGV[3], 'w', ARGV[4], 't', now, 'n', ARGV[5], 'l', ARGV[6]}
+local fields = {'d', ARGV[3], 'w', ARGV[4], 't', now, 'n', ARGV[5], 'l', ARGV[6], 'r', ARGV[8]}
 log_capped(KEYS[1], KEYS[3], KEYS[2], now - window, window, tonumber(ARGV[2]), now, fields,
            {KEYS[4], ARGV[7]})
 return 1

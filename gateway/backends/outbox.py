@@ -30,19 +30,22 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.delivery_rows import DELIVERIES
+from gateway.rejections import Reason
 from gateway.store import Database
 
 SUFFIX = "-outbox"
 COLUMNS = (
     *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
-    *("duplicate_of", "payload"),
+    *("duplicate_of", "payload", "reason", "headers"),
 )
 # AUTOINCREMENT: a seq is never reused, even after every row was pruned (readers keep their
 # position as the last seq they read)
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
     "delivery_id TEXT NOT NULL, webhook_uid TEXT NOT NULL, received_at TEXT NOT NULL, "
-    "size INTEGER NOT NULL, label TEXT NOT NULL, identity TEXT, duplicate_of TEXT, payload BLOB)",
+    "size INTEGER NOT NULL, label TEXT NOT NULL, identity TEXT, duplicate_of TEXT, payload BLOB, "
+    "reason TEXT, headers BLOB)",
     # the delivery log API's look-ups (one webhook's, one delivery)
     "CREATE UNIQUE INDEX IF NOT EXISTS outbox_webhook ON outbox (webhook_uid, delivery_id)",
 )
@@ -52,9 +55,12 @@ INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * le
 # behind, a prune costs one small look-up)
 PRUNE_CHUNK = 512
 _SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
-_SELECT_WITHOUT_PAYLOAD = f"SELECT seq, {', '.join(COLUMNS[:-1])}, NULL FROM outbox"
+_SELECT_WITHOUT_PAYLOAD = (
+    f"SELECT seq, {', '.join(c if c != 'payload' else 'NULL' for c in COLUMNS)} FROM outbox"
+)
 _NOT_IN_STORE = "NOT EXISTS (SELECT 1 FROM store.deliveries d WHERE d.delivery_id = o.delivery_id)"
 _LABELS = {label.value: label for label in Label}
+_FROM_LOG = tuple(DELIVERIES.columns.index(column) for column in COLUMNS)
 
 
 def outbox_path(database: Database) -> str | None:
@@ -228,15 +234,17 @@ class Outbox:
 
 
 def encode(values: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Delivery-log values (`DELIVERIES` column order, encoded for SQLite) -> outbox rows."""
-    width = len(COLUMNS)
-    return [row[:width] for row in values]
+    """Delivery-log values (`DELIVERIES` column order, encoded for SQLite) -> outbox rows (the
+    same columns without the evaluation's two)."""
+    return [tuple(row[i] for i in _FROM_LOG) for row in values]
 
 
 def _record(row: Sequence[Any]) -> DeliveryRecord:
+    reason = None if row[8] is None else Reason(row[8])
     return DeliveryRecord(
-        row[0], row[1], _time(row[2]), row[3], _LABELS[row[4]], row[5], row[6], row[7]
-    )
+        row[0], row[1], _time(row[2]), row[3], _LABELS[row[4]], row[5], row[6], row[7], reason,
+        row[9],
+    )  # fmt: skip
 
 
 def _time(text: str) -> datetime:

@@ -76,6 +76,53 @@ def log_lag_probe(database: Database, max_lag_s: float, outbox: Outbox | None = 
     return _bounded(probe, "evaluator_lag")
 
 
+Gauges = Callable[[], Awaitable[dict[str, float]]]
+
+
+def stream_gauges(redis: Any, backlog_keys: list[str], streams: list[str]) -> Gauges:
+    """The backlog counters the scripts keep (one, or one per shard on Cluster), summed, and the
+    age of the oldest waiting stream entry."""
+
+    async def gauges() -> dict[str, float]:
+        async with redis.pipeline(transaction=False) as pipe:
+            for key in backlog_keys:
+                pipe.get(key)
+            for stream in streams:
+                pipe.xrange(stream, count=1)
+            replies = await pipe.execute()
+        counts, firsts = replies[: len(backlog_keys)], replies[len(backlog_keys) :]
+        backlog = sum(int(count or 0) for count in counts)
+        stamps = [int(entries[0][0].split(b"-")[0]) for entries in firsts if entries]
+        lag = max(0.0, time.time() - min(stamps) / 1000) if stamps else 0.0
+        return {
+            "gateway_evaluator_backlog": float(backlog or 0),
+            "gateway_evaluator_lag_seconds": lag,
+        }
+
+    return gauges
+
+
+def log_gauges(database: Database, outbox: Outbox | None = None) -> Gauges:
+    """Accepted deliveries waiting for the evaluator (in the outbox when there is one, else
+    pending rows of the delivery log) and the oldest one's age."""
+    d = t.deliveries
+
+    async def gauges() -> dict[str, float]:
+        oldest: datetime | None
+        if outbox is not None:
+            count, oldest = await outbox.count_waiting(), await outbox.oldest_waiting()
+        else:
+            query = select(func.count(), func.min(d.c.received_at)).where(
+                d.c.evaluation == "pending"
+            )
+            async with database.read() as conn:
+                count, oldest = (await conn.execute(query)).one()
+        lag = (datetime.now(UTC) - oldest).total_seconds() if oldest is not None else 0.0
+        return {"gateway_evaluator_backlog": float(count), "gateway_evaluator_lag_seconds": lag}
+
+    return gauges
+
+
 def _lag_message(lag_s: float, max_lag_s: float) -> str | None:
     if lag_s <= max_lag_s:
         return None

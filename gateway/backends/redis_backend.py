@@ -25,6 +25,7 @@ from gateway.backends.contract import (
 )
 from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
 from gateway.errors import Unavailable
+from gateway.rejections import Reason
 
 log = logging.getLogger("gateway.ingress")
 
@@ -133,9 +134,9 @@ SIDE_BODY_ORPHAN_TTL_S = 3600
 class SubmitFrame:
     """SUBMIT's EVALSHA for one webhook at one config version, encoded once.
 
-    Encoding 25 arguments per request cost ~10 µs; all but seven are the same for every delivery
+    Encoding 26 arguments per request cost ~10 µs; all but eight are the same for every delivery
     to a webhook, so they are encoded when the webhook is first seen and the request path joins
-    the pre-encoded parts with the seven per-request bulk strings.
+    the pre-encoded parts with the eight per-request bulk strings.
     """
 
     __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "slot", "version")
@@ -169,6 +170,7 @@ class SubmitFrame:
         seen = (self.seen_prefix + _digest(s.identity)).encode()
         delivery_id = s.delivery_id.encode()
         identity = s.identity.encode()
+        headers = s.headers
         size = len(s.body)
         if body_key is None:
             head, side_key, body = self.head, b"", s.body if s.valid_json else b""
@@ -195,6 +197,8 @@ class SubmitFrame:
             body,
             len(identity),
             identity,
+            len(headers),
+            headers,
         )
 
     def side_commands(self, s: Submission) -> tuple[tuple[bytes, ...], bytes]:
@@ -204,19 +208,19 @@ class SubmitFrame:
         return store, self.command(s, body_key)
 
 
-# EVALSHA SUBMIT with 9 keys (25 arguments), or 10 with a side body
+# EVALSHA SUBMIT with 9 keys (26 arguments), or 10 with a side body
 _HEAD, _HEAD_SIDE = (
-    resp_client.array_head(3 + keys + 13)
+    resp_client.array_head(3 + keys + 14)
     + resp_client.bulk("EVALSHA")
     + resp_client.bulk(SUBMIT_SHA)
     + resp_client.bulk(keys)
     for keys in (9, 10)
 )
 # head, source, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size,
-# body, identity
+# body, identity, headers
 _SUBMIT_TAIL = (
     b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
-    b"$%d\r\n%b\r\n$%d\r\n%b\r\n"
+    b"$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n"
 )
 
 
@@ -284,7 +288,7 @@ class RedisBackend:
         return _outcome(reply)
 
     async def auth_failed(
-        self, target: Target, source: str, delivery_id: str, size: int
+        self, target: Target, source: str, delivery_id: str, size: int, reason: Reason
     ) -> Outcome:
         k = self.keys(target)
         reply = await self._eval(
@@ -299,12 +303,13 @@ class RedisBackend:
                 target.webhook_uid,
                 size,
                 self.max_backlog,
+                reason.value,
             ),
         )
         return _outcome(reply)
 
     async def log_rejection(
-        self, target: Target, delivery_id: str, size: int, label: Label
+        self, target: Target, delivery_id: str, size: int, label: Label, reason: Reason
     ) -> None:
         k = self.keys(target)
         await self._eval(
@@ -312,7 +317,7 @@ class RedisBackend:
             (k.rejects, k.stream, k.dropped, k.backlog),
             (
                 *(RATE_WINDOW_MS, REJECT_LOG_LIMIT, delivery_id, target.webhook_uid, size),
-                *(label.value, self.max_backlog),
+                *(label.value, self.max_backlog, reason.value),
             ),
         )
 

@@ -1,7 +1,8 @@
 """Stream entries as SUBMIT and the rejection scripts write them, read back as DeliveryRecords.
 
 Fields: d delivery id, w webhook uid, t Redis time (ms), n size, l label, i identity,
-f first delivery id (duplicates), p payload, or k the key that holds a large payload.
+f first delivery id (duplicates), p payload, or k the key that holds a large payload, r the
+rejection reason (rejected ones), h the redacted request headers as JSON (accepted ones).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.backends.contract import DeliveryRecord, Label
+from gateway.rejections import Reason
 
 RawEntry = tuple[Any, Any, dict[bytes, bytes]]  # stream, entry id, fields
 _ACCEPTED = Label.ACCEPTED.value.encode()
 _LABELS = {label.value.encode(): label for label in Label}
+_REASONS = {reason.value.encode(): reason for reason in Reason}
 
 
 def raw_entries(stream: Any, items: list[Any]) -> list[RawEntry]:
@@ -42,4 +45,6 @@ def record_of(fields: dict[bytes, bytes], payload: bytes | None) -> DeliveryReco
         identity=text(b"i"),
         duplicate_of=text(b"f"),
         payload=payload if fields[b"l"] == _ACCEPTED else None,
+        reason=_REASONS.get(fields.get(b"r", b"")),
+        headers=fields.get(b"h") or None,
     )

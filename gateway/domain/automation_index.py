@@ -15,7 +15,7 @@ import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Row, select, type_coerce
@@ -51,14 +51,20 @@ class LiveHook:
 @dataclass(frozen=True, slots=True)
 class HookAutomations:
     """A webhook as the evaluator sees it at config revision `revision`: `hook` is None when it
-    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `stamps`
-    holds each enabled automation's updated_at as stored."""
+    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `order`
+    holds the uids of the automations it was compiled from, in its order; `stamps` holds each
+    enabled automation's updated_at as stored."""
 
     hook: LiveHook | None
     signature: bytes
     matcher: MultiMatcher[Key]
+    order: tuple[str, ...]
     stamps: dict[str, Any]
     revision: int
+    # (automation uid, its stamp as text) in the matcher's order: the outcome trace's skeleton
+    automations: tuple[tuple[str, str], ...] = ()
+    # outcome traces made for this entry, by the keys the matcher returned (see webhook_runs)
+    traces: dict[tuple[Key, ...], Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,10 @@ class Automation:
     name: str
     prompt: str
     stamp: Any
+
+
+# a webhook's matcher and the automation uids it was compiled from, in its order
+Compiled = tuple[MultiMatcher[Key], tuple[str, ...]]
 
 
 class AutomationIndex:
@@ -128,17 +138,18 @@ class AutomationIndex:
             signature = _signature(own.items())
             cached = self._hooks.get(uid)
             if cached is not None and cached.hook == hook and cached.signature == signature:
-                found[uid] = self._keep(uid, cached.hook, signature, cached.matcher, own)
+                compiled = (cached.matcher, cached.order)
+                found[uid] = self._keep(uid, cached.hook, signature, compiled, own)
             elif hook is None or not own:
-                found[uid] = self._keep(uid, hook, signature, _NOTHING, own)
+                found[uid] = self._keep(uid, hook, signature, (_NOTHING, ()), own)
             else:
                 stale.append(uid)
         if stale:
             triggers = await _enabled_triggers(conn, stale)
             for uid in stale:
                 own = stamps[uid]
-                matcher = self._compile(uid, triggers.get(uid, []))
-                found[uid] = self._keep(uid, hooks[uid], _signature(own.items()), matcher, own)
+                compiled = self._compile(uid, triggers.get(uid, []))
+                found[uid] = self._keep(uid, hooks[uid], _signature(own.items()), compiled, own)
         return found
 
     def _keep(
@@ -146,17 +157,19 @@ class AutomationIndex:
         uid: str,
         hook: LiveHook | None,
         signature: bytes,
-        matcher: MultiMatcher[Key],
+        compiled: Compiled,
         stamps: dict[str, Any],
     ) -> HookAutomations:
-        entry = HookAutomations(hook, signature, matcher, stamps, self.revision)
+        matcher, order = compiled
+        automations = tuple((uid, str(stamps.get(uid))) for uid in order)
+        entry = HookAutomations(hook, signature, matcher, order, stamps, self.revision, automations)
         self._hooks[uid] = entry
         self._hooks.move_to_end(uid)
         while len(self._hooks) > MAX_CACHED_WEBHOOKS:
             self._hooks.popitem(last=False)
         return entry
 
-    def _compile(self, webhook_uid: str, triggers: list[Row[Any]]) -> MultiMatcher[Key]:
+    def _compile(self, webhook_uid: str, triggers: list[Row[Any]]) -> Compiled:
         filters: dict[Key, Filter | None] = {}
         for row in triggers:
             try:
@@ -164,7 +177,7 @@ class AutomationIndex:
             except FilterError as exc:  # validated on write; a stored fault must not stop others
                 log.error("automation %s trigger %d: bad filter: %s", row.uid, row.position, exc)
         self.compilations += 1
-        return compile_many(filters)
+        return compile_many(filters), tuple(dict.fromkeys(uid for uid, _position in filters))
 
     def _keep_prompt(self, automation: Automation) -> None:
         old = self._prompts.pop(automation.uid, None)
@@ -213,7 +226,7 @@ async def _live_hooks(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dic
 
 # automations.updated_at as the driver returns it (a string on SQLite): the signatures compare it,
 # and skipping the type's result processing keeps reading them cheap
-_STAMP = type_coerce(t.automations.c.updated_at, NullType()).label("stamp")
+STAMP = type_coerce(t.automations.c.updated_at, NullType()).label("stamp")
 
 
 def _enabled(hooks: list[str]) -> tuple[Any, tuple[Any, ...]]:
@@ -231,7 +244,7 @@ async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[st
     found: dict[str, dict[str, Any]] = {}
     for chunk in _chunks(webhook_uids):
         joined, where = _enabled(chunk)
-        query = select(tr.c.webhook_uid, a.c.uid, _STAMP).select_from(joined).where(*where)
+        query = select(tr.c.webhook_uid, a.c.uid, STAMP).select_from(joined).where(*where)
         for webhook_uid, uid, stamp in await conn.execute(query):
             found.setdefault(webhook_uid, {})[uid] = stamp
     return found
@@ -260,7 +273,7 @@ async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Autom
     a = t.automations
     found = []
     for chunk in _chunks(uids):
-        query = select(a.c.uid, a.c.name, a.c.prompt, _STAMP).where(a.c.uid.in_(chunk))
+        query = select(a.c.uid, a.c.name, a.c.prompt, STAMP).where(a.c.uid.in_(chunk))
         for row in await conn.execute(query):
             found.append(Automation(row.uid, row.name, row.prompt, row.stamp))
     return found

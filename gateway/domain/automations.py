@@ -41,7 +41,7 @@ def filter_fault(payload: dict[str, Any]) -> str | None:
     return None
 
 
-async def _check_webhooks(conn: AsyncConnection, factory_uid: str, triggers: list[Trigger]) -> None:
+async def check_webhooks(conn: AsyncConnection, factory_uid: str, triggers: list[Trigger]) -> None:
     wanted = {trigger.webhook_uid for trigger in triggers}
     found = set(
         (
@@ -88,7 +88,7 @@ async def create_automation(
     definition_name: str | None = None,
 ) -> Row[Any]:
     """`changes`: validated name, prompt, enabled and triggers (in the API's shape)."""
-    await _check_webhooks(conn, factory_uid, triggers_of(changes["triggers"]))
+    await check_webhooks(conn, factory_uid, triggers_of(changes["triggers"]))
     uid, now = ids.new_id("auto"), utcnow()
     await conn.execute(
         insert(t.automations).values(
@@ -109,7 +109,7 @@ async def update_automation(
 ) -> Row[Any]:
     await get_automation_row(conn, factory_uid, uid)
     if "triggers" in changes:
-        await _check_webhooks(conn, factory_uid, triggers_of(changes["triggers"]))
+        await check_webhooks(conn, factory_uid, triggers_of(changes["triggers"]))
         await _write_triggers(conn, uid, changes["triggers"])
     await conn.execute(
         update(t.automations)

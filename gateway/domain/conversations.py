@@ -18,6 +18,7 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import run_timeline
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import CANCELLABLE_TYPES, LIVE, can_view, lock_run, newest_root_run
 from gateway.errors import NotFound, RunNotLive, UnknownAttachment
@@ -85,6 +86,8 @@ async def follow_up(conn: AsyncConnection, row: Row[Any], request: FollowUp) -> 
     if routing == "resumed":  # a new execution of the same run
         values |= {"started_at": None, "status_message": None, "failed_at": None}
     await conn.execute(update(t.runs).where(t.runs.c.run_id == row.run_id).values(**values))
+    if state != row.state:  # BLOCKED -> INPROGRESS, or ended -> QUEUED: a change of state
+        await run_timeline.record(conn, [row.run_id], state, now, reason=f"follow-up ({routing})")
     return {"run_id": row.run_id, "state": state, "routing": routing}
 
 

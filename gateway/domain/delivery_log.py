@@ -18,30 +18,51 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DEDUP_WINDOW_S, DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.backends.delivery_rows import (
+    DELIVERIES,
+    EVALUATED,
+    PENDING,
+    delivery_row,
+    headers_of,
+)
+from gateway.domain import delivery_trace
+from gateway.domain.delivery_replay_list import attach_replays
 from gateway.domain.webhooks import get_webhook_row
 from gateway.errors import NotFound
 from gateway.store import tables as t
-from gateway.store.bulk import Prepared
+from gateway.store.bulk import BulkInsert, Prepared
 from gateway.store.types import utcnow
 
+_EVALUATED = (EVALUATED, delivery_trace.FAILED)
+# the evaluator's inserts: the ingress backend's columns and the outcome trace
+LOGGED = BulkInsert(t.deliveries, (*DELIVERIES.columns, "trace"))
 KEEP_NEWEST = 50  # per webhook, whatever their age
 RETENTION = timedelta(seconds=DEDUP_WINDOW_S)
 d = t.deliveries
 Position = tuple[datetime, str]  # (received_at, delivery_id): the log's order
 
 
-def prepare_log(dialect: Dialect, records: Sequence[DeliveryRecord]) -> Prepared:
-    """The log rows of `records`, accepted ones as evaluated, encoded for `log_new`."""
+def prepare_log(
+    dialect: Dialect,
+    records: Sequence[DeliveryRecord],
+    traces: delivery_trace.TraceWrites | None = None,
+) -> Prepared:
+    """The log rows of `records`, accepted ones as evaluated (with their outcome traces, taken
+    from `traces`), encoded for `log_new`."""
     now = utcnow()
     rows = [delivery_row(r, EVALUATED, now) for r in records]
-    return DELIVERIES.prepare(dialect, rows, "delivery_id")
+    if traces is not None:
+        for row in rows:
+            taken = traces.take(row["delivery_id"]) if row["evaluation"] else None
+            if taken is not None:
+                row["trace"], row["evaluation"] = taken
+    return LOGGED.prepare(dialect, rows, "delivery_id")
 
 
 async def log_new(conn: AsyncConnection, prepared: Prepared) -> set[str]:
     """Logs the prepared records not logged yet (the caller starts the runs of the accepted
     ones in this transaction); returns the delivery ids this call logged."""
-    return await DELIVERIES.insert_new(conn, prepared)
+    return await LOGGED.insert_new(conn, prepared)
 
 
 async def claim_pending(conn: AsyncConnection, delivery_ids: Iterable[str]) -> set[str]:
@@ -147,6 +168,11 @@ async def prune(conn: AsyncConnection, now: datetime | None = None) -> int:
             ~started_runs,
         )
     )
+    # replay links whose delivery is gone (a link is written before its delivery reaches the
+    # log, hence only old ones)
+    r = t.delivery_replays
+    gone = ~exists().where(d.c.delivery_id == r.c.delivery_id)
+    await conn.execute(delete(r).where(r.c.created_at < cutoff, gone))
     return int(result.rowcount or 0)
 
 
@@ -171,7 +197,8 @@ async def list_deliveries(
     """Newest first, with `pending` (accepted, still waiting for the evaluator outside SQL)
     merged in by position."""
     query = select(
-        d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation, d.c.evaluated_at
+        *(d.c.delivery_id, d.c.received_at, d.c.size, d.c.label, d.c.evaluation),
+        *(d.c.evaluated_at, d.c.trace, d.c.reason, d.c.duplicate_of),
     ).where(d.c.webhook_uid == webhook_uid)
     if after is not None:
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
@@ -185,6 +212,7 @@ async def list_deliveries(
     items.sort(key=lambda item: (item["received_at"], item["delivery_id"]), reverse=True)
     page = items[:limit]
     await _attach_runs(conn, page)
+    await attach_replays(conn, page)
     return page, len(items) > limit
 
 
@@ -194,8 +222,8 @@ async def get_delivery(
     delivery_id: str,
     pending: DeliveryRecord | None = None,
 ) -> dict[str, Any]:
-    """One delivery with its payload (accepted ones); `pending` stands in when the log has no
-    row yet (accepted, still waiting for the evaluator outside SQL)."""
+    """One delivery with its payload and request headers (accepted ones); `pending` stands in
+    when the log has no row yet (accepted, still waiting for the evaluator outside SQL)."""
     row = (
         await conn.execute(
             select(d).where(d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id)
@@ -205,13 +233,20 @@ async def get_delivery(
         if pending is None:
             raise NotFound(f"delivery: {delivery_id} not found for this webhook")
         item = _pending_item(pending)
-        payload = pending.payload
+        payload, headers = pending.payload, pending.headers
     else:
         item = _item(row)
-        payload = row.payload
+        payload, headers = row.payload, row.headers
         await _attach_runs(conn, [item])
+    await attach_replays(conn, [item], with_replays=True)
+    if item["label"] == Label.ACCEPTED.value:
+        # deliveries logged before headers were kept have none
+        item["headers"] = headers_of(headers) if headers is not None else None
     if item["label"] == Label.ACCEPTED.value and payload is not None:
         item["payload"] = orjson.loads(payload)
+        if item["trace"] is not None and row is not None:
+            trace, stored = item["trace"], row.trace
+            await delivery_trace.explain_trace(conn, webhook_uid, trace, stored, item["payload"])
     return item
 
 
@@ -223,6 +258,10 @@ def _item(row: Any) -> dict[str, Any]:
         "label": row.label,
         "evaluation": row.evaluation,
         "evaluated_at": row.evaluated_at,
+        "trace": delivery_trace.decode(row.trace),
+        "replay_of": None,
+        "reason": row.reason,
+        "duplicate_of": row.duplicate_of,
         "runs": [],
     }
 
@@ -235,12 +274,16 @@ def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
         "label": record.label.value,
         "evaluation": PENDING,
         "evaluated_at": None,
+        "trace": None,
+        "replay_of": None,
+        "reason": None,
+        "duplicate_of": None,
         "runs": [],
     }
 
 
 async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> None:
-    by_id = {item["delivery_id"]: item for item in items if item["evaluation"] == EVALUATED}
+    by_id = {item["delivery_id"]: item for item in items if item["evaluation"] in _EVALUATED}
     if not by_id:
         return
     r = t.runs

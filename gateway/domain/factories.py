@@ -10,6 +10,7 @@ from sqlalchemy import Row, func, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox
 from gateway.domain.identities import Principal, require_team
 from gateway.errors import Forbidden, InvalidRequest, NotFound
 from gateway.store import tables as t
@@ -118,6 +119,8 @@ async def set_foreman(conn: AsyncConnection, factory_uid: str, agent_uid: str | 
         .where(t.factories.c.uid == factory_uid)
         .values(foreman_agent_uid=agent_uid, updated_at=utcnow())
     )
+    if agent_uid is not None:  # work can start again: the notice that it could not is over
+        await inbox.on_foreman_set(conn, factory_uid)
 
 
 async def list_factories(

@@ -16,28 +16,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any, Literal
 
 from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.domain import run_timeline, tasks
+from gateway.backends.key_cache import KeyCache
+from gateway.domain import pr_costs, pull_requests, run_timeline, tasks
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import TERMINAL, find_run, load_run
-from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound
+from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound, ServiceError
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
 HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
-MAX_CLAIM = 10  # runs per claim call
+MAX_CLAIM = 50  # runs per claim call: a runner of many short runs takes them in batches
 MAX_STATUS = 500  # characters of a status message
 PAYLOAD_NAME = "event-payload.json"
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
 
 r = t.runs
+# what a claim reads back of each run: what its runner is told (and the order of the runs)
+CLAIMED_COLUMNS = [
+    r.c[name]
+    for name in (
+        "run_id",
+        "title",
+        "prompt",
+        "state",
+        "attempts",
+        "lease_expires_at",
+        "conversation_id",
+        "factory_uid",
+        "source",
+        "metadata",
+        "agent_config",
+        "delivery_id",
+        "created_at",
+    )
+]
 Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
 
 
@@ -97,18 +116,35 @@ async def register(
     return Runner(uid, team_uid, principal.uid, factory_uid)
 
 
-async def runner_of(conn: AsyncConnection, principal: Principal, runner_uid: str) -> Runner:
-    """The caller's runner, seen now (its presence); 404 for anyone else's."""
+async def runner_of(
+    conn: AsyncConnection,
+    principal: Principal,
+    runner_uid: str,
+    seen_lately: KeyCache | None = None,
+) -> Runner:
+    """The caller's runner, seen now (its presence); 404 for anyone else's. With `seen_lately`
+    (runners this process saw, kept while their recorded presence is fresh: at most
+    PRESENCE_PRECISION), a runner found there costs no query."""
     _agent(principal)
+    hit = seen_lately.get(runner_uid) if seen_lately is not None else None
+    if isinstance(hit, Runner) and hit.agent_uid == principal.uid:
+        return hit
+    generation = seen_lately.generation if seen_lately is not None else 0
     row = (await conn.execute(select(t.runners).where(t.runners.c.uid == runner_uid))).first()
     if row is None or row.agent_uid != principal.uid:
         raise NotFound(f"runner_uid: {runner_uid} is not a runner of this agent")
     now = utcnow()
-    if now - row.last_seen_at > PRESENCE_PRECISION:  # one write a second is presence enough
+    seen = row.last_seen_at
+    if now - seen > PRESENCE_PRECISION:  # one write a second is presence enough
         await conn.execute(
             update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=now)
         )
-    return Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+        seen = now
+    runner = Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+    if seen_lately is not None:  # until its presence is due again (a runner never changes)
+        fresh_for = (seen + PRESENCE_PRECISION - now).total_seconds()
+        seen_lately.put(runner_uid, runner, runner.agent_uid, generation, ttl_s=fresh_for)
+    return runner
 
 
 async def list_runners(
@@ -219,23 +255,25 @@ async def claim(
     conn: AsyncConnection, runner: Runner, lease_s: float, limit: int = 1
 ) -> list[Row[Any]]:
     """Up to `limit` QUEUED cloud runs of the runner's team (and factory), oldest first, each
-    CLAIMED with a lease of `lease_s` seconds."""
+    CLAIMED with a lease of `lease_s` seconds; their CLAIMED_COLUMNS."""
     await expire_leases(conn)
-    query = select(r.c.run_id).where(
+    pick = select(r.c.run_id).where(
         r.c.state == "QUEUED", r.c.team_uid == runner.team_uid, r.c.run_type == "cloud"
     )
     if runner.factory_uid is not None:
-        query = query.where(r.c.factory_uid == runner.factory_uid)
-    query = (
-        query.order_by(r.c.created_at, r.c.run_id)
+        pick = pick.where(r.c.factory_uid == runner.factory_uid)
+    pick = (
+        pick.order_by(r.c.created_at, r.c.run_id)
         .limit(max(1, min(limit, MAX_CLAIM)))
         .with_for_update(skip_locked=True)
     )
-    run_ids = list((await conn.execute(query)).scalars())
+    # picked first, then claimed: inside the UPDATE, PostgreSQL may run the LIMITed subquery
+    # more than once and claim more than `limit` runs
+    run_ids = list((await conn.execute(pick)).scalars())
     if not run_ids:
         return []
     now = utcnow()
-    await conn.execute(
+    claimed = await conn.execute(
         update(r)
         .where(r.c.run_id.in_(run_ids), r.c.state == "QUEUED")
         .values(
@@ -246,29 +284,52 @@ async def claim(
             attempts=r.c.attempts + 1,
             updated_at=now,
         )
+        .returning(*CLAIMED_COLUMNS)  # read back in the same statement
     )
-    await run_timeline.record(conn, run_ids, "CLAIMED", now, runner_uid=runner.uid)
-    rows = (
-        await conn.execute(select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.created_at))
-    ).all()
-    return list(rows)
+    rows = sorted(claimed.all(), key=lambda row: (row.created_at, row.run_id))
+    await run_timeline.record(
+        conn, [row.run_id for row in rows], "CLAIMED", now, runner_uid=runner.uid
+    )
+    return rows
 
 
 async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[Any]:
     """The run, locked, while `runner` holds it; 404 outside its team, 409 `lease_lost` when
     it finished, was taken back or is held by another runner."""
-    row = (await conn.execute(select(r).where(r.c.run_id == run_id).with_for_update())).first()
+    held = (await held_runs(conn, runner, [run_id]))[run_id]
+    if isinstance(held, ServiceError):
+        raise held
+    return held
+
+
+async def held_runs(
+    conn: AsyncConnection, runner: Runner, run_ids: list[str]
+) -> dict[str, Row[Any] | ServiceError]:
+    """`held_run` for several runs at once (one SELECT): each run, locked, or the error a call
+    about it alone would answer."""
+    query = select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.run_id).with_for_update()
+    found = {row.run_id: row for row in (await conn.execute(query)).all()}
+    now = utcnow()
+    leases = [row.lease_expires_at for row in found.values() if row.lease_expires_at is not None]
+    if any(expires < now for expires in leases):
+        await expire_leases(conn)  # these among them: requeued (or failed) now
+        found = {row.run_id: row for row in (await conn.execute(query)).all()}
+    return {run_id: _held_by(found.get(run_id), runner, run_id) for run_id in run_ids}
+
+
+def _held_by(row: Row[Any] | None, runner: Runner, run_id: str) -> Row[Any] | ServiceError:
     if row is None or row.team_uid != runner.team_uid:
-        raise NotFound(f"run_id: {run_id} not found")
-    if row.lease_expires_at is not None and row.lease_expires_at < utcnow():
-        await expire_leases(conn)  # this one among them: requeued (or failed) now
-        row = await load_run(conn, run_id)
+        return NotFound(f"run_id: {run_id} not found")
     if row.runner_uid != runner.uid:
-        raise LeaseLost(
-            f"run_id: runner {runner.uid} does not hold run {run_id} (it is {row.state}; "
-            "finished, taken back after its lease expired, or claimed by another runner)"
-        )
+        return lease_lost(runner, run_id, row.state)
     return row
+
+
+def lease_lost(runner: Runner, run_id: str, state: str) -> LeaseLost:
+    return LeaseLost(
+        f"run_id: runner {runner.uid} does not hold run {run_id} (it is {state}; "
+        "finished, taken back after its lease expired, or claimed by another runner)"
+    )
 
 
 async def heartbeat(
@@ -323,7 +384,7 @@ async def progress(
             values["started_at"] = now
         await run_timeline.record(conn, [run_id], state, now, runner_uid=runner.uid)
     if status_message is not None and row.state not in TERMINAL:
-        values["status_message"] = _status(status_message)
+        values["status_message"] = status_json(status_message)
     if session_id is not None:
         values["session_id"] = session_id
     if session_link is not None:
@@ -332,7 +393,7 @@ async def progress(
     return await load_run(conn, run_id)
 
 
-def _status(message: str, error_code: str | None = None) -> dict[str, Any]:
+def status_json(message: str, error_code: str | None = None) -> dict[str, Any]:
     return {"message": message[:MAX_STATUS], "error_code": error_code, "retryable": False}
 
 
@@ -365,10 +426,10 @@ async def add_artifact(
     """A FILE (content stored) or PULL_REQUEST artifact of a held run; it joins the run's
     `artifacts` and, for a factory task's run, the task's outputs."""
     row = await held_run(conn, runner, run_id)
-    return await _store_artifact(conn, row, artifact)
+    return await store_artifact(conn, row, artifact)
 
 
-async def _store_artifact(
+async def store_artifact(
     conn: AsyncConnection, run: Row[Any], artifact: dict[str, Any]
 ) -> Row[Any]:
     now = utcnow()
@@ -379,6 +440,8 @@ async def _store_artifact(
         )
     )
     kind = artifact["artifact_type"]
+    if kind == "PULL_REQUEST":
+        await pull_requests.record(conn, run, uid, now, artifact)
     if kind != "TRANSCRIPT":
         listed = [*(run.artifacts or []), _artifact_item(uid, now, artifact)]
         await conn.execute(update(r).where(r.c.run_id == run.run_id).values(artifacts=listed))
@@ -435,9 +498,10 @@ async def report_usage(
 ) -> None:
     """Adds usage to the run's: tokens, and dollars per cost component (one row each; tokens
     ride on the first, so sums over rows stay right)."""
-    await held_run(conn, runner, run_id)
+    run = await held_run(conn, runner, run_id)
     now = utcnow()
     components = list(costs.items()) or [("tokens", 0.0)]
+    about_run = usage_dimensions(run)
     await conn.execute(
         insert(t.run_usage),
         [
@@ -450,10 +514,25 @@ async def report_usage(
                 "component": component,
                 "cost_usd": dollars,
                 "reported_at": now,
+                **about_run,
             }
             for i, (component, dollars) in enumerate(components)
         ],
     )
+    await pr_costs.refresh_tree(conn, run.root_run_id)  # the tree's PRs cost more now
+
+
+def usage_dimensions(run: Any) -> dict[str, Any]:
+    """What factory metrics group and window spend by, copied from the run (none of it changes
+    after creation): spend queries read run_usage alone (docs/metrics.md)."""
+    return {
+        "factory_uid": run.factory_uid,
+        "run_created_at": run.created_at,
+        "root_run_id": run.root_run_id,
+        "source": run.source,
+        "user_uid": run.creator_uid if run.creator_kind == "user" else None,
+        "agent_uid": run.agent_uid,
+    }
 
 
 async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:
@@ -489,78 +568,6 @@ async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:
             for row in rows
         ],
     }
-
-
-async def finish(
-    conn: AsyncConnection,
-    runner: Runner,
-    run_id: str,
-    *,
-    outcome: Outcome,
-    status_message: str | None,
-    error_code: str | None,
-    transcript: str | None,
-    transcript_link: str,
-) -> SimpleNamespace:
-    """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
-    acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
-    is stored and `session_link` points at it. The runner holds the run no more."""
-    row = await held_run(conn, runner, run_id)
-    now = utcnow()
-    values: dict[str, Any] = {
-        "updated_at": now,
-        "runner_uid": None,
-        "lease_expires_at": None,
-        "lease_renewed_at": None,
-    }
-    if row.state == "CANCELLED":
-        if outcome != "CANCELLED":
-            # the cancellation stands; what the runner saw is kept in the transcript
-            status_message = status_message or f"runner reported {outcome} after the cancel"
-    elif outcome == "CANCELLED":
-        raise InvalidRequest(
-            f"outcome: CANCELLED acknowledges a cancel; run {run_id} was not cancelled "
-            f"(it is {row.state})"
-        )
-    else:
-        if row.state == "CLAIMED" or row.state == "BLOCKED":
-            if row.state == "CLAIMED":
-                values["started_at"] = row.started_at or now
-            await run_timeline.record(conn, [run_id], "INPROGRESS", now, runner_uid=runner.uid)
-            now += timedelta(microseconds=1)  # the timeline orders by time: it ended after
-        values["state"] = outcome
-        if outcome == "FAILED":
-            values["failed_at"] = now
-            values["status_message"] = _status(
-                status_message or "the run failed", error_code or "run_failed"
-            )
-        elif status_message is not None:
-            values["status_message"] = _status(status_message)
-        await run_timeline.record(
-            conn, [run_id], outcome, now, runner_uid=runner.uid, reason=status_message
-        )
-    if transcript is not None:
-        content = transcript.encode()
-        await _store_artifact(
-            conn,
-            row,
-            {
-                "artifact_type": "TRANSCRIPT",
-                "filename": "transcript.txt",
-                "mime_type": "text/plain; charset=utf-8",
-                "size": len(content),
-                "content": content,
-            },
-        )
-        if row.session_link is None:
-            values["session_link"] = transcript_link
-    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
-    return _updated(row, values)
-
-
-def _updated(row: Row[Any], values: dict[str, Any]) -> SimpleNamespace:
-    """`row` as it is after an UPDATE of `values` (no read back)."""
-    return SimpleNamespace(**{**row._asdict(), **values})
 
 
 async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> Row[Any]:
@@ -609,9 +616,19 @@ async def event_payload(conn: AsyncConnection, run: Row[Any]) -> bytes | None:
     return None if payload is None else bytes(payload)
 
 
-async def event_payload_exists(conn: AsyncConnection, run: Row[Any]) -> bool:
-    query = select(t.attachments.c.attachment_id).where(*_payload_attachment(run)).limit(1)
-    return (await conn.execute(query)).first() is not None
+async def with_event_payload(conn: AsyncConnection, runs: list[Row[Any]]) -> set[str]:
+    """Which of `runs` (their run ids) have an event payload, in one query."""
+    runs = [run for run in runs if run.delivery_id is not None]  # only those have one
+    if not runs:
+        return set()
+    a = t.attachments
+    query = select(a.c.run_id).where(
+        a.c.conversation_id.in_({run.conversation_id for run in runs}),
+        a.c.run_id.in_([run.run_id for run in runs]),
+        a.c.file_name == PAYLOAD_NAME,
+        a.c.delivery_id.is_not(None),
+    )
+    return set((await conn.execute(query)).scalars())
 
 
 async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[Row[Any], Row[Any]]:

@@ -163,7 +163,7 @@ async def newest_root_run(conn: AsyncConnection, conversation_id: str) -> Row[An
     return (await conn.execute(query)).first()
 
 
-async def creators(conn: AsyncConnection, rows: Iterable[Row[Any]]) -> dict[str, dict[str, Any]]:
+async def creators(conn: AsyncConnection, rows: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Creator objects of the given runs, keyed by principal uid (users and agents)."""
     users = {row.creator_uid for row in rows if row.creator_kind == "user"}
     agents = {row.creator_uid for row in rows if row.creator_kind == "agent"}

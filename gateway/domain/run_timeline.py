@@ -11,6 +11,7 @@ from sqlalchemy import Row, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox
 from gateway.store import tables as t
 
 e = t.run_events
@@ -26,19 +27,38 @@ async def record(
     reason: str | None = None,
 ) -> None:
     """`state` entered at `at` by each of `run_ids`."""
-    rows = [
-        {
-            "id": ids.new_id("evt"),
-            "run_id": run_id,
-            "state": state,
-            "at": at,
-            "runner_uid": runner_uid,
-            "reason": None if reason is None else reason[:500],
-        }
-        for run_id in run_ids
-    ]
-    if rows:
-        await conn.execute(insert(e), rows)
+    await record_entries(
+        conn, [entry(run_id, state, at, runner_uid=runner_uid, reason=reason) for run_id in run_ids]
+    )
+
+
+def entry(
+    run_id: str, state: str, at: datetime, *, runner_uid: str | None, reason: str | None = None
+) -> dict[str, Any]:
+    """One timeline row: `run_id` entered `state` at `at`."""
+    return {
+        "id": ids.new_id("evt"),
+        "run_id": run_id,
+        "state": state,
+        "at": at,
+        "runner_uid": runner_uid,
+        "reason": None if reason is None else reason[:500],
+    }
+
+
+async def record_entries(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    """Timeline rows made by `entry`, of any runs and states, in one INSERT."""
+    if not rows:
+        return
+    await conn.execute(insert(e), rows)
+    # the factory inbox hears of every change here, in the same transaction (only the states it
+    # reports cost anything)
+    changes: dict[tuple[str, datetime, str | None], list[str]] = {}
+    for row in rows:
+        if row["state"] in inbox.RUN_KINDS:
+            changes.setdefault((row["state"], row["at"], row["reason"]), []).append(row["run_id"])
+    for (state, at, reason), run_ids in changes.items():
+        await inbox.on_run_states(conn, run_ids, state, at, reason)
 
 
 async def timeline(conn: AsyncConnection, run: Row[Any]) -> list[dict[str, Any]]:

@@ -29,26 +29,28 @@ MAX_PROMPT = 100_000
 r = t.runs
 
 
-def parse_config(value: Any, models: Sequence[ModelSpec]) -> dict[str, Any] | None:
+def parse_config(
+    value: Any, models: Sequence[ModelSpec], field: str = "config"
+) -> dict[str, Any] | None:
     """The run's agent config without null values: `model_id` one of `models` and enabled, a
     valid `skill_spec`, whose skill names the run unless `name` is given (spec 2.2)."""
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InvalidRequest("config: expected an object")
+        raise InvalidRequest(f"{field}: expected an object")
     for key, item in value.items():
         if key == "mcp_servers":
             if not isinstance(item, dict):
-                raise InvalidRequest("config.mcp_servers: expected an object")
+                raise InvalidRequest(f"{field}.mcp_servers: expected an object")
         elif key not in CONFIG_KEYS:
-            raise InvalidRequest(f"config.{key}: unknown field")
+            raise InvalidRequest(f"{field}.{key}: unknown field")
         elif item is not None and (not isinstance(item, str) or len(item) > 2000):
-            raise InvalidRequest(f"config.{key}: expected a string")
+            raise InvalidRequest(f"{field}.{key}: expected a string")
     config = {key: item for key, item in value.items() if item is not None}
     if "model_id" in config:
-        check_model(models, config["model_id"], "config.model_id")
+        check_model(models, config["model_id"], f"{field}.model_id")
     if "skill_spec" in config:
-        skill = parse_skill_spec(config["skill_spec"], "config.skill_spec")
+        skill = parse_skill_spec(config["skill_spec"], f"{field}.skill_spec")
         config.setdefault("name", skill.name)
     return config
 

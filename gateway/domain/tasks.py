@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox
 from gateway.domain.factories import Factory
 from gateway.domain.identities import Principal
 from gateway.domain.run_records import (
@@ -133,11 +134,12 @@ async def get_task(conn: AsyncConnection, factory_uid: str, task_uid: str) -> Ro
 async def update_task(
     conn: AsyncConnection, factory_uid: str, task_uid: str, changes: dict[str, Any]
 ) -> Row[Any]:
-    """Last write wins; any stage may follow any stage."""
-    await get_task(conn, factory_uid, task_uid)
-    await conn.execute(
-        update(tk).where(tk.c.uid == task_uid).values(**changes, updated_at=utcnow())
-    )
+    """Last write wins; any stage may follow any stage. A new stage notifies the team."""
+    before = await get_task(conn, factory_uid, task_uid)
+    now = utcnow()
+    await conn.execute(update(tk).where(tk.c.uid == task_uid).values(**changes, updated_at=now))
+    if changes.get("stage", before.stage) != before.stage:
+        await inbox.on_stage_change(conn, before, changes["stage"], now)
     return await get_task(conn, factory_uid, task_uid)
 
 
@@ -147,6 +149,7 @@ async def delete_task(conn: AsyncConnection, factory_uid: str, task_uid: str) ->
     await conn.execute(
         update(tk).where(tk.c.uid == task_uid).values(deleted_at=now, updated_at=now)
     )
+    await inbox.on_task_deleted(conn, task_uid)
 
 
 async def task_by_conversation(

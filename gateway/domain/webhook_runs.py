@@ -23,7 +23,9 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain import inbox, pull_requests
 from gateway.domain.automation_index import Automation, AutomationIndex, LiveHook
+from gateway.domain.delivery_trace import NOT_LIVE, Trace, TraceWrites, cached_trace
 from gateway.domain.run_records import NewRun, run_values
 from gateway.domain.tasks import task_values
 from gateway.store import tables as t
@@ -115,8 +117,20 @@ class _Started:
 class RunBatch:
     """The runs a batch of deliveries would start, their rows encoded, ready to write."""
 
-    def __init__(self, started: dict[str, list[_Started]], dialect: Dialect) -> None:
+    def __init__(
+        self,
+        started: dict[str, list[_Started]],
+        traces: dict[str, Trace],
+        dialect: Dialect,
+        unstarted: dict[str, str] | None = None,
+        forge_payloads: dict[str, tuple[str, Any]] | None = None,
+    ) -> None:
         self._started = started
+        self.traces = TraceWrites(traces)
+        # delivery id -> factory uid: matched, but the factory has no foreman to run the work
+        self._unstarted = unstarted or {}
+        # delivery id -> (webhook uid, payload) of code-forge pull_request events
+        self._forge_payloads = forge_payloads or {}
         every = [s for runs in started.values() for s in runs]
         self._runs = RUNS.prepare(dialect, [s.run for s in every], "delivery_id")
         self._attachments = ATTACHMENTS.prepare(
@@ -126,9 +140,16 @@ class RunBatch:
         self._tasks = TASKS.prepare(dialect, [s.task for s in every], "delivery_id")
 
     @classmethod
-    async def prepared(cls, started: dict[str, list[_Started]], dialect: Dialect) -> RunBatch:
+    async def prepared(
+        cls,
+        started: dict[str, list[_Started]],
+        traces: dict[str, Trace],
+        dialect: Dialect,
+        unstarted: dict[str, str],
+        forge_payloads: dict[str, tuple[str, Any]],
+    ) -> RunBatch:
         await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, dialect)
+        return cls(started, traces, dialect, unstarted, forge_payloads)
 
     @property
     def deliveries(self) -> int:
@@ -137,10 +158,26 @@ class RunBatch:
 
     async def write(self, conn: AsyncConnection, claimed: Collection[str]) -> list[RunRef]:
         """Inserts the runs of the `claimed` deliveries (the others were evaluated before) with
-        their attachments and tasks: three statements, whatever the batch size."""
+        their attachments and tasks, and the outcome traces of all of them: four statements,
+        whatever the batch size."""
         await RUNS.insert(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
+        await self.traces.write(conn, claimed)
+        first: dict[str, str] = {}  # factory uid -> a delivery that could not start its work
+        for delivery_id, factory_uid in self._unstarted.items():
+            if delivery_id in claimed:
+                first.setdefault(factory_uid, delivery_id)
+        for factory_uid, delivery_id in sorted(first.items()):
+            await inbox.on_dispatch_failed(
+                conn,
+                factory_uid,
+                f"delivery {delivery_id} matched automations of this factory, but it has no "
+                "foreman agent to run them; set one (gateway admin set-foreman)",
+            )
+        for delivery_id, (webhook_uid, payload) in self._forge_payloads.items():
+            if delivery_id in claimed:  # PR size and merge detail for factory metrics
+                await pull_requests.record_forge_detail(conn, payload, webhook_uid)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -160,21 +197,34 @@ class RunStarter:
         through `conn` only when it changed) and builds the rows of the runs to start."""
         entries = await self.index.lookup(conn, {d.webhook_uid for d in batch})
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
+        traces: dict[str, Trace] = {}
         wanted: dict[str, Any] = {}
         planned: set[str] = set()
+        unstarted: dict[str, str] = {}
+        forge: dict[str, tuple[str, Any]] = {}
         for i, delivery in enumerate(batch, 1):
             if i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             if delivery.delivery_id in planned:  # the same delivery twice in one batch
                 continue
             planned.add(delivery.delivery_id)
+            payload: Any = _UNPARSED
+            if pull_requests.FORGE_MARK in delivery.payload:
+                payload = _parse(delivery.payload)
+                if pull_requests.forge_detail(payload) is not None:
+                    forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
             entry = entries.get(delivery.webhook_uid)
             if entry is None or entry.hook is None:
+                traces[delivery.delivery_id] = NOT_LIVE
                 continue
-            keys = entry.matcher.match(_parse(delivery.payload))
+            if payload is _UNPARSED:
+                payload = _parse(delivery.payload)
+            keys = entry.matcher.match(payload)
+            has_foreman = entry.hook.foreman_agent_uid is not None
+            traces[delivery.delivery_id] = cached_trace(entry, keys, has_foreman)
             if not keys:
                 continue
-            if entry.hook.foreman_agent_uid is None:
+            if not has_foreman:
                 log.warning(
                     "delivery %s matched automations of webhook %s but factory %s has no "
                     "foreman; no run started",
@@ -182,12 +232,14 @@ class RunStarter:
                     delivery.webhook_uid,
                     entry.hook.factory_uid,
                 )
+                unstarted[delivery.delivery_id] = entry.hook.factory_uid
                 continue
             uids = list(dict.fromkeys(uid for uid, _position in keys))
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamps[uid]) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        return await RunBatch.prepared(await _rows(matched, automations), conn.dialect)
+        started = await _rows(matched, automations)
+        return await RunBatch.prepared(started, traces, conn.dialect, unstarted, forge)
 
 
 async def _rows(
@@ -260,6 +312,7 @@ def _start(
 
 
 _NOT_JSON = object()  # matches only automations without a payload filter
+_UNPARSED = object()
 
 
 def _parse(payload: bytes) -> Any:

@@ -6,21 +6,34 @@ import time
 from collections.abc import Mapping
 
 from gateway.ingress.webhook_config import WebhookConfig
+from gateway.rejections import Reason
 
 
 def authenticate(
     config: WebhookConfig, headers: Mapping[str, str], body: bytes, path_token: str | None
-) -> tuple[bool, str | None]:
-    """(authenticated?, the provider's own delivery id when the signature carries one)."""
+) -> tuple[Reason | None, str | None]:
+    """(why authentication failed, or None when it passed; the provider's own delivery id when
+    the signature carries one)."""
     mode = config.auth_mode
     if mode == "token":
-        scheme, _, presented = (headers.get("authorization") or "").partition(" ")
+        header = headers.get("authorization")
+        if not header:
+            return Reason.HEADER_MISSING, None
+        scheme, _, presented = header.partition(" ")
         presented = presented.strip()
-        return scheme.lower() == "bearer" and bool(presented) and config.token_matches(
-            presented
-        ), None
+        if scheme.lower() != "bearer" or not presented:
+            return Reason.HEADER_MALFORMED, None
+        return _token(config, presented), None
     if mode == "url_token":
-        return path_token is not None and config.token_matches(path_token), None
+        if path_token is None:
+            return Reason.TOKEN_UNKNOWN, None
+        return _token(config, path_token), None
     if mode == "signature" and config.verifier is not None:
         return config.verifier(headers, body, time.time())
-    return False, None
+    return Reason.CREDENTIAL_UNUSABLE, None
+
+
+def _token(config: WebhookConfig, presented: str) -> Reason | None:
+    if config.token_hash is None:
+        return Reason.CREDENTIAL_UNUSABLE
+    return None if config.token_matches(presented) else Reason.TOKEN_UNKNOWN

@@ -7,17 +7,22 @@ decides, and errors render as problem+json. The path's token segment never reach
 from __future__ import annotations
 
 import logging
+from time import perf_counter
 
 from gateway.errors import MethodNotAllowed, NotFound, ServiceError, Unavailable
 from gateway.ingress.body import ClientGone
 from gateway.ingress.headers import RawHeaders
 from gateway.ingress.pipeline import Ingress
 from gateway.ingress.slack_bodies import Challenge
+from gateway.metrics.counts import COUNTS
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
 from gateway.types import Receive, Scope, Send
 
 INGRESS_PREFIX = "/webhooks/w/"
 STARTING_RETRY_S = 5
+# counted as the status of a request whose client left before its body arrived (no answer sent)
+CLIENT_GONE = 499
+_answered = COUNTS.response  # (status, seconds): gateway/metrics
 log = logging.getLogger("gateway.ingress")
 
 _JSON = b"application/json"
@@ -31,21 +36,26 @@ class IngressEndpoint:
     """Finds the process's Ingress in the lifespan state (`scope["state"]["ingress"]`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = perf_counter()
         try:
             delivery_id = await self._accept(scope, receive)
         except ClientGone:
+            _answered(CLIENT_GONE, perf_counter() - started)
             return
         except Challenge as challenge:  # Slack's url_verification: 200 with its challenge
             await _send(send, 200, _JSON, challenge.body, {})
+            _answered(200, perf_counter() - started)
             return
         except ServiceError as error:
             status, body, headers = render(error)
             await _send(send, status, PROBLEM_CONTENT_TYPE, body, headers)
+            _answered(status, perf_counter() - started)
             return
         except Exception:
             log.exception("ingress: unexpected error on webhook %s", _uid_of(scope))
             status, body, headers = render(ServiceError("an internal error occurred"))
             await _send(send, status, PROBLEM_CONTENT_TYPE, body, headers)
+            _answered(status, perf_counter() - started)
             return
         body = b'{"delivery_id":"%s"}' % delivery_id.encode()
         head = _ACCEPTED_HEAD.get(len(body))
@@ -55,6 +65,7 @@ class IngressEndpoint:
                 _ACCEPTED_HEAD[len(body)] = head
         await send({"type": "http.response.start", "status": 202, "headers": head})
         await send({"type": "http.response.body", "body": body})
+        _answered(202, perf_counter() - started)
 
     async def _accept(self, scope: Scope, receive: Receive) -> str:
         if scope["method"] != "POST":

@@ -17,6 +17,11 @@ class RawHeaders(Mapping[str, str]):
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
         self._raw: dict[bytes, bytes] = dict(raw)
 
+    @property
+    def raw(self) -> dict[bytes, bytes]:
+        """The headers as received (names lower case, values latin-1 bytes); do not modify."""
+        return self._raw
+
     def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
         value = self._raw.get(name.encode("latin-1"))
         return default if value is None else value.decode("latin-1")

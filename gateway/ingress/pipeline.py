@@ -1,5 +1,8 @@
 """The accept pipeline, in the check order docs/ingress.md gives:
 404 -> 413 -> failed-auth budget 429 -> 401 -> rate 429 -> 400 -> 202 (duplicate: the first id).
+
+Every outcome is counted (gateway/metrics) and every rejection logged with its reason code
+(gateway/ingress/rejection_log.py); the response to the sender never names the reason.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ from gateway.ingress.auth import authenticate
 from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.delivery_identity import delivery_identity
+from gateway.ingress.rejection_log import RejectionLog
 from gateway.ingress.source import source_address
+from gateway.ingress.stored_headers import stored_headers
 from gateway.ingress.webhook_config import WebhookConfig
+from gateway.metrics.counts import COUNTS
+from gateway.rejections import Reason
 from gateway.settings import Settings
 from gateway.types import Receive
 
 # a full backlog drains at the evaluator's pace (thousands per second): a short wait suffices
 BACKLOG_RETRY_AFTER_S = 2
+_COUNTED = COUNTS.deliveries  # outcome -> count (gateway/metrics)
 
 
 class Ingress:
@@ -39,6 +47,7 @@ class Ingress:
         self.cache = cache
         self.backend = backend
         self.bodies = BodyReader(settings.body_timeout)
+        self.rejections = RejectionLog()
 
     async def accept(
         self,
@@ -51,6 +60,7 @@ class Ingress:
         """The delivery id to answer 202 with; any refusal is raised as a ServiceError."""
         config = self.cache.live(webhook_uid) or await self.cache.get(webhook_uid)
         if config is None or (path_token is not None and config.auth_mode != "url_token"):
+            _COUNTED["not_found"] += 1
             raise NotFound("webhook: unknown, disabled or deleted")
         body = await self._body(config, headers, receive)
         proxies = self.settings.trusted_proxies
@@ -59,13 +69,28 @@ class Ingress:
             if proxies
             else peer or "unknown"
         )
-        outcome = await self._decide(config, headers, path_token, body, source)
+        outcome, delivery_id, reason = await self._decide(config, headers, path_token, body, source)
         if outcome.verdict is Verdict.STALE:
             # another process changed this webhook: take its config from SQL, decide again
             fresh = await self.cache.reload(config.uid)
             if fresh is None:
+                _COUNTED["not_found"] += 1
                 raise NotFound("webhook: unknown, disabled or deleted")
-            outcome = await self._decide(fresh, headers, path_token, body, source)
+            outcome, delivery_id, reason = await self._decide(
+                fresh, headers, path_token, body, source
+            )
+        verdict = outcome.verdict
+        if verdict is _ACCEPTED:
+            _COUNTED["accepted"] += 1
+        elif verdict is _DUPLICATE:
+            _COUNTED["duplicate"] += 1
+        elif verdict is Verdict.STALE:  # changing again: answered 503, nothing recorded
+            _COUNTED["unavailable"] += 1
+        else:
+            reason = _REASONS.get(verdict, reason)
+            if reason is not None:
+                _COUNTED[reason.value] += 1
+                self.rejections.rejected(config.uid, delivery_id, reason)
         return _answer(outcome)
 
     async def _body(
@@ -77,8 +102,11 @@ class Ingress:
                 raise TooLarge(declared)
             return await self.bodies.read(receive)
         except TooLarge as exc:
+            delivery_id = ids.new_id("dlv")
+            _COUNTED[Reason.TOO_LARGE.value] += 1
+            self.rejections.rejected(config.uid, delivery_id, Reason.TOO_LARGE)
             await self.backend.log_rejection(
-                config.target, ids.new_id("dlv"), exc.size, Label.TOO_LARGE
+                config.target, delivery_id, exc.size, Label.TOO_LARGE, Reason.TOO_LARGE
             )
             raise
 
@@ -89,12 +117,15 @@ class Ingress:
         path_token: str | None,
         body: bytes,
         source: str,
-    ) -> Outcome:
-        ok, provider_id = authenticate(config, headers, body, path_token)
-        if not ok:
-            return await self.backend.auth_failed(
-                config.target, source, ids.new_id("dlv"), len(body)
+    ) -> tuple[Outcome, str, Reason | None]:
+        """(the backend's outcome, the delivery id it was given, why authentication failed)."""
+        delivery_id = ids.new_id("dlv")
+        failure, provider_id = authenticate(config, headers, body, path_token)
+        if failure is not None:
+            outcome = await self.backend.auth_failed(
+                config.target, source, delivery_id, len(body), failure
             )
+            return outcome, delivery_id, failure
         if config.slack:  # its handshake, and its form-encoded bodies stored as JSON
             body = slack_bodies.as_json(headers, body)
         try:  # only now, after authentication, is the body parsed
@@ -103,9 +134,11 @@ class Ingress:
         except orjson.JSONDecodeError:
             valid_json = False
         identity = delivery_identity(config.delivery_id_header, headers, provider_id, body)
-        return await self.backend.submit(
-            Submission(config.target, ids.new_id("dlv"), identity, body, valid_json, source)
+        stored = stored_headers(headers, path_token) if valid_json else b""  # kept if accepted
+        submission = Submission(
+            config.target, delivery_id, identity, body, valid_json, source, stored
         )
+        return await self.backend.submit(submission), delivery_id, None
 
 
 def _answer(outcome: Outcome) -> str:
@@ -116,6 +149,13 @@ def _answer(outcome: Outcome) -> str:
 
 
 _ACCEPTED, _DUPLICATE = Verdict.ACCEPTED, Verdict.DUPLICATE
+# the reason of each refusal the backend decides (AUTH_REJECTED keeps authentication's own)
+_REASONS = {
+    Verdict.AUTH_LIMITED: Reason.AUTH_RATE_LIMITED,
+    Verdict.RATE_LIMITED: Reason.RATE_LIMITED,
+    Verdict.INVALID_JSON: Reason.INVALID_JSON,
+    Verdict.BACKLOG_FULL: Reason.BACKLOG_FULL,
+}
 
 
 def _refusal(outcome: Outcome) -> ServiceError:

@@ -12,14 +12,16 @@ from sqlalchemy import Row, and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import Target, shard_of
+from gateway.rejections import Reason
 from gateway.security import SecretBox, hash_token
 from gateway.signatures.identity_headers import identity_header_refusal
 from gateway.store import tables as t
 
 log = logging.getLogger("gateway.ingress")
 
-# (headers with lower-case names, raw body, now) -> (valid?, the provider's delivery id)
-Verifier = Callable[[Mapping[str, str], bytes, float], tuple[bool, str | None]]
+# (headers with lower-case names, raw body, now) -> (why it failed, or None when valid; the
+# provider's delivery id)
+Verifier = Callable[[Mapping[str, str], bytes, float], tuple[Reason | None, str | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +131,13 @@ def _verifier(scheme_name: str | None, secret: str) -> Verifier:
     scheme = SCHEMES[scheme_name or ""]
     key = scheme.prepare_key(secret)
 
-    def verify(headers: Mapping[str, str], body: bytes, now: float) -> tuple[bool, str | None]:
+    def verify(
+        headers: Mapping[str, str], body: bytes, now: float
+    ) -> tuple[Reason | None, str | None]:
         try:
             delivery_id: str | None = scheme.verify(key, headers, body, now).delivery_id
-        except SignatureError:
-            return False, None
-        return True, delivery_id
+        except SignatureError as exc:
+            return exc.reason, None
+        return None, delivery_id
 
     return verify

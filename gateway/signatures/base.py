@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.rejections import Reason
+
 # Both ways: older than this, or this far in the future, is rejected.
 TOLERANCE_SECONDS = 300
 # At most this many signature entries in one header; a header with more is rejected outright.
@@ -26,7 +28,12 @@ _MAX_TIMESTAMP_DIGITS = 12
 
 
 class SignatureError(Exception):
-    """Verification failed; ``str`` is a short reason safe to log (never the secret)."""
+    """Verification failed; ``str`` is a short reason safe to log (never the secret), and
+    ``reason`` its code for the delivery log (gateway/rejections.py)."""
+
+    def __init__(self, message: str, reason: Reason) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class Headers(Protocol):
@@ -104,39 +111,39 @@ def required_header(headers: Mapping[str, str], name: str) -> str:
     """The value of header `name` (lower case); a missing or empty one fails verification."""
     value = headers.get(name)
     if not value:
-        raise SignatureError(f"missing {name} header")
+        raise SignatureError(f"missing {name} header", Reason.HEADER_MISSING)
     return value
 
 
 def check_timestamp(value: str | None, now: float) -> str:
     """A decimal Unix-seconds timestamp within the tolerance of ``now``; returns it unchanged."""
     if not value:
-        raise SignatureError("missing timestamp")
+        raise SignatureError("missing timestamp", Reason.HEADER_MISSING)
     if len(value) > _MAX_TIMESTAMP_DIGITS or not (value.isascii() and value.isdigit()):
-        raise SignatureError("malformed timestamp")
+        raise SignatureError("malformed timestamp", Reason.HEADER_MALFORMED)
     ts = int(value)
     if ts < now - TOLERANCE_SECONDS:
-        raise SignatureError("timestamp too old")
+        raise SignatureError("timestamp too old", Reason.TIMESTAMP_STALE)
     if not ts <= now + TOLERANCE_SECONDS:  # also rejects a NaN clock
-        raise SignatureError("timestamp in the future")
+        raise SignatureError("timestamp in the future", Reason.TIMESTAMP_FUTURE)
     return value
 
 
 def hex_digest(value: str, what: str) -> bytes:
     """A 64-character hex SHA-256 signature -> its 32 raw bytes."""
     if len(value) != 64:
-        raise SignatureError(f"malformed {what}")
+        raise SignatureError(f"malformed {what}", Reason.HEADER_MALFORMED)
     try:
         return binascii.a2b_hex(value)
     except ValueError:  # binascii.Error, or a non-ASCII str
-        raise SignatureError(f"malformed {what}") from None
+        raise SignatureError(f"malformed {what}", Reason.HEADER_MALFORMED) from None
 
 
 def base64_digest(value: str, what: str) -> bytes:
     """A 44-character padded base64 SHA-256 signature -> its 32 raw bytes."""
     if len(value) != 44:
-        raise SignatureError(f"malformed {what}")
+        raise SignatureError(f"malformed {what}", Reason.HEADER_MALFORMED)
     try:
         return binascii.a2b_base64(value, strict_mode=True)
     except ValueError:  # binascii.Error, or a non-ASCII str
-        raise SignatureError(f"malformed {what}") from None
+        raise SignatureError(f"malformed {what}", Reason.HEADER_MALFORMED) from None

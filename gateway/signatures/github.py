@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from gateway.rejections import Reason
 from gateway.signatures.base import (
     SignatureError,
     Verified,
@@ -33,10 +34,10 @@ class GitHub:
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
         header = required_header(headers, _SIGNATURE)
         if not header.startswith(_PREFIX):
-            raise SignatureError("malformed x-hub-signature-256 header")
+            raise SignatureError("malformed x-hub-signature-256 header", Reason.HEADER_MALFORMED)
         provided = hex_digest(header[len(_PREFIX) :], "x-hub-signature-256 header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
-            raise SignatureError("no matching signature")
+            raise SignatureError("no matching signature", Reason.SIGNATURE_MISMATCH)
         return Verified(headers.get(_DELIVERY) or None)
 
 

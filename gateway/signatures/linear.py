@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from gateway.rejections import Reason
 from gateway.signatures.base import (
     SignatureError,
     Verified,
@@ -34,7 +35,7 @@ class Linear:
         header = required_header(headers, _SIGNATURE)
         provided = hex_digest(header, "linear-signature header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
-            raise SignatureError("no matching signature")
+            raise SignatureError("no matching signature", Reason.SIGNATURE_MISMATCH)
         return Verified(headers.get(_DELIVERY) or None)
 
 

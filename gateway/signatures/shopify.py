@@ -8,6 +8,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from gateway.rejections import Reason
 from gateway.signatures.base import (
     SignatureError,
     Verified,
@@ -32,7 +33,7 @@ class Shopify:
         header = required_header(headers, _SIGNATURE)
         provided = base64_digest(header, "x-shopify-hmac-sha256 header")
         if not hmac.compare_digest(provided, hmac_sha256(key, b"", body)):
-            raise SignatureError("no matching signature")
+            raise SignatureError("no matching signature", Reason.SIGNATURE_MISMATCH)
         return Verified(headers.get(_DELIVERY) or None)
 
 

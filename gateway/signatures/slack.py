@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from gateway.rejections import Reason
 from gateway.signatures.base import (
     SignatureError,
     Verified,
@@ -35,12 +36,12 @@ class Slack:
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
         header = required_header(headers, _SIGNATURE)
         if not header.startswith(_PREFIX):
-            raise SignatureError("malformed x-slack-signature header")
+            raise SignatureError("malformed x-slack-signature header", Reason.HEADER_MALFORMED)
         timestamp = check_timestamp(headers.get(_TIMESTAMP), now)
         provided = hex_digest(header[len(_PREFIX) :], "x-slack-signature header")
         expected = hmac_sha256(key, b"v0:" + timestamp.encode() + b":", body)
         if not hmac.compare_digest(provided, expected):
-            raise SignatureError("no matching signature")
+            raise SignatureError("no matching signature", Reason.SIGNATURE_MISMATCH)
         return _UNVERIFIED
 
 

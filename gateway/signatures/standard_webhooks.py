@@ -14,6 +14,7 @@ import base64
 import hmac
 from collections.abc import Mapping
 
+from gateway.rejections import Reason
 from gateway.signatures.base import (
     MAX_SIGNATURES,
     HmacKey,
@@ -60,17 +61,17 @@ class StandardWebhooks:
         msg_id = headers.get(id_name)
         timestamp = headers.get(timestamp_name)
         if not signature:
-            raise SignatureError("missing signature header")
+            raise SignatureError("missing signature header", Reason.HEADER_MISSING)
         if not msg_id:
-            raise SignatureError("missing id header")
+            raise SignatureError("missing id header", Reason.HEADER_MISSING)
         timestamp = check_timestamp(timestamp, now)
         entries = signature.split(None, MAX_SIGNATURES)
         if len(entries) > MAX_SIGNATURES:
-            raise SignatureError("too many signatures")
+            raise SignatureError("too many signatures", Reason.HEADER_MALFORMED)
         try:
             prefix = f"{msg_id}.{timestamp}.".encode("latin-1")
         except UnicodeEncodeError:
-            raise SignatureError("malformed id header") from None
+            raise SignatureError("malformed id header", Reason.HEADER_MALFORMED) from None
         expected = hmac_sha256(key, prefix, body)
         found = False
         for entry in entries:
@@ -80,7 +81,9 @@ class StandardWebhooks:
             found = True
             if hmac.compare_digest(base64_digest(value, "signature"), expected):
                 return Verified(msg_id)
-        raise SignatureError("no matching signature" if found else "no v1 signature")
+        if found:
+            raise SignatureError("no matching signature", Reason.SIGNATURE_MISMATCH)
+        raise SignatureError("no v1 signature", Reason.HEADER_MALFORMED)
 
 
 SCHEME = StandardWebhooks()

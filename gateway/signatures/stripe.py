@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from gateway.rejections import Reason
 from gateway.signatures.base import (
     MAX_SIGNATURES,
     SignatureError,
@@ -39,27 +40,29 @@ class Stripe:
         header = required_header(headers, _SIGNATURE)
         items = header.split(",", MAX_SIGNATURES + 1)
         if len(items) > MAX_SIGNATURES + 1:
-            raise SignatureError("too many signatures")
+            raise SignatureError("too many signatures", Reason.HEADER_MALFORMED)
         timestamp: str | None = None
         signatures: list[str] = []
         for item in items:
             name, sep, value = item.partition("=")
             if not sep:
-                raise SignatureError("malformed stripe-signature header")
+                raise SignatureError("malformed stripe-signature header", Reason.HEADER_MALFORMED)
             if name == "t":
                 if timestamp is not None:
-                    raise SignatureError("malformed stripe-signature header")
+                    raise SignatureError(
+                        "malformed stripe-signature header", Reason.HEADER_MALFORMED
+                    )
                 timestamp = value
             elif name == "v1":
                 signatures.append(value)
         timestamp = check_timestamp(timestamp, now)
         if not signatures:
-            raise SignatureError("no v1 signature")
+            raise SignatureError("no v1 signature", Reason.HEADER_MALFORMED)
         expected = hmac_sha256(key, timestamp.encode() + b".", body)
         for value in signatures:
             if hmac.compare_digest(hex_digest(value, "signature"), expected):
                 return _UNVERIFIED
-        raise SignatureError("no matching signature")
+        raise SignatureError("no matching signature", Reason.SIGNATURE_MISMATCH)
 
 
 SCHEME = Stripe()

@@ -166,6 +166,12 @@ deliveries = Table(
     Column("payload", LargeBinary, nullable=True),
     Column("evaluation", String(16), nullable=True),
     Column("evaluated_at", UTCDateTime, nullable=True),
+    # JSON: the evaluator's decision for an accepted delivery (docs/ingress.md, "Outcome trace")
+    Column("trace", LargeBinary, nullable=True),
+    # rejected: why (gateway/rejections.py); accepted: request headers, redacted, as an HTTP
+    # header block (gateway/ingress/stored_headers.py); both since migration 0007
+    Column("reason", String(32), nullable=True),
+    Column("headers", LargeBinary, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
     Index(
         "ix_deliveries_pending",
@@ -174,6 +180,20 @@ deliveries = Table(
         sqlite_where=text("evaluation = 'pending'"),
         postgresql_where=text("evaluation = 'pending'"),
     ),
+)
+
+# A delivery made by replaying a stored one (its row in `deliveries` is written by the ingress
+# backend like any other): which delivery it replays, and the Idempotency-Key it was asked with.
+delivery_replays = Table(
+    "delivery_replays",
+    metadata,
+    Column("delivery_id", String(64), primary_key=True),
+    Column("webhook_uid", String(64), nullable=False),
+    Column("replay_of", String(64), nullable=False, index=True),
+    Column("idempotency_key", String(200), nullable=True),
+    Column("requested_by", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ux_delivery_replays_key", "webhook_uid", "idempotency_key", unique=True),
 )
 
 # One row, bumped by database triggers (migration 0002) on every change to webhooks, factories,
@@ -258,6 +278,21 @@ runs = Table(
         "lease_expires_at",
         sqlite_where=text("lease_expires_at IS NOT NULL"),
         postgresql_where=text("lease_expires_at IS NOT NULL"),
+    ),
+    # the public shared-session lookup (few runs have a session id until they run)
+    Index(
+        "ix_runs_session_id",
+        "session_id",
+        sqlite_where=text("session_id IS NOT NULL"),
+        postgresql_where=text("session_id IS NOT NULL"),
+    ),
+    # a factory's runs over a date range, with what run metrics group by (PostgreSQL answers
+    # from the index alone)
+    Index(
+        "ix_runs_factory_created",
+        "factory_uid",
+        "created_at",
+        postgresql_include=["creator_kind", "creator_uid", "state", "source", "agent_uid"],
     ),
 )
 
@@ -376,6 +411,8 @@ run_artifacts = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+USAGE_FIGURES = ["model_id", "cost_usd", "input_tokens", "output_tokens"]
+
 # Usage a runner reported: one row per (report, cost component); each report adds to the run's.
 run_usage = Table(
     "run_usage",
@@ -388,6 +425,79 @@ run_usage = Table(
     Column("component", String(64), nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("reported_at", UTCDateTime, nullable=False),
+    # copied from the run (fixed at its creation), so spend is windowed and grouped without a
+    # join: the run's factory, creation time, tree, source, the user who started it, its agent
+    Column("factory_uid", String(64), nullable=True),
+    Column("run_created_at", UTCDateTime, nullable=True),
+    Column("root_run_id", String(64), nullable=True),
+    Column("source", String(32), nullable=True),
+    Column("user_uid", String(64), nullable=True),
+    Column("agent_uid", String(64), nullable=True),
+    Index(
+        "ix_run_usage_factory_created",
+        "factory_uid",
+        "run_created_at",
+        postgresql_include=[*USAGE_FIGURES, "source", "user_uid", "agent_uid"],
+    ),
+    Index("ix_run_usage_root", "root_run_id", postgresql_include=["component", "cost_usd"]),
+)
+
+# what PR metrics read of each PR besides its factory and first appearance
+PR_FIGURES = ["url", "root_created_at", "state", "additions", "deletions", "cost_usd"]
+
+# One row per pull request a run produced, written when its URL first appears among the run
+# artifacts (later artifacts of the URL update title, branch and state): the de-duplicated PRs
+# that metrics count and list. `root_run_id` is the run tree its cost is attributed to. The
+# detail columns come from code-forge `pull_request` webhook payloads; None until one arrived.
+pull_requests = Table(
+    "pull_requests",
+    metadata,
+    Column("url", String(2000), primary_key=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("team_uid", String(64), nullable=True),
+    Column("run_id", String(64), nullable=False),
+    Column("root_run_id", String(64), nullable=False, index=True),
+    Column("root_created_at", UTCDateTime, nullable=False),  # PR latency starts here
+    Column("artifact_uid", String(64), nullable=False),
+    Column("first_seen_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("title", String(500), nullable=True),
+    Column("branch", String(300), nullable=True),
+    Column("state", String(16), nullable=True),  # open | closed | merged
+    Column("additions", Integer, nullable=True),
+    Column("deletions", Integer, nullable=True),
+    Column("changed_files", Integer, nullable=True),
+    Column("merged_at", UTCDateTime, nullable=True),
+    Column("detail_updated_at", UTCDateTime, nullable=True),
+    # the attributed cost (docs/metrics.md): the tree's spend over its PR count, kept current
+    # by pr_costs.refresh_tree whenever the tree reports usage or produces a PR
+    Column("tree_pr_count", Integer, nullable=False, server_default=text("1")),
+    Column("cost_usd", Float, nullable=False, server_default=text("0")),
+    Index(
+        "ix_pull_requests_factory_seen",
+        "factory_uid",
+        "first_seen_at",
+        postgresql_include=[*PR_FIGURES],
+    ),
+    Index("ix_pull_requests_factory_updated", "factory_uid", "updated_at"),
+)
+
+# A PR's attributed cost per cost component (the sum is pull_requests.cost_usd), with the PR's
+# factory and first appearance so that the per-component figures of a range are one scan.
+pr_costs = Table(
+    "pr_costs",
+    metadata,
+    Column("url", String(2000), primary_key=True),
+    Column("component", String(64), primary_key=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("first_seen_at", UTCDateTime, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Index(
+        "ix_pr_costs_factory_seen",
+        "factory_uid",
+        "first_seen_at",
+        postgresql_include=["component", "cost_usd"],
+    ),
 )
 
 # --- scorers ------------------------------------------------------------------------------
@@ -435,4 +545,65 @@ scoring_jobs = Table(
         sqlite_where=text("status = 'queued'"),
         postgresql_where=text("status = 'queued'"),
     ),
+)
+
+# --- factory inbox ---------------------------------------------------------------------------
+
+# Something a factory's team should look at (docs/inbox.md): a run that failed or needs input, a
+# task that changed stage, a dispatch that could not start. Active until `resolved_at`.
+inbox_notifications = Table(
+    "inbox_notifications",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("title", String(500), nullable=False),
+    Column("detail", Text, nullable=True),
+    Column("run_id", String(64), nullable=True, index=True),
+    Column("task_uid", String(64), nullable=True, index=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime, nullable=True),
+    Index("ix_inbox_notifications_factory_created", "factory_uid", "created_at"),
+)
+
+# Who a notification is for (the factory team's members when it was made), with their own
+# read state.
+inbox_recipients = Table(
+    "inbox_recipients",
+    metadata,
+    Column("notification_uid", String(64), ForeignKey("inbox_notifications.uid"), primary_key=True),
+    Column("user_uid", String(64), primary_key=True),
+    Column("read_at", UTCDateTime, nullable=True),
+    Index("ix_inbox_recipients_user", "user_uid"),
+)
+
+# --- scheduled agents ------------------------------------------------------------------------
+
+# A cron schedule that starts an agent run at each slot (docs/schedules.md). `next_run_at` is the
+# slot due next (None while paused): a scheduler claims it with a conditional UPDATE, so a slot
+# starts one run however many workers look at it.
+scheduled_agents = Table(
+    "scheduled_agents",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), nullable=False, index=True),
+    Column("owner_kind", String(8), nullable=False),  # "team" | "user"
+    Column("name", String(200), nullable=False),
+    Column("cron_schedule", String(200), nullable=False),
+    Column("prompt", Text, nullable=True),
+    Column("agent_config", JSON, nullable=True),
+    Column("agent_uid", String(64), nullable=True),
+    Column("metadata", JSON, nullable=True),
+    Column("mode", String(16), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_by_kind", String(16), nullable=False),
+    Column("created_by_uid", String(64), nullable=False),
+    Column("updated_by_kind", String(16), nullable=False),
+    Column("updated_by_uid", String(64), nullable=False),
+    Column("next_run_at", UTCDateTime, nullable=True, index=True),
+    Column("last_ran_at", UTCDateTime, nullable=True),
+    Column("last_run_id", String(64), nullable=True),
+    Column("last_spawn_error", String(2000), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )

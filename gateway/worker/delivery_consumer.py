@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.domain import delivery_log
+from gateway.domain.delivery_trace import TraceWrites
 from gateway.domain.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.logs import OutageLog
 from gateway.store import Database
@@ -58,9 +59,12 @@ class Source(Protocol):
         """The next entries; waits a little when there are none."""
         ...
 
-    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
         """The batch's claim, prepared before its transaction (whatever can be: the write lock
-        is held only for the statements)."""
+        is held only for the statements). A source that inserts the log rows puts the outcome
+        traces into them (`traces.take`); the others are written by the batch."""
         ...
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:
@@ -73,10 +77,17 @@ class Source(Protocol):
 
 
 class Consumer:
-    def __init__(self, database: Database, source: Source, starter: RunStarter) -> None:
+    def __init__(
+        self,
+        database: Database,
+        source: Source,
+        starter: RunStarter,
+        on_runs_started: Callable[[], None] | None = None,
+    ) -> None:
         self.database = database
         self.source = source
         self.starter = starter
+        self.on_runs_started = on_runs_started  # after the commit of a batch that started runs
         self.processed = 0
         self.runs_started = 0
         self._next_prune = time.monotonic() + 5.0
@@ -162,7 +173,8 @@ class Consumer:
         ]
         async with self.database.read() as conn:
             batch = await self.starter.plan(conn, accepted)
-            return Planned(entries, self.source.claim(entries, conn.dialect), batch)
+            claim = self.source.claim(entries, conn.dialect, batch.traces)
+            return Planned(entries, claim, batch)
 
     async def _write(self, planned: Planned) -> None:
         entries = planned.entries
@@ -174,6 +186,8 @@ class Consumer:
             await asyncio.sleep(SQLITE_COMMIT_GAP_S)
         self.processed += len(entries)
         self.runs_started += len(started)
+        if started and self.on_runs_started is not None:
+            self.on_runs_started()
 
     def _maybe_report(self) -> None:
         """One progress line per interval (not per batch: at thousands per second, a line per

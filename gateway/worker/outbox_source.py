@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import Label
 from gateway.backends.outbox import Outbox
 from gateway.domain import delivery_log
+from gateway.domain.delivery_trace import TraceWrites
 from gateway.worker.delivery_consumer import Claim, Entry
 
 
@@ -68,9 +69,11 @@ class OutboxSource:
         self._in_flight.update(e.record.delivery_id for e in fresh)
         return fresh
 
-    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
         records = [entry.record for entry in entries]
-        prepared = delivery_log.prepare_log(dialect, records)
+        prepared = delivery_log.prepare_log(dialect, records, traces)
         accepted = {r.delivery_id for r in records if r.label is Label.ACCEPTED}
 
         async def claim(conn: AsyncConnection) -> set[str]:

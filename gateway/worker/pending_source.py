@@ -22,6 +22,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain import delivery_log
+from gateway.domain.delivery_trace import TraceWrites
 from gateway.store import Database
 from gateway.worker.delivery_consumer import Claim, Entry
 
@@ -70,7 +71,9 @@ class PendingSource:
         self._in_flight.update(r.delivery_id for r in fresh)
         return [Entry(None, record) for record in fresh]
 
-    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
         wanted = [e.record.delivery_id for e in entries]
 
         async def claim(conn: AsyncConnection) -> set[str]:

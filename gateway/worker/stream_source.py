@@ -36,6 +36,7 @@ from gateway.backends.redis_backend import KeySpace
 from gateway.backends.redis_clients import AnyRedis
 from gateway.backends.stream_entries import RawEntry, body_key, raw_entries, record_of
 from gateway.domain import delivery_log
+from gateway.domain.delivery_trace import TraceWrites
 from gateway.worker.delivery_consumer import Claim, Entry
 
 log = logging.getLogger("gateway.worker")
@@ -150,8 +151,11 @@ class StreamSource:
             entries.append(Entry((stream, entry_id, key), record_of(fields, payload)))
         return entries
 
-    def claim(self, entries: Sequence[Entry], dialect: Dialect) -> Claim:
-        prepared = delivery_log.prepare_log(dialect, [entry.record for entry in entries])
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
+        records = [entry.record for entry in entries]
+        prepared = delivery_log.prepare_log(dialect, records, traces)
         return functools.partial(delivery_log.log_new, prepared=prepared)
 
     async def acknowledge(self, entries: Sequence[Entry]) -> None:

@@ -51,6 +51,7 @@ class Fixture:
         base = f"/factory/{world.factory_uid}"
         self.scorer_uid = self._create(f"{base}/scorers", {"name": "s", "prompt": "p"})
         self.agent_uid = self._create("/agent/identities", {"name": "fuzzed"})
+        self.schedule_id = self._schedule()
         run = world.api("POST", f"{base}/runs", json={"prompt": "p"})
         assert run.status_code == 201, run.text
         self.run = run.json()
@@ -63,6 +64,7 @@ class Fixture:
             "webhook_uid": self.webhook["uid"],
             "automation_uid": self.automation_uid,
             "scorer_uid": self.scorer_uid,
+            "schedule_id": self.schedule_id,
             "run_id": self.run["run_id"],
             "conversation_id": self.run["conversation_id"],
             "version": "v1alpha1",
@@ -76,9 +78,18 @@ class Fixture:
             uids["automation_uid"] = self._create(f"{base}/automations", body)
         elif method == "DELETE" and path.endswith("{webhook_uid}"):
             uids["webhook_uid"] = self._create(f"{base}/webhooks", {"name": "victim"})
+        elif method == "DELETE" and path.endswith("{schedule_id}"):
+            uids["schedule_id"] = self._schedule()
         elif method == "DELETE" and path.startswith("/api/v1/agent/identities/"):
             uids["uid"] = self._create("/agent/identities", {"name": "victim"})
         return uids
+
+    def _schedule(self) -> str:
+        body = {"name": "fuzzed", "cron_schedule": "0 9 * * *", "prompt": "p"}
+        response = self.world.api("POST", "/agent/schedules", json=body)
+        assert response.status_code == 201, response.text
+        uid: str = response.json()["id"]
+        return uid
 
     def _create(self, path: str, body: dict[str, Any]) -> str:
         response = self.world.api("POST", path, json=body)

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
+from gateway.console.session import PATH as CONSOLE_PATH
 from gateway.domain import tasks
 from gateway.ingress.endpoint import INGRESS_PREFIX
 from gateway.services import Services
@@ -32,6 +33,8 @@ BASE_URI = "urn:openapi"  # where the document is registered for $ref resolution
 
 def _walk(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]]:
     for route in routes:
+        if isinstance(route, Mount) and route.path == CONSOLE_PATH:
+            continue  # HTML pages for browsers (docs/console.md), not operations of the API
         if isinstance(route, Mount):
             yield from _walk(list(route.routes), prefix + route.path)
         elif isinstance(route, Route):
@@ -198,7 +201,9 @@ class Checker:
     def __call__(
         self, method: str, path: str, status: int, *, headers: Any = None, **kwargs: Any
     ) -> Any:
-        outside = path.startswith(("/webhooks/", "/healthz", "/readyz"))  # not under /api/v1
+        outside = path.startswith(
+            ("/webhooks/", "/healthz", "/readyz", "/metrics")
+        )  # not under /api/v1
         full = path if outside else f"/api/v1{path}"
         url = full.format(**{"uid": self.world.factory_uid} | kwargs.pop("at", {}))
         response = self.world.client.request(
@@ -276,7 +281,19 @@ def _webhooks_and_deliveries(check: Checker) -> dict[str, Any]:
     check("GET", deliveries, 200, at=at, params={"limit": 1})
     record: dict[str, Any] = check("GET", deliveries + "/{delivery_id}", 200, at=at | sent)
     assert record["payload"] == {"action": "opened"}
+    _replays_and_backtests(check, at | sent, automation)
     return record
+
+
+def _replays_and_backtests(check: Checker, at: dict[str, str], automation: Any) -> None:
+    one = WEBHOOKS + "/{webhook_uid}"
+    replayed = check("POST", one + "/deliveries/{delivery_id}/replay", 201, at=at)
+    assert replayed["replay_of"] == at["delivery_id"]
+    since = {"since": "2020-01-01T00:00:00Z", "limit": 1}
+    check("POST", one + "/deliveries/replay", 200, at=at, json=since)
+    check("GET", one + "/replays", 200, at=at)
+    check("POST", one + "/filter-test", 200, at=at, json={"payload": {"action": ["opened"]}})
+    check("POST", "/factory/{uid}/automations/dry-run", 200, json=automation)
 
 
 def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
@@ -402,6 +419,34 @@ def _scorers(check: Checker) -> None:
     check("POST", path, 400, at=at, json={"scorer_uids": []})
 
 
+def _inbox(check: Checker, run: dict[str, Any]) -> None:
+    advance(check.world, run["run_id"], "start", "fail", message="broke")
+    mine = check("GET", "/factory-inbox", 200, params={"limit": 1})
+    check("GET", "/factory-inbox", 200, params={"scope": "team"}, headers=check.world.agent)
+    uids = {"notification_uids": [mine["notifications"][0]["uid"], "ntf_missing"]}
+    check("POST", "/factory-inbox/notifications/read", 200, json=uids)
+    check("POST", "/factory-inbox/notifications/unread", 200, json=uids)
+    check("POST", "/factory-inbox/notifications/read", 403, json=uids, headers=check.world.agent)
+    check("GET", "/factory-inbox", 400, params={"scope": "everyone"})
+
+
+def _schedules(check: Checker) -> None:
+    base, one = "/agent/schedules", "/agent/schedules/{schedule_id}"
+    body = {"name": "n", "cron_schedule": "0 9 * * 1-5", "prompt": "p", "metadata": {"k": "v"},
+            "agent_config": {"model_id": "gpt-5"}, "agent_uid": check.world.agent_uid}  # fmt: skip
+    created = check("POST", base, 201, json=body)
+    at = {"schedule_id": created["id"]}
+    check("GET", base, 200)
+    check("GET", one, 200, at=at)
+    check("PUT", one, 200, at=at, json={"name": "m", "cron_schedule": "0 * * * *",
+                                        "enabled": True, "prompt": "q"})  # fmt: skip
+    check("POST", one + "/pause", 200, at=at)
+    check("POST", one + "/resume", 200, at=at)
+    check("DELETE", one, 200, at=at)
+    check("GET", one, 404, at=at)
+    check("POST", base, 400, json=body | {"cron_schedule": "every day"})
+
+
 def _schemas_and_attachments(check: Checker, run: dict[str, Any]) -> None:
     schemas = "/factory-files/schemas"
     check("GET", schemas, 200)
@@ -443,6 +488,11 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     back = [run_id for run_id in run_ids if run_id != webhook_run_id]
     if back:
         check("POST", held + "/release", 200, headers=agent, at={"run_id": back[0]}, json=runner)
+    # several at once: finished ones, and a problem for the one finished above
+    endings = [{"run_id": run_id, "outcome": "FAILED"} for run_id in [webhook_run_id, *back[1:]]]
+    many = runner | {"runs": endings, "claim": 1}
+    answer = check("POST", "/runner/finish", 200, headers=agent, json=many)
+    assert answer["finished"][0]["problem"]["code"] == "lease_lost"
     one = "/agent/artifacts/{artifact_uid}"
     details = check("GET", one, 200, at={"artifact_uid": file["artifact_uid"]})
     token = details["data"]["download_url"].rsplit("/", 1)[1]
@@ -451,8 +501,38 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     check("GET", one + "/download", 302, at=at_file, follow_redirects=False)
     check("GET", RUN + "/transcript", 302, at=at, follow_redirects=False)
     check("GET", RUN + "/timeline", 200, at=at)
+    handoff = check("GET", RUN + "/handoff/attachments", 200, at=at)
+    assert [a["attachment_id"] for a in handoff["attachments"]] == [file["artifact_uid"]]
+    conversation = {"conversation_id": "unknown"}
+    check("GET", CONVERSATION + "/redirect", 200, headers={}, at=conversation)
+    check("GET", "/agent/sessions/{session_uuid}/redirect", 200, headers={},
+          at={"session_uuid": "unknown"})  # fmt: skip
     check("GET", RUN + "/usage", 200, at=at)
     check("GET", "/agent/workers", 200)
+
+
+def _metrics(check: Checker) -> None:
+    """After _runner: the webhook run (a factory run) reported a PR and usage."""
+    weekly = {"group_by_period": "week"}
+    metrics = check("GET", "/factory/{uid}/metrics", 200, params=weekly)
+    assert metrics["pr_count"] == 1 and metrics["series"]["run_count"]
+    check("GET", "/factory/{uid}/metrics", 200)
+    check("GET", "/factory/{uid}/metrics", 400, params={"group_by_period": "year"})
+    assert check("GET", "/factory/{uid}/costs/per-pr", 200, params=weekly)["pr_count"] == 1
+    check("GET", "/factory/{uid}/costs/per-pr", 200)
+    for group_by in ("source", "user", "agent", "model"):
+        params = {"group_by": group_by, "group_by_period": "day"}
+        assert check("GET", "/factory/{uid}/costs/breakdown", 200, params=params)["groups"]
+    check("GET", "/factory/{uid}/costs/breakdown", 400)
+    check("GET", "/factory/{uid}/costs/breakdown", 404, headers=check.world.stranger,
+          params={"group_by": "model"})  # fmt: skip
+    top = check("GET", "/factory/{uid}/costs/per-pr/top", 200, params={"limit": 5})
+    assert top["prs"][0]["components"]
+    check("GET", "/factory/{uid}/costs/per-pr/top", 400, params=weekly)
+    check("GET", "/factory/{uid}/costs/per-pr/by-size", 200)
+    check("GET", "/factory/{uid}/metrics/run-counts", 200, params={"group_by": "state"} | weekly)
+    listed = check("GET", "/factory/{uid}/pull-requests", 200, params={"limit": 1})
+    assert listed["pull_requests"][0]["url"] == "https://example.com/pr/1"
 
 
 def test_responses_match_the_documented_schemas(world: World) -> None:
@@ -466,10 +546,14 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     check("GET", "/networking/egress-ranges", 200)
     _agents_models_environments(check)
     _scorers(check)
+    _inbox(check, check("POST", "/factory/{uid}/runs", 201, json={"prompt": "Inbox"}))
+    _schedules(check)
     _schemas_and_attachments(check, run)
     _runner(check, record["runs"][0]["run_id"])
+    _metrics(check)
     check("GET", "/healthz", 200, headers={})
     check("GET", "/readyz", 200, headers={})
+    check("GET", "/metrics", 200, headers={})
     check("GET", "/agent/runs", 401, headers={})
     successes = {
         (method.upper(), path, int(status))

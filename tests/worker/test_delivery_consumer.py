@@ -4,7 +4,7 @@ once, the log API (pending first, then evaluated), pagination and retention."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -60,9 +60,14 @@ def _source(services: Services) -> Source:
     return PendingSource(services.database, idle_wait=0.01)
 
 
-def drain(client: GatewayClient, starter: RunStarter | None = None) -> int:
+def drain(
+    client: GatewayClient,
+    starter: RunStarter | None = None,
+    on_runs_started: Callable[[], None] | None = None,
+) -> int:
     async def run(services: Services) -> int:
-        consumer = Consumer(services.database, _source(services), starter or RunStarter())
+        source = _source(services)
+        consumer = Consumer(services.database, source, starter or RunStarter(), on_runs_started)
         empty = 0
         for _ in range(40):  # until three reads in a row find nothing more
             entries = await consumer.source.read()
@@ -202,6 +207,26 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
 
     assert gwc.run(replay) == (0, 0)
     assert runs_of(gwc, [ok]) == started
+
+
+def test_a_batch_that_started_runs_is_announced(gwc: GatewayClient) -> None:
+    """What wakes the runners' long-polls in this process (Services.runs_queued)."""
+    world = World.create(gwc)
+    hook = add_webhook(gwc, world)
+    announced: list[int] = []
+
+    def announce() -> None:
+        announced.append(len(announced))
+
+    assert gwc.post(hook.path, content=b'{"n": 0}', headers=hook.auth).status_code == 202
+    assert drain(gwc, on_runs_started=announce) == 1
+    assert announced == []  # no automation: no run, nothing to announce
+    automation_for_everything(gwc, world, hook.uid)
+    sent = gwc.post(hook.path, content=b'{"n": 1}', headers=hook.auth).json()["delivery_id"]
+    # a new evaluator on the outbox reads the first delivery again until ingress pruned it (it
+    # starts nothing: logged already)
+    assert drain(gwc, on_runs_started=announce) in (1, 2)
+    assert announced == [0] and len(runs_of(gwc, [sent])) == 1
 
 
 def test_list_pagination_access_and_prune(gwc: GatewayClient) -> None:

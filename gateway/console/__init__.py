@@ -1,0 +1,39 @@
+"""The delivery console at /console: server-rendered HTML over the domain's delivery log,
+replay and filter backtest (docs/console.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from gateway.console import pages
+from gateway.console.session import PATH
+
+STATIC = Path(__file__).parent / "static"
+HOOK = "/f/{uid}/w/{webhook_uid}"
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Mount(
+            PATH,
+            routes=[
+                Route("/", pages.home),
+                Route("/login", pages.login_form, methods=["GET"]),
+                Route("/login", pages.login, methods=["POST"]),
+                Route("/logout", pages.logout, methods=["POST"]),
+                Route("/f/{uid}", pages.factory),
+                Route(HOOK, pages.webhook),
+                Route(HOOK + "/rows", pages.webhook_rows),
+                Route(HOOK + "/filter-test", pages.filter_test, methods=["POST"]),
+                Route(HOOK + "/d/{delivery_id}", pages.delivery),
+                Route(HOOK + "/d/{delivery_id}/replay", pages.replay, methods=["POST"]),
+                Mount("/static", app=StaticFiles(directory=STATIC), name="console-static"),
+            ],
+        )
+    ]
+
+
+__all__ = ["routes"]

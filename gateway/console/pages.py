@@ -1,0 +1,240 @@
+"""The console's pages: factories, a webhook's deliveries (live), one delivery (payload, headers,
+trace, replay) and the filter backtest. Server-rendered; console.js only refreshes the delivery
+rows in place and asks before a replay. Every page reads through the same domain functions as
+the API, with the logged-in key's access."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from filters import FilterError
+from gateway.console import session
+from gateway.console.html import escape, link, page
+from gateway.console.views import backtest_view, delivery_rows, delivery_view, webhook_view
+from gateway.domain import delivery_log
+from gateway.domain import filter_backtest as backtests
+from gateway.domain.delivery_replay import Replayer
+from gateway.domain.factories import get_accessible_factory, list_factories
+from gateway.domain.identities import Principal, authenticate
+from gateway.domain.webhooks import get_webhook_row, list_webhook_rows
+from gateway.errors import ServiceError
+from gateway.services import Services
+
+P = session.PATH
+MAX_FORM_BYTES = 64 * 1024
+Page = Callable[[Request, Services, Principal], Awaitable[Response]]
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.state.services
+    return services
+
+
+def _html(body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(body, status_code=status, headers=HEADERS)
+
+
+def _problem(title: str, detail: str, status: int, signed_in: bool = True) -> HTMLResponse:
+    body = f'<p class="problem">{escape(detail)}</p><p>{link(P, "Back to the console")}</p>'
+    return _html(page(title, body, signed_in=signed_in), status)
+
+
+def signed_in(handler: Page) -> Callable[[Request], Awaitable[Response]]:
+    """Runs `handler` for a logged-in user; sends others to the login page, and renders the
+    service's errors as pages."""
+
+    @wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        services = _services(request)
+        try:
+            session.check_transport(request)
+            principal = await session.principal_of(request, services)
+            return await handler(request, services, principal)
+        except session.NotLoggedIn:
+            return RedirectResponse(f"{P}/login", status_code=303, headers=HEADERS)
+        except session.Refused as exc:
+            return _problem("Refused", str(exc), 403)
+        except ServiceError as exc:
+            return _problem(exc.title, exc.detail, exc.status)
+
+    return endpoint
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """An urlencoded form (the console's only kind), capped at MAX_FORM_BYTES."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise session.Refused("form too large")
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+async def login_form(request: Request) -> Response:
+    return _html(_login_page(""))
+
+
+def _login_page(problem: str) -> str:
+    note = f'<p class="problem">{escape(problem)}</p>' if problem else ""
+    body = (
+        f'{note}<form method="post" action="{P}/login" class="login">'
+        '<label>API key <input type="password" name="api_key" autocomplete="off" required '
+        'autofocus></label> <button type="submit">Log in</button></form>'
+        "<p>The key is kept in an encrypted, HttpOnly cookie for 12 hours.</p>"
+    )
+    return page("Log in", body, signed_in=False)
+
+
+async def login(request: Request) -> Response:
+    services = _services(request)
+    try:
+        session.check_transport(request)
+        session.check_post(services.secret_box, request, None, token=False)
+        key = (await form_of(request)).get("api_key", "").strip()
+    except session.Refused as exc:
+        return _problem("Refused", str(exc), 403, signed_in=False)
+    async with services.database.read() as conn:
+        principal = await authenticate(conn, key) if key else None
+    if principal is None:
+        return _html(_login_page("Unknown or revoked API key."), 401)
+    response = RedirectResponse(P, status_code=303, headers=HEADERS)
+    session.open_session(services.secret_box, response, key, session.is_secure(request))
+    return response
+
+
+@signed_in
+async def logout(request: Request, services: Services, principal: Principal) -> Response:
+    session.check_post(services.secret_box, request, (await form_of(request)).get("csrf"))
+    response = RedirectResponse(f"{P}/login", status_code=303, headers=HEADERS)
+    session.close_session(response, session.is_secure(request))
+    return response
+
+
+@signed_in
+async def home(request: Request, services: Services, principal: Principal) -> Response:
+    async with services.database.read() as conn:
+        found, _more = await list_factories(
+            conn, principal, team_uid=None, search=None, limit=100, after=None
+        )
+    items = "".join(f"<li>{link(f'{P}/f/{f.uid}', f.name)}</li>" for f in found)
+    body = f"<ul class=list>{items or '<li>No factory yet.</li>'}</ul>"
+    return _html(page("Factories", body, csrf=session.csrf_token(services.secret_box, request)))
+
+
+@signed_in
+async def factory(request: Request, services: Services, principal: Principal) -> Response:
+    uid = request.path_params["uid"]
+    async with services.database.read() as conn:
+        found = await get_accessible_factory(conn, principal, uid)
+        hooks = await list_webhook_rows(conn, uid)
+    items = "".join(
+        f"<li>{link(f'{P}/f/{uid}/w/{w.uid}', w.name)} "
+        f"<span class=muted>{escape(w.uid)}{'' if w.enabled else ' · disabled'}</span></li>"
+        for w in hooks
+    )
+    body = f"<ul class=list>{items or '<li>No webhook yet.</li>'}</ul>"
+    csrf = session.csrf_token(services.secret_box, request)
+    return _html(page(f"Webhooks of {found.name}", body, csrf=csrf))
+
+
+async def _deliveries(
+    services: Services, principal: Principal, uid: str, webhook_uid: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """The webhook's name and its newest 50 deliveries."""
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, uid)
+        hook = await get_webhook_row(conn, uid, webhook_uid)
+        pending = await services.pending_deliveries.of_webhook(webhook_uid)
+        items, _more = await delivery_log.list_deliveries(conn, webhook_uid, 50, None, pending)
+    return str(hook.name), items
+
+
+@signed_in
+async def webhook(request: Request, services: Services, principal: Principal) -> Response:
+    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+    name, items = await _deliveries(services, principal, uid, webhook_uid)
+    csrf = session.csrf_token(services.secret_box, request)
+    body = webhook_view(f"{P}/f/{uid}/w/{webhook_uid}", items, csrf)
+    return _html(page(f"Deliveries of {name}", body, csrf=csrf))
+
+
+@signed_in
+async def webhook_rows(request: Request, services: Services, principal: Principal) -> Response:
+    """The rows of the deliveries table alone: console.js swaps them in every few seconds."""
+    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+    _name, items = await _deliveries(services, principal, uid, webhook_uid)
+    return _html(delivery_rows(f"{P}/f/{uid}/w/{webhook_uid}", items))
+
+
+@signed_in
+async def delivery(request: Request, services: Services, principal: Principal) -> Response:
+    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+    delivery_id = request.path_params["delivery_id"]
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, uid)
+        await delivery_log.require_webhook(conn, uid, webhook_uid)
+        found = await services.pending_deliveries.find(webhook_uid, delivery_id)
+        item = await delivery_log.get_delivery(conn, webhook_uid, delivery_id, found)
+    base = f"{P}/f/{uid}/w/{webhook_uid}"
+    csrf = session.csrf_token(services.secret_box, request)
+    return _html(page(f"Delivery {delivery_id}", delivery_view(base, item, csrf), csrf=csrf))
+
+
+@signed_in
+async def replay(request: Request, services: Services, principal: Principal) -> Response:
+    form = await form_of(request)
+    session.check_post(services.secret_box, request, form.get("csrf"))
+    # the form's nonce keys the replay: sending the same form twice replays once
+    nonce = form.get("nonce", "")
+    key = f"console:{nonce}" if 0 < len(nonce) <= 64 else None
+    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, uid)
+    if services.delivery_backend is None:
+        return _problem("Unavailable", "this process serves no ingress backend", 503)
+    replayer = Replayer(services.database, services.delivery_backend, services.pending_deliveries)
+    done = await replayer.replay(
+        uid, webhook_uid, request.path_params["delivery_id"], key, principal.uid
+    )
+    target = f"{P}/f/{uid}/w/{webhook_uid}/d/{done.delivery_id}"
+    return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+
+@signed_in
+async def filter_test(request: Request, services: Services, principal: Principal) -> Response:
+    form = await form_of(request)
+    session.check_post(services.secret_box, request, form.get("csrf"))
+    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+    csrf = session.csrf_token(services.secret_box, request)
+    base = f"{P}/f/{uid}/w/{webhook_uid}"
+    try:
+        raw = orjson.loads(form.get("filter") or "{}")
+        filters = backtests.filter_of(raw)
+        last = min(max(int(form.get("last") or 50), 1), backtests.MAX_WINDOW)
+    except (orjson.JSONDecodeError, FilterError, ValueError) as exc:
+        detail = f"filter: {exc}"
+        return _html(page("Filter backtest", _back(base, detail), csrf=csrf), 400)
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, uid)
+        await delivery_log.require_webhook(conn, uid, webhook_uid)
+        result = await backtests.backtest(conn, webhook_uid, filters, backtests.Window(last))
+    body = backtest_view(base, form.get("filter") or "{}", last, result, csrf)
+    return _html(page("Filter backtest", body, csrf=csrf))
+
+
+def _back(base: str, detail: str) -> str:
+    return f'<p class="problem">{escape(detail)}</p><p>{link(base, "Back to the deliveries")}</p>'

@@ -1,0 +1,190 @@
+"""The outcome trace of an accepted delivery: what the evaluator decided, and why.
+
+At evaluation, in the evaluator's batch transaction beside the runs it starts: the outcome and
+each enabled automation listening to the webhook, matched or not, with the version (updated_at)
+of the automation the evaluator held. That costs a few microseconds a delivery; explaining a
+mismatch costs ~10 µs per automation, so it is not done there but when a user reads the
+delivery (`explain_trace`): `filters.explain` walks the automation's filter over the stored
+payload, with the same semantics as the compiled matcher. When the automation changed since the
+evaluation, the explanation is made against its current filter and says so (`filter_changed`).
+
+Outcomes: `matched` (runs started), `no_match`, `no_automations`, `webhook_not_live` (disabled
+or deleted before it was evaluated) and `no_foreman` (matched, but the factory has no foreman
+agent to run as: no run could start, and the evaluation is `failed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from filters import Filter, FilterError, explain, parse_filter
+from gateway.backends.delivery_rows import EVALUATED
+from gateway.domain.automation_index import STAMP, HookAutomations, Key
+from gateway.store import tables as t
+
+FAILED: Final = "failed"
+MATCHED, NO_MATCH, NO_AUTOMATIONS = "matched", "no_match", "no_automations"
+WEBHOOK_NOT_LIVE, NO_FOREMAN = "webhook_not_live", "no_foreman"
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    outcome: str
+    # (automation uid, matched, its updated_at as the evaluator held it), in the matcher's order
+    considered: tuple[tuple[str, bool, str], ...] = ()
+    evaluation: str = field(init=False)
+    encoded: bytes = field(init=False)  # encoded once: a webhook's deliveries share traces
+
+    def __post_init__(self) -> None:
+        evaluation = FAILED if self.outcome == NO_FOREMAN else EVALUATED
+        raw = orjson.dumps({"outcome": self.outcome, "automations": self.considered})
+        object.__setattr__(self, "evaluation", evaluation)
+        object.__setattr__(self, "encoded", raw)
+
+
+NOT_LIVE = Trace(WEBHOOK_NOT_LIVE)
+NOTHING_LISTENS = Trace(NO_AUTOMATIONS)
+
+
+def trace_of(
+    automations: Sequence[tuple[str, str]], matched: Collection[Key], has_foreman: bool
+) -> Trace:
+    """The trace of a delivery to a live webhook whose enabled automations (uid, stamp) are
+    `automations` and whose matcher returned `matched` (the evaluator keeps the traces it made
+    per webhook: `HookAutomations.traces`)."""
+    if not automations:
+        return NOTHING_LISTENS
+    if not matched:
+        return Trace(NO_MATCH, tuple((uid, False, stamp) for uid, stamp in automations))
+    hits = {key[0] for key in matched}
+    considered = tuple((uid, uid in hits, stamp) for uid, stamp in automations)
+    return Trace(MATCHED if has_foreman else NO_FOREMAN, considered)
+
+
+MAX_TRACES_PER_HOOK = 64  # distinct match sets kept per webhook (few: one per outcome, mostly)
+
+
+def cached_trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> Trace:
+    """The outcome trace of a delivery to `entry`'s live webhook: made once per set of matches
+    and kept with the entry (which is replaced when the configuration changes)."""
+    shared = tuple(keys)
+    trace: Trace | None = entry.traces.get(shared)
+    if trace is None:
+        if len(entry.traces) >= MAX_TRACES_PER_HOOK:
+            entry.traces.clear()
+        trace = entry.traces[shared] = trace_of(entry.automations, keys, has_foreman)
+    return trace
+
+
+def decode(stored: bytes | None) -> dict[str, Any] | None:
+    """The stored trace as the API shows it (mismatches not explained yet)."""
+    if not stored:
+        return None
+    raw = orjson.loads(stored)
+    automations = [
+        {"automation_uid": uid, "matched": matched, "mismatch": None, "path": None}
+        for uid, matched, _stamp in raw["automations"]
+    ]
+    return {"outcome": raw["outcome"], "automations": automations}
+
+
+def considered(
+    filters: Sequence[tuple[Key, Filter | None]], matched: Collection[Key], payload: Any
+) -> list[dict[str, Any]]:
+    """One entry per automation (in the order of `filters`): matched if any of its triggers
+    matched, else the first mismatch of its first trigger."""
+    entries: dict[str, dict[str, Any]] = {}
+    for key, tree in filters:
+        uid = key[0]
+        entry = entries.get(uid)
+        if entry is not None and (entry["matched"] or key not in matched):
+            continue
+        if key in matched:
+            entries[uid] = {"automation_uid": uid, "matched": True, "mismatch": None, "path": None}
+        else:
+            found = explain(tree, payload)
+            entries[uid] = {
+                "automation_uid": uid,
+                "matched": False,
+                "mismatch": str(found) if found is not None else None,
+                "path": found.path if found is not None else None,
+            }
+    return list(entries.values())
+
+
+async def explain_trace(
+    conn: AsyncConnection, webhook_uid: str, trace: dict[str, Any], stored: bytes, payload: Any
+) -> None:
+    """Fills in `mismatch` and `path` of the automations of `trace` (decoded from `stored`)
+    that did not match (see above)."""
+    stamps = {uid: stamp for uid, _matched, stamp in orjson.loads(stored)["automations"]}
+    missed = [a for a in trace["automations"] if not a["matched"]]
+    if not missed:
+        return
+    filters, current = await _filters(conn, webhook_uid, [a["automation_uid"] for a in missed])
+    for entry in missed:
+        uid = entry["automation_uid"]
+        own = filters.get(uid)
+        if own is None:
+            entry["mismatch"] = "automation deleted, or no longer listening to this webhook"
+            continue
+        (explained,) = considered(own, (), payload)
+        entry["mismatch"], entry["path"] = explained["mismatch"], explained["path"]
+        entry["filter_changed"] = current.get(uid) != stamps.get(uid)
+
+
+async def _filters(
+    conn: AsyncConnection, webhook_uid: str, uids: list[str]
+) -> tuple[dict[str, list[tuple[Key, Filter | None]]], dict[str, str]]:
+    a, tr = t.automations, t.automation_triggers
+    query = (
+        select(a.c.uid, tr.c.position, tr.c.payload_filter, STAMP)
+        .join(tr, tr.c.automation_uid == a.c.uid)
+        .where(a.c.uid.in_(uids), tr.c.webhook_uid == webhook_uid)
+        .order_by(a.c.uid, tr.c.position)
+    )
+    filters: dict[str, list[tuple[Key, Filter | None]]] = {}
+    stamps: dict[str, str] = {}
+    for row in await conn.execute(query):
+        try:
+            tree = parse_filter(row.payload_filter or {})
+        except FilterError:  # validated on write; the evaluator skips such a trigger too
+            continue
+        filters.setdefault(row.uid, []).append(((row.uid, row.position), tree))
+        stamps[row.uid] = str(row.stamp)
+    return filters, stamps
+
+
+class TraceWrites:
+    """The traces of a batch, encoded before its transaction; written for the deliveries the
+    transaction claimed, as one executemany."""
+
+    def __init__(self, traces: dict[str, Trace]) -> None:
+        self._rows = {d: (trace.encoded, trace.evaluation) for d, trace in traces.items()}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def take(self, delivery_id: str) -> tuple[bytes, str] | None:
+        """(trace, evaluation) of a delivery whose log row is still to be inserted: it goes
+        into that row, and `write` leaves it out."""
+        return self._rows.pop(delivery_id, None)
+
+    async def write(self, conn: AsyncConnection, claimed: Collection[str]) -> None:
+        rows = [(raw, evaluation, d) for d, (raw, evaluation) in self._rows.items() if d in claimed]
+        if rows:
+            await conn.exec_driver_sql(_update_sql(conn.dialect.paramstyle), rows)
+
+
+def _update_sql(paramstyle: str) -> str:
+    markers = ("$1", "$2", "$3") if paramstyle == "numeric_dollar" else ("?",) * 3
+    return (
+        f"UPDATE deliveries SET trace = {markers[0]}, evaluation = {markers[1]} "
+        f"WHERE delivery_id = {markers[2]}"
+    )
