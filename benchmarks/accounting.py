@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import redis
 
+from gateway.backends.outbox import SUFFIX as OUTBOX_SUFFIX
 from gateway.backends.redis_backend import KeySpace
 
 PAGE = 100  # entries per XRANGE: a page of 200 KB bodies is ~20 MB
@@ -43,10 +44,21 @@ def accepted_anywhere(client: redis.Redis | None, prefix: str, database: Path) -
     delivery is seen at least once; the union of ids removes the ones seen twice.
     """
     ids = stream_accepted_ids(client, prefix) if client is not None else set()
+    ids.update(_outbox_accepted_ids(database))  # read before the log, like the stream
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
         query = "SELECT delivery_id FROM deliveries WHERE label = 'Accepted'"
         ids.update(row[0] for row in conn.execute(query))
     return len(ids)
+
+
+def _outbox_accepted_ids(database: Path) -> set[str]:
+    """Accepted deliveries in the embedded default's outbox beside the store (none without)."""
+    path = Path(str(database) + OUTBOX_SUFFIX)
+    if not path.exists():
+        return set()
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30) as conn:
+        query = "SELECT delivery_id FROM outbox WHERE label = 'Accepted'"
+        return {row[0] for row in conn.execute(query)}
 
 
 def naive_stream_entries(client: redis.Redis) -> int:
@@ -58,7 +70,7 @@ class StoreCounts:
     accepted: int  # evaluated
     other_records: int
     runs: int
-    pending: int  # embedded: accepted, in the log, waiting for the evaluator
+    pending: int  # embedded: accepted, in the outbox or the log, waiting for the evaluator
 
 
 def store_counts(database: Path) -> StoreCounts:
@@ -73,6 +85,13 @@ def store_counts(database: Path) -> StoreCounts:
         pending = conn.execute(
             "SELECT count(*) FROM deliveries WHERE evaluation = 'pending'"
         ).fetchone()[0]
+        outbox = Path(str(database) + OUTBOX_SUFFIX)
+        if outbox.exists():  # accepted, not moved into the log yet
+            conn.execute("ATTACH DATABASE ? AS outbox_file", (f"file:{outbox}?mode=ro",))
+            pending += conn.execute(
+                "SELECT count(*) FROM outbox_file.outbox o WHERE label = 'Accepted' AND NOT EXISTS "
+                "(SELECT 1 FROM deliveries d WHERE d.delivery_id = o.delivery_id)"
+            ).fetchone()[0]
     accepted = by_label.pop("Accepted", 0)
     return StoreCounts(accepted, sum(by_label.values()), runs, pending)
 

@@ -42,6 +42,12 @@ def prepare_store(seed: Seed, rundir: Path, name: str) -> Path:
     return database
 
 
+def remove_store(database: Path) -> None:
+    """The SQLite file and what lives beside it (WAL, the embedded outbox and its WAL)."""
+    for suffix in ("", "-wal", "-shm", "-outbox", "-outbox-wal", "-outbox-shm", "-writer.lock"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+
+
 GRID_MAX_BACKLOG = 2_000_000
 
 
@@ -132,7 +138,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         eval2 = cpu_seconds(evaluator_pids)
         evaluator_rss = peak_rss_kib(evaluator_pids) if evaluator_pids else None
     request_file.unlink(missing_ok=True)
-    database.unlink(missing_ok=True)
+    remove_store(database)
     per_k = 1000.0 / result.requests if result.requests else 0.0
     row: dict[str, Any] = {
         "server": label,

@@ -248,8 +248,8 @@ def wait_drained(stack: Stack, tally: Tally, deadline_s: float) -> None:
 
 
 def read_store(root: Path) -> tuple[dict[str, list[str]], dict[str, int], set[str]]:
-    """identity -> Accepted delivery ids (evaluated: embedded, the log holds them as pending
-    from the 202 on); delivery id -> runs; identities logged Duplicate."""
+    """identity -> Accepted delivery ids (evaluated: until then the embedded backend holds them in
+    its outbox); delivery id -> runs; identities logged Duplicate."""
     with sqlite3.connect(root / "gateway.db", timeout=60) as db:
         rows = db.execute(
             "SELECT identity, delivery_id FROM deliveries WHERE label = 'Accepted' "

@@ -1,11 +1,14 @@
 """Sustained load: an open-loop rate held for a minute, every delivery starting a run.
 
     python -m benchmarks.run sustained [--fraction 0.5 | --rate R] [--duration 60]
-        [--evaluators 1,2] [--db sqlite|postgresql] [--quick]
+        [--evaluators 1,2] [--db sqlite|postgresql] [--backend redis|embedded] [--quick]
 
-The gateway with Redis, as deployed at scale: one ingress-only `gateway serve` worker
-(GATEWAY_EVALUATOR=off) and M `gateway worker` processes reading the same shard streams as one
-consumer group, at normal CPU priority as dedicated workers run. First the ingress's maximum
+`--backend redis` (default), the gateway as deployed at scale: one ingress-only `gateway serve`
+worker (GATEWAY_EVALUATOR=off) and M `gateway worker` processes reading the same shard streams as
+one consumer group, at normal CPU priority as dedicated workers run. `--backend embedded`, the
+default deployment: no Redis, SQLite, ingress appending to its outbox and M `gateway worker`
+processes beside it at the priority `gateway serve` gives its evaluator child (M = 1 is exactly
+what `gateway serve` runs). First the ingress's maximum
 is measured (wrk, closed loop, 10 s); then, for each M, a fresh store and Redis take
 `--fraction` of that maximum from the open-loop generator (openloop.c) for `--duration` seconds.
 Each of the 10,000 webhooks has 10 automations, one of which matches every payload.
@@ -38,7 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import loadgen
+from benchmarks import accounting, loadgen
+from benchmarks.cases import remove_store
 from benchmarks.postgres import temporary_database
 from benchmarks.procs import cpu_seconds, process_tree, spawn, stop
 from benchmarks.redis_server import RedisServer, redis_server
@@ -62,6 +66,9 @@ def main(argv: list[str]) -> int:
     if native is None:
         raise SystemExit("FAILED: the open-loop generator needs a C compiler (apt-get install gcc)")
     rows = []
+    embedded = args.backend == "embedded"
+    if embedded and args.db != "sqlite":
+        raise SystemExit("--backend embedded runs on its SQLite default (--db sqlite)")
     with redis_server() as redis:
         template = seed(
             rundir / "seed.db",
@@ -71,17 +78,20 @@ def main(argv: list[str]) -> int:
             auth_mode="signature",
             secret_key=base64.urlsafe_b64decode(key),
         )
-        rate = args.rate or round(_maximum(template, redis, key, rundir) * args.fraction, 1)
+        maximum = args.rate or _maximum(template, redis, key, rundir, embedded)
+        rate = args.rate or round(maximum * args.fraction, 1)
         print(f"sustained: offering {rate:,.0f} deliveries/s for {duration:.0f} s", flush=True)
         for evaluators in [int(n) for n in args.evaluators.split(",")]:
             with _store(args.db, template, rundir, f"m{evaluators}", key) as database:
                 row = _run(template, database, redis, key, rundir, native, rate, duration,
-                           evaluators, args.drain_wait)  # fmt: skip
+                           evaluators, args.drain_wait, embedded)  # fmt: skip
             rows.append(row)
             print(_line(row), flush=True)
     result = {
         "command": "python -m benchmarks.run sustained " + " ".join(argv),
         "db": args.db,
+        "backend": args.backend,
+        "maximum_rps": maximum,
         "rate": rate,
         "duration_s": duration,
         "webhooks": len(template.webhooks),
@@ -104,28 +114,35 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, help="seconds (default 60, quick 20)")
     p.add_argument("--evaluators", default="1,2", help="gateway worker counts to compare")
     p.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
+    p.add_argument("--backend", choices=("redis", "embedded"), default="redis")
     p.add_argument("--drain-wait", type=float, default=60.0)
     p.add_argument("--quick", action="store_true", help="2,000 webhooks, 20 s")
     return p
 
 
-def _env(database_url: str, redis: RedisServer, key: str) -> dict[str, str]:
-    return {
+def _env(database_url: str, redis: RedisServer, key: str, embedded: bool) -> dict[str, str]:
+    env = {
         "GATEWAY_DATABASE_URL": database_url,
-        "GATEWAY_REDIS_URL": redis.url,
         "GATEWAY_REDIS_PREFIX": PREFIX,
         "GATEWAY_SECRET_KEY": key,
         "GATEWAY_EVALUATOR": "off",
         "GATEWAY_LOG_LEVEL": "warning",
     }
+    if not embedded:
+        env["GATEWAY_REDIS_URL"] = redis.url
+    return env
 
 
-def _maximum(template: Seed, redis: RedisServer, key: str, rundir: Path) -> float:
+def _kind(embedded: bool) -> str:
+    return "gateway-embedded" if embedded else "gateway-redis"
+
+
+def _maximum(template: Seed, redis: RedisServer, key: str, rundir: Path, embedded: bool) -> float:
     """The ingress's closed-loop maximum (its evaluators beside it, as in the grid)."""
     with _store("sqlite", template, rundir, "max", key) as database:
         redis.flush()
-        env = _env(database, redis, key)
-        target = Target("gateway-redis", "gateway.app:app_from_environment", env, EVALUATOR)
+        env = _env(database, redis, key, embedded)
+        target = Target(_kind(embedded), "gateway.app:app_from_environment", env, EVALUATOR)
         count = min(len(template.webhooks) * 60, 40_000 * 12)
         plan = spread_plan("max", len(template.webhooks), count)
         with serve(target, 1, rundir) as running:
@@ -147,7 +164,7 @@ def _store(db: str, template: Seed, rundir: Path, name: str, key: str) -> Iterat
         try:
             yield f"sqlite:///{path}"
         finally:
-            path.unlink(missing_ok=True)
+            remove_store(path)
         return
     with temporary_database("sustained") as url:
         seed(
@@ -205,23 +222,22 @@ def _run(
     duration: float,
     evaluators: int,
     drain_wait: float,
+    embedded: bool,
 ) -> dict[str, Any]:
     redis.flush()
-    env = _env(database, redis, key)
+    env = _env(database, redis, key, embedded)
     count = int(rate * (duration + loadgen.WARMUP_S)) + 1
     plan = spread_plan(f"s{evaluators}", len(template.webhooks), count)
-    target = Target("gateway-redis", "gateway.app:app_from_environment", env)
+    target = Target(_kind(embedded), "gateway.app:app_from_environment", env)
     workers = []
     try:
         with serve(target, 1, rundir) as running:
-            # dedicated workers, as at scale: at the default idle priority any other load on
-            # these two shared cores (the generator, Redis, anything else) would starve them
-            worker_env = {
-                **os.environ,
-                **env,
-                "PYTHONPATH": str(ROOT),
-                "GATEWAY_EVALUATOR_PRIORITY": "normal",
-            }
+            # Redis: dedicated workers, as at scale: at the default idle priority any other load
+            # on these two shared cores (the generator, Redis, anything else) would starve them.
+            # Embedded: the default priority, as `gateway serve` runs its evaluator child
+            worker_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
+            if not embedded:
+                worker_env["GATEWAY_EVALUATOR_PRIORITY"] = "normal"
             for n in range(evaluators):
                 log = rundir / f"worker-{evaluators}-{n}.log"
                 workers.append(spawn(EVALUATOR, env=worker_env, log=log, cwd=ROOT))
@@ -238,7 +254,7 @@ def _run(
                     loadgen.command(native, running.port, requests, rate, duration),
                     capture_output=True, text=True, timeout=duration + 120, check=False,
                 )  # fmt: skip
-                drained = _drain(database, redis, drain_wait)
+                drained = _drain(database, redis, drain_wait, embedded)
             cpu = cpu_seconds(eval_pids) - cpu0
             requests.unlink()
     finally:
@@ -263,13 +279,16 @@ def _run(
     return row
 
 
-def _drain(database: str, redis: RedisServer, wait: float) -> float | None:
-    """Seconds after the load until the streams are empty and nothing is pending; None if not
-    within `wait`."""
+def _drain(database: str, redis: RedisServer, wait: float, embedded: bool) -> float | None:
+    """Seconds after the load until the streams (embedded: the outbox) hold nothing not
+    evaluated; None if not within `wait`."""
     started = time.monotonic()
     with redis.client() as client:
         while time.monotonic() - started < wait:
-            waiting = sum(client.xlen(f"{{{PREFIX}:s{s}}}:stream") for s in range(16))
+            if embedded:
+                waiting = accounting.store_counts(Path(database[len("sqlite:///") :])).pending
+            else:
+                waiting = sum(client.xlen(f"{{{PREFIX}:s{s}}}:stream") for s in range(16))
             if waiting == 0:
                 return round(time.monotonic() - started, 1)
             time.sleep(0.25)

@@ -20,6 +20,7 @@ from gateway.worker.delivery_consumer import Consumer, Source
 from gateway.worker.scheduler import scheduler
 
 if TYPE_CHECKING:
+    from gateway.backends.outbox import Outbox
     from gateway.backends.redis_backend import KeySpace
     from gateway.backends.redis_clients import AnyRedis as Redis
     from gateway.backends.request_budget import RequestBudget
@@ -40,6 +41,9 @@ INLINE_PENDING_BATCH = 128
 INLINE_LINGER_S = 0.05
 WORKER_PENDING_BATCH_SQLITE = 128
 WORKER_PENDING_BATCH = 1024
+# outbox rows per transaction of a worker of its own: ingress never waits for its transactions
+# (the outbox is a file of its own), so they can be long enough to amortise per-batch statements
+WORKER_OUTBOX_BATCH = 512
 # a worker of its own sees the rows another process wrote by looking: this often when idle
 WORKER_PENDING_POLL_S = 0.1
 
@@ -64,11 +68,13 @@ async def start(
     if not isinstance(local, LocalConfigPublisher):
         local = LocalConfigPublisher()
     redis = _redis(services, local) if settings.uses_redis else None
-    _probes(services, redis)
+    # a long-lived process without Redis reads (and, serving ingress, writes) the outbox
+    outbox = _outbox(services) if redis is None and (serving or dedicated) else None
+    _probes(services, redis, outbox)
     services.metrics_budget = _metrics_budget(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
-        backend = await _ingress(services, local, redis)
+        backend = await _ingress(services, local, redis, outbox)
     elif serving and not dedicated and redis is not None and settings.serves_api:
         # an API-only process: replays go through the Redis backend all the same
         backend = await _redis_backend(services)
@@ -79,7 +85,7 @@ async def start(
     source = (
         _stream_source(services, redis, dedicated)
         if redis is not None
-        else _pending_source(services, backend, dedicated)
+        else _pending_source(services, backend, dedicated, outbox)
     )
     # one RunStarter for the process, so compiled filters are reused across batches
     consumer = Consumer(services.database, source, RunStarter(), services.runs_queued.notify)
@@ -101,15 +107,30 @@ async def start(
     return consumer
 
 
-def _probes(services: Services, redis: Redis | None) -> None:
+def _outbox(services: Services) -> Outbox | None:
+    """Embedded on a SQLite file: where accepted deliveries wait (see gateway.backends.outbox),
+    and where the delivery log API finds them until they are evaluated."""
+    from gateway.backends.outbox import Outbox, outbox_path
+
+    database = services.database
+    path = outbox_path(database)
+    if path is None or database.sqlite_file is None:
+        return None
+    outbox = Outbox(path, database.sqlite_file)
+    services.closers.append(outbox.close)
+    services.pending_deliveries = outbox
+    return outbox
+
+
+def _probes(services: Services, redis: Redis | None, outbox: Outbox | None) -> None:
     """What GET /readyz checks in this process."""
     from gateway.backends import readiness
 
     database, max_lag = services.database, services.settings.ready_max_lag_s
     services.probes["store"] = readiness.store_probe(database)
     if redis is None:
-        services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag)
-        services.gauges = readiness.log_gauges(database)
+        services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag, outbox)
+        services.gauges = readiness.log_gauges(database, outbox)
         return
     keyspace = _keyspace(services.settings)
     streams = keyspace.streams()
@@ -147,10 +168,12 @@ def _redis(services: Services, local: LocalConfigPublisher) -> Redis:
 
 
 async def _ingress(
-    services: Services, local: LocalConfigPublisher, redis: Redis | None
+    services: Services, local: LocalConfigPublisher, redis: Redis | None, outbox: Outbox | None
 ) -> IngressBackend:
     settings = services.settings
-    backend = await (_redis_backend(services) if redis is not None else _memory_backend(services))
+    backend = await (
+        _redis_backend(services) if redis is not None else _memory_backend(services, outbox)
+    )
     services.closers.append(backend.close)
     cache = ConfigCache(services.database, services.secret_box)
     await cache.preload()
@@ -180,7 +203,7 @@ async def _redis_backend(services: Services) -> IngressBackend:
     )
 
 
-async def _memory_backend(services: Services) -> IngressBackend:
+async def _memory_backend(services: Services, outbox: Outbox | None) -> IngressBackend:
     from gateway.backends.delivery_writer import DeliveryWriter
     from gateway.backends.embedded import MemoryBackend
 
@@ -188,7 +211,7 @@ async def _memory_backend(services: Services) -> IngressBackend:
     writer = DeliveryWriter(services.database)
     writer.start()
     backend = MemoryBackend(
-        services.database, writer, settings.auth_failure_limit, settings.max_backlog
+        services.database, writer, settings.auth_failure_limit, settings.max_backlog, outbox
     )
     await backend.preload()
     return backend
@@ -210,10 +233,14 @@ def _keyspace(settings: Settings) -> KeySpace:
     return KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
 
 
-def _pending_source(services: Services, backend: IngressBackend | None, dedicated: bool) -> Source:
+def _pending_source(
+    services: Services, backend: IngressBackend | None, dedicated: bool, outbox: Outbox | None
+) -> Source:
     from gateway.backends.embedded import MemoryBackend
     from gateway.worker.pending_source import PendingSource
 
+    if outbox is not None:
+        return _outbox_source(outbox, backend, dedicated)
     database = services.database
     if dedicated or not isinstance(backend, MemoryBackend):
         # another process writes the log: look for its rows
@@ -222,6 +249,23 @@ def _pending_source(services: Services, backend: IngressBackend | None, dedicate
     # beside this process's ingress: woken by its commits, and its backlog count kept
     return PendingSource(
         database,
+        batch=INLINE_PENDING_BATCH,
+        linger=INLINE_LINGER_S,
+        wake=backend.log.committed,
+        on_evaluated=backend.evaluated,
+    )
+
+
+def _outbox_source(outbox: Outbox, backend: IngressBackend | None, dedicated: bool) -> Source:
+    from gateway.backends.embedded import MemoryBackend
+    from gateway.worker.outbox_source import OutboxSource
+
+    if dedicated or not isinstance(backend, MemoryBackend):
+        # ingress in another process appends: look for its rows
+        return OutboxSource(outbox, batch=WORKER_OUTBOX_BATCH, idle_wait=WORKER_PENDING_POLL_S)
+    # beside this process's ingress: woken by its commits, and its backlog count kept
+    return OutboxSource(
+        outbox,
         batch=INLINE_PENDING_BATCH,
         linger=INLINE_LINGER_S,
         wake=backend.log.committed,

@@ -1,17 +1,16 @@
-"""Embedded durable log: delivery rows written to SQL with group commit.
+"""Embedded durable log: accepted deliveries written with group commit.
 
 Concurrent requests queue their rows; one writer task inserts everything queued in one
 transaction (one executemany) and only then resolves the callers' futures, so a 202 follows a
 committed row while throughput stays near one commit per event-loop turn rather than one per
-request. Accepted deliveries go in as "pending": the log is also the evaluator's queue, and
-`committed` wakes it after each commit.
+request (batches form while the previous commit runs). `committed` wakes an evaluator in this
+process after each commit.
 
-On a SQLite file the writer has its own connection on its own thread: a commit costs one thread
-hop, never waits for a pooled connection, and takes the process's write gate (see
-`gateway.store.db`) in the urgent lane, so it goes next whenever the evaluator's transaction ends.
-Against the deployment's other processes (the evaluator's) it takes the file write lock (see
-`gateway.store.file_lock`) around each commit, so it waits for at most one of their
-transactions, woken as soon as that ends.
+On a SQLite file the rows go to the outbox (`gateway.backends.outbox`), a file of its own whose
+only writer is this writer's thread: a commit never waits for the evaluator's transactions on the
+store. Every PRUNE_EVERY_S the same thread deletes the outbox rows the evaluator has moved into
+the store. On other stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the
+delivery log itself as "pending", the evaluator's queue there.
 """
 
 from __future__ import annotations
@@ -19,78 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.dialects import sqlite
 
+from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord
 from gateway.backends.delivery_rows import DELIVERIES, PENDING, delivery_row
 from gateway.store import Database
-from gateway.store.file_lock import FileWriteLock
 
 log = logging.getLogger("gateway.ingress")
 
 Pending = tuple[dict[str, Any], asyncio.Future[None] | None]
-
-
-class _SqliteAppender:
-    """One synchronous connection to the same file, used only from one dedicated thread."""
-
-    def __init__(self, database: Database) -> None:
-        url = database.engine.url.set(drivername="sqlite")
-        self._engine: Engine = create_engine(
-            url,
-            poolclass=StaticPool,
-            connect_args={"timeout": 30, "check_same_thread": False},
-        )
-        event.listen(self._engine, "connect", database.on_connect)
-        self._conn: Connection | None = None
-        assert database.sqlite_file is not None
-        self._file_lock = FileWriteLock(database.sqlite_file)  # an open file of its own
-        self._statement = DELIVERIES.sql(self._engine.dialect, 0)
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="delivery-log")
-
-    def append(self, rows: list[dict[str, Any]]) -> None:
-        values = DELIVERIES.encode(self._engine.dialect, rows)
-        if self._conn is None:
-            self._conn = self._engine.connect()
-        conn = self._conn
-        try:
-            with self._file_lock.held():
-                conn.exec_driver_sql(self._statement, values)
-                conn.commit()  # returns once SQLite committed (WAL: survives a process kill)
-        except BaseException:
-            try:
-                conn.rollback()
-            except Exception:  # a broken connection: open a new one next time
-                self._drop()
-            raise
-
-    def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):  # already broken; nothing left to release
-                conn.close()
-
-    def close(self) -> None:
-        self._drop()
-        self._engine.dispose()
-        self._file_lock.close()
-
-
-def _dedicated_file(database: Database) -> bool:
-    """A SQLite file another connection can open (not `:memory:`), through aiosqlite."""
-    url = database.engine.url
-    name = url.database or ""
-    return (
-        database.is_sqlite
-        and url.drivername == "sqlite+aiosqlite"
-        and name not in ("", ":memory:")
-        and not name.startswith("file:")
-        and "mode=memory" not in str(url)
-    )
+PRUNE_EVERY_S = 0.5
+_SQLITE = sqlite.dialect()
 
 
 class DeliveryWriter:
@@ -102,7 +45,14 @@ class DeliveryWriter:
         self.committed = asyncio.Event()  # set after every commit (the evaluator waits on it)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
-        self._appender = _SqliteAppender(database) if _dedicated_file(database) else None
+        self._appender: outbox.OutboxAppender | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._next_prune = 0.0
+        path = outbox.outbox_path(database)
+        if path is not None:
+            assert database.sqlite_file is not None
+            self._appender = outbox.OutboxAppender(path, database.sqlite_file)
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox")
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="delivery-log-writer")
@@ -125,8 +75,26 @@ class DeliveryWriter:
             await self._drain()
             if self._closing:
                 return
-            await self._wake.wait()
+            await self._maybe_prune()
+            if self._appender is None:
+                await self._wake.wait()
+            else:  # pruning needs a turn now and then, load or not
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), PRUNE_EVERY_S)
             self._wake.clear()
+
+    async def _maybe_prune(self) -> None:
+        if self._appender is None or time.monotonic() < self._next_prune:
+            return
+        self._next_prune = time.monotonic() + PRUNE_EVERY_S
+        try:
+            await self._on_thread(self._appender.prune)
+        except Exception as exc:  # the next round tries again; rows stay until then
+            log.warning("outbox prune failed: %s", exc)
+
+    async def _on_thread(self, call: Any, *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, call, *args)
 
     async def _drain(self) -> None:
         while self._queue:
@@ -152,14 +120,10 @@ class DeliveryWriter:
     async def _insert(self, rows: list[dict[str, Any]]) -> None:
         appender = self._appender
         if appender is None:
-            async with self._database.transaction() as conn:
+            async with self._database.transaction(urgent=True) as conn:
                 await DELIVERIES.insert(conn, rows)
             return
-        gate = self._database.write_gate
-        assert gate is not None
-        async with gate.hold(urgent=True):
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(appender.executor, appender.append, rows)
+        await self._on_thread(_append, appender, rows)
 
     async def close(self) -> None:
         """Commit what is queued (the writer finishes its batch, never cancelled mid-commit)."""
@@ -169,8 +133,12 @@ class DeliveryWriter:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         await self._drain()
-        if self._appender is not None:
+        if self._appender is not None and self._executor is not None:
             appender, self._appender = self._appender, None
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(appender.executor, appender.close)
-            appender.executor.shutdown(wait=True)
+            await self._on_thread(appender.close)
+            self._executor.shutdown(wait=True)
+
+
+def _append(appender: outbox.OutboxAppender, rows: list[dict[str, Any]]) -> None:
+    """On the writer's thread: rows encoded there, off the event loop."""
+    appender.append(outbox.encode(DELIVERIES.encode(_SQLITE, rows)))

@@ -1,5 +1,6 @@
-"""Embedded backend (no Redis, one process): limits and de-duplication in memory, the delivery
-log in SQL (accepted deliveries as pending, the evaluator's queue). Checks and reservations happen
+"""Embedded backend (no Redis, one process): limits and de-duplication in memory, accepted
+deliveries written durably before the 202 (`DeliveryWriter`: into the outbox file beside a SQLite
+store, else into the delivery log as pending), the evaluator's queue. Checks and reservations happen
 without an await in between, so they are atomic on the event loop; the reservation is undone
 when the log commit fails.
 
@@ -33,6 +34,7 @@ from gateway.backends.contract import (
 )
 from gateway.backends.delivery_rows import PENDING
 from gateway.backends.delivery_writer import DeliveryWriter
+from gateway.backends.outbox import Outbox
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
 from gateway.store import Database
@@ -86,9 +88,15 @@ RECOUNT_S = 0.5
 
 class MemoryBackend:
     def __init__(
-        self, database: Database, log: DeliveryWriter, auth_failure_limit: int, max_backlog: int
+        self,
+        database: Database,
+        log: DeliveryWriter,
+        auth_failure_limit: int,
+        max_backlog: int,
+        outbox: Outbox | None = None,
     ) -> None:
         self.database = database
+        self.outbox = outbox  # where accepted deliveries wait, when not in the log itself
         self.log = log
         self.auth_failure_limit = auth_failure_limit
         self.max_backlog = max_backlog
@@ -107,25 +115,35 @@ class MemoryBackend:
         """Restore the 7-day de-duplication memory and the backlog from the log after a
         restart."""
         since = datetime.now(UTC) - timedelta(seconds=DEDUP_WINDOW_S)
-        now_ms = time.time() * 1000
         d = t.deliveries
         query = select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at).where(
             d.c.label == Label.ACCEPTED.value, d.c.received_at >= since
         )
         async with self.database.read() as conn:
             for row in await conn.execute(query):
-                if row.identity is not None:
-                    age = now_ms - row.received_at.timestamp() * 1000
-                    expires = now_ms + DEDUP_WINDOW_S * 1000 - age
-                    key = (row.webhook_uid, _digest(row.identity))
-                    self._seen[key] = _Seen(row.delivery_id, expires, None)
+                self._remember(row.webhook_uid, row.identity, row.delivery_id, row.received_at)
+        if self.outbox is not None:  # accepted, not moved into the log yet
+            for r in await self.outbox.accepted():
+                self._remember(r.webhook_uid, r.identity, r.delivery_id, r.received_at)
         self.backlog = await self._count_pending()
+
+    def _remember(
+        self, webhook_uid: str, identity: str | None, delivery_id: str, received: datetime
+    ) -> None:
+        if identity is None:
+            return
+        now_ms = time.time() * 1000
+        age = now_ms - received.timestamp() * 1000
+        expires = now_ms + DEDUP_WINDOW_S * 1000 - age
+        self._seen[(webhook_uid, _digest(identity))] = _Seen(delivery_id, expires, None)
 
     def evaluated(self, count: int) -> None:
         """The evaluator (in this process) claimed `count` pending deliveries."""
         self.backlog = max(0, self.backlog - count)
 
     async def _count_pending(self) -> int:
+        if self.outbox is not None:
+            return await self.outbox.count_waiting()
         d = t.deliveries
         query = select(func.count()).select_from(d).where(d.c.evaluation == PENDING)
         async with self.database.read() as conn:

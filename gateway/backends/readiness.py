@@ -2,8 +2,9 @@
 
 Each probe answers None when fine, or one line saying what is wrong. The evaluator's lag is the
 age of the oldest accepted delivery not yet evaluated: the first entry of each shard stream
-(Redis; entry ids start with their time in ms), or the oldest pending row of the delivery log
-(embedded; a partial index holds only those).
+(Redis; entry ids start with their time in ms), the oldest outbox row not moved yet (embedded
+on a SQLite file), or the oldest pending row of the delivery log (embedded on another store; a
+partial index holds only those).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import func, select, text
 
+from gateway.backends.outbox import Outbox
 from gateway.store import Database
 from gateway.store import tables as t
 
@@ -54,13 +56,19 @@ def stream_lag_probe(redis: Any, streams: list[str], max_lag_s: float) -> Probe:
     return _bounded(probe, "evaluator_lag")
 
 
-def log_lag_probe(database: Database, max_lag_s: float) -> Probe:
+def log_lag_probe(database: Database, max_lag_s: float, outbox: Outbox | None = None) -> Probe:
+    """The oldest accepted delivery waiting: in the outbox when there is one, else pending in
+    the delivery log."""
     d = t.deliveries
 
     async def probe() -> str | None:
-        async with database.read() as conn:
-            query = select(func.min(d.c.received_at)).where(d.c.evaluation == "pending")
-            oldest: datetime | None = (await conn.execute(query)).scalar()
+        oldest: datetime | None
+        if outbox is not None:
+            oldest = await outbox.oldest_waiting()
+        else:
+            async with database.read() as conn:
+                query = select(func.min(d.c.received_at)).where(d.c.evaluation == "pending")
+                oldest = (await conn.execute(query)).scalar()
         if oldest is None:
             return None
         return _lag_message((datetime.now(UTC) - oldest).total_seconds(), max_lag_s)
@@ -94,14 +102,21 @@ def stream_gauges(redis: Any, backlog_keys: list[str], streams: list[str]) -> Ga
     return gauges
 
 
-def log_gauges(database: Database) -> Gauges:
-    """Pending rows of the delivery log (the embedded backend's queue) and the oldest one's age."""
+def log_gauges(database: Database, outbox: Outbox | None = None) -> Gauges:
+    """Accepted deliveries waiting for the evaluator (in the outbox when there is one, else
+    pending rows of the delivery log) and the oldest one's age."""
     d = t.deliveries
 
     async def gauges() -> dict[str, float]:
-        query = select(func.count(), func.min(d.c.received_at)).where(d.c.evaluation == "pending")
-        async with database.read() as conn:
-            count, oldest = (await conn.execute(query)).one()
+        oldest: datetime | None
+        if outbox is not None:
+            count, oldest = await outbox.count_waiting(), await outbox.oldest_waiting()
+        else:
+            query = select(func.count(), func.min(d.c.received_at)).where(
+                d.c.evaluation == "pending"
+            )
+            async with database.read() as conn:
+                count, oldest = (await conn.execute(query)).one()
         lag = (datetime.now(UTC) - oldest).total_seconds() if oldest is not None else 0.0
         return {"gateway_evaluator_backlog": float(count), "gateway_evaluator_lag_seconds": lag}
 

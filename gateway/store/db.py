@@ -3,9 +3,9 @@
 SQLite has one writer at a time. Left to SQLite, a writer that finds the lock taken sleeps in the
 busy handler (1 ms, 2 ms, ... 100 ms steps) and can lose to the same competitor again and again,
 so an ingress commit waited seconds behind the evaluator's transactions. On SQLite the process
-therefore queues its own write transactions on `WriteGate` (FIFO, with an urgent lane for the
-ingress outbox): they take SQLite's lock in turn and never poll for it. Other processes on the
-same file still meet `busy_timeout`.
+therefore queues its own write transactions on `WriteGate` (FIFO, with an urgent lane for ingress
+where it writes the store itself: an in-memory database): they take SQLite's lock in turn and
+never poll for it. Other processes on the same file take `FileWriteLock` (gateway.store.file_lock).
 """
 
 from __future__ import annotations
@@ -112,12 +112,13 @@ class Database:
         return self.engine.dialect.name == "sqlite"
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[AsyncConnection]:
+        """`urgent`: on SQLite, ahead of this process's other waiting writers (ingress)."""
         if self.write_gate is None:
             async with self.engine.begin() as conn:
                 yield conn
             return
-        async with self.write_gate.hold():
+        async with self.write_gate.hold(urgent=urgent):
             if self.file_lock is None:
                 async with self.engine.begin() as conn:
                     yield conn

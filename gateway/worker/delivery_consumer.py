@@ -31,8 +31,8 @@ log = logging.getLogger("gateway.worker")
 PRUNE_EVERY_S = 60.0
 REPORT_EVERY_S = 10.0
 # SQLite: after each commit the consumer leaves the file's one write lock free this long before
-# its next transaction, so an ingress writer in another process gets it (SQLite's lock is not
-# fair: back-to-back transactions kept an ingress commit waiting for a second)
+# its next transaction, so a writer in another process (the API's) gets it (SQLite's lock is not
+# fair: back-to-back transactions kept a waiting commit waiting for a second)
 SQLITE_COMMIT_GAP_S = 0.003
 
 

@@ -1,8 +1,11 @@
-"""Embedded backend on SQLite: the write gate and the delivery log writer's dedicated connection."""
+"""Embedded backend: the write gate, and the delivery writer (the outbox beside a SQLite file, the
+delivery log itself on PostgreSQL)."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,11 +13,14 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from benchmarks.postgres import temporary_database
+from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
+from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 
 
 def _record(i: int, label: Label = Label.ACCEPTED) -> DeliveryRecord:
@@ -52,35 +58,39 @@ async def test_gate_survives_a_cancelled_waiter() -> None:
             pass
 
 
-async def test_writer_commits_before_returning_and_batches(tmp_path: Path) -> None:
+def _outbox_rows(tmp_path: Path) -> list[tuple[str, str]]:
+    """(delivery id, label) of the outbox rows, read by a connection of its own."""
+    conn = sqlite3.connect(tmp_path / ("g.db" + outbox.SUFFIX))
+    try:
+        return conn.execute("SELECT delivery_id, label FROM outbox ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
+async def test_writer_commits_to_the_outbox_before_returning(tmp_path: Path) -> None:
     database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
     await migrate(database)
     writer = DeliveryWriter(database)
-    assert writer._appender is not None  # the dedicated connection is in use on a file
+    assert writer._appender is not None  # a SQLite file: the outbox beside it
     writer.start()
     try:
         await asyncio.gather(*(writer.write(_record(i)) for i in range(300)))
+        assert len(_outbox_rows(tmp_path)) == 300  # committed: another connection sees them
         writer.write_later(_record(1000, Label.AUTH))
-        async with database.read() as conn:
-            count = await conn.execute(select(func.count()).select_from(t.deliveries))
-            assert count.scalar_one() >= 300
-        # the consumer's transactions and the writer take turns without busy waits
+        # an open write transaction on the store (the evaluator's) does not hold ingress up
         async with database.transaction() as conn:
-            pending = asyncio.create_task(writer.write(_record(2000)))
-            await asyncio.sleep(0.05)
-            assert not pending.done()  # waits for the open write transaction, then commits
-        await asyncio.wait_for(pending, 5)
+            await conn.execute(t.deliveries.delete())
+            await asyncio.wait_for(writer.write(_record(2000)), 5)
     finally:
         await writer.close()
-    d = t.deliveries
-    async with database.read() as conn:
-        count = await conn.execute(select(func.count()).select_from(d))
-        assert count.scalar_one() == 302
-        # accepted deliveries wait for the evaluator as pending, the rejection does not
-        pending = await conn.execute(
-            select(func.count()).select_from(d).where(d.c.evaluation == "pending")
-        )
-        assert pending.scalar_one() == 301
+    rows = _outbox_rows(tmp_path)
+    assert len(rows) == 302 and rows[-2:] == [
+        ("d-1000", Label.AUTH.value),
+        ("d-2000", Label.ACCEPTED.value),
+    ]
+    async with database.read() as conn:  # nothing in the store's log until evaluated
+        count = await conn.execute(select(func.count()).select_from(t.deliveries))
+        assert count.scalar_one() == 0
     await database.close()
 
 
@@ -91,9 +101,38 @@ async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:
     writer.start()
     try:
         await writer.write(_record(1))
-        with pytest.raises(IntegrityError):
+        with pytest.raises(sqlite3.IntegrityError):
             await writer.write(_record(1))  # duplicate delivery id: the commit fails
         await writer.write(_record(2))  # and the writer keeps going
     finally:
         await writer.close()
         await database.close()
+    assert [d for d, _ in _outbox_rows(tmp_path)] == ["d-1", "d-2"]
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[str]:
+    """A PostgreSQL database of this test's own: it counts every row of the log."""
+    with temporary_database(f"writer_{RUN_ID}", POSTGRES_SERVER) as url:
+        yield url
+
+
+async def test_writer_logs_pending_in_the_store_without_an_outbox(own_postgres: str) -> None:
+    database = create_database(make_settings(own_postgres).database_url)
+    await migrate(database)
+    writer = DeliveryWriter(database)
+    assert writer._appender is None  # PostgreSQL: the delivery log is the queue
+    writer.start()
+    try:
+        await asyncio.gather(*(writer.write(_record(i)) for i in range(50)))
+        with pytest.raises(IntegrityError):
+            await writer.write(_record(1))
+        writer.write_later(_record(1000, Label.AUTH))
+        await writer.write(_record(50))
+    finally:
+        await writer.close()
+    d = t.deliveries
+    async with database.read() as conn:
+        query = select(d.c.evaluation, func.count()).group_by(d.c.evaluation)
+        assert dict((await conn.execute(query)).all()) == {"pending": 51, None: 1}
+    await database.close()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import signal
+import sqlite3
 import threading
 import time
 import uuid
@@ -17,6 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from benchmarks.procs import free_port
+from gateway.backends import outbox
 from gateway.services import build_services
 from gateway.store import tables as t
 from gateway.worker.stream_source import CLAIM_EVERY_S, CLAIM_IDLE_MS
@@ -28,7 +31,7 @@ TOKEN = "wht_crash_test_token"
 
 
 async def _logged(settings, *, evaluated: bool = False) -> set[str]:  # type: ignore[no-untyped-def]
-    """Accepted deliveries in the SQL log (embedded: written there before the 202, as pending);
+    """Accepted deliveries in the SQL log;
     with `evaluated`, only those the evaluator is done with."""
     d = t.deliveries
     query = select(d.c.delivery_id).where(d.c.label == "Accepted")
@@ -43,9 +46,13 @@ async def _logged(settings, *, evaluated: bool = False) -> set[str]:  # type: ig
 
 
 def _pending(settings) -> set[str]:  # type: ignore[no-untyped-def]
-    """Accepted deliveries still in the Redis streams (none outside SQL on the embedded backend)."""
+    """Accepted deliveries still waiting outside the SQL log: in the Redis streams, or in the
+    embedded backend's outbox beside its SQLite file."""
     if settings.redis_url is None:
-        return set()
+        path = settings.database_url.split(":///", 1)[1] + outbox.SUFFIX
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            query = "SELECT delivery_id FROM outbox WHERE label = 'Accepted'"
+            return {row[0] for row in conn.execute(query)}
     from redis import Redis
 
     from gateway.backends.redis_backend import KeySpace

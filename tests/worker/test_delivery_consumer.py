@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.outbox import Outbox
 from gateway.backends.redis_backend import KeySpace
 from gateway.backends.redis_clients import connect
 from gateway.domain import automations, delivery_log
@@ -21,6 +22,7 @@ from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from gateway.worker.delivery_consumer import Consumer, Entry, Source
+from gateway.worker.outbox_source import OutboxSource
 from gateway.worker.pending_source import PendingSource
 from gateway.worker.stream_source import StreamSource
 from tests.ingress.hooks import add_webhook, backend_settings, redis_url_for
@@ -53,6 +55,8 @@ def _source(services: Services) -> Source:
         services.closers.append(redis.aclose)
         keyspace = KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
         return StreamSource(redis, keyspace, idle_wait=0.01)
+    if isinstance(services.pending_deliveries, Outbox):  # embedded on a SQLite file
+        return OutboxSource(services.pending_deliveries, idle_wait=0.01)
     return PendingSource(services.database, idle_wait=0.01)
 
 
@@ -138,8 +142,8 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
         (i["delivery_id"], i["evaluation"]) for i in listed_early if i["label"] == "Accepted"
     ] == [(ok, "pending")]
 
-    # embedded: rejections are in the log at once, only the accepted one waits for the
-    # evaluator; Redis: all five stream entries do
+    # embedded on PostgreSQL: rejections are in the log at once, only the accepted one waits for
+    # the evaluator; through a Redis stream or the outbox of a SQLite file all five entries do
     assert drain(gwc) in (1, 5)
     started = runs_of(gwc, [ok])
     assert [(d, a) for d, a, _ in started] == [(ok, automation)]  # duplicates start nothing
@@ -219,7 +223,9 @@ def test_a_batch_that_started_runs_is_announced(gwc: GatewayClient) -> None:
     assert announced == []  # no automation: no run, nothing to announce
     automation_for_everything(gwc, world, hook.uid)
     sent = gwc.post(hook.path, content=b'{"n": 1}', headers=hook.auth).json()["delivery_id"]
-    assert drain(gwc, on_runs_started=announce) == 1
+    # a new evaluator on the outbox reads the first delivery again until ingress pruned it (it
+    # starts nothing: logged already)
+    assert drain(gwc, on_runs_started=announce) in (1, 2)
     assert announced == [0] and len(runs_of(gwc, [sent])) == 1
 
 

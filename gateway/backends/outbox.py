@@ -1,0 +1,251 @@
+"""The ingress outbox of the embedded default: a SQLite file of its own beside the store.
+
+SQLite lets one connection write a file at a time. With accepted deliveries written into the
+store's delivery log, every ingress commit waited for whatever write transaction the evaluator
+had open, and the evaluator, at idle CPU priority, could be preempted while holding the lock:
+ingress p99 followed the evaluator's batches. So ingress appends to this file instead, and it is
+the file's only writer (one thread of the serving process); it never waits for anyone's lock.
+
+The evaluator reads the outbox in append order (`seq`) and moves each batch into the store's
+delivery log in the batch transaction that starts its runs, skipping deliveries already logged
+(`delivery_log.log_new`): a batch moved twice (a crash before it was noticed) starts no second run.
+Ingress deletes rows the store's log already holds (`OutboxAppender.prune`); a row is in one of
+the two files, or briefly in both, never in neither. Until moved, the delivery log API finds
+accepted deliveries here (read-your-writes), pending evaluation.
+
+The store is attached to reading connections (`store`), so that "still waiting" means "here and
+not yet in the store's log".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.delivery_rows import DELIVERIES
+from gateway.rejections import Reason
+from gateway.store import Database
+
+SUFFIX = "-outbox"
+COLUMNS = (
+    *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
+    *("duplicate_of", "payload", "reason", "headers"),
+)
+# AUTOINCREMENT: a seq is never reused, even after every row was pruned (readers keep their
+# position as the last seq they read)
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "delivery_id TEXT NOT NULL, webhook_uid TEXT NOT NULL, received_at TEXT NOT NULL, "
+    "size INTEGER NOT NULL, label TEXT NOT NULL, identity TEXT, duplicate_of TEXT, payload BLOB, "
+    "reason TEXT, headers BLOB)",
+    # the delivery log API's look-ups (one webhook's, one delivery)
+    "CREATE UNIQUE INDEX IF NOT EXISTS outbox_webhook ON outbox (webhook_uid, delivery_id)",
+)
+INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+# rows the store's log holds, looked up this many at a time from the oldest: the evaluator moves
+# rows in order, so the first chunk with nothing moved ends a prune (while the evaluator is
+# behind, a prune costs one small look-up)
+PRUNE_CHUNK = 512
+_SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
+_SELECT_WITHOUT_PAYLOAD = (
+    f"SELECT seq, {', '.join(c if c != 'payload' else 'NULL' for c in COLUMNS)} FROM outbox"
+)
+_NOT_IN_STORE = "NOT EXISTS (SELECT 1 FROM store.deliveries d WHERE d.delivery_id = o.delivery_id)"
+_LABELS = {label.value: label for label in Label}
+_FROM_LOG = tuple(DELIVERIES.columns.index(column) for column in COLUMNS)
+
+
+def outbox_path(database: Database) -> str | None:
+    """The outbox file of a store that is a SQLite file; None for other stores (PostgreSQL, an
+    in-memory SQLite), where accepted deliveries wait in the delivery log itself."""
+    path = database.sqlite_file
+    if path is None or database.engine.url.drivername != "sqlite+aiosqlite":
+        return None
+    if "mode=memory" in str(database.engine.url):
+        return None
+    return path + SUFFIX
+
+
+def create_schema(path: str) -> None:
+    """The file and its table, once; WAL mode stays set in the file."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        for statement in SCHEMA:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+class OutboxAppender:
+    """The outbox's only writer, used from one thread: appends batches, prunes moved rows."""
+
+    def __init__(self, path: str, store_path: str) -> None:
+        create_schema(path)
+        self._conn = sqlite3.connect(
+            path, timeout=30, isolation_level=None, check_same_thread=False
+        )
+        # WAL, synchronous=NORMAL: a commit is durable against a process kill without an fsync
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._store = sqlite3.connect(
+            f"file:{store_path}?mode=ro", uri=True, timeout=30, check_same_thread=False
+        )
+
+    def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """One transaction: returns once committed."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(INSERT, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def prune(self) -> int:
+        """Deletes the rows the store's delivery log holds (moved by the evaluator); how many."""
+        removed = 0
+        last = 0
+        while True:
+            head = self._conn.execute(
+                "SELECT seq, delivery_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+                (last, PRUNE_CHUNK),
+            ).fetchall()
+            if not head:
+                return removed
+            last = head[-1][0]
+            ids = [delivery_id for _, delivery_id in head]
+            marks = ",".join("?" * len(ids))
+            query = f"SELECT delivery_id FROM deliveries WHERE delivery_id IN ({marks})"
+            moved = {row[0] for row in self._store.execute(query, ids)}
+            self._store.commit()  # end the read: the store's WAL can be checkpointed past it
+            if not moved:
+                return removed  # the evaluator is behind here: nothing further is moved either
+            seqs = [(seq,) for seq, delivery_id in head if delivery_id in moved]
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany("DELETE FROM outbox WHERE seq = ?", seqs)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                raise
+            removed += len(seqs)
+            if len(head) < PRUNE_CHUNK:
+                return removed
+
+    def close(self) -> None:
+        self._conn.close()
+        self._store.close()
+
+
+class Outbox:
+    """Reads of the outbox, from the event loop (the evaluator, the delivery log API, ingress's
+    backlog count). Never writes it."""
+
+    def __init__(self, path: str, store_path: str) -> None:
+        create_schema(path)
+        self.path = path
+        self.engine = create_async_engine(
+            f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 30}
+        )
+        store = store_path.replace("'", "''")
+
+        def attach_store(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA query_only=ON")  # only the appender writes this file
+            cursor.execute(f"ATTACH DATABASE '{store}' AS store")
+            cursor.close()
+
+        event.listen(self.engine.sync_engine, "connect", attach_store)
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as conn:
+            yield conn
+
+    async def read(self, after_seq: int, limit: int) -> list[tuple[int, DeliveryRecord]]:
+        """The next rows in append order after `after_seq`, with their seq."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
+            )
+            return [(row[0], _record(row[1:])) for row in result]
+
+    async def of_webhook(self, webhook_uid: str) -> list[DeliveryRecord]:
+        """The webhook's accepted deliveries waiting for the evaluator (without payloads)."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                f"{_SELECT_WITHOUT_PAYLOAD} o WHERE webhook_uid = ? AND label = ? "
+                f"AND {_NOT_IN_STORE}",
+                (webhook_uid, Label.ACCEPTED.value),
+            )
+            return [_record(row[1:]) for row in result]
+
+    async def find(self, webhook_uid: str, delivery_id: str) -> DeliveryRecord | None:
+        """One accepted delivery waiting here, with its payload, or None."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                f"{_SELECT} WHERE webhook_uid = ? AND delivery_id = ? AND label = ?",
+                (webhook_uid, delivery_id, Label.ACCEPTED.value),
+            )
+            row = result.first()
+        return None if row is None else _record(row[1:])
+
+    async def count_waiting(self) -> int:
+        """Accepted deliveries here that the store's log does not hold yet."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                f"SELECT count(*) FROM outbox o WHERE label = ? AND {_NOT_IN_STORE}",
+                (Label.ACCEPTED.value,),
+            )
+            return int(result.scalar_one())
+
+    async def oldest_waiting(self) -> datetime | None:
+        """When the oldest accepted delivery still waiting was received."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                f"SELECT received_at FROM outbox o WHERE label = ? AND {_NOT_IN_STORE} "
+                "ORDER BY seq LIMIT 1",
+                (Label.ACCEPTED.value,),
+            )
+            value = result.scalar()
+        return None if value is None else _time(value)
+
+    async def accepted(self) -> list[DeliveryRecord]:
+        """Every accepted delivery here, without payloads (de-duplication memory on start)."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                f"{_SELECT_WITHOUT_PAYLOAD} WHERE label = ? ORDER BY seq", (Label.ACCEPTED.value,)
+            )
+            return [_record(row[1:]) for row in result]
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def encode(values: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Delivery-log values (`DELIVERIES` column order, encoded for SQLite) -> outbox rows (the
+    same columns without the evaluation's two)."""
+    return [tuple(row[i] for i in _FROM_LOG) for row in values]
+
+
+def _record(row: Sequence[Any]) -> DeliveryRecord:
+    reason = None if row[8] is None else Reason(row[8])
+    return DeliveryRecord(
+        row[0], row[1], _time(row[2]), row[3], _LABELS[row[4]], row[5], row[6], row[7], reason,
+        row[9],
+    )  # fmt: skip
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)

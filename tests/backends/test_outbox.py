@@ -1,0 +1,189 @@
+"""The embedded default's outbox beside a SQLite store: rows leave it only once the store's log
+holds them, a batch moved twice starts no second run (a crash between the move and the prune),
+and the delivery log API finds a delivery in one place or the other, once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects import sqlite
+
+from gateway.backends import outbox
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.backends.embedded import MemoryBackend
+from gateway.backends.outbox import Outbox, OutboxAppender
+from gateway.domain.webhook_runs import RunStarter
+from gateway.ingress.pipeline import Ingress
+from gateway.services import Services
+from gateway.store import create_database, migrate
+from gateway.store import tables as t
+from gateway.worker.delivery_consumer import Consumer
+from gateway.worker.outbox_source import OutboxSource
+from tests.conftest import make_settings
+from tests.ingress.hooks import add_webhook
+from tests.support import GatewayClient, World
+from tests.worker.test_delivery_consumer import automation_for_everything, runs_of
+
+
+def _record(i: int) -> DeliveryRecord:
+    when = datetime(2026, 11, 24, 12, 0, 0, i, tzinfo=UTC)
+    return DeliveryRecord(f"d-{i}", "wh-1", when, 2, Label.ACCEPTED, f"id-{i}", None, b"{}")
+
+
+def _outbox_rows(appender: OutboxAppender, records: list[DeliveryRecord]) -> None:
+    rows = [delivery_row(r, None) for r in records]
+    appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), rows)))
+
+
+async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "g.db")
+    database = create_database(f"sqlite+aiosqlite:///{store}")
+    await migrate(database)
+    path = store + outbox.SUFFIX
+    appender = OutboxAppender(path, store)
+    reader = Outbox(path, store)
+    try:
+        _outbox_rows(appender, [_record(1), _record(2), _record(3)])
+        assert [r.delivery_id for _, r in await reader.read(0, 10)] == ["d-1", "d-2", "d-3"]
+        assert await reader.count_waiting() == 3
+        assert appender.prune() == 0  # the evaluator moved nothing yet: everything stays
+
+        async def move(*records: DeliveryRecord) -> None:
+            async with database.transaction() as conn:
+                rows = [delivery_row(r, EVALUATED, datetime.now(UTC)) for r in records]
+                await DELIVERIES.insert(conn, rows)
+
+        await move(_record(1), _record(2))
+        assert await reader.count_waiting() == 1
+        assert await reader.oldest_waiting() == _record(3).received_at
+        assert appender.prune() == 2
+        left = await reader.read(0, 10)
+        assert [r.delivery_id for _, r in left] == ["d-3"]
+        await move(_record(3))
+        assert appender.prune() == 1
+        assert await reader.read(0, 10) == [] and await reader.oldest_waiting() is None
+
+        # a reader positioned after the last seq still sees what comes next (seq not reused)
+        _outbox_rows(appender, [_record(4)])
+        assert [(seq, r.delivery_id) for seq, r in await reader.read(left[-1][0], 10)] == [
+            (4, "d-4")
+        ]
+        assert (await reader.find("wh-1", "d-4")) == _record(4)
+        assert await reader.find("wh-1", "d-3") is None  # moved: the log answers for it
+    finally:
+        appender.close()
+        await reader.close()
+        await database.close()
+
+
+async def test_prune_goes_chunk_by_chunk_up_to_what_the_evaluator_moved(tmp_path: Path) -> None:
+    store = str(tmp_path / "g.db")
+    database = create_database(f"sqlite+aiosqlite:///{store}")
+    await migrate(database)
+    path = store + outbox.SUFFIX
+    appender = OutboxAppender(path, store)
+    reader = Outbox(path, store)
+    try:
+        records = [_record(i) for i in range(3 * outbox.PRUNE_CHUNK)]
+        _outbox_rows(appender, records)
+        moved = records[: 2 * outbox.PRUNE_CHUNK + 10]  # past the second chunk's end
+        async with database.transaction() as conn:
+            now = datetime.now(UTC)
+            await DELIVERIES.insert(conn, [delivery_row(r, EVALUATED, now) for r in moved])
+        assert appender.prune() == len(moved)
+        left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_CHUNK)]
+        assert left == [r.delivery_id for r in records[len(moved) :]]
+        assert await reader.count_waiting() == len(left)
+    finally:
+        appender.close()
+        await reader.close()
+        await database.close()
+
+
+def test_a_batch_moved_again_after_a_crash_starts_no_second_run(tmp_path: Path) -> None:
+    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off")
+    with GatewayClient.running(settings) as gwc:
+        world = World.create(gwc)
+        hook = add_webhook(gwc, world)
+        automation = automation_for_everything(gwc, world, hook.uid)
+        ids = [
+            gwc.post(hook.path, content=b'{"n": %d}' % i, headers=hook.auth).json()["delivery_id"]
+            for i in range(30)
+        ]
+        base = f"/factory/{world.factory_uid}/webhooks/{hook.uid}/deliveries"
+        assert world.api("GET", f"{base}/{ids[0]}").json()["evaluation"] == "pending"
+
+        async def evaluate(services: Services) -> int:
+            """One evaluator from the oldest outbox row to the newest; runs it started."""
+            assert isinstance(services.pending_deliveries, Outbox)
+            source = OutboxSource(services.pending_deliveries, batch=7, idle_wait=0.01)
+            consumer = Consumer(services.database, source, RunStarter())
+            while entries := await source.read():
+                await consumer.process(entries)
+            return consumer.runs_started
+
+        assert gwc.run(evaluate) == 30
+        # a restarted evaluator reads the rows not pruned yet again: none starts a run
+        assert gwc.run(evaluate) == 0
+        started = runs_of(gwc, ids)
+        assert sorted((d, a) for d, a, _ in started) == sorted((d, automation) for d in ids)
+
+        # in both places for a moment: the API lists each delivery once, as evaluated
+        listed = world.api("GET", base, params={"limit": 100}).json()["deliveries"]
+        assert sorted(i["delivery_id"] for i in listed) == sorted(ids)
+        assert {i["evaluation"] for i in listed} == {"evaluated"}
+
+        async def outbox_left(services: Services) -> int:
+            assert isinstance(services.pending_deliveries, Outbox)
+            return len(await services.pending_deliveries.read(0, 100))
+
+        deadline = time.monotonic() + 10
+        while gwc.run(outbox_left) and time.monotonic() < deadline:
+            time.sleep(0.1)  # ingress prunes what the log holds every half second
+        assert gwc.run(outbox_left) == 0
+
+        async def logged(services: Services) -> int:
+            d = t.deliveries
+            query = select(func.count()).select_from(d).where(d.c.evaluation == EVALUATED)
+            async with services.database.read() as conn:
+                return int((await conn.execute(query)).scalar_one())
+
+        assert gwc.run(logged) == 30
+        detail = world.api("GET", f"{base}/{ids[0]}").json()
+        assert detail["evaluation"] == "evaluated" and detail["payload"] == {"n": 0}
+
+
+def test_the_evaluator_sees_the_outbox_file_of_the_store(tmp_path: Path) -> None:
+    """The outbox is the store's file name plus a suffix, for every process of the deployment."""
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/gw.db")
+    assert outbox.outbox_path(database) == f"{tmp_path}/gw.db{outbox.SUFFIX}"
+    assert outbox.outbox_path(create_database("sqlite+aiosqlite:///:memory:")) is None
+    asyncio.run(database.close())
+
+
+def test_a_restart_remembers_deliveries_still_in_the_outbox(tmp_path: Path) -> None:
+    """De-duplication and the backlog count come back from the outbox, not only from the log."""
+    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off")
+    sent = {"X-Service-Delivery-Id": "evt-1"}
+    with GatewayClient.running(settings) as gwc:
+        hook = add_webhook(gwc, World.create(gwc))
+        first = gwc.post(hook.path, content=b'{"n": 1}', headers=hook.auth | sent)
+        assert first.status_code == 202
+    with GatewayClient.running(settings) as gwc:
+        again = gwc.post(hook.path, content=b'{"n": 1}', headers=hook.auth | sent)
+        assert again.status_code == 202
+        assert again.json()["delivery_id"] == first.json()["delivery_id"]
+
+        async def backlog(services: Services) -> int:
+            assert isinstance(services.ingress, Ingress)
+            assert isinstance(services.ingress.backend, MemoryBackend)
+            return services.ingress.backend.backlog
+
+        assert gwc.run(backlog) == 1
