@@ -24,7 +24,7 @@ from typing import Any
 
 from gateway.runner.client import ApiError, RunnerClient
 from gateway.runner.execution import Ended, Execution
-from gateway.runner.slots import Slots
+from gateway.runner.slots import Claim, Slots
 
 log = logging.getLogger("gateway.runner")
 
@@ -131,13 +131,14 @@ class Runner:
     def _poll(self) -> None:
         """Long-polls for runs while slots are free and no other call does so."""
         while not self.stopping.is_set():
-            if self.slots.wait_for_long_poll(0.5) and not self._exchange([]):
+            if not self.slots.wait_for_long_poll(0.5):
+                continue
+            if not self._exchange([], self.slots.reserve()):
                 self.stopping.wait(RETRY_S)
 
-    def _exchange(self, ended: list[Ended]) -> bool:
-        """One POST /runner/finish: reports the runs `ended`, claims runs for the free slots
-        and starts them. False when the call failed (logged)."""
-        claim = self.slots.reserve()
+    def _exchange(self, ended: list[Ended], claim: Claim) -> bool:
+        """One POST /runner/finish: reports the runs `ended`, claims runs for the slots
+        `claim` reserved and starts them. False when the call failed (logged)."""
         if not ended and not claim.runs:
             self.slots.settle(claim, 0)
             return True
@@ -184,9 +185,9 @@ class Runner:
         finally:
             with self._lock:
                 self._running.pop(execution.run_id, None)
-            self.slots.done()
+            claim = self.slots.done_and_reserve()
         try:
-            self._exchange([ended] if ended else [])
+            self._exchange([ended] if ended else [], claim)
         finally:
             with self._lock:
                 self._threads.discard(threading.current_thread())

@@ -30,11 +30,21 @@ class Slots:
     def reserve(self) -> Claim:
         """Reserves every free slot for one call; `settle` must follow."""
         with self._changed:
-            runs = self._free()
-            long_poll = runs > 0 and not self._polling
-            self._reserved += runs
-            self._polling = self._polling or long_poll
-            return Claim(runs, long_poll)
+            return self._reserve()
+
+    def done_and_reserve(self) -> Claim:
+        """A run ended: its slot, and every other free one, is reserved for the call that
+        reports it (at once, so the long-poll does not take it first); `settle` must follow."""
+        with self._changed:
+            self._busy -= 1
+            return self._reserve()
+
+    def _reserve(self) -> Claim:
+        runs = self._free()
+        long_poll = runs > 0 and not self._polling
+        self._reserved += runs
+        self._polling = self._polling or long_poll
+        return Claim(runs, long_poll)
 
     def settle(self, claim: Claim, claimed: int) -> None:
         """The call of `claim` answered with `claimed` runs (0 if it failed): they fill slots,
