@@ -37,10 +37,14 @@ class RunnerClient:
         self.runner_uid = answer["runner_uid"]
         return answer
 
-    def claim(self, max_runs: int, wait_s: float) -> list[dict[str, Any]]:
-        body = {"max_runs": max_runs, "wait_s": wait_s}
-        runs: list[dict[str, Any]] = self._held_call("/runner/claim", body, wait_s)["runs"]
-        return runs
+    def finish_and_claim(
+        self, endings: list[dict[str, Any]], claim: int, wait_s: float
+    ) -> dict[str, Any]:
+        """POST /runner/finish: finishes the runs of `endings` (each `{run_id, outcome, ...}`),
+        then claims up to `claim` runs, long-polling up to `wait_s` when none is queued.
+        Answers `{finished: [...], runs: [...]}`; a run not finished has its `problem` there."""
+        body = {"runs": endings, "claim": claim, "wait_s": wait_s}
+        return self._held_call("/runner/finish", body, wait_s)
 
     def on(self, run_id: str, action: str, **body: Any) -> dict[str, Any]:
         """POST /runner/runs/{run_id}/{action} (heartbeat, progress, finish, release, ...)."""

@@ -6,7 +6,9 @@ the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
 is renewed every third of it (at least every MAX_BEAT_S); a cancel reported by the heartbeat
 terminates the group (SIGTERM, SIGKILL after KILL_AFTER_S) and the run is acknowledged
 CANCELLED; an interrupt is passed on as SIGINT. Exit 0 is SUCCEEDED, anything else FAILED;
-the last non-empty stdout line is the status message, stdout and stderr the transcript.
+the last non-empty stdout line is the status message, stdout and stderr the transcript. The
+execution reports everything but the run's end: its runner sends that (`Ended`), together
+with its claim of the next runs.
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ MAX_OUTPUTS = 20  # files uploaded from RUN_OUTPUTS
 MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
 
 
+@dataclass(frozen=True)
+class Ended:
+    """How a command ended, for the runner to report: `ending` is the run's item of
+    POST /runner/finish (run_id, outcome, transcript, status_message?, error_code?)."""
+
+    run_id: str
+    ending: dict[str, Any]
+    summary: str  # for the runner's progress line, e.g. "SUCCEEDED in 0.8 s (exit 0)"
+
+
 @dataclass
 class Output:
     """What one stream of the command wrote (decoded as UTF-8, bad bytes replaced)."""
@@ -62,8 +74,9 @@ class Execution:
         self.cancelled = False
         self.lost = False
 
-    def execute(self) -> str:
-        """Runs the command to its end; returns the outcome reported (or why none was)."""
+    def execute(self) -> Ended | None:
+        """Runs the command to its end; returns how it ended, or None when there is nothing to
+        report (the lease was lost, or the run was given back because the runner stops)."""
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="gateway-run-") as workdir:
             env = self._environment(Path(workdir))
@@ -195,13 +208,13 @@ class Execution:
         with contextlib.suppress(ProcessLookupError):  # already gone
             os.killpg(self.process.pid, sig)
 
-    def _finish(self, code: int, stdout: str, stderr: str, elapsed: float) -> str:
+    def _finish(self, code: int, stdout: str, stderr: str, elapsed: float) -> Ended | None:
         if self.lost:
-            return "lost"
+            return None
         if self.stop_requested.is_set() and not self.cancelled:
             self._report("release", reason="its runner stopped")
             log.info("run %s: given back to the queue", self.run_id)
-            return "released"
+            return None
         transcript = _transcript(self.command, code, stdout, stderr)
         if self.cancelled:
             outcome, message, error_code = "CANCELLED", "cancelled", None
@@ -212,15 +225,16 @@ class Execution:
             outcome = "FAILED"
             message = _last_line(stdout) or f"the command ended with {reason}"
             error_code = f"signal_{-code}" if code < 0 else f"exit_{code}"
-        body: dict[str, Any] = {"outcome": outcome, "transcript": transcript}
+        ending: dict[str, Any] = {
+            "run_id": self.run_id,
+            "outcome": outcome,
+            "transcript": transcript,
+        }
         if message:
-            body["status_message"] = message
+            ending["status_message"] = message
         if error_code:
-            body["error_code"] = error_code
-        if self._report("finish", **body) is None:
-            return "unreported"
-        log.info("run %s: %s in %.1f s (exit %s)", self.run_id, outcome, elapsed, code)
-        return outcome
+            ending["error_code"] = error_code
+        return Ended(self.run_id, ending, f"{outcome} in {elapsed:.1f} s (exit {code})")
 
 
 def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:

@@ -1,4 +1,10 @@
-"""`gateway runner`: N slots, each claiming one run at a time (long-poll) and executing it.
+"""`gateway runner`: up to N runs at a time, each executed in a thread of its own.
+
+Runs are claimed with `POST /runner/finish`: when a command ends, one call reports the run's end
+and claims as many runs as the runner then has free slots, so a busy runner makes one call per
+run. While slots are free and no run ends, one long-poll of that call (finishing nothing)
+waits for queued runs; at most one long-polls at a time, and a run that ends meanwhile is
+reported at once by a call that does not wait.
 
 SIGTERM or SIGINT: no more claims; runs in hand get `grace` seconds to end by themselves, then
 their commands are terminated and the runs given back to the queue (QUEUED for another runner).
@@ -17,12 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.runner.client import ApiError, RunnerClient
-from gateway.runner.execution import Execution
+from gateway.runner.execution import Ended, Execution
+from gateway.runner.slots import Claim, Slots
 
 log = logging.getLogger("gateway.runner")
 
-CLAIM_WAIT_S = 10.0  # a claim's long-poll; also how long an idle slot takes to notice a stop
-RETRY_S = 2.0  # after a failed claim (API unreachable, ...)
+CLAIM_WAIT_S = 10.0  # a claim's long-poll; also how long an idle runner takes to notice a stop
+RETRY_S = 2.0  # after a failed long-poll (API unreachable, ...)
 VERSION = "1"
 
 
@@ -43,7 +50,9 @@ class Runner:
         self.client = RunnerClient(options.api_url, options.key)
         self.stopping = threading.Event()
         self.lease_s = 30.0
+        self.slots = Slots(options.concurrency)
         self._running: dict[str, Execution] = {}
+        self._threads: set[threading.Thread] = set()  # one per run in hand, while it lasts
         self._lock = threading.Lock()
 
     def run(self) -> int:
@@ -71,17 +80,13 @@ class Runner:
             scope,
             self.lease_s,
         )
-        slots = [
-            threading.Thread(target=self._slot, name=f"slot-{n}", daemon=True)
-            for n in range(options.concurrency)
-        ]
-        for slot in slots:
-            slot.start()
-        self._wait_for_stop(slots)
+        poller = threading.Thread(target=self._poll, name="poll", daemon=True)
+        poller.start()
+        self._wait_for_stop(poller)
         log.info("runner %s stopped", self.client.runner_uid)
         return 0
 
-    def _wait_for_stop(self, slots: list[threading.Thread]) -> None:
+    def _wait_for_stop(self, poller: threading.Thread) -> None:
         signals = threading.Event()
         count = 0
 
@@ -97,6 +102,7 @@ class Runner:
         while not signals.wait(0.5):
             pass
         self.stopping.set()
+        self.slots.close()
         with self._lock:
             in_hand = len(self._running)
         log.info(
@@ -105,11 +111,15 @@ class Runner:
             self.options.grace_s,
         )
         deadline = time.monotonic() + self.options.grace_s
-        for slot in slots:
-            slot.join(max(0.0, deadline - time.monotonic()))
+        for thread in [poller, *self._threads_now()]:
+            thread.join(max(0.0, deadline - time.monotonic()))
         self._give_back_all("the grace period ended")
-        for slot in slots:
-            slot.join()
+        for thread in [poller, *self._threads_now()]:
+            thread.join()
+
+    def _threads_now(self) -> list[threading.Thread]:
+        with self._lock:
+            return list(self._threads)
 
     def _give_back_all(self, why: str) -> None:
         with self._lock:
@@ -118,38 +128,92 @@ class Runner:
             log.info("run %s: %s; giving it back", execution.run_id, why)
             execution.stop_requested.set()
 
-    def _slot(self) -> None:
+    def _poll(self) -> None:
+        """Long-polls for runs while slots are free and no other call does so."""
         while not self.stopping.is_set():
-            try:
-                runs = self.client.claim(1, CLAIM_WAIT_S)
-            except ApiError as exc:
-                log.warning("claim failed: %s; retrying in %.0f s", exc, RETRY_S)
-                self.stopping.wait(RETRY_S)
+            if not self.slots.wait_for_long_poll(0.5):
                 continue
-            for run in runs:
-                if self.stopping.is_set():  # claimed while stopping: straight back
-                    self._release(run)
-                    continue
-                self._execute(run)
+            if not self._exchange([], self.slots.reserve()):
+                self.stopping.wait(RETRY_S)
+
+    def _exchange(self, ended: list[Ended], claim: Claim) -> bool:
+        """One POST /runner/finish: reports the runs `ended`, claims runs for the slots
+        `claim` reserved and starts them. False when the call failed (logged)."""
+        if not ended and not claim.runs:
+            self.slots.settle(claim, 0)
+            return True
+        wait_s = CLAIM_WAIT_S if claim.long_poll else 0.0
+        endings = [each.ending for each in ended]
+        runs: list[dict[str, Any]] = []
+        try:
+            answer = self.client.finish_and_claim(endings, claim.runs, wait_s)
+            runs = answer["runs"]
+        except ApiError as exc:
+            for each in ended:  # as when a finish call fails: the lease will lapse
+                log.warning("run %s: finish failed: %s", each.run_id, exc)
+            if not ended:
+                log.warning("claim failed: %s; retrying in %.0f s", exc, RETRY_S)
+            return False
+        finally:
+            self.slots.settle(claim, len(runs))
+        _log_finished(ended, answer["finished"])
+        for run in runs:
+            self._start(run)
+        return True
+
+    def _start(self, run: dict[str, Any]) -> None:
+        if self.stopping.is_set():  # claimed while stopping: straight back
+            self._release(run)
+            self.slots.done()
+            return
+        thread = threading.Thread(target=self._execute, args=(run,), daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
 
     def _execute(self, run: dict[str, Any]) -> None:
+        """A run's thread: executes it, then reports its end and claims the next runs."""
         log.info("run %s claimed (attempt %s): %s", run["run_id"], run["attempt"], _title(run))
         execution = Execution(self.client, run, self.options.command, self.lease_s)
         with self._lock:
             self._running[execution.run_id] = execution
+        ended: Ended | None = None
         try:
-            execution.execute()
-        except Exception:  # one run's trouble never stops the slot; the lease will lapse
+            ended = execution.execute()
+        except Exception:  # one run's trouble never stops the runner; the lease will lapse
             log.exception("run %s: the runner failed to execute it", execution.run_id)
         finally:
             with self._lock:
                 self._running.pop(execution.run_id, None)
+            claim = self.slots.done_and_reserve()
+        try:
+            self._exchange([ended] if ended else [], claim)
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
 
     def _release(self, run: dict[str, Any]) -> None:
         try:
             self.client.on(run["run_id"], "release", reason="its runner is stopping")
         except ApiError as exc:
             log.warning("run %s: release failed (%s); its lease will lapse", run["run_id"], exc)
+
+
+def _log_finished(ended: list[Ended], finished: list[dict[str, Any]]) -> None:
+    """The progress line of each run reported; a lost lease (the run expired or another runner
+    has it now) gives the run up, as does any other problem."""
+    summaries = {each.run_id: each.summary for each in ended}
+    for item in finished:
+        run_id = item["run_id"]
+        if item["ok"]:
+            log.info("run %s: %s", run_id, summaries.get(run_id, item.get("state")))
+            continue
+        problem = item.get("problem") or {}
+        why = f"{problem.get('status')} {problem.get('code')}: {problem.get('detail')}"
+        if problem.get("code") == "lease_lost":
+            log.warning("run %s: lease lost (%s); not finished, given up", run_id, why)
+        else:
+            log.warning("run %s: finish failed: %s", run_id, why)
 
 
 def _title(run: dict[str, Any]) -> str:

@@ -1,26 +1,35 @@
 """`gateway runner` against `gateway serve`, both real processes (SQLite and PostgreSQL): a
 webhook delivery becomes a run that a real command executes; failures, cancels, a runner killed
-mid-run, a runner stopped by SIGTERM, and 200 runs over 4 runners executed exactly once."""
+mid-run, a runner stopped by SIGTERM, and 200 runs over 4 runners executed exactly once; the
+runner's calls, counted by a proxy in front of the server: one POST /runner/finish per run."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from benchmarks.procs import free_port
+from gateway.runner.execution import Ended
+from gateway.runner.loop import Runner, RunnerOptions
 from tests.ingress.hooks import gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
@@ -264,3 +273,94 @@ def test_200_runs_over_4_runners_are_each_executed_exactly_once(deployment: Depl
     assert sorted(executed) == sorted(run_ids)  # every run once, none twice
     workers = deployment.api("GET", "/agent/workers").json()["workers"]
     assert len([w for w in workers if w["online"]]) == 4
+
+
+@contextlib.contextmanager
+def counting_proxy(upstream: str) -> Iterator[tuple[str, Counter[str]]]:
+    """An HTTP proxy in front of `upstream` that counts the requests by path; yields its URL
+    and the counts (a request counts as it arrives, before it is forwarded)."""
+    counts: Counter[str] = Counter()
+    target = urlsplit(upstream)
+
+    class Forward(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            counts[self.path] += 1
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            upstream_conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+            try:
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                upstream_conn.request("POST", self.path, body=body, headers=headers)
+                answer = upstream_conn.getresponse()
+                content = answer.read()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+            finally:
+                upstream_conn.close()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Forward)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", counts
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_a_busy_runner_makes_one_call_per_run_to_finish_it_and_claim_the_next(
+    deployment: Deployment,
+) -> None:
+    runs = 6
+    run_ids = [deployment.new_run(f"job {n}") for n in range(runs)]
+    with counting_proxy(deployment.url) as (proxy, counts):
+        deployment.url, server = proxy, deployment.url  # the runner talks to the proxy
+        deployment.runner("echo ok")
+        deployment.url = server
+        for run_id in run_ids:
+            wait_for(lambda r=run_id: deployment.run(r)["state"] == "SUCCEEDED",
+                     what=f"{run_id} SUCCEEDED")  # fmt: skip
+        calls = dict(counts)
+    finishes = calls.get("/api/v1/runner/finish", 0)
+    # the first call claims the first run; then each run's end is reported in the call that
+    # claims the next one (the last one's call long-polls); a long-poll that comes back empty
+    # may add one more call
+    assert runs + 1 <= finishes <= runs + 2, calls
+    assert "/api/v1/runner/claim" not in calls, calls
+    assert not [path for path in calls if path.endswith("/finish") and "/runs/" in path], calls
+    for run_id in run_ids:
+        assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
+        assert deployment.run(run_id)["status_message"]["message"] == "ok"
+        assert "--- exit 0 ---" in deployment.transcript(run_id)
+
+
+def test_a_run_the_finish_call_says_lost_is_logged_and_given_up(
+    deployment: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = Runner(RunnerOptions(deployment.url, deployment.keys["agent_api_key"], "true"))
+    runner.client.register(name="lost", concurrency=1)
+    run_id = deployment.new_run("lost on the way")
+    claimed = runner.client.finish_and_claim([], 1, 5.0)["runs"]
+    assert [run["run_id"] for run in claimed] == [run_id]
+    # its lease taken away: the run finished by another call meanwhile
+    runner.client.on(run_id, "finish", outcome="SUCCEEDED", status_message="first")
+    runner.slots.close()  # claims nothing more
+    ending = {"run_id": run_id, "outcome": "FAILED", "status_message": "second"}
+    with caplog.at_level(logging.INFO, logger="gateway.runner"):
+        reported = runner._exchange(
+            [Ended(run_id, ending, "FAILED in 0.1 s (exit 1)")], runner.slots.reserve()
+        )
+    assert reported  # the call itself went through
+    assert f"run {run_id}: lease lost (409 lease_lost" in caplog.text
+    assert "FAILED in 0.1 s" not in caplog.text
+    run = deployment.run(run_id)
+    assert run["state"] == "SUCCEEDED" and run["status_message"]["message"] == "first"
