@@ -15,7 +15,7 @@ import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, select, type_coerce
@@ -63,8 +63,6 @@ class HookAutomations:
     revision: int
     # (automation uid, its stamp as text) in the matcher's order: the outcome trace's skeleton
     automations: tuple[tuple[str, str], ...] = ()
-    # outcome traces made for this entry, by the keys the matcher returned (see webhook_runs)
-    traces: dict[tuple[Key, ...], Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
