@@ -183,24 +183,23 @@ class Reported(Struct):
     reported: bool
 
 
-class Finish(Struct, kw_only=True, forbid_unknown_fields=True):
+class RunEnding(Struct, kw_only=True, forbid_unknown_fields=True):
+    """How a run ended, as a runner reports it: one finish or one item of a batch finish."""
+
+    outcome: Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+    status_message: Annotated[str, Meta(max_length=10_000)] | None = None
+    error_code: Annotated[str, Meta(max_length=64, pattern=r"^[a-z0-9_]+$")] | None = None
+    transcript: (
+        Annotated[str, Meta(max_length=900_000, description="stdout and stderr, as text")] | None
+    ) = None
+
+
+class Finish(RunEnding, kw_only=True, forbid_unknown_fields=True):
     runner_uid: Uid
-    outcome: Literal["SUCCEEDED", "FAILED", "CANCELLED"]
-    status_message: Annotated[str, Meta(max_length=10_000)] | None = None
-    error_code: Annotated[str, Meta(max_length=64, pattern=r"^[a-z0-9_]+$")] | None = None
-    transcript: (
-        Annotated[str, Meta(max_length=900_000, description="stdout and stderr, as text")] | None
-    ) = None
 
 
-class FinishItem(Struct, kw_only=True, forbid_unknown_fields=True):
+class FinishItem(RunEnding, kw_only=True, forbid_unknown_fields=True):
     run_id: Uid
-    outcome: Literal["SUCCEEDED", "FAILED", "CANCELLED"]
-    status_message: Annotated[str, Meta(max_length=10_000)] | None = None
-    error_code: Annotated[str, Meta(max_length=64, pattern=r"^[a-z0-9_]+$")] | None = None
-    transcript: (
-        Annotated[str, Meta(max_length=900_000, description="stdout and stderr, as text")] | None
-    ) = None
 
 
 class FinishMany(Struct, kw_only=True, forbid_unknown_fields=True):
