@@ -11,6 +11,15 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{int(time.time() * 1000):012x}{os.urandom(10).hex()}"
 
 
+def millis_of(public_id: str) -> int | None:
+    """The creation time (Unix ms) of an id made by `new_id`; None for any other string."""
+    _prefix, sep, rest = public_id.partition("_")
+    try:
+        return int(rest[:12], 16) if sep and len(rest) >= 12 else None
+    except ValueError:
+        return None
+
+
 def new_uuid() -> str:
     """A time-ordered (version 7, RFC 9562) UUID string, for run and conversation ids that
     clients parse as UUIDs: 48 bits of Unix milliseconds, then 74 random bits. New ids land at

@@ -12,7 +12,6 @@ delivery is refused."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -35,6 +34,7 @@ from gateway.backends.contract import (
 from gateway.backends.delivery_rows import PENDING
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.outbox import Outbox
+from gateway.backends.seen_deliveries import SeenDeliveries, seen_key
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
 from gateway.store import Database
@@ -74,15 +74,6 @@ class SlidingWindow:
             entries.remove(stamp)
 
 
-class _Seen:
-    __slots__ = ("delivery_id", "expires", "pending")
-
-    def __init__(self, delivery_id: str, expires: float, pending: asyncio.Future[None] | None):
-        self.delivery_id = delivery_id
-        self.expires = expires
-        self.pending = pending
-
-
 RECOUNT_S = 0.5
 
 
@@ -103,7 +94,9 @@ class MemoryBackend:
         self._auth = SlidingWindow(RATE_WINDOW_MS)
         self._rate = SlidingWindow(RATE_WINDOW_MS)
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
-        self._seen: dict[tuple[str, str], _Seen] = {}
+        self._seen = SeenDeliveries(DEDUP_WINDOW_S * 1000)
+        # first copies still committing: a copy arriving meanwhile shares their fate
+        self._committing_firsts: dict[bytes, tuple[str, asyncio.Future[None]]] = {}
         self.backlog = 0  # accepted (committed or committing), not evaluated yet
         self._committing = 0
         self._recounted = 0.0
@@ -130,12 +123,9 @@ class MemoryBackend:
     def _remember(
         self, webhook_uid: str, identity: str | None, delivery_id: str, received: datetime
     ) -> None:
-        if identity is None:
-            return
-        now_ms = time.time() * 1000
-        age = now_ms - received.timestamp() * 1000
-        expires = now_ms + DEDUP_WINDOW_S * 1000 - age
-        self._seen[(webhook_uid, _digest(identity))] = _Seen(delivery_id, expires, None)
+        if identity is not None:
+            key = seen_key(webhook_uid, identity)
+            self._seen.remember(key, delivery_id, received.timestamp() * 1000)
 
     def evaluated(self, count: int) -> None:
         """The evaluator (in this process) claimed `count` pending deliveries."""
@@ -176,24 +166,35 @@ class MemoryBackend:
             self._rate.add(uid, now)
             self._log(s.target, s.delivery_id, len(s.body), _INVALID_JSON, now)
             return Outcome(Verdict.INVALID_JSON)
-        key = (uid, _digest(s.identity))
-        seen = self._seen.get(key)
-        if seen is not None and seen.expires > now:
+        key = seen_key(uid, s.identity)
+        first = self._first(key, now)
+        if first is not None:
             self._rate.add(uid, now)
-            return await self._duplicate(s, seen, now)
+            return await self._duplicate(s, first, now)
         if self.backlog >= self.max_backlog and await self._backlog_full():
             return Outcome(Verdict.BACKLOG_FULL)  # nothing recorded, no rate slot taken
-        seen = self._seen.get(key)  # the recount awaited: another copy may have come meanwhile
-        if seen is not None and seen.expires > now:
+        first = self._first(key, now)  # the recount awaited: another copy may have come
+        if first is not None:
             self._rate.add(uid, now)
-            return await self._duplicate(s, seen, now)
+            return await self._duplicate(s, first, now)
         self._rate.add(uid, now)
         return await self._accept(s, key, now)
 
-    async def _duplicate(self, s: Submission, seen: _Seen, now: float) -> Outcome:
-        if seen.pending is not None:  # the first copy is still committing: its fate is ours
+    def _first(self, key: bytes, now: float) -> tuple[str, asyncio.Future[None] | None] | None:
+        """The first copy's delivery id, and its commit while that is still under way."""
+        committing = self._committing_firsts.get(key)
+        if committing is not None:
+            return committing
+        delivery_id = self._seen.first(key, now)
+        return None if delivery_id is None else (delivery_id, None)
+
+    async def _duplicate(
+        self, s: Submission, first: tuple[str, asyncio.Future[None] | None], now: float
+    ) -> Outcome:
+        first_id, commit = first
+        if commit is not None:  # the first copy is still committing: its fate is ours
             try:
-                await asyncio.shield(seen.pending)
+                await asyncio.shield(commit)
             except Exception as exc:
                 raise Unavailable("delivery log unavailable; nothing was recorded") from exc
         record = DeliveryRecord(
@@ -203,14 +204,14 @@ class MemoryBackend:
             len(s.body),
             Label.DUPLICATE,
             identity=s.identity,
-            duplicate_of=seen.delivery_id,
+            duplicate_of=first_id,
         )
         self._log_record(s.target, record, now)
-        return Outcome(Verdict.DUPLICATE, delivery_id=seen.delivery_id)
+        return Outcome(Verdict.DUPLICATE, delivery_id=first_id)
 
-    async def _accept(self, s: Submission, key: tuple[str, str], now: float) -> Outcome:
+    async def _accept(self, s: Submission, key: bytes, now: float) -> Outcome:
         pending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._seen[key] = _Seen(s.delivery_id, now + DEDUP_WINDOW_S * 1000, pending)
+        self._committing_firsts[key] = (s.delivery_id, pending)
         record = DeliveryRecord(
             s.delivery_id,
             s.target.webhook_uid,
@@ -227,7 +228,7 @@ class MemoryBackend:
             await self.log.write(record)
         except Exception as exc:
             # undo the reservation: no marker and no slot for a delivery that was not recorded
-            self._seen.pop(key, None)
+            del self._committing_firsts[key]
             self._rate.remove(s.target.webhook_uid, now)
             self.backlog = max(0, self.backlog - 1)
             pending.set_exception(exc)
@@ -236,8 +237,8 @@ class MemoryBackend:
         finally:
             self._committing -= 1
         pending.set_result(None)
-        self._seen[key].pending = None
-        self._sweep(now)
+        del self._committing_firsts[key]
+        self._seen.remember(key, s.delivery_id, now)
         return Outcome(Verdict.ACCEPTED, delivery_id=s.delivery_id)
 
     async def auth_failed(
@@ -278,11 +279,6 @@ class MemoryBackend:
         self._rejects.add(target.webhook_uid, now)
         self.log.write_later(record)
 
-    def _sweep(self, now: float) -> None:
-        if len(self._seen) % 1024 == 0:
-            for key in [k for k, v in self._seen.items() if v.expires <= now]:
-                del self._seen[key]
-
     async def close(self) -> None:
         await self.log.close()
 
@@ -291,10 +287,6 @@ class MemoryBackend:
 _AUTH_LIMITED = (Label.RATE_LIMITED, Reason.AUTH_RATE_LIMITED)
 _RATE_LIMITED = (Label.RATE_LIMITED, Reason.RATE_LIMITED)
 _INVALID_JSON = (Label.INVALID_JSON, Reason.INVALID_JSON)
-
-
-def _digest(identity: str) -> str:
-    return hashlib.sha256(identity.encode()).hexdigest()[:32]
 
 
 def _when(now_ms: float) -> datetime:
