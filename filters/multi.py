@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from .compile import ObjectCheck, compile_object, value_key
@@ -27,15 +27,24 @@ _MISSING = object()
 
 
 class MultiMatcher(Generic[K]):
-    """``match(payload)`` -> keys of the matching filters, in the order they were given."""
+    """``match(payload)`` -> keys of the matching filters, in the order they were given (a key
+    given with several filters comes once per filter that matched).
 
-    __slots__ = ("_always", "_checks", "_index", "_keys", "_scan", "_unfiltered")
+    A process keeps the matchers of thousands of webhooks, so the structure is kept small:
+    tuples, one shared empty tuple, and a bare int for the index entries naming one filter."""
 
-    def __init__(self, filters: Mapping[K, Filter | None]) -> None:
-        self._keys: tuple[K, ...] = tuple(filters)
-        trees = list(filters.values())
-        self._checks: list[ObjectCheck | None] = [_check(tree) for tree in trees]
-        self._unfiltered = [i for i, check in enumerate(self._checks) if check is None]
+    __slots__ = ("_always", "_checks", "_index", "_keys", "_scan")
+
+    def __init__(
+        self, filters: Mapping[K, Filter | None] | Sequence[tuple[K, Filter | None]]
+    ) -> None:
+        pairs = list(filters.items()) if isinstance(filters, Mapping) else list(filters)
+        self._keys: tuple[K, ...] = tuple(key for key, _tree in pairs)
+        trees = [tree for _key, tree in pairs]
+        checks = [_check(tree) for tree in trees]
+        self._checks: tuple[ObjectCheck | None, ...] = tuple(checks)
+        # ids matched by every payload, object or not
+        self._always = tuple(i for i, check in enumerate(checks) if check is None)
         anchors = [_anchors(tree) if tree is not None else [] for tree in trees]
         popularity: Counter[tuple[Path, Hashable]] = Counter()
         for options in anchors:
@@ -58,13 +67,11 @@ class MultiMatcher(Generic[K]):
                 ids = table.setdefault(key, [])
                 if not ids or ids[-1] != i:
                     ids.append(i)
-        self._scan = scan
-        # frozen: tuples are smaller than lists, and a process keeps thousands of matchers
-        self._index = [
-            (_extractor(path), {key: tuple(ids) for key, ids in table.items()})
+        self._scan = tuple(scan)
+        self._index = tuple(
+            (_extractor(path), {key: _frozen(ids) for key, ids in table.items()})
             for path, table in tables.items()
-        ]
-        self._always = self._unfiltered  # ids matched by every payload, object or not
+        )
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -78,7 +85,9 @@ class MultiMatcher(Generic[K]):
         for extract, table in self._index:
             for value in extract(payload):
                 ids = table.get(value_key(value) if type(value) is not str else value)
-                if ids is not None:
+                if isinstance(ids, int):
+                    candidates.add(ids)
+                elif ids is not None:
                     candidates.update(ids)
         hits = list(self._always)
         for i in candidates:
@@ -91,6 +100,10 @@ class MultiMatcher(Generic[K]):
                 hits.append(i)
         hits.sort()
         return [keys[i] for i in hits]
+
+
+def _frozen(ids: list[int]) -> int | tuple[int, ...]:
+    return ids[0] if len(ids) == 1 else tuple(ids)
 
 
 def _check(tree: Filter | None) -> ObjectCheck | None:
@@ -109,8 +122,11 @@ def _found_is_matched(_obj: dict[str, Any]) -> bool:
     return True
 
 
-def compile_many(filters: Mapping[K, Filter | None]) -> MultiMatcher[K]:
-    """Compile many filters (``None``: no filter, matches everything) into one matcher."""
+def compile_many(
+    filters: Mapping[K, Filter | None] | Sequence[tuple[K, Filter | None]],
+) -> MultiMatcher[K]:
+    """Compile many filters (``None``: no filter, matches everything) into one matcher: a
+    mapping of key to filter, or (key, filter) pairs when a key has several filters."""
     return MultiMatcher(filters)
 
 

@@ -9,12 +9,14 @@ before its 202: nothing is pending outside it.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.backends.contract import DeliveryRecord, shard_of
-from gateway.backends.redis_backend import KeySpace
-from gateway.backends.redis_clients import AnyRedis
 from gateway.backends.stream_entries import body_key, record_of
+
+if TYPE_CHECKING:  # the embedded backend runs without loading the Redis client
+    from gateway.backends.redis_backend import KeySpace
+    from gateway.backends.redis_clients import AnyRedis
 
 
 class PendingDeliveries(Protocol):

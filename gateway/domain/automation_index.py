@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, select, type_coerce
@@ -28,13 +30,14 @@ from gateway.store import tables as t
 log = logging.getLogger("gateway.automations")
 
 # ~3 kB per webhook of 10 automations: sized so a store of 10,000 busy webhooks stays cached
+# (benchmarks/evaluator_memory.py measures it)
 MAX_CACHED_WEBHOOKS = 16_384
 # prompts run to 100,000 characters: only those of automations that start runs are kept, up to
 # this many characters in all, least recently used first out
 MAX_CACHED_PROMPT_CHARS = 8_000_000
 CHUNK = 500  # keys per IN (...) list
 
-Key = tuple[str, int]  # (automation uid, trigger position)
+Key = str  # the uid of the automation whose trigger matched (once per matching trigger)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,18 +54,28 @@ class LiveHook:
 @dataclass(frozen=True, slots=True)
 class HookAutomations:
     """A webhook as the evaluator sees it at config revision `revision`: `hook` is None when it
-    is not live; `matcher` yields the (automation, trigger) keys a payload matches; `order`
-    holds the uids of the automations it was compiled from, in its order; `stamps` holds each
-    enabled automation's updated_at as stored."""
+    is not live; `matcher` yields the uids of the automations whose triggers a payload matches;
+    `order` holds the uids of the automations it was compiled from, in its order, and `stamps`
+    each one's updated_at as stored, in the same order.
+
+    The evaluator keeps one per webhook of the store, so nothing is held twice: the uid strings
+    are shared by the matcher and `order`, and what can be derived (`automations`) is."""
 
     hook: LiveHook | None
     signature: bytes
     matcher: MultiMatcher[Key]
     order: tuple[str, ...]
-    stamps: dict[str, Any]
+    stamps: array[int]  # `stamp_micros`, packed: 8 bytes each
     revision: int
-    # (automation uid, its stamp as text) in the matcher's order: the outcome trace's skeleton
-    automations: tuple[tuple[str, str], ...] = ()
+
+    def stamp_of(self, automation_uid: str) -> int:
+        return self.stamps[self.order.index(automation_uid)]
+
+    @property
+    def automations(self) -> tuple[tuple[str, str], ...]:
+        """(automation uid, its stamp as text) in the matcher's order: an outcome trace's
+        skeleton."""
+        return tuple(zip(self.order, map(str, self.stamps), strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +83,12 @@ class Automation:
     uid: str
     name: str
     prompt: str
-    stamp: Any
+    stamp: int
 
 
 # a webhook's matcher and the automation uids it was compiled from, in its order
 Compiled = tuple[MultiMatcher[Key], tuple[str, ...]]
+Stamps = dict[str, int]  # automation uid -> updated_at (`stamp_micros`)
 
 
 class AutomationIndex:
@@ -82,6 +96,7 @@ class AutomationIndex:
         self._hooks: OrderedDict[str, HookAutomations] = OrderedDict()
         self._prompts: OrderedDict[str, Automation] = OrderedDict()
         self._prompt_chars = 0
+        self._names: dict[str, str] = {}  # factory, team and agent uids, each one string
         self.revision = -1
         self.compilations = 0
 
@@ -105,7 +120,7 @@ class AutomationIndex:
         return found
 
     async def automations(
-        self, conn: AsyncConnection, wanted: dict[str, Any]
+        self, conn: AsyncConnection, wanted: dict[str, int]
     ) -> dict[str, Automation]:
         """Name and prompt of each automation uid in `wanted` (uid -> updated_at stamp);
         automations deleted meanwhile are absent."""
@@ -126,7 +141,9 @@ class AutomationIndex:
     async def _check(
         self, conn: AsyncConnection, webhook_uids: Sequence[str]
     ) -> dict[str, HookAutomations]:
-        hooks = await _live_hooks(conn, webhook_uids)
+        if len(self._names) > MAX_CACHED_WEBHOOKS:
+            self._names.clear()
+        hooks = await _live_hooks(conn, webhook_uids, self._names)
         stamps = await _stamps(conn, [uid for uid in webhook_uids if uid in hooks])
         found: dict[str, HookAutomations] = {}
         stale: list[str] = []
@@ -146,7 +163,7 @@ class AutomationIndex:
             triggers = await _enabled_triggers(conn, stale)
             for uid in stale:
                 own = stamps[uid]
-                compiled = self._compile(uid, triggers.get(uid, []))
+                compiled = self._compile(uid, triggers.get(uid, []), own)
                 found[uid] = self._keep(uid, hooks[uid], _signature(own.items()), compiled, own)
         return found
 
@@ -156,26 +173,30 @@ class AutomationIndex:
         hook: LiveHook | None,
         signature: bytes,
         compiled: Compiled,
-        stamps: dict[str, Any],
+        stamps: Stamps,
     ) -> HookAutomations:
         matcher, order = compiled
-        automations = tuple((uid, str(stamps.get(uid))) for uid in order)
-        entry = HookAutomations(hook, signature, matcher, order, stamps, self.revision, automations)
+        in_order = array("q", [stamps[automation_uid] for automation_uid in order])
+        entry = HookAutomations(hook, signature, matcher, order, in_order, self.revision)
+        if hook is not None:
+            uid = hook.uid  # one string for the key and the entry
         self._hooks[uid] = entry
         self._hooks.move_to_end(uid)
         while len(self._hooks) > MAX_CACHED_WEBHOOKS:
             self._hooks.popitem(last=False)
         return entry
 
-    def _compile(self, webhook_uid: str, triggers: list[Row[Any]]) -> Compiled:
-        filters: dict[Key, Filter | None] = {}
+    def _compile(self, webhook_uid: str, triggers: list[Row[Any]], stamps: Stamps) -> Compiled:
+        # the automation uid strings of `stamps` serve as keys (the rows hold copies of them)
+        same = {uid: uid for uid in stamps}
+        filters: list[tuple[Key, Filter | None]] = []
         for row in triggers:
             try:
-                filters[(row.uid, row.position)] = parse_filter(row.payload_filter or {})
+                filters.append((same.get(row.uid, row.uid), parse_filter(row.payload_filter or {})))
             except FilterError as exc:  # validated on write; a stored fault must not stop others
                 log.error("automation %s trigger %d: bad filter: %s", row.uid, row.position, exc)
         self.compilations += 1
-        return compile_many(filters), tuple(dict.fromkeys(uid for uid, _position in filters))
+        return compile_many(filters), tuple(dict.fromkeys(uid for uid, _filter in filters))
 
     def _keep_prompt(self, automation: Automation) -> None:
         old = self._prompts.pop(automation.uid, None)
@@ -189,6 +210,20 @@ class AutomationIndex:
 
 
 _NOTHING: MultiMatcher[Key] = compile_many({})
+
+
+def stamp_micros(raw: Any) -> int:
+    """An automation's updated_at as read through STAMP (text on SQLite, a datetime on
+    PostgreSQL) in microseconds since the epoch: the evaluator holds one per automation of the
+    store, and an int packs into 8 bytes where the text took ~75."""
+    when = datetime.fromisoformat(raw) if isinstance(raw, str) else raw
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return (when - _EPOCH) // _MICROSECOND
+
+
+_EPOCH = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _signature(pairs: Iterable[tuple[str, Any]]) -> bytes:
@@ -208,7 +243,10 @@ def _chunks(keys: Sequence[str]) -> Iterable[list[str]]:
         yield ordered[start : start + CHUNK]
 
 
-async def _live_hooks(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[str, LiveHook]:
+async def _live_hooks(
+    conn: AsyncConnection, webhook_uids: Sequence[str], shared: dict[str, str]
+) -> dict[str, LiveHook]:
+    """`shared`: one string per factory, team and agent, however many webhooks name it."""
     w, f = t.webhooks, t.factories
     found: dict[str, LiveHook] = {}
     for chunk in _chunks(webhook_uids):
@@ -218,6 +256,9 @@ async def _live_hooks(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dic
             .where(w.c.uid.in_(chunk), w.c.deleted_at.is_(None), w.c.enabled)
         )
         for uid, name, factory_uid, team_uid, foreman in await conn.execute(query):
+            factory_uid = shared.setdefault(factory_uid, factory_uid)
+            team_uid = shared.setdefault(team_uid, team_uid)
+            foreman = foreman if foreman is None else shared.setdefault(foreman, foreman)
             found[uid] = LiveHook(uid, name, factory_uid, team_uid, foreman)
     return found
 
@@ -244,7 +285,7 @@ async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[st
         joined, where = _enabled(chunk)
         query = select(tr.c.webhook_uid, a.c.uid, STAMP).select_from(joined).where(*where)
         for webhook_uid, uid, stamp in await conn.execute(query):
-            found.setdefault(webhook_uid, {})[uid] = stamp
+            found.setdefault(webhook_uid, {})[uid] = stamp_micros(stamp)
     return found
 
 
@@ -273,5 +314,5 @@ async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Autom
     for chunk in _chunks(uids):
         query = select(a.c.uid, a.c.name, a.c.prompt, STAMP).where(a.c.uid.in_(chunk))
         for row in await conn.execute(query):
-            found.append(Automation(row.uid, row.name, row.prompt, row.stamp))
+            found.append(Automation(row.uid, row.name, row.prompt, stamp_micros(row.stamp)))
     return found

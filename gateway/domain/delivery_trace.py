@@ -26,12 +26,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from filters import Filter, FilterError, explain, parse_filter
 from gateway.backends.delivery_rows import EVALUATED
-from gateway.domain.automation_index import STAMP, HookAutomations, Key
+from gateway.domain.automation_index import STAMP, HookAutomations, Key, stamp_micros
 from gateway.store import tables as t
 
 FAILED: Final = "failed"
 MATCHED, NO_MATCH, NO_AUTOMATIONS = "matched", "no_match", "no_automations"
 WEBHOOK_NOT_LIVE, NO_FOREMAN = "webhook_not_live", "no_foreman"
+# one trigger of an automation on a webhook (uid, position): explanations go trigger by trigger
+TriggerKey = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +65,7 @@ def trace_of(
         return NOTHING_LISTENS
     if not matched:
         return Trace(NO_MATCH, tuple((uid, False, stamp) for uid, stamp in automations))
-    hits = {key[0] for key in matched}
+    hits = set(matched)
     considered = tuple((uid, uid in hits, stamp) for uid, stamp in automations)
     return Trace(MATCHED if has_foreman else NO_FOREMAN, considered)
 
@@ -72,7 +74,7 @@ def trace_of(
 # webhook of 10 automations takes ~2 kB; kept per cached webhook (16,384 of them), they cost the
 # evaluator ~50 MB on a store of 10,000 busy webhooks, for a saving of a few microseconds a
 # delivery. Bounded here, they cost at most ~2 MB, and busy webhooks still share theirs.
-MAX_CACHED_TRACES = 1024
+MAX_CACHED_TRACES = 256
 _traces: OrderedDict[tuple[int, tuple[Key, ...], bool], tuple[HookAutomations, Trace]] = (
     OrderedDict()
 )
@@ -108,7 +110,9 @@ def decode(stored: bytes | None) -> dict[str, Any] | None:
 
 
 def considered(
-    filters: Sequence[tuple[Key, Filter | None]], matched: Collection[Key], payload: Any
+    filters: Sequence[tuple[TriggerKey, Filter | None]],
+    matched: Collection[TriggerKey],
+    payload: Any,
 ) -> list[dict[str, Any]]:
     """One entry per automation (in the order of `filters`): matched if any of its triggers
     matched, else the first mismatch of its first trigger."""
@@ -136,7 +140,9 @@ async def explain_trace(
 ) -> None:
     """Fills in `mismatch` and `path` of the automations of `trace` (decoded from `stored`)
     that did not match (see above)."""
-    stamps = {uid: stamp for uid, _matched, stamp in orjson.loads(stored)["automations"]}
+    stamps = {
+        uid: _canonical(stamp) for uid, _matched, stamp in orjson.loads(stored)["automations"]
+    }
     missed = [a for a in trace["automations"] if not a["matched"]]
     if not missed:
         return
@@ -152,9 +158,15 @@ async def explain_trace(
         entry["filter_changed"] = current.get(uid) != stamps.get(uid)
 
 
+def _canonical(stamp: str) -> str:
+    """A trace's stamp as traces hold it now (microseconds); traces written before held the
+    stored text of updated_at."""
+    return stamp if stamp.isdigit() else str(stamp_micros(stamp))
+
+
 async def _filters(
     conn: AsyncConnection, webhook_uid: str, uids: list[str]
-) -> tuple[dict[str, list[tuple[Key, Filter | None]]], dict[str, str]]:
+) -> tuple[dict[str, list[tuple[TriggerKey, Filter | None]]], dict[str, str]]:
     a, tr = t.automations, t.automation_triggers
     query = (
         select(a.c.uid, tr.c.position, tr.c.payload_filter, STAMP)
@@ -162,7 +174,7 @@ async def _filters(
         .where(a.c.uid.in_(uids), tr.c.webhook_uid == webhook_uid)
         .order_by(a.c.uid, tr.c.position)
     )
-    filters: dict[str, list[tuple[Key, Filter | None]]] = {}
+    filters: dict[str, list[tuple[TriggerKey, Filter | None]]] = {}
     stamps: dict[str, str] = {}
     for row in await conn.execute(query):
         try:
@@ -170,7 +182,7 @@ async def _filters(
         except FilterError:  # validated on write; the evaluator skips such a trigger too
             continue
         filters.setdefault(row.uid, []).append(((row.uid, row.position), tree))
-        stamps[row.uid] = str(row.stamp)
+        stamps[row.uid] = str(stamp_micros(row.stamp))
     return filters, stamps
 
 

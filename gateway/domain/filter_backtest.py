@@ -20,9 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from filters import Filter, compile_many, parse_filter
 from gateway.backends.contract import Label
-from gateway.domain.automation_index import Key
 from gateway.domain.automations import get_automation_row
-from gateway.domain.delivery_trace import considered
+from gateway.domain.delivery_trace import TriggerKey, considered
 from gateway.errors import InvalidRequest
 from gateway.store import tables as t
 
@@ -38,14 +37,14 @@ class Window:
     since: datetime | None = None
 
 
-def filter_of(raw: dict[str, Any] | None) -> list[tuple[Key, Filter | None]]:
+def filter_of(raw: dict[str, Any] | None) -> list[tuple[TriggerKey, Filter | None]]:
     """A payload filter as a one-trigger filter list (validated by the caller)."""
     return [(("filter", 0), parse_filter(raw))]
 
 
 async def automation_filters(
     conn: AsyncConnection, factory_uid: str, automation_uid: str, webhook_uid: str
-) -> list[tuple[Key, Filter | None]]:
+) -> list[tuple[TriggerKey, Filter | None]]:
     """The payload filters of an automation's triggers on this webhook, as the evaluator reads
     them."""
     await get_automation_row(conn, factory_uid, automation_uid)
@@ -67,7 +66,7 @@ async def automation_filters(
 async def backtest(
     conn: AsyncConnection,
     webhook_uid: str,
-    filters: Sequence[tuple[Key, Filter | None]],
+    filters: Sequence[tuple[TriggerKey, Filter | None]],
     window: Window,
 ) -> dict[str, Any]:
     matcher = compile_many(dict(filters))

@@ -234,9 +234,9 @@ class RunStarter:
                 )
                 unstarted[delivery.delivery_id] = entry.hook.factory_uid
                 continue
-            uids = list(dict.fromkeys(uid for uid, _position in keys))
+            uids = list(dict.fromkeys(keys))
             matched.append((delivery, entry.hook, uids))
-            wanted.update((uid, entry.stamps[uid]) for uid in uids)
+            wanted.update((uid, entry.stamp_of(uid)) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
         started = await _rows(matched, automations)
         return await RunBatch.prepared(started, traces, conn.dialect, unstarted, forge)

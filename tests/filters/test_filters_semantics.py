@@ -129,6 +129,23 @@ def test_many_array_payload_values_count_once() -> None:
     assert multi.match("body") == [2]
 
 
+def test_many_takes_pairs_and_a_key_may_have_several_filters() -> None:
+    multi = compile_many(
+        [
+            ("opened-or-closed", parse_filter({"action": ["opened"]})),
+            ("labelled", parse_filter({"action": ["labeled"], "label": {"name": ["bug"]}})),
+            ("opened-or-closed", parse_filter({"action": ["closed"]})),
+            ("opened-or-closed", parse_filter({"action": ["opened", "reopened"]})),
+        ]
+    )
+    assert multi.match({"action": "opened"}) == ["opened-or-closed", "opened-or-closed"]
+    assert multi.match({"action": "closed"}) == ["opened-or-closed"]
+    assert multi.match({"action": "reopened"}) == ["opened-or-closed"]
+    assert multi.match({"action": "labeled", "label": {"name": "bug"}}) == ["labelled"]
+    assert multi.match({"action": "labeled", "label": {"name": "docs"}}) == []
+    assert len(multi) == 4
+
+
 def test_many_nested_arrays_at_each_level() -> None:
     multi = compile_many({"deep": parse_filter({"a": {"b": {"c": [5]}}})})
     payload = {"a": [{"b": {"c": 1}}, {"b": [{"c": [2, 5.0]}]}]}
