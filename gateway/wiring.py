@@ -59,10 +59,14 @@ async def start(
     dedicated = with_worker is True
     serves_ingress = serving and not dedicated and settings.serves_ingress
     evaluating = dedicated or (with_worker is None and settings.evaluator == "inline")
-    if serving or dedicated:  # a long-lived process: SQLite's WAL checkpoints off its commits
+    if evaluating and (serving or dedicated):
+        # the evaluator writes nearly all of the store: its process runs SQLite's WAL
+        # checkpoints, off its commits and at its CPU priority; the other processes (HTTP
+        # workers beside an evaluator process) keep SQLite's automatic checkpoints for the
+        # little they write themselves
         services.database.start_background_checkpoints()
-        if metrics.multiprocess_dir() is not None:  # other processes' scrapes read our counts
-            services.spawn(metrics.flush_forever(), name="metrics-flush")
+    if (serving or dedicated) and metrics.multiprocess_dir() is not None:
+        services.spawn(metrics.flush_forever(), name="metrics-flush")  # read by others' scrapes
     await migrate(services.database)
     local = services.config_publisher
     if not isinstance(local, LocalConfigPublisher):

@@ -2,10 +2,11 @@
 
 In WAL mode SQLite copies the log back into the database file (a checkpoint) whenever a commit
 leaves the log over 1,000 pages, inside that commit: the evaluator's and the ingress writer's
-commits paid for it (it doubled their cost, measured). A process that serves or evaluates turns
-the automatic checkpoint off on its connections and runs PASSIVE checkpoints here every
-INTERVAL_S instead: they never block a writer or a reader, and copy what no reader still needs.
-Processes without it (the CLI) keep SQLite's automatic checkpoints.
+commits paid for it (it doubled their cost, measured). The process that evaluates (it writes
+nearly all of the store) turns the automatic checkpoint off on its connections and runs PASSIVE
+checkpoints here every INTERVAL_S instead: they never block a writer or a reader, and copy what
+no reader still needs. Other processes (HTTP workers beside an evaluator process, the CLI) keep
+SQLite's automatic checkpoints.
 """
 
 from __future__ import annotations
