@@ -100,6 +100,7 @@ class MemoryBackend:
         self.backlog = 0  # accepted (committed or committing), not evaluated yet
         self._committing = 0
         self._recounted = 0.0
+        self._recount: asyncio.Future[None] | None = None
 
     def prepare(self, targets: Iterable[Target]) -> None:
         return None  # nothing per webhook until its first delivery
@@ -142,14 +143,24 @@ class MemoryBackend:
     async def _backlog_full(self) -> bool:
         if self.backlog < self.max_backlog:
             return False
-        if time.monotonic() - self._recounted < RECOUNT_S:
-            return True
-        # an evaluator elsewhere may have drained it: count again (rows still committing are
-        # not in SQL yet)
-        self._recounted = time.monotonic()
-        committing = self._committing
-        self.backlog = await self._count_pending() + committing
+        if self._recount is None:
+            if time.monotonic() - self._recounted < RECOUNT_S:
+                return True  # counted a moment ago, and full
+            self._recount = asyncio.ensure_future(self._count_again())
+        # every request that finds the count at the limit waits for the one recount under way
+        # (answering 503 meanwhile refused deliveries for as long as the count took)
+        await asyncio.shield(self._recount)
         return self.backlog >= self.max_backlog
+
+    async def _count_again(self) -> None:
+        """An evaluator elsewhere may have drained the backlog: count it in SQL (rows still
+        committing are not there yet)."""
+        try:
+            committing = self._committing
+            self.backlog = await self._count_pending() + committing
+        finally:
+            self._recounted = time.monotonic()
+            self._recount = None
 
     async def submit(self, s: Submission) -> Outcome:
         now = time.time() * 1000

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects import sqlite
 
 from gateway.backends import outbox
-from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, OutboxAppender
@@ -187,3 +187,28 @@ def test_a_restart_remembers_deliveries_still_in_the_outbox(tmp_path: Path) -> N
             return services.ingress.backend.backlog
 
         assert gwc.run(backlog) == 1
+
+
+def test_requests_meeting_a_backlog_recount_wait_for_it_instead_of_being_refused(
+    tmp_path: Path,
+) -> None:
+    """The in-memory count reached the limit, but an evaluator in another process has drained
+    the outbox: every request that arrives while the one SQL recount runs is accepted."""
+    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off", max_backlog="100")
+    with GatewayClient.running(settings) as gwc:
+        hook = add_webhook(gwc, World.create(gwc))
+
+        async def burst_at_a_stale_limit(services: Services) -> list[str]:
+            assert isinstance(services.ingress, Ingress)
+            backend = services.ingress.backend
+            assert isinstance(backend, MemoryBackend)
+            backend.backlog = backend.max_backlog  # as counted before the evaluator drained it
+            target = Target(hook.uid, 1, shard_of(hook.uid))
+            copies = [
+                Submission(target, f"dlv_burst{i}", f"evt-{i}", b"{}", True, "127.0.0.1")
+                for i in range(20)
+            ]
+            outcomes = await asyncio.gather(*(backend.submit(s) for s in copies))
+            return [outcome.verdict.name for outcome in outcomes]
+
+        assert gwc.run(burst_at_a_stale_limit) == ["ACCEPTED"] * 20
