@@ -11,6 +11,7 @@ and compiled again.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from array import array
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.types import NullType
 
 from filters import Filter, FilterError, MultiMatcher, compile_many, parse_filter
+from gateway.store import Database
 from gateway.store import tables as t
 
 log = logging.getLogger("gateway.automations")
@@ -36,6 +38,7 @@ MAX_CACHED_WEBHOOKS = 16_384
 # this many characters in all, least recently used first out
 MAX_CACHED_PROMPT_CHARS = 8_000_000
 CHUNK = 500  # keys per IN (...) list
+WARM_UP_CHUNK = 1_000  # webhooks per read at start-up
 
 Key = str  # the uid of the automation whose trigger matched (once per matching trigger)
 
@@ -118,6 +121,26 @@ class AutomationIndex:
         if unsure:
             found.update(await self._check(conn, unsure))
         return found
+
+    async def warm_up(self, database: Database) -> int:
+        """Reads and compiles the automations of the store's live webhooks (the most recently
+        updated first, as many as are cached), before the first delivery needs them: else the
+        first minute after a start spends its CPU compiling the filters of every webhook seen for
+        the first time, and evaluation lags behind. How many webhooks it read."""
+        w = t.webhooks
+        query = (
+            select(w.c.uid)
+            .where(w.c.deleted_at.is_(None), w.c.enabled)
+            .order_by(w.c.updated_at.desc())
+            .limit(MAX_CACHED_WEBHOOKS)
+        )
+        async with database.read() as conn:
+            uids = list((await conn.execute(query)).scalars())
+        for start in range(0, len(uids), WARM_UP_CHUNK):  # short reads: writers get their turns
+            async with database.read() as conn:
+                await self.lookup(conn, uids[start : start + WARM_UP_CHUNK])
+            await asyncio.sleep(0)
+        return len(uids)
 
     async def automations(
         self, conn: AsyncConnection, wanted: dict[str, int]

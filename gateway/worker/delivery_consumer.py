@@ -103,11 +103,25 @@ class Consumer:
         (cancelled mid-batch, the transaction rolls back and the entries are read again later,
         after a dead consumer's idle time on Redis)."""
         log.info("delivery consumer started (%s)", type(self.source).__name__)
+        await self._warm_up()
         planned: asyncio.Queue[Planned | None] = asyncio.Queue(maxsize=1)
         async with asyncio.TaskGroup() as group:
             group.create_task(self._read_and_plan(planned), name="consumer-plan")
             group.create_task(self._write_planned(planned), name="consumer-write")
         log.info("delivery consumer stopped")
+
+    async def _warm_up(self) -> None:
+        started = time.monotonic()
+        try:
+            webhooks = await self.starter.index.warm_up(self.database)
+        except Exception as exc:  # the deliveries' own look-ups read what they need all the same
+            log.warning("delivery consumer: automations not read ahead: %s", exc)
+            return
+        log.info(
+            "delivery consumer: automations of %d webhooks compiled in %.1f s",
+            webhooks,
+            time.monotonic() - started,
+        )
 
     def stop(self) -> None:
         """Stop reading; `run` returns once what was read is written."""

@@ -241,3 +241,32 @@ def test_a_webhook_run_has_its_task_at_once(client: GatewayClient) -> None:
         assert task.factory_uid == world.factory_uid and task.deleted_at is None
 
     client.run(scenario)
+
+
+def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        factory, team = world.factory_uid, world.team_uid
+        live = await _webhook(services, factory, team, "live")
+        off = await _webhook(services, factory, team, "off")
+        gone = await _webhook(services, factory, team, "gone")
+        opened = await _automation(
+            services, factory, "opened", [_trigger(live, {"action": ["opened"]})]
+        )
+        await _automation(services, factory, "off", [_trigger(off), _trigger(gone)])
+        async with services.database.transaction() as conn:
+            await webhooks.update_webhook(conn, factory, off, {"enabled": False})
+            await webhooks.delete_webhook(conn, factory, gone)
+
+        starter = RunStarter()
+        assert await starter.index.warm_up(services.database) >= 1
+        cached = starter.index._hooks
+        assert live in cached and off not in cached and gone not in cached
+        compiled = starter.compilations
+        body = orjson.dumps({"action": "opened"})
+        refs = await _start(services, starter, _delivery(live, "dlv_warm", body))
+        assert [r.automation_uid for r in refs] == [opened]
+        assert starter.compilations == compiled  # nothing left to compile at the first delivery
+
+    client.run(scenario)
