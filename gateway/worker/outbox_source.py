@@ -8,15 +8,12 @@ The consumer plans the next batch while one is being written, so reads continue 
 row read; a failed batch rewinds the position so its rows are read again. A new source (a
 restart) starts from the oldest row still there. The ingress writer wakes an evaluator in its
 own process after each commit; one in a process of its own looks every `idle_wait` seconds when
-idle. After a read that did not fill a batch, the next one waits until `linger` seconds have
-passed (an evaluator sharing the event loop with ingress would otherwise run a batch of a
-handful of rows per ingress commit).
+idle (`PolledSource`: that and the linger after a short read).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 
 from sqlalchemy.engine import Dialect
@@ -27,9 +24,10 @@ from gateway.backends.outbox import Outbox
 from gateway.domain import delivery_log
 from gateway.domain.delivery_trace import TraceWrites
 from gateway.worker.delivery_consumer import Claim, Entry
+from gateway.worker.polled_source import PolledSource
 
 
-class OutboxSource:
+class OutboxSource(PolledSource):
     def __init__(
         self,
         outbox: Outbox,
@@ -40,34 +38,20 @@ class OutboxSource:
         wake: asyncio.Event | None = None,
         on_evaluated: Callable[[int], None] | None = None,
     ) -> None:
+        super().__init__(
+            batch=batch, idle_wait=idle_wait, linger=linger, wake=wake, on_evaluated=on_evaluated
+        )
         self.outbox = outbox
-        self.batch = batch
-        self.idle_wait = idle_wait
-        self.linger = linger
-        self.wake = wake or asyncio.Event()
-        self._on_evaluated = on_evaluated
-        self._not_before = 0.0  # loop time before which the next read waits (linger)
         self._after = 0  # the last seq read
-        self._in_flight: set[str] = set()
-        self._claimed = 0
 
     async def read(self) -> list[Entry]:
-        loop = asyncio.get_running_loop()
-        if (wait := self._not_before - loop.time()) > 0:
-            await asyncio.sleep(wait)
-        self.wake.clear()
+        await self._before_read()
         rows = await self.outbox.read(self._after, self.batch)
-        if len(rows) < self.batch:
-            self._not_before = loop.time() + self.linger
+        self._after_read(len(rows))
         if rows:
             self._after = rows[-1][0]
-        fresh = [Entry(seq, r) for seq, r in rows if r.delivery_id not in self._in_flight]
-        if not fresh:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), self.idle_wait)
-            return []
-        self._in_flight.update(e.record.delivery_id for e in fresh)
-        return fresh
+        fresh = [Entry(seq, r) for seq, r in rows if not self._is_in_flight(r.delivery_id)]
+        return self._take(fresh) if fresh else await self._idle()
 
     def claim(
         self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
@@ -83,15 +67,8 @@ class OutboxSource:
 
         return claim
 
-    async def acknowledge(self, entries: Sequence[Entry]) -> None:
-        self._in_flight.difference_update(e.record.delivery_id for e in entries)
-        if self._on_evaluated is not None and self._claimed:
-            self._on_evaluated(self._claimed)
-        self._claimed = 0
-
     async def retry_later(self, entries: Sequence[Entry]) -> None:
-        self._in_flight.difference_update(e.record.delivery_id for e in entries)
-        self._claimed = 0
+        self._release(entries)
         if entries:  # read again from before the first of them
             self._after = min(self._after, min(int(e.token) for e in entries) - 1)
         await asyncio.sleep(self.idle_wait)

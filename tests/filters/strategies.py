@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+# the property tests' settings: many examples, the same every run (CI reproduces a failure)
+FIXED = settings(
+    max_examples=800,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 KEYS = ["a", "b", "c", "a.b"]
 SCALARS = st.sampled_from(["x", "y", "1", "", 0, 1, 1.0, 2.5, -1, True, False, None])

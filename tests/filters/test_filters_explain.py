@@ -6,19 +6,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from filters import compile_filter, compile_many, explain, parse_filter
 
-from .strategies import filter_and_payload
-
-FIXED = settings(
-    max_examples=800,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+from .strategies import FIXED, filter_and_payload
 
 
 def test_explanation_is_none_exactly_when_the_compiled_matchers_match() -> None:

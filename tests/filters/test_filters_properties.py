@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from filters import (
     FilterError,
@@ -16,15 +16,7 @@ from filters import (
     parse_filter,
 )
 
-from .strategies import ANYTHING, filter_and_payload, filters, filters_and_payload
-
-FIXED = settings(
-    max_examples=800,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+from .strategies import ANYTHING, FIXED, filter_and_payload, filters, filters_and_payload
 
 
 def test_compiled_matcher_agrees_with_reference() -> None:
