@@ -59,6 +59,16 @@ class Operation:
     notes: str = ""
     team: bool = False  # accepts X-Service-Team-Uid
     public: bool = False  # no bearer authentication
+    headers: tuple[Header, ...] = ()  # other request headers it reads
+
+
+@dataclass(frozen=True)
+class Header:
+    """An optional request header an operation reads."""
+
+    name: str
+    description: str
+    max_length: int | None = None
 
 
 Documented = tuple[str, str, Operation]  # (method, path as served, operation)
@@ -136,6 +146,19 @@ def _parameters(path: str, op: Operation, described: dict[Any, Schema]) -> list[
                 "required": False,
                 "schema": {"type": "string"},
                 "description": "act in this team of the caller's (403 if not one)",
+            }
+        )
+    for header in op.headers:
+        schema: Schema = {"type": "string", "minLength": 1}
+        if header.max_length is not None:
+            schema["maxLength"] = header.max_length
+        params.append(
+            {
+                "name": header.name,
+                "in": "header",
+                "required": False,
+                "schema": schema,
+                "description": header.description,
             }
         )
     return params

@@ -19,12 +19,19 @@ from gateway.domain.delivery_replay import MAX_KEY_CHARS, Replayer
 from gateway.domain.delivery_replay_list import list_replays
 from gateway.domain.factories import get_accessible_factory
 from gateway.errors import InvalidRequest, Unavailable
+from gateway.openapi import Header
 
 routes = Routes("deliveries")
 HOOK = "/factory/{uid}/webhooks/{webhook_uid}"
 KEY_NOTE = (
     "An `Idempotency-Key` header (at most 200 characters) makes a retry answer with the "
     "first request's replay instead of sending the delivery again."
+)
+IDEMPOTENCY_KEY = Header(
+    "Idempotency-Key",
+    "a retry with the same key sends nothing again: it answers with what the first request "
+    "replayed",
+    MAX_KEY_CHARS,
 )
 Outcome = Literal["matched", "no_match", "no_automations", "webhook_not_live", "no_foreman"]
 
@@ -112,6 +119,7 @@ async def _replayer(request: Request) -> tuple[Replayer, str]:
     ok=201,
     response=ReplayAnswer,
     body_required=False,
+    headers=(IDEMPOTENCY_KEY,),
     errors=(400, 401, 403, 404, 409, 429, 503),
     notes="The copy is evaluated against today's automations like a live delivery. "
     + KEY_NOTE
@@ -138,6 +146,7 @@ async def replay_one(request: Request) -> Response:
     HOOK + "/deliveries/replay",
     "Replay the accepted deliveries of a time range",
     response=BulkAnswer,
+    headers=(IDEMPOTENCY_KEY,),
     errors=(400, 401, 403, 404, 409, 413, 503),
     notes=f"Oldest first, at most {bulk.MAX_BULK} per request. Each replay takes a slot of the "
     "webhook's delivery rate; the first refusal stops the request and the rest are `not_sent`. "
