@@ -52,6 +52,21 @@ class ClaimRequest(Struct, kw_only=True, forbid_unknown_fields=True):
     ] = 20.0
 
 
+class RunMessage(Struct, kw_only=True):
+    id: str
+    message: str
+    attachments: Annotated[list[str], Meta(description="attachment ids prepared for the run")]
+    mode: str | None
+    routing: Annotated[
+        str,
+        Meta(
+            description="queued (sent before the run started), resumed (it started this "
+            "execution of an ended run), injected (sent into the live session)"
+        ),
+    ]
+    created_at: Timestamp
+
+
 class ClaimedRun(Struct, kw_only=True):
     run_id: str
     title: str | None
@@ -66,6 +81,16 @@ class ClaimedRun(Struct, kw_only=True):
     agent_config: dict[str, Any] | None
     event_payload: Annotated[
         bool, Meta(description="a webhook run: its event-payload.json can be fetched")
+    ]
+    mode: Annotated[
+        str,
+        Meta(
+            description="this execution's mode: the newest queued or resuming follow-up's, "
+            "else the run's own (a scheduled agent's), else normal"
+        ),
+    ]
+    messages: Annotated[
+        list[RunMessage], Meta(description="the follow-ups users sent to the run, oldest first")
     ]
 
 
@@ -83,6 +108,10 @@ class HeartbeatResult(Struct, kw_only=True):
     lease_expires_at: Timestamp
     cancel_requested: Annotated[bool, Meta(description="stop the run, then finish CANCELLED")]
     interrupt_requested: Annotated[bool, Meta(description="interrupt the current turn")]
+    messages: Annotated[
+        list[RunMessage],
+        Meta(description="follow-ups sent into the live session since the last heartbeat"),
+    ]
 
 
 class Progress(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -338,10 +367,11 @@ async def _claim(
     lease_s = services_of(request).settings.run_lease_s
     rows = await run_execution.claim(conn, runner, lease_s, max_runs)
     payloads = await run_execution.with_event_payload(conn, rows)
-    return [_claimed(row, row.run_id in payloads) for row in rows]
+    messages = await run_execution.follow_ups(conn, [row.run_id for row in rows])
+    return [_claimed(row, row.run_id in payloads, messages.get(row.run_id, [])) for row in rows]
 
 
-def _claimed(row: Any, payload: bool) -> dict[str, Any]:
+def _claimed(row: Any, payload: bool, messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "run_id": row.run_id,
         "title": row.title,
@@ -355,6 +385,8 @@ def _claimed(row: Any, payload: bool) -> dict[str, Any]:
         "metadata": row.metadata,
         "agent_config": row.agent_config,
         "event_payload": payload,
+        "mode": run_execution.execution_mode(row, messages),
+        "messages": messages,
     }
 
 

@@ -55,8 +55,11 @@ CLAIMED_COLUMNS = [
         "agent_config",
         "delivery_id",
         "created_at",
+        "mode",
     )
 ]
+# follow-ups a user sent to the run (not the runner's own messages, nor interrupts)
+FOLLOW_UPS = ("queued", "resumed", "injected")
 Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
 
 
@@ -335,18 +338,21 @@ def lease_lost(runner: Runner, run_id: str, state: str) -> LeaseLost:
 async def heartbeat(
     conn: AsyncConnection, runner: Runner, run_id: str, lease_s: float
 ) -> dict[str, Any]:
-    """Renews the lease; says whether the run was cancelled or interrupted since the last one."""
+    """Renews the lease; says whether the run was cancelled or interrupted since the last one,
+    and hands over the follow-ups sent into its live session since then."""
     row = await held_run(conn, runner, run_id)
     now = utcnow()
+    since = row.lease_renewed_at or row.created_at
     interrupts = await conn.execute(
         select(func.count())
         .select_from(t.run_messages)
         .where(
             t.run_messages.c.run_id == run_id,
             t.run_messages.c.routing == "interrupt",
-            t.run_messages.c.created_at > (row.lease_renewed_at or row.created_at),
+            t.run_messages.c.created_at > since,
         )
     )
+    injected = await follow_ups(conn, [run_id], since=since, routings=("injected",))
     expires = now + timedelta(seconds=lease_s)
     await conn.execute(
         update(r).where(r.c.run_id == run_id).values(lease_expires_at=expires, lease_renewed_at=now)
@@ -357,7 +363,49 @@ async def heartbeat(
         "lease_expires_at": expires,
         "cancel_requested": row.state == "CANCELLED",
         "interrupt_requested": bool(interrupts.scalar_one()),
+        "messages": injected.get(run_id, []),
     }
+
+
+async def follow_ups(
+    conn: AsyncConnection,
+    run_ids: list[str],
+    *,
+    since: datetime | None = None,
+    routings: tuple[str, ...] = FOLLOW_UPS,
+) -> dict[str, list[dict[str, Any]]]:
+    """Per run, the follow-ups users sent to it (after `since`), oldest first."""
+    if not run_ids:
+        return {}
+    m = t.run_messages
+    query = select(m).where(m.c.run_id.in_(run_ids), m.c.routing.in_(routings))
+    if since is not None:
+        query = query.where(m.c.created_at > since)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in await conn.execute(query.order_by(m.c.created_at, m.c.id)):
+        found.setdefault(row.run_id, []).append(
+            {
+                "id": row.id,
+                "message": row.message,
+                "attachments": row.attachments or [],
+                "mode": row.mode,
+                "routing": row.routing,
+                "created_at": row.created_at,
+            }
+        )
+    return found
+
+
+def execution_mode(run: Row[Any], messages: list[dict[str, Any]]) -> str:
+    """The mode an execution runs in: that of the newest follow-up queued for it which names
+    one (those since the follow-up that resumed the ended run, or before the first start; one
+    sent into a live session keeps the session's mode), else the run's own."""
+    resumed = [i for i, m in enumerate(messages) if m["routing"] == "resumed"]
+    current = messages[resumed[-1] :] if resumed else messages
+    for message in reversed(current):
+        if message["routing"] in ("queued", "resumed") and message["mode"]:
+            return str(message["mode"])
+    return run.mode or "normal"
 
 
 async def progress(

@@ -57,6 +57,7 @@ class NewRun:
     conversation_id: str | None = None  # continue this conversation with a new root run
     task_pending: bool = False
     agent_uid: str | None = None  # the agent that executes it
+    mode: str | None = None  # of its first execution; None is normal
 
 
 async def insert_run(conn: AsyncConnection, new: NewRun, run_id: str | None = None) -> Row[Any]:
@@ -113,6 +114,7 @@ def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, Any]:
         "updated_at": now,
         "task_pending": new.task_pending,
         "agent_uid": new.agent_uid,
+        "mode": new.mode,
     }
 
 

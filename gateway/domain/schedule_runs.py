@@ -97,4 +97,5 @@ async def _new_run(conn: AsyncConnection, row: Row[Any], slot: datetime) -> NewR
         agent_config=config,
         metadata=metadata,
         agent_uid=row.agent_uid,
+        mode=None if row.mode == "normal" else row.mode,
     )

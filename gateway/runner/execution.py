@@ -1,8 +1,11 @@
 """One claimed run executed as a shell command.
 
-The command gets the run's prompt on stdin and RUN_ID, RUN_TITLE, GATEWAY_API_URL and (webhook
-runs) EVENT_PAYLOAD in its environment, in a process group of its own; files it leaves in
-the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
+The command gets the run's prompt on stdin, followed by the follow-ups users sent to the run,
+and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), GATEWAY_API_URL, RUN_MESSAGES and
+(webhook runs) EVENT_PAYLOAD in its environment, in a process group of its own. RUN_MESSAGES is a
+file of JSON lines, one per follow-up (`gateway.api.runner_protocol.RunMessage`), to which the
+follow-ups sent into the live session are appended as heartbeats bring them. Files the command
+leaves in the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
 is renewed every third of it (at least every MAX_BEAT_S); a cancel reported by the heartbeat
 terminates the group (SIGTERM, SIGKILL after KILL_AFTER_S) and the run is acknowledged
 CANCELLED; an interrupt is passed on as SIGINT. Exit 0 is SUCCEEDED, anything else FAILED;
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import mimetypes
 import os
@@ -73,6 +77,7 @@ class Execution:
         self.stop_requested = threading.Event()  # the runner is shutting down: give it back
         self.cancelled = False
         self.lost = False
+        self.messages_file: Path | None = None
 
     def execute(self) -> Ended | None:
         """Runs the command to its end; returns how it ended, or None when there is nothing to
@@ -96,7 +101,7 @@ class Execution:
             pumps = [
                 _pump(self.process.stdout, stdout),
                 _pump(self.process.stderr, stderr),
-                _feed(self.process.stdin, self.run.get("prompt", "")),
+                _feed(self.process.stdin, stdin_text(self.run)),
             ]
             code = self._watch()
             for pump in pumps:
@@ -112,8 +117,12 @@ class Execution:
         env.update(
             RUN_ID=self.run_id,
             RUN_TITLE=self.run.get("title") or "",
+            RUN_MODE=self.run.get("mode") or "normal",
             GATEWAY_API_URL=self.client.api.removesuffix("/api/v1"),
         )
+        self.messages_file = workdir / "messages.jsonl"
+        self._append_messages(self.run.get("messages") or [])
+        env["RUN_MESSAGES"] = str(self.messages_file)
         outputs = workdir / "outputs"
         outputs.mkdir()
         env["RUN_OUTPUTS"] = str(outputs)
@@ -167,6 +176,8 @@ class Execution:
             beat = self._report("heartbeat")
             if beat is None:
                 continue
+            if beat.get("messages"):
+                self._append_messages(beat["messages"])
             if beat.get("cancel_requested") and not self.cancelled:
                 log.info("run %s: cancelled; terminating the command", self.run_id)
                 self.cancelled = True
@@ -174,6 +185,11 @@ class Execution:
             elif beat.get("interrupt_requested"):
                 log.info("run %s: interrupted; SIGINT to the command", self.run_id)
                 self._signal(signal.SIGINT)
+
+    def _append_messages(self, messages: list[dict[str, Any]]) -> None:
+        assert self.messages_file is not None
+        with self.messages_file.open("a", encoding="utf-8") as out:
+            out.writelines(json.dumps(message) + "\n" for message in messages)
 
     def _report(self, action: str, **body: Any) -> dict[str, Any] | None:
         """One protocol call about the run; a lost lease ends the command (another runner
@@ -247,6 +263,15 @@ def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
     return thread
+
+
+def stdin_text(run: dict[str, Any]) -> str:
+    """The prompt, then each follow-up sent to the run so far under a header line."""
+    parts = [run.get("prompt") or ""]
+    for message in run.get("messages") or []:
+        parts.append(f"\n\n--- follow-up ({message['routing']}, {message['created_at']}) ---\n")
+        parts.append(message["message"])
+    return "".join(parts)
 
 
 def _feed(stream: IO[bytes] | None, prompt: str) -> threading.Thread:

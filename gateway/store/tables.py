@@ -242,6 +242,8 @@ runs = Table(
     # the agent that executes the run: a factory's foreman for work dispatched to the factory,
     # the calling agent for a run created with an agent key; None for a user's own run
     Column("agent_uid", String(64), nullable=True),
+    # the mode of its first execution (a scheduled agent's `mode`); None is normal
+    Column("mode", String(16), nullable=True),
     # when the run last entered FAILED: the debug window of a setup failure runs from here
     Column("failed_at", UTCDateTime, nullable=True),
     # execution by a runner (docs/runs-and-tasks.md): who holds the run, until when, how often

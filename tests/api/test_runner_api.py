@@ -286,3 +286,39 @@ def test_heartbeats_keep_the_lease(short_lease: World) -> None:
         runner.on(run_id, "heartbeat")
     assert Runner(world).claim() == []
     assert runner.on(run_id, "finish", outcome="SUCCEEDED")["state"] == "SUCCEEDED"
+
+
+def test_follow_ups_and_their_mode_reach_the_runner(world: World) -> None:
+    run_id = new_run(world, "first")
+    followups = f"/agent/runs/{run_id}/followups"
+    queued = world.api("POST", followups, json={"message": "plan it first", "mode": "plan"})
+    assert queued.status_code == 200, queued.text
+    runner = Runner(world)
+    (claimed,) = runner.claim()
+    assert claimed["mode"] == "plan"
+    assert [(m["message"], m["routing"], m["mode"]) for m in claimed["messages"]] == [
+        ("plan it first", "queued", "plan")
+    ]
+    runner.on(run_id, "progress", state="INPROGRESS")
+
+    # into the live session: handed over by the next heartbeat, once
+    live = world.api("POST", followups, json={"message": "also the tests", "mode": "plan"})
+    assert live.status_code == 200 and live.json()["routing"] == "injected"
+    beat = runner.on(run_id, "heartbeat")
+    assert [(m["message"], m["routing"]) for m in beat["messages"]] == [
+        ("also the tests", "injected")
+    ]
+    assert beat["messages"][0]["mode"] is None  # it runs in the session's mode
+    assert runner.on(run_id, "heartbeat")["messages"] == []
+    runner.on(run_id, "finish", outcome="SUCCEEDED")
+
+    # a follow-up to the ended run starts a new execution, in the mode it names
+    again = world.api("POST", followups, json={"message": "one more thing"})
+    assert again.status_code == 200 and again.json()["routing"] == "resumed"
+    (reclaimed,) = runner.claim()
+    assert reclaimed["mode"] == "normal"  # the newest queued follow-up names none: the run's own
+    assert [m["message"] for m in reclaimed["messages"]] == [
+        "plan it first",
+        "also the tests",
+        "one more thing",
+    ]

@@ -44,3 +44,31 @@ def test_racing_schedulers_start_a_slot_once(world: World) -> None:
     outcomes, runs = world.client.run(race)
     assert sum(outcome is not None for outcome in outcomes) == 1, outcomes
     assert runs == 1
+
+
+def test_a_scheduled_run_carries_its_schedule_s_mode_to_the_runner(world: World) -> None:
+    owner = Principal("user", world.user_uid, "u", None, frozenset({world.team_uid}))
+
+    async def start(services: Services) -> str:
+        body = {"name": "m", "cron_schedule": "0 0 1 1 *", "prompt": "p", "mode": "orchestrate"}
+        slot = (utcnow() - timedelta(minutes=1)).replace(microsecond=0)
+        async with services.database.transaction() as conn:
+            row = await schedules.create_schedule(conn, owner, body, ())
+            s = t.scheduled_agents
+            await conn.execute(update(s).where(s.c.uid == row.uid).values(next_run_at=slot))
+        async with services.database.transaction() as conn:
+            run_id = await schedule_runs.start_slot(conn, schedule_runs.DueSlot(row.uid, slot))
+        assert run_id is not None
+        return run_id
+
+    run_id = world.client.run(start)
+    register = world.api("POST", "/runner/register", headers=world.agent, json={"name": "r"})
+    runner_uid = register.json()["runner_uid"]
+    claimed = world.api(
+        "POST",
+        "/runner/claim",
+        headers=world.agent,
+        json={"runner_uid": runner_uid, "max_runs": 50, "wait_s": 0},
+    ).json()["runs"]
+    (mine,) = [run for run in claimed if run["run_id"] == run_id]
+    assert mine["mode"] == "orchestrate" and mine["messages"] == []

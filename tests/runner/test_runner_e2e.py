@@ -364,3 +364,27 @@ def test_a_run_the_finish_call_says_lost_is_logged_and_given_up(
     assert "FAILED in 0.1 s" not in caplog.text
     run = deployment.run(run_id)
     assert run["state"] == "SUCCEEDED" and run["status_message"]["message"] == "first"
+
+
+def test_the_command_gets_the_follow_ups_and_the_mode(deployment: Deployment) -> None:
+    run_id = deployment.new_run("first prompt")
+    followups = f"/agent/runs/{run_id}/followups"
+    queued = deployment.api("POST", followups, json={"message": "plan it", "mode": "plan"})
+    assert queued.status_code == 200 and queued.json()["routing"] == "queued", queued.text
+    deployment.runner(
+        'cat; echo; echo "mode: $RUN_MODE"; '
+        'for i in $(seq 150); do [ "$(wc -l < "$RUN_MESSAGES")" -ge 2 ] && break; sleep 0.2; done; '
+        'cat "$RUN_MESSAGES"; echo done'
+    )
+    wait_for(lambda: deployment.run(run_id)["state"] == "INPROGRESS", what="INPROGRESS")
+    live = deployment.api("POST", followups, json={"message": "live note"})
+    assert live.status_code == 200 and live.json()["routing"] == "injected", live.text
+    wait_for(lambda: deployment.run(run_id)["state"] == "SUCCEEDED", what="SUCCEEDED")
+    transcript = deployment.transcript(run_id)
+    assert transcript.index("first prompt") < transcript.index("--- follow-up (queued, ")
+    assert "plan it" in transcript and "mode: plan" in transcript
+    lines = [json.loads(line) for line in transcript.splitlines() if line.startswith('{"id"')]
+    assert [(m["message"], m["routing"]) for m in lines] == [
+        ("plan it", "queued"),
+        ("live note", "injected"),
+    ]
