@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from uuid import UUID
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -36,6 +36,19 @@ class ScorerCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     ) = None
     active: Annotated[bool, Meta(description="scores new runs on its own (not built yet)")] = True
     self_improvement_enabled: bool = False
+
+
+class ScorerUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Only the fields given change; `factory_uid` cannot (a 400 names it)."""
+
+    name: Name | UnsetType = UNSET
+    prompt: Annotated[str, Meta(min_length=1, max_length=100_000, pattern=r"\S")] | UnsetType = (
+        UNSET
+    )
+    scope_mode: Literal["all_agents", "selected_agents"] | UnsetType = UNSET
+    agent_uids: Annotated[list[AgentUid], Meta(max_length=100)] | UnsetType | None = UNSET
+    active: bool | UnsetType = UNSET
+    self_improvement_enabled: bool | UnsetType = UNSET
 
 
 class Scorer(Struct, kw_only=True):
@@ -108,6 +121,48 @@ async def list_endpoint(request: Request) -> Response:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
         rows = await scorers.list_scorers(conn, factory)
     return json_response({"scorers": [scorers.scorer_json(row) for row in rows]})
+
+
+SCORER = SCORERS + "/{scorer_uid}"
+
+
+@routes.patch(
+    SCORER,
+    "Update a scorer",
+    response=Scorer,
+    errors=(400, 401, 403, 404, 413),
+    problems=(MANAGE,),
+    notes="Partial: at least one field. Each update bumps `version`. `scope_mode` or "
+    "`agent_uids` replaces the scope in full. The owning factory cannot change.",
+)
+async def update_endpoint(request: Request, body: Body[ScorerUpdate]) -> Response:
+    principal = await principal_of(request)
+    given = await body.read()  # an unknown field, `factory_uid` among them, is a 400 naming it
+    changes = {
+        f: getattr(given, f) for f in given.__struct_fields__ if getattr(given, f) is not UNSET
+    }
+    async with services_of(request).database.transaction() as conn:
+        factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
+        row = await scorers.update_scorer(
+            conn, principal, factory, request.path_params["scorer_uid"], changes
+        )
+    return json_response(scorers.scorer_json(row))
+
+
+@routes.delete(
+    SCORER,
+    "Delete a scorer",
+    ok=204,
+    errors=(401, 403, 404),
+    problems=(MANAGE,),
+    notes="Permanent: the scorer and its scoring jobs go.",
+)
+async def delete_endpoint(request: Request) -> Response:
+    principal = await principal_of(request)
+    async with services_of(request).database.transaction() as conn:
+        factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
+        await scorers.delete_scorer(conn, principal, factory, request.path_params["scorer_uid"])
+    return Response(status_code=204)
 
 
 @routes.post(

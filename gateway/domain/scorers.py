@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from sqlalchemy import Row, insert, select
+from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
@@ -54,6 +54,43 @@ async def create_scorer(
         )
     )
     return await get_scorer(conn, factory, uid)
+
+
+UPDATABLE = ("name", "prompt", "scope_mode", "agent_uids", "active", "self_improvement_enabled")
+
+
+async def update_scorer(
+    conn: AsyncConnection, principal: Principal, factory: Factory, uid: str, changes: dict[str, Any]
+) -> Row[Any]:
+    """Applies the given fields (at least one) and bumps the version. `scope_mode` or
+    `agent_uids` replaces the scope in full: the mode given (else the current one) with the
+    agents given (else none)."""
+    require_manage_access(principal, factory)
+    row = await get_scorer(conn, factory, uid)
+    if not changes:
+        raise InvalidRequest(f"body: give at least one of {', '.join(UPDATABLE)}")
+    values = {k: v for k, v in changes.items() if k not in ("scope_mode", "agent_uids")}
+    if "scope_mode" in changes or "agent_uids" in changes:
+        mode: ScopeMode = changes.get("scope_mode") or row.scope_mode
+        values["scope_mode"] = mode
+        values["agent_uids"] = await _scope(conn, factory, mode, changes.get("agent_uids"))
+    await conn.execute(
+        update(sc)
+        .where(sc.c.uid == uid)
+        .values(**values, version=sc.c.version + 1, updated_at=utcnow())
+    )
+    return await get_scorer(conn, factory, uid)
+
+
+async def delete_scorer(
+    conn: AsyncConnection, principal: Principal, factory: Factory, uid: str
+) -> None:
+    """Deletes the scorer for good, with its scoring jobs (what this service keeps of its
+    attempts)."""
+    require_manage_access(principal, factory)
+    await get_scorer(conn, factory, uid)
+    await conn.execute(delete(t.scoring_jobs).where(t.scoring_jobs.c.scorer_uid == uid))
+    await conn.execute(delete(sc).where(sc.c.uid == uid))
 
 
 async def list_scorers(conn: AsyncConnection, factory: Factory) -> list[Row[Any]]:

@@ -417,6 +417,11 @@ def _scorers(check: Checker) -> None:
     again = check("POST", path, 200, at=at, json={"scorer_uids": [scorer["uid"]]})
     assert again["results"][0]["status"] == "already_queued"
     check("POST", path, 400, at=at, json={"scorer_uids": []})
+    one = "/factory/{uid}/scorers/{scorer_uid}"
+    check("PATCH", one, 200, at=at, json={"prompt": "Judge harder"})
+    check("PATCH", one, 400, at=at, json={})
+    check("DELETE", one, 204, at=at)
+    check("DELETE", one, 404, at=at)
 
 
 def _inbox(check: Checker, run: dict[str, Any]) -> None:

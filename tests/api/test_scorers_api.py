@@ -302,3 +302,67 @@ def _scorer_of(world: World, factory_uid: str) -> str:
     assert response.status_code == 201
     uid: str = response.json()["uid"]
     return uid
+
+
+def test_update_is_partial_bumps_the_version_and_replaces_the_scope(world: World) -> None:
+    setup = Setup(world)
+    helper = _agent(world)
+    at = f"{setup.base}/scorers/{setup.scorer}"
+    renamed = world.api("PATCH", at, json={"name": "Quality v2"})
+    assert renamed.status_code == 200, renamed.text
+    body = renamed.json()
+    assert (body["name"], body["prompt"], body["version"]) == ("Quality v2", "Judge", 2)
+    assert body["updated_at"] >= body["created_at"]
+
+    scoped = world.api(
+        "PATCH", at, json={"scope_mode": "selected_agents", "agent_uids": [helper["uid"]]}
+    ).json()
+    assert (scoped["scope_mode"], scoped["agent_uids"], scoped["version"]) == (
+        "selected_agents",
+        [helper["uid"]],
+        3,
+    )
+    # the scope is replaced in full: back to every agent, the selection goes
+    everyone = world.api("PATCH", at, json={"scope_mode": "all_agents"}).json()
+    assert (everyone["scope_mode"], everyone["agent_uids"], everyone["version"]) == (
+        "all_agents",
+        [],
+        4,
+    )
+    off = world.api("PATCH", at, json={"active": False, "self_improvement_enabled": True})
+    assert off.json()["active"] is False and off.json()["self_improvement_enabled"] is True
+
+    for change, field in (
+        ({}, "body"),
+        ({"factory_uid": "fac_other"}, "factory_uid"),
+        ({"name": " "}, "name"),
+        ({"scope_mode": "selected_agents"}, "agent_uids"),
+        ({"agent_uids": [helper["uid"]]}, "agent_uids"),  # the current mode is all_agents
+        ({"scope_mode": "selected_agents", "agent_uids": [helper["uid"], helper["uid"]]},
+         "agent_uids[1]"),
+    ):  # fmt: skip
+        refused = world.api("PATCH", at, json=change)
+        assert refused.status_code == 400, change
+        assert field in refused.json()["detail"], (change, refused.json())
+    assert world.api("GET", f"{setup.base}/scorers").json()["scorers"][0]["version"] == 5
+
+    assert world.api("PATCH", at, json={"name": "x"}, headers=world.agent).status_code == 403
+    assert world.api("PATCH", at, json={"name": "x"}, headers=world.stranger).status_code == 403
+    missing = f"{setup.base}/scorers/00000000-0000-7000-8000-000000000000"
+    assert world.api("PATCH", missing, json={"name": "x"}).status_code == 404
+
+
+def test_delete_removes_the_scorer_and_its_jobs(world: World) -> None:
+    setup = Setup(world)
+    assert setup.dispatch([setup.run]).status_code == 200
+    assert len(setup.jobs()) == 1
+    at = f"{setup.base}/scorers/{setup.scorer}"
+    assert world.api("DELETE", at, headers=world.agent).status_code == 403
+    assert world.api("DELETE", at, headers=world.stranger).status_code == 403
+    gone = world.api("DELETE", at)
+    assert gone.status_code == 204 and gone.content == b""
+    assert setup.jobs() == []
+    assert world.api("GET", f"{setup.base}/scorers").json()["scorers"] == []
+    assert world.api("DELETE", at).status_code == 404
+    assert world.api("PATCH", at, json={"name": "x"}).status_code == 404
+    assert setup.dispatch([setup.run]).status_code == 404
