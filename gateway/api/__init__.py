@@ -32,6 +32,7 @@ RESOURCE_MODULES = (
     "environments",
     "llm_models",
     "scorers",
+    "scoring",
     "factory_files",
     "factory_metrics",
     "factory_insights",

@@ -271,7 +271,7 @@ class Release(Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 @asynccontextmanager
-async def _as_runner(
+async def as_runner(
     request: Request, principal: Principal, runner_uid: str
 ) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner]]:
     """A transaction on behalf of the caller's runner (404 for anyone else's)."""
@@ -345,7 +345,7 @@ async def _claim_within(
     pause = 0.05
     while True:
         ticket = queued.ticket()  # before looking: a run queued meanwhile wakes the wait below
-        async with _as_runner(request, principal, runner_uid) as (conn, runner):
+        async with as_runner(request, principal, runner_uid) as (conn, runner):
             claimed = await _claim(request, conn, runner, max_runs)
         left = deadline - time.monotonic()
         if claimed or left <= 0:
@@ -402,7 +402,7 @@ async def heartbeat_endpoint(request: Request, body: Body[Held]) -> Response:
     principal = await principal_of(request)
     held = await body.read()
     lease_s = services_of(request).settings.run_lease_s
-    async with _as_runner(request, principal, held.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, held.runner_uid) as (conn, runner):
         result = await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
     return json_response(result)
 
@@ -419,7 +419,7 @@ async def heartbeat_endpoint(request: Request, body: Body[Held]) -> Response:
 async def progress_endpoint(request: Request, body: Body[Progress]) -> Response:
     principal = await principal_of(request)
     report = await body.read()
-    async with _as_runner(request, principal, report.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, report.runner_uid) as (conn, runner):
         row = await run_execution.progress(
             conn,
             runner,
@@ -451,7 +451,7 @@ def _state(row: Any) -> dict[str, Any]:
 async def messages_endpoint(request: Request, body: Body[Messages]) -> Response:
     principal = await principal_of(request)
     batch = await body.read()
-    async with _as_runner(request, principal, batch.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, batch.runner_uid) as (conn, runner):
         count = await run_execution.append_messages(
             conn,
             runner,
@@ -474,7 +474,7 @@ async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> Res
     principal = await principal_of(request)
     upload = await body.read()
     stored = upload.stored()
-    async with _as_runner(request, principal, upload.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, upload.runner_uid) as (conn, runner):
         row = await run_execution.add_artifact(conn, runner, request.path_params["run_id"], stored)
     return json_response(
         {"artifact_uid": row.artifact_uid, "artifact_type": row.artifact_type}, 201
@@ -493,7 +493,7 @@ async def usage_endpoint(request: Request, body: Body[Usage]) -> Response:
     principal = await principal_of(request)
     usage = await body.read()
     run_id = request.path_params["run_id"]
-    async with _as_runner(request, principal, usage.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, usage.runner_uid) as (conn, runner):
         await run_execution.report_usage(
             conn,
             runner,
@@ -529,7 +529,7 @@ async def finish_endpoint(request: Request, body: Body[Finish]) -> Response:
         error_code=done.error_code,
         transcript=done.transcript,
     )
-    async with _as_runner(request, principal, done.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, done.runner_uid) as (conn, runner):
         row = await run_finish.finish(conn, runner, ending, _transcript_link(request))
     return json_response(_state(row))
 
@@ -563,7 +563,7 @@ async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Resp
         )
         for item in batch.runs
     ]
-    async with _as_runner(request, principal, batch.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, batch.runner_uid) as (conn, runner):
         results = await run_finish.finish_runs(conn, runner, endings, _transcript_link(request))
         claimed = await _claim(request, conn, runner, batch.claim) if batch.claim else []
     if batch.claim and not claimed and batch.wait_s > 0:
@@ -595,7 +595,7 @@ def _finished(run_id: str, result: Any) -> dict[str, Any]:
 async def release_endpoint(request: Request, body: Body[Release]) -> Response:
     principal = await principal_of(request)
     given = await body.read()
-    async with _as_runner(request, principal, given.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, given.runner_uid) as (conn, runner):
         row = await run_execution.release(conn, runner, request.path_params["run_id"], given.reason)
     services_of(request).runs_queued.notify()
     return json_response(_state(row))
@@ -613,7 +613,7 @@ async def event_payload_endpoint(request: Request, body: Body[Held]) -> Response
     principal = await principal_of(request)
     held = await body.read()
     run_id = request.path_params["run_id"]
-    async with _as_runner(request, principal, held.runner_uid) as (conn, runner):
+    async with as_runner(request, principal, held.runner_uid) as (conn, runner):
         row = await run_execution.held_run(conn, runner, run_id)
         payload = await run_execution.event_payload(conn, row)
     if payload is None:

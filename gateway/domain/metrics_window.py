@@ -66,6 +66,11 @@ def period_starts(start: datetime, end: datetime, period: Period) -> list[date]:
     return days
 
 
+def period_key(moment: datetime, period: Period) -> str:
+    """The key of the period holding `moment` (its first day), as `Window.periods` lists them."""
+    return _floor(moment.date(), period).isoformat()
+
+
 def _floor(day: date, period: Period) -> date:
     if period == "week":
         return day - timedelta(days=day.weekday())

@@ -85,10 +85,11 @@ async def update_scorer(
 async def delete_scorer(
     conn: AsyncConnection, principal: Principal, factory: Factory, uid: str
 ) -> None:
-    """Deletes the scorer for good, with its scoring jobs (what this service keeps of its
-    attempts)."""
+    """Deletes the scorer for good, with its scoring jobs and their attempts (scores and
+    reasoning)."""
     require_manage_access(principal, factory)
     await get_scorer(conn, factory, uid)
+    await conn.execute(delete(t.scoring_attempts).where(t.scoring_attempts.c.scorer_uid == uid))
     await conn.execute(delete(t.scoring_jobs).where(t.scoring_jobs.c.scorer_uid == uid))
     await conn.execute(delete(sc).where(sc.c.uid == uid))
 

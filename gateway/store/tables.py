@@ -524,8 +524,8 @@ scorers = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
-# One request to score one run with one scorer version. Manual dispatch creates them QUEUED;
-# nothing in this service executes them yet (docs/api.md).
+# One request to score one run with one scorer version. Manual dispatch creates them queued; a
+# runner claims them (claimed) and reports the outcome (done, failed): docs/api.md.
 scoring_jobs = Table(
     "scoring_jobs",
     metadata,
@@ -534,10 +534,12 @@ scoring_jobs = Table(
     Column("scorer_version", Integer, nullable=False),
     Column("run_id", String(64), ForeignKey("runs.run_id"), nullable=False, index=True),
     Column("factory_uid", String(64), nullable=False),
-    Column("status", String(16), nullable=False),  # "queued"
+    Column("status", String(16), nullable=False),  # "queued" | "claimed" | "done" | "failed"
     Column("trigger", String(16), nullable=False),  # "manual"
     Column("requested_by_uid", String(64), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("runner_uid", String(64), nullable=True),  # the runner that claimed it, and when
+    Column("claimed_at", UTCDateTime, nullable=True),
     # one queued job per (scorer, run): a second dispatch finds the first
     Index(
         "ux_scoring_jobs_queued",
@@ -547,6 +549,25 @@ scoring_jobs = Table(
         sqlite_where=text("status = 'queued'"),
         postgresql_where=text("status = 'queued'"),
     ),
+)
+
+# One reported outcome of a scoring job: a score from 0 to 1 with its reasoning, or the error.
+scoring_attempts = Table(
+    "scoring_attempts",
+    metadata,
+    Column("attempt_id", String(64), primary_key=True),  # time-ordered: the listing's tiebreak
+    Column("job_id", String(64), nullable=False),
+    Column("scorer_uid", String(64), nullable=False),
+    Column("scorer_version", Integer, nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("factory_uid", String(64), nullable=False),
+    Column("status", String(16), nullable=False),  # "scored" | "failed"
+    Column("score", Float, nullable=True),
+    Column("reasoning", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("attempted_at", UTCDateTime, nullable=False),
+    Index("ix_scoring_attempts_scorer", "scorer_uid", "attempted_at", "attempt_id"),
+    Index("ix_scoring_attempts_run", "run_id", "scorer_uid"),
 )
 
 # --- factory inbox ---------------------------------------------------------------------------

@@ -417,7 +417,17 @@ def _scorers(check: Checker) -> None:
     again = check("POST", path, 200, at=at, json={"scorer_uids": [scorer["uid"]]})
     assert again["results"][0]["status"] == "already_queued"
     check("POST", path, 400, at=at, json={"scorer_uids": []})
+    runner = check("POST", "/runner/register", 201, json={"name": "r"}, headers=check.world.agent)
+    held = {"runner_uid": runner["runner_uid"]}
+    claimed = check("POST", "/runner/scoring-jobs/claim", 200, json=held | {"max_jobs": 5},
+                    headers=check.world.agent)  # fmt: skip
+    job = {"job_id": claimed["jobs"][0]["job_id"]} | at
+    check("POST", "/runner/scoring-jobs/{job_id}/outcome", 201, at=job,
+          json=held | {"score": 0.5, "reasoning": "fine"}, headers=check.world.agent)  # fmt: skip
     one = "/factory/{uid}/scorers/{scorer_uid}"
+    check("GET", one + "/results", 200, at=at, params={"include_reasons": "true"})
+    check("GET", one + "/metrics", 200, at=at, params={"group_by_period": "week"})
+    check("GET", "/agent/runs/{run_id}/scores", 200, at=at)
     check("PATCH", one, 200, at=at, json={"prompt": "Judge harder"})
     check("PATCH", one, 400, at=at, json={})
     check("DELETE", one, 204, at=at)
