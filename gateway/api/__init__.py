@@ -25,6 +25,7 @@ RESOURCE_MODULES = (
     "schedules",
     "handoff",
     "conversations",
+    "conversation_reads",
     "attachments",
     "runner_protocol",
     "run_outputs",

@@ -103,13 +103,18 @@ class StatusMessage(Struct):
 
 
 class Artifact(Struct, kw_only=True):
-    """For example the payload of the delivery that started the run."""
+    """An attachment the run came with (`type` attachment: for example the payload of the
+    delivery that started it), or something it produced (`artifact_type` FILE, PULL_REQUEST,
+    PLAN, with its `data`: GET /agent/artifacts/{artifact_uid} has the details)."""
 
     type: str | UnsetType = UNSET
     name: str | UnsetType = UNSET
     content_type: str | UnsetType = UNSET
     size: int | UnsetType = UNSET
     attachment_id: str | UnsetType = UNSET
+    artifact_type: str | UnsetType = UNSET
+    created_at: str | UnsetType = UNSET
+    data: dict[str, Any] | UnsetType = UNSET
 
 
 class Run(Struct, kw_only=True):

@@ -460,9 +460,10 @@ async def append_messages(
                 "message": text,
                 "mode": role,
                 "routing": "agent",
-                "created_at": now,
+                # a microsecond apart: the messages of one report keep their order when read
+                "created_at": now + timedelta(microseconds=i),
             }
-            for role, text in messages
+            for i, (role, text) in enumerate(messages)
         ],
     )
     return len(messages)

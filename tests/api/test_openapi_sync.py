@@ -515,6 +515,13 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     at_file = {"artifact_uid": file["artifact_uid"]}
     check("GET", one + "/download", 302, at=at_file, follow_redirects=False)
     check("GET", RUN + "/transcript", 302, at=at, follow_redirects=False)
+    check("GET", RUN + "/conversation", 200, at=at)
+    conversation = {"conversation_id": check("GET", RUN, 200, at=at)["conversation_id"]}
+    check("GET", "/agent/conversations/{conversation_id}", 200, at=conversation)
+    check("GET", "/agent/conversations/{conversation_id}/transcript", 302, at=conversation,
+          follow_redirects=False)  # fmt: skip
+    check("GET", "/agent/run-by-reference", 200, params={"url": "https://example.com/pr/1"})
+    check("GET", "/agent/skills", 200)
     check("GET", RUN + "/timeline", 200, at=at)
     handoff = check("GET", RUN + "/handoff/attachments", 200, at=at)
     assert [a["attachment_id"] for a in handoff["attachments"]] == [file["artifact_uid"]]
