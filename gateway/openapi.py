@@ -60,6 +60,8 @@ class Operation:
     team: bool = False  # accepts X-Service-Team-Uid
     public: bool = False  # no bearer authentication
     headers: tuple[Header, ...] = ()  # other request headers it reads
+    # other success statuses answering the same shape, and what each means
+    also_ok: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,8 @@ def _responses(op: Operation, described: dict[Any, Schema]) -> Schema:
     if op.response is not None:
         ok["content"] = {op.media_type: {"schema": described[op.response]}}
     responses = {str(op.ok): ok}
+    for status, what in op.also_ok:
+        responses[str(status)] = ok | {"description": what}
     meaning, named = dict(op.problems), dict(op.problem_types)
     for status in (*op.errors, 500):
         schema = described[named.get(status, Problem)]

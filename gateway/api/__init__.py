@@ -34,6 +34,7 @@ RESOURCE_MODULES = (
     "llm_models",
     "scorers",
     "scoring",
+    "benchmarks",
     "factory_files",
     "factory_metrics",
     "factory_insights",

@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )
 
@@ -568,6 +569,66 @@ scoring_attempts = Table(
     Column("attempted_at", UTCDateTime, nullable=False),
     Index("ix_scoring_attempts_scorer", "scorer_uid", "attempted_at", "attempt_id"),
     Index("ix_scoring_attempts_run", "run_id", "scorer_uid"),
+)
+
+# --- benchmark suites (docs/api.md, "Benchmark suites") --------------------------------------
+
+# A factory's suite of tasks, and the configurations its runs try them with (soft-deleted)
+benchmark_suites = Table(
+    "benchmark_suites",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("configurations", JSON, nullable=False),  # [{name, model_id, attempts}]
+    Column("created_by_uid", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+)
+
+benchmark_tasks = Table(
+    "benchmark_tasks",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("suite_uid", String(64), nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("success_criteria", Text, nullable=False),
+    Column("source_run_id", String(64), nullable=True),
+    Column("starting_repo_refs", JSON, nullable=True),
+    Column("tags", JSON, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("suite_uid", "title", name="ux_benchmark_tasks_title"),
+)
+
+# One launch of a suite: its configurations as they were, one trial per task x configuration x
+# attempt; cancelled_at once cancelled
+benchmark_runs = Table(
+    "benchmark_runs",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("suite_uid", String(64), nullable=False, index=True),
+    Column("factory_uid", String(64), nullable=False),
+    Column("configurations", JSON, nullable=False),
+    Column("created_by_uid", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("cancelled_at", UTCDateTime, nullable=True),
+)
+
+benchmark_trials = Table(
+    "benchmark_trials",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("benchmark_run_uid", String(64), nullable=False, index=True),
+    Column("task_uid", String(64), nullable=False),
+    Column("task_title", String(200), nullable=False),
+    Column("configuration", String(100), nullable=False),
+    Column("attempt_number", Integer, nullable=False),
+    Column("agent_run_id", String(64), nullable=False, index=True),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 # --- factory inbox ---------------------------------------------------------------------------

@@ -434,6 +434,42 @@ def _scorers(check: Checker) -> None:
     check("DELETE", one, 404, at=at)
 
 
+def _benchmarks(check: Checker) -> None:
+    base = "/factory/{uid}/benchmark-suites"
+    suite = check("POST", base, 201, json={"name": "b", "configurations": [{"name": "c"}]})
+    at = {"suite_uid": suite["uid"]}
+    one = base + "/{suite_uid}"
+    check("GET", base, 200)
+    check("GET", one, 200, at=at)
+    check("PATCH", one, 200, at=at, json={"description": "d"})
+    task = {"title": "t", "prompt": "p", "success_criteria": "s"}
+    made = check("POST", one + "/tasks", 201, json=task, at=at)
+    check("POST", one + "/tasks", 200, json=task, at=at)  # identical: the existing one
+    at_task = at | {"task_uid": made["uid"]}
+    check("GET", one + "/tasks/{task_uid}", 200, at=at_task)
+    check("PATCH", one + "/tasks/{task_uid}", 200, at=at_task, json={"tags": ["x"]})
+    launched = check("POST", one + "/runs", 201, at=at)
+    check(
+        "GET", one + "/runs", 200, at=at, params={"include": ["aggregate_results", "creator_name"]}
+    )
+    at_run = {"benchmark_run_uid": launched["uid"]}
+    run = "/factory/{uid}/benchmark-runs/{benchmark_run_uid}"
+    check("GET", run, 200, at=at_run)
+    check("GET", run + "/results", 200, at=at_run, params={"include": "metrics"})
+    trials = check("GET", run + "/trials", 200, at=at_run)
+    at_trial = at_run | {"trial_uid": trials["data"][0]["uid"]}
+    check(
+        "GET",
+        run + "/trials/{trial_uid}",
+        200,
+        at=at_trial,
+        params={"include": ["results", "details"]},
+    )
+    check("POST", run + "/cancel", 200, at=at_run)
+    check("DELETE", one + "/tasks/{task_uid}", 204, at=at_task)
+    check("DELETE", one, 204, at=at)
+
+
 def _inbox(check: Checker, run: dict[str, Any]) -> None:
     advance(check.world, run["run_id"], "start", "fail", message="broke")
     mine = check("GET", "/factory-inbox", 200, params={"limit": 1})
@@ -568,6 +604,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     check("GET", "/networking/egress-ranges", 200)
     _agents_models_environments(check)
     _scorers(check)
+    _benchmarks(check)
     _inbox(check, check("POST", "/factory/{uid}/runs", 201, json={"prompt": "Inbox"}))
     _schedules(check)
     _schemas_and_attachments(check, run)
