@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.api.auth import cursors_of, principal_of, services_of
+from gateway.api.decoding import given_fields
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
@@ -209,19 +210,6 @@ class TrialOneQuery(Struct, kw_only=True):
     include: list[Literal["results", "details"]] = []
 
 
-def _fields(given: Struct) -> dict[str, Any]:
-    return {f: getattr(given, f) for f in given.__struct_fields__ if getattr(given, f) is not UNSET}
-
-
-def _plain(value: Any) -> Any:
-    """Structs (configurations) as plain JSON values for the store."""
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, Struct):
-        return {f: getattr(value, f) for f in value.__struct_fields__}
-    return value
-
-
 # --- suites ---------------------------------------------------------------------------------
 
 
@@ -235,7 +223,7 @@ def _plain(value: Any) -> Any:
 )
 async def create_suite_endpoint(request: Request, body: Body[SuiteCreate]) -> Response:
     principal = await principal_of(request)
-    fields = {k: _plain(v) for k, v in _fields(await body.read()).items()}
+    fields = given_fields(await body.read())
     services = services_of(request)
     async with services.database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
@@ -271,7 +259,7 @@ async def get_suite_endpoint(request: Request) -> Response:
 )
 async def update_suite_endpoint(request: Request, body: Body[SuiteUpdate]) -> Response:
     principal = await principal_of(request)
-    changes = {k: _plain(v) for k, v in _fields(await body.read()).items()}
+    changes = given_fields(await body.read())
     services = services_of(request)
     async with services.database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
@@ -317,7 +305,7 @@ async def delete_suite_endpoint(request: Request) -> Response:
 )
 async def add_task_endpoint(request: Request, body: Body[TaskCreate]) -> Response:
     principal = await principal_of(request)
-    fields = _fields(await body.read())
+    fields = given_fields(await body.read())
     async with services_of(request).database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
         row, created = await suites.add_task(
@@ -347,7 +335,7 @@ async def get_task_endpoint(request: Request) -> Response:
 )
 async def update_task_endpoint(request: Request, body: Body[TaskUpdate]) -> Response:
     principal = await principal_of(request)
-    changes = _fields(await body.read())
+    changes = given_fields(await body.read())
     params = request.path_params
     async with services_of(request).database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, params["uid"])

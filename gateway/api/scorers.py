@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.api.auth import principal_of, services_of
+from gateway.api.decoding import given_fields
 from gateway.api.fields import Timestamp
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
@@ -137,10 +138,8 @@ SCORER = SCORERS + "/{scorer_uid}"
 )
 async def update_endpoint(request: Request, body: Body[ScorerUpdate]) -> Response:
     principal = await principal_of(request)
-    given = await body.read()  # an unknown field, `factory_uid` among them, is a 400 naming it
-    changes = {
-        f: getattr(given, f) for f in given.__struct_fields__ if getattr(given, f) is not UNSET
-    }
+    # an unknown field, `factory_uid` among them, is a 400 naming it
+    changes = given_fields(await body.read())
     async with services_of(request).database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
         row = await scorers.update_scorer(
