@@ -67,6 +67,8 @@ class Settings:
     auth_failure_limit: int = 10
     # accepted deliveries waiting for the evaluator before ingress answers 503 backlog_full
     max_backlog: int = 100_000
+    # embedded backend: de-duplication entries held exactly in memory (older: filters + store)
+    dedup_memory: int = 65_536
     # how long a runner's claim on a run lasts without a heartbeat (docs/runs-and-tasks.md)
     run_lease_s: float = 30.0
     # requests per caller per rolling minute to the factory metrics endpoints (then 429)
@@ -127,6 +129,7 @@ def load_settings(
         ),
         auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
         max_backlog=_positive_int(env, "MAX_BACKLOG", 100_000),
+        dedup_memory=_positive_int(env, "DEDUP_MEMORY", 65_536),
         run_lease_s=_positive_float(env, "RUN_LEASE_S", 30.0),
         metrics_rate_limit=_positive_int(env, "METRICS_RATE_LIMIT", 60),
         ready_max_lag_s=_positive_float(env, "READY_MAX_LAG_S", 60.0),

@@ -215,7 +215,12 @@ async def _memory_backend(services: Services, outbox: Outbox | None) -> IngressB
     writer = DeliveryWriter(services.database)
     writer.start()
     backend = MemoryBackend(
-        services.database, writer, settings.auth_failure_limit, settings.max_backlog, outbox
+        services.database,
+        writer,
+        settings.auth_failure_limit,
+        settings.max_backlog,
+        outbox,
+        dedup_memory=settings.dedup_memory,
     )
     await backend.preload()
     return backend

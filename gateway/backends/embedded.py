@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
+from gateway import ids
 from gateway.backends.contract import (
     DEDUP_WINDOW_S,
     RATE_LIMIT,
@@ -34,7 +35,7 @@ from gateway.backends.contract import (
 from gateway.backends.delivery_rows import PENDING
 from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.outbox import Outbox
-from gateway.backends.seen_deliveries import SeenDeliveries, seen_key
+from gateway.backends.seen_deliveries import MAYBE, SeenDeliveries, seen_key
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
 from gateway.store import Database
@@ -75,6 +76,8 @@ class SlidingWindow:
 
 
 RECOUNT_S = 0.5
+# the first copy of a delivery: its id, and its commit while that is under way
+First = tuple[str, asyncio.Future[None] | None]
 
 
 class MemoryBackend:
@@ -85,6 +88,7 @@ class MemoryBackend:
         auth_failure_limit: int,
         max_backlog: int,
         outbox: Outbox | None = None,
+        dedup_memory: int = 65_536,
     ) -> None:
         self.database = database
         self.outbox = outbox  # where accepted deliveries wait, when not in the log itself
@@ -94,7 +98,7 @@ class MemoryBackend:
         self._auth = SlidingWindow(RATE_WINDOW_MS)
         self._rate = SlidingWindow(RATE_WINDOW_MS)
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
-        self._seen = SeenDeliveries(DEDUP_WINDOW_S * 1000)
+        self._seen = SeenDeliveries(DEDUP_WINDOW_S * 1000, dedup_memory)
         # first copies still committing: a copy arriving meanwhile shares their fate
         self._committing_firsts: dict[bytes, tuple[str, asyncio.Future[None]]] = {}
         self.backlog = 0  # accepted (committed or committing), not evaluated yet
@@ -110,8 +114,10 @@ class MemoryBackend:
         restart."""
         since = datetime.now(UTC) - timedelta(seconds=DEDUP_WINDOW_S)
         d = t.deliveries
-        query = select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at).where(
-            d.c.label == Label.ACCEPTED.value, d.c.received_at >= since
+        query = (
+            select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at)
+            .where(d.c.label == Label.ACCEPTED.value, d.c.received_at >= since)
+            .order_by(d.c.received_at)  # the newest stay in memory, the others in its filters
         )
         async with self.database.read() as conn:
             for row in await conn.execute(query):
@@ -179,25 +185,63 @@ class MemoryBackend:
             return Outcome(Verdict.INVALID_JSON)
         key = seen_key(uid, s.identity)
         first = self._first(key, now)
+        if isinstance(first, str):  # MAYBE: seen before what memory holds exactly; ask the store
+            first = await self._first_in_store(key, s, now)
         if first is not None:
             self._rate.add(uid, now)
             return await self._duplicate(s, first, now)
         if self.backlog >= self.max_backlog and await self._backlog_full():
             return Outcome(Verdict.BACKLOG_FULL)  # nothing recorded, no rate slot taken
-        first = self._first(key, now)  # the recount awaited: another copy may have come
+        # the awaits above: another copy may have come meanwhile (a MAYBE was answered already)
+        again = self._first(key, now)
+        first = None if isinstance(again, str) else again
         if first is not None:
             self._rate.add(uid, now)
             return await self._duplicate(s, first, now)
         self._rate.add(uid, now)
         return await self._accept(s, key, now)
 
-    def _first(self, key: bytes, now: float) -> tuple[str, asyncio.Future[None] | None] | None:
-        """The first copy's delivery id, and its commit while that is still under way."""
+    def _first(
+        self, key: bytes, now: float
+    ) -> tuple[str, asyncio.Future[None] | None] | str | None:
+        """The first copy's delivery id, and its commit while that is still under way; MAYBE
+        (a str) when only the store can tell."""
         committing = self._committing_firsts.get(key)
         if committing is not None:
             return committing
         delivery_id = self._seen.first(key, now)
-        return None if delivery_id is None else (delivery_id, None)
+        if delivery_id is None or delivery_id == MAYBE:
+            return delivery_id
+        return delivery_id, None
+
+    async def _first_in_store(self, key: bytes, s: Submission, now: float) -> First | None:
+        """The first copy of `s` in the outbox or the delivery log, within the window."""
+        uid = s.target.webhook_uid
+        found = None
+        if self.outbox is not None:
+            found = await self.outbox.first_accepted(uid, s.identity)
+        if found is None:
+            d = t.deliveries
+            query = (
+                select(d.c.delivery_id)
+                .where(
+                    d.c.webhook_uid == uid,
+                    d.c.identity == s.identity,
+                    d.c.label == Label.ACCEPTED.value,
+                    d.c.received_at >= _when(now - DEDUP_WINDOW_S * 1000),
+                )
+                .order_by(d.c.received_at, d.c.delivery_id)
+                .limit(1)
+            )
+            async with self.database.read() as conn:
+                found = (await conn.execute(query)).scalar()
+        committing = self._committing_firsts.get(key)  # a copy began committing meanwhile
+        if committing is not None:
+            return committing
+        if found is None:
+            return None
+        self._seen.remember(key, str(found), ids.millis_of(str(found)) or now)
+        return str(found), None
 
     async def _duplicate(
         self, s: Submission, first: tuple[str, asyncio.Future[None] | None], now: float

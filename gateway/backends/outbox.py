@@ -48,6 +48,8 @@ SCHEMA = (
     "reason TEXT, headers BLOB)",
     # the delivery log API's look-ups (one webhook's, one delivery)
     "CREATE UNIQUE INDEX IF NOT EXISTS outbox_webhook ON outbox (webhook_uid, delivery_id)",
+    # de-duplication past what ingress holds in memory (gateway/backends/seen_deliveries.py)
+    "CREATE INDEX IF NOT EXISTS outbox_identity ON outbox (webhook_uid, identity)",
 )
 INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 # rows the store's log holds, looked up this many at a time from the oldest: the evaluator moves
@@ -220,6 +222,17 @@ class Outbox:
             )
             value = result.scalar()
         return None if value is None else _time(value)
+
+    async def first_accepted(self, webhook_uid: str, identity: str) -> str | None:
+        """The delivery id of the accepted delivery here that carried `identity`, if any."""
+        async with self._read() as conn:
+            result = await conn.exec_driver_sql(
+                "SELECT delivery_id FROM outbox WHERE webhook_uid = ? AND identity = ? "
+                "AND label = ? ORDER BY seq LIMIT 1",
+                (webhook_uid, identity, Label.ACCEPTED.value),
+            )
+            found = result.scalar()
+        return None if found is None else str(found)
 
     async def accepted(self) -> list[DeliveryRecord]:
         """Every accepted delivery here, without payloads (de-duplication memory on start)."""

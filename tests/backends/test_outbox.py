@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.dialects import sqlite
 
+from benchmarks.postgres import temporary_database
+from gateway import ids
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, OutboxAppender
+from gateway.backends.seen_deliveries import CHUNK
 from gateway.domain.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
@@ -24,7 +29,7 @@ from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.worker.delivery_consumer import Consumer
 from gateway.worker.outbox_source import OutboxSource
-from tests.conftest import make_settings
+from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 from tests.ingress.hooks import add_webhook
 from tests.support import GatewayClient, World
 from tests.worker.test_delivery_consumer import automation_for_everything, runs_of
@@ -212,3 +217,42 @@ def test_requests_meeting_a_backlog_recount_wait_for_it_instead_of_being_refused
             return [outcome.verdict.name for outcome in outcomes]
 
         assert gwc.run(burst_at_a_stale_limit) == ["ACCEPTED"] * 20
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_duplicates_older_than_the_memory_are_found_in_the_store(
+    tmp_path: Path, store: str
+) -> None:
+    """Past GATEWAY_DEDUP_MEMORY entries, de-duplication goes on through the per-day filters
+    and the store: the outbox beside a SQLite file, the delivery log on PostgreSQL."""
+    with ExitStack() as stack:
+        url = f"sqlite:///{tmp_path}/gw.db"
+        if store == "postgresql":
+            url = stack.enter_context(temporary_database(f"dd_{RUN_ID}", POSTGRES_SERVER))
+        settings = make_settings(url, evaluator="off", dedup_memory=str(CHUNK))
+        with GatewayClient.running(settings) as gwc:
+
+            async def send(services: Services, identities: list[str]) -> list[tuple[str, str]]:
+                assert isinstance(services.ingress, Ingress)
+                backend = services.ingress.backend
+                assert isinstance(backend, MemoryBackend)
+                outcomes = []
+                for start in range(0, len(identities), 500):  # 50 per webhook: under its limit
+                    batch = identities[start : start + 500]
+                    copies = [
+                        Submission(
+                            Target(f"whk_{i // 50}", 1, shard_of(f"whk_{i // 50}")),
+                            ids.new_id("dlv"), identity, b"{}", True, "127.0.0.1",
+                        )
+                        for i, identity in enumerate(batch, start)
+                    ]  # fmt: skip
+                    done = await asyncio.gather(*(backend.submit(c) for c in copies))
+                    outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
+                return outcomes
+
+            identities = [f"evt-{i}" for i in range(CHUNK + 1000)]
+            first = gwc.run(lambda services: send(services, identities))
+            assert {verdict for verdict, _ in first} == {"ACCEPTED"}
+            # the oldest left memory: sent again, each is found in the store, with its first id
+            again = gwc.run(lambda services: send(services, identities[:200]))
+            assert again == [("DUPLICATE", delivery_id) for _, delivery_id in first[:200]]

@@ -1,4 +1,5 @@
-"""The embedded backend's de-duplication memory: exact to the window, bounded by day."""
+"""The embedded backend's de-duplication memory: exact to the window, bounded whatever the
+traffic (the newest entries exactly, older ones in per-day filters that answer MAYBE)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,17 @@ import gc
 import time
 
 from gateway import ids
-from gateway.backends.seen_deliveries import DAY_MS, SeenDeliveries, seen_key
+from gateway.backends.seen_deliveries import (
+    CHUNK,
+    DAY_MS,
+    MAYBE,
+    DayFilter,
+    SeenDeliveries,
+    seen_key,
+)
 
 WEEK_MS = 7 * DAY_MS
+START = 1_800_000_000_000
 
 
 def delivery_id_at(ms: int) -> str:
@@ -25,57 +34,66 @@ def test_ids_carry_their_creation_time() -> None:
 
 def test_a_copy_is_a_duplicate_until_the_window_ends_exactly() -> None:
     seen = SeenDeliveries(WEEK_MS)
-    start = 1_800_000_000_000
     key = seen_key("whk_a", "evt-1")
-    first = delivery_id_at(start)
-    seen.remember(key, first, start)
-    assert seen.first(key, start + 1) == first
-    assert seen.first(key, start + WEEK_MS - 1) == first
-    assert seen.first(key, start + WEEK_MS) is None
+    first = delivery_id_at(START)
+    seen.remember(key, first, START)
+    assert seen.first(key, START + 1) == first
+    assert seen.first(key, START + WEEK_MS - 1) == first
+    assert seen.first(key, START + WEEK_MS) is None
     # keys are per webhook and per identity
-    assert seen.first(seen_key("whk_b", "evt-1"), start + 1) is None
-    assert seen.first(seen_key("whk_a", "evt-2"), start + 1) is None
+    assert seen.first(seen_key("whk_b", "evt-1"), START + 1) is None
+    assert seen.first(seen_key("whk_a", "evt-2"), START + 1) is None
 
 
 def test_after_the_window_the_next_copy_is_remembered_afresh() -> None:
     seen = SeenDeliveries(WEEK_MS)
-    start = 1_800_000_000_000
     key = seen_key("whk_a", "evt-1")
-    seen.remember(key, delivery_id_at(start), start)
-    later = start + WEEK_MS + 5
+    seen.remember(key, delivery_id_at(START), START)
+    later = START + WEEK_MS + 5
     assert seen.first(key, later) is None
     second = delivery_id_at(later)
     seen.remember(key, second, later)
     assert seen.first(key, later + 1) == second
 
 
-def test_days_past_the_window_are_dropped_whole() -> None:
-    seen = SeenDeliveries(WEEK_MS)
-    start = 1_800_000_000_000
-    for day in range(10):
-        at = start + day * DAY_MS
-        seen.remember(seen_key("whk_a", f"evt-{day}"), delivery_id_at(at), at)
-    # the days wholly before (last arrival - window) are gone; 8 days of arrivals remain at most
-    assert len(seen) <= 8
-    last = start + 9 * DAY_MS
-    assert seen.first(seen_key("whk_a", "evt-9"), last + 1) == delivery_id_at(last)
-    assert seen.first(seen_key("whk_a", "evt-0"), last + 1) is None
+def test_memory_is_bounded_and_older_keys_answer_maybe() -> None:
+    seen = SeenDeliveries(WEEK_MS, exact=CHUNK)
+    keys = [seen_key("whk_a", f"evt-{i}") for i in range(3 * CHUNK)]
+    for i, key in enumerate(keys):
+        seen.remember(key, delivery_id_at(START + i), START + i)
+    assert len(seen) <= CHUNK  # held exactly: at most `exact`
+    now = START + 3 * CHUNK
+    assert seen.first(keys[-1], now) == delivery_id_at(START + 3 * CHUNK - 1)
+    assert all(seen.first(key, now) == MAYBE for key in keys[:CHUNK])  # never a false "new"
+    fresh = [seen.first(seen_key("whk_a", f"new-{i}"), now) for i in range(2000)]
+    assert fresh.count(MAYBE) <= 20  # the filters' false positives stay rare
+    assert fresh.count(None) == len(fresh) - fresh.count(MAYBE)
+    # past the window the filters forget too
+    assert seen.first(keys[0], START + WEEK_MS + DAY_MS) is None
+
+
+def test_a_day_filter_holds_what_it_was_given() -> None:
+    day = DayFilter(size_bytes=1 << 16)
+    keys = [seen_key("w", str(i)) for i in range(5000)]
+    for key in keys[:2500]:
+        day.add(key)
+    assert all(day.may_hold(key) for key in keys[:2500])
+    false_positives = sum(day.may_hold(key) for key in keys[2500:])
+    assert false_positives < 125  # under 5 % at this load (~0.4 % expected)
 
 
 def test_forget_undoes_remember() -> None:
     seen = SeenDeliveries(WEEK_MS)
-    start = 1_800_000_000_000
     key = seen_key("whk_a", "evt-1")
-    seen.remember(key, delivery_id_at(start), start)
-    seen.forget(key, start)
-    assert seen.first(key, start + 1) is None
+    seen.remember(key, delivery_id_at(START), START)
+    seen.forget(key)
+    assert seen.first(key, START + 1) is None
 
 
 def test_entries_are_not_tracked_by_the_garbage_collector() -> None:
     seen = SeenDeliveries(WEEK_MS)
-    start = 1_800_000_000_000
     for i in range(1000):
-        seen.remember(seen_key("whk_a", f"evt-{i}"), delivery_id_at(start + i), start + i)
-    for day in seen._days.values():
-        key, value = next(iter(day.items()))
+        seen.remember(seen_key("whk_a", f"evt-{i}"), delivery_id_at(START + i), START + i)
+    for chunk in seen._chunks:
+        key, value = next(iter(chunk.items()))
         assert not gc.is_tracked(key) and not gc.is_tracked(value)
