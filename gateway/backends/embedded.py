@@ -215,26 +215,25 @@ class MemoryBackend:
         return delivery_id, None
 
     async def _first_in_store(self, key: bytes, s: Submission, now: float) -> First | None:
-        """The first copy of `s` in the outbox or the delivery log, within the window."""
+        """The first copy of `s` in the delivery log (indexed) or else the outbox, within the
+        window."""
         uid = s.target.webhook_uid
-        found = None
-        if self.outbox is not None:
-            found = await self.outbox.first_accepted(uid, s.identity)
-        if found is None:
-            d = t.deliveries
-            query = (
-                select(d.c.delivery_id)
-                .where(
-                    d.c.webhook_uid == uid,
-                    d.c.identity == s.identity,
-                    d.c.label == Label.ACCEPTED.value,
-                    d.c.received_at >= _when(now - DEDUP_WINDOW_S * 1000),
-                )
-                .order_by(d.c.received_at, d.c.delivery_id)
-                .limit(1)
+        d = t.deliveries
+        query = (
+            select(d.c.delivery_id)
+            .where(
+                d.c.webhook_uid == uid,
+                d.c.identity == s.identity,
+                d.c.label == Label.ACCEPTED.value,
+                d.c.received_at >= _when(now - DEDUP_WINDOW_S * 1000),
             )
-            async with self.database.read() as conn:
-                found = (await conn.execute(query)).scalar()
+            .order_by(d.c.received_at, d.c.delivery_id)
+            .limit(1)
+        )
+        async with self.database.read() as conn:
+            found = (await conn.execute(query)).scalar()
+        if found is None and self.outbox is not None:
+            found = await self.outbox.first_accepted(uid, s.identity)
         committing = self._committing_firsts.get(key)  # a copy began committing meanwhile
         if committing is not None:
             return committing

@@ -21,7 +21,7 @@ from gateway.backends.contract import DeliveryRecord, Label, Submission, Target,
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, OutboxAppender
-from gateway.backends.seen_deliveries import CHUNK
+from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.domain.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
@@ -229,7 +229,7 @@ def test_duplicates_older_than_the_memory_are_found_in_the_store(
         url = f"sqlite:///{tmp_path}/gw.db"
         if store == "postgresql":
             url = stack.enter_context(temporary_database(f"dd_{RUN_ID}", POSTGRES_SERVER))
-        settings = make_settings(url, evaluator="off", dedup_memory=str(CHUNK))
+        settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
         with GatewayClient.running(settings) as gwc:
 
             async def send(services: Services, identities: list[str]) -> list[tuple[str, str]]:
@@ -250,7 +250,7 @@ def test_duplicates_older_than_the_memory_are_found_in_the_store(
                     outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
                 return outcomes
 
-            identities = [f"evt-{i}" for i in range(CHUNK + 1000)]
+            identities = [f"evt-{i}" for i in range(MIN_EXACT + 1000)]
             first = gwc.run(lambda services: send(services, identities))
             assert {verdict for verdict, _ in first} == {"ACCEPTED"}
             # the oldest left memory: sent again, each is found in the store, with its first id

@@ -8,9 +8,9 @@ import time
 
 from gateway import ids
 from gateway.backends.seen_deliveries import (
-    CHUNK,
     DAY_MS,
     MAYBE,
+    MIN_EXACT,
     DayFilter,
     SeenDeliveries,
     seen_key,
@@ -57,14 +57,14 @@ def test_after_the_window_the_next_copy_is_remembered_afresh() -> None:
 
 
 def test_memory_is_bounded_and_older_keys_answer_maybe() -> None:
-    seen = SeenDeliveries(WEEK_MS, exact=CHUNK)
-    keys = [seen_key("whk_a", f"evt-{i}") for i in range(3 * CHUNK)]
+    seen = SeenDeliveries(WEEK_MS, exact=MIN_EXACT)
+    keys = [seen_key("whk_a", f"evt-{i}") for i in range(3 * MIN_EXACT)]
     for i, key in enumerate(keys):
         seen.remember(key, delivery_id_at(START + i), START + i)
-    assert len(seen) <= CHUNK  # held exactly: at most `exact`
-    now = START + 3 * CHUNK
-    assert seen.first(keys[-1], now) == delivery_id_at(START + 3 * CHUNK - 1)
-    assert all(seen.first(key, now) == MAYBE for key in keys[:CHUNK])  # never a false "new"
+    assert len(seen) <= MIN_EXACT  # held exactly: at most `exact`
+    now = START + 3 * MIN_EXACT
+    assert seen.first(keys[-1], now) == delivery_id_at(START + 3 * MIN_EXACT - 1)
+    assert all(seen.first(key, now) == MAYBE for key in keys[:MIN_EXACT])  # never a false "new"
     fresh = [seen.first(seen_key("whk_a", f"new-{i}"), now) for i in range(2000)]
     assert fresh.count(MAYBE) <= 20  # the filters' false positives stay rare
     assert fresh.count(None) == len(fresh) - fresh.count(MAYBE)
@@ -73,7 +73,7 @@ def test_memory_is_bounded_and_older_keys_answer_maybe() -> None:
 
 
 def test_a_day_filter_holds_what_it_was_given() -> None:
-    day = DayFilter(size_bytes=1 << 16)
+    day = DayFilter(bits=1 << 19)
     keys = [seen_key("w", str(i)) for i in range(5000)]
     for key in keys[:2500]:
         day.add(key)
@@ -88,12 +88,13 @@ def test_forget_undoes_remember() -> None:
     seen.remember(key, delivery_id_at(START), START)
     seen.forget(key)
     assert seen.first(key, START + 1) is None
+    assert len(seen) == 0
 
 
 def test_entries_are_not_tracked_by_the_garbage_collector() -> None:
     seen = SeenDeliveries(WEEK_MS)
     for i in range(1000):
         seen.remember(seen_key("whk_a", f"evt-{i}"), delivery_id_at(START + i), START + i)
-    for chunk in seen._chunks:
-        key, value = next(iter(chunk.items()))
-        assert not gc.is_tracked(key) and not gc.is_tracked(value)
+    key, value = next(iter(seen._held.items()))
+    assert not gc.is_tracked(key) and not gc.is_tracked(value)
+    assert not gc.is_tracked(seen._held)
