@@ -6,8 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import func, select
+
+from gateway.services import Services
+from gateway.store import tables as t
 from tests.api.test_runner_api import Runner
-from tests.api.test_scorers_api import Setup
+from tests.api.test_scorers_api import NIL, Setup, _scorer_of, _second_factory
 from tests.support import World
 
 JOBS = "/runner/scoring-jobs"
@@ -134,3 +138,47 @@ def test_deleting_the_scorer_deletes_its_results(world: World) -> None:
     assert world.api("DELETE", f"{setup.base}/scorers/{setup.scorer}").status_code == 204
     assert world.api("GET", f"/agent/runs/{setup.run}/scores").json()["scores"] == []
     assert world.api("GET", f"{setup.base}/scorers/{setup.scorer}/results").status_code == 404
+
+
+def test_reads_refuse_other_factories_strangers_unknown_runs_and_bad_parameters(
+    world: World,
+) -> None:
+    setup = Setup(world)
+    elsewhere = _scorer_of(world, _second_factory(world))
+    for read in ("results", "metrics"):
+        mine = f"{setup.base}/scorers/{setup.scorer}/{read}"
+        assert world.api("GET", mine, headers=world.stranger).status_code == 403
+        # a scorer of another factory is not found under this factory's path
+        assert world.api("GET", f"{setup.base}/scorers/{elsewhere}/{read}").status_code == 404
+    at = f"{setup.base}/scorers/{setup.scorer}/results"
+    for params, field in (
+        ({"limit": 0}, "limit"),
+        ({"limit": "many"}, "limit"),
+        ({"include_reasons": "perhaps"}, "include_reasons"),
+        ({"cursor": "not-a-cursor"}, "cursor"),
+    ):
+        refused = world.api("GET", at, params=params)
+        assert refused.status_code == 400, params
+        assert field in refused.json()["detail"], (params, refused.json())
+    assert world.api("GET", f"/agent/runs/{NIL}/scores").status_code == 404
+
+
+def test_deleting_the_scorer_leaves_no_attempt_in_the_store(world: World) -> None:
+    setup = Setup(world)
+    setup.dispatch([setup.run])
+    runner = Runner(world)
+    (job,) = _claim(runner)
+    _report(runner, job["job_id"], score=0.3, reasoning="kept until the scorer goes")
+
+    def attempts() -> int:
+        async def go(services: Services) -> int:
+            a = t.scoring_attempts
+            query = select(func.count()).select_from(a).where(a.c.scorer_uid == setup.scorer)
+            async with services.database.read() as conn:
+                return int((await conn.execute(query)).scalar_one())
+
+        return world.client.run(go)
+
+    assert attempts() == 1
+    assert world.api("DELETE", f"{setup.base}/scorers/{setup.scorer}").status_code == 204
+    assert attempts() == 0 and setup.jobs() == []
