@@ -100,7 +100,7 @@ class MemoryBackend:
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
         self._seen = SeenDeliveries(DEDUP_WINDOW_S * 1000, dedup_memory)
         # first copies still committing: a copy arriving meanwhile shares their fate
-        self._committing_firsts: dict[bytes, tuple[str, asyncio.Future[None]]] = {}
+        self._committing_firsts: dict[bytes, First] = {}
         self.backlog = 0  # accepted (committed or committing), not evaluated yet
         self._committing = 0
         self._recounted = 0.0
@@ -201,9 +201,7 @@ class MemoryBackend:
         self._rate.add(uid, now)
         return await self._accept(s, key, now)
 
-    def _first(
-        self, key: bytes, now: float
-    ) -> tuple[str, asyncio.Future[None] | None] | str | None:
+    def _first(self, key: bytes, now: float) -> First | str | None:
         """The first copy's delivery id, and its commit while that is still under way; MAYBE
         (a str) when only the store can tell."""
         committing = self._committing_firsts.get(key)
@@ -242,9 +240,7 @@ class MemoryBackend:
         self._seen.remember(key, str(found), ids.millis_of(str(found)) or now)
         return str(found), None
 
-    async def _duplicate(
-        self, s: Submission, first: tuple[str, asyncio.Future[None] | None], now: float
-    ) -> Outcome:
+    async def _duplicate(self, s: Submission, first: First, now: float) -> Outcome:
         first_id, commit = first
         if commit is not None:  # the first copy is still committing: its fate is ours
             try:

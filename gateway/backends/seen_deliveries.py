@@ -5,7 +5,7 @@ The most recent `exact` entries are held exactly: the key a 16-byte digest, the 
 delivery's id (whose creation time is in the id: `ids.millis_of`), nothing the garbage collector
 tracks (~240 bytes an entry; a tuple key and a slotted object per entry made full collections
 visit the week's deliveries: 40-65 ms pauses at 200,000). Older entries leave, oldest first, for
-one Bloom filter per day of arrival (FILTER_BYTES each, dropped once past the window): a key
+one Bloom filter per day of arrival (FILTER_BITS each, dropped once past the window): a key
 none of them holds was not seen, with no look-up; a key one may hold is MAYBE, and the caller
 confirms it in the store. So memory stays bounded whatever the week's traffic, and a miss, the
 common case, costs one dict look-up and a few bit tests.
@@ -95,15 +95,8 @@ class SeenDeliveries:
         if len(held) > self.exact:
             self._let_go(self._order.popleft(), received_ms)
 
-    def forget(self, key: bytes) -> None:
-        """Undo `remember` (the delivery was not recorded after all); its place in the order
-        is left to lapse."""
-        self._held.pop(key, None)
-
     def _let_go(self, key: bytes, now_ms: float) -> None:
-        delivery_id = self._held.pop(key, None)
-        if delivery_id is None:  # forgotten meanwhile
-            return
+        delivery_id = self._held.pop(key)
         day = (ids.millis_of(delivery_id) or 0) // DAY_MS
         seen = self._filters.get(day)
         if seen is None:

@@ -32,7 +32,6 @@ from gateway.store import tables as t
 log = logging.getLogger("gateway.automations")
 
 # ~3 kB per webhook of 10 automations: sized so a store of 10,000 busy webhooks stays cached
-# (benchmarks/evaluator_memory.py measures it)
 MAX_CACHED_WEBHOOKS = 16_384
 # prompts run to 100,000 characters: only those of automations that start runs are kept, up to
 # this many characters in all, least recently used first out

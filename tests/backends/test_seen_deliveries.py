@@ -82,15 +82,6 @@ def test_a_day_filter_holds_what_it_was_given() -> None:
     assert false_positives < 125  # under 5 % at this load (~0.4 % expected)
 
 
-def test_forget_undoes_remember() -> None:
-    seen = SeenDeliveries(WEEK_MS)
-    key = seen_key("whk_a", "evt-1")
-    seen.remember(key, delivery_id_at(START), START)
-    seen.forget(key)
-    assert seen.first(key, START + 1) is None
-    assert len(seen) == 0
-
-
 def test_entries_are_not_tracked_by_the_garbage_collector() -> None:
     seen = SeenDeliveries(WEEK_MS)
     for i in range(1000):
