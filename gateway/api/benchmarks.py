@@ -512,15 +512,10 @@ async def trial_endpoint(request: Request, query: Query[TrialOneQuery]) -> Respo
             raise NotFound(f"trial_uid: no trial {params['trial_uid']} in this run")
         trial = found[0]
         body = runs.trial_json(trial)
-        if "results" in include:
+        agent_run = await load_run(conn, trial.agent_run_id) if include else None
+        if "results" in include and agent_run is not None:
             spent = await runs.costs(conn, [trial.agent_run_id])
-            agent_run = await load_run(conn, trial.agent_run_id)
-            body["results"] = {
-                "outcome": trial.state,
-                "duration_s": runs.duration_s(trial),
-                "cost_usd": spent.get(trial.agent_run_id, 0.0),
-                "status_message": agent_run.status_message,
-            }
-        if "details" in include:
-            body["details"] = await one_run_json(conn, await load_run(conn, trial.agent_run_id))
+            body["results"] = runs.trial_results(trial, agent_run, spent)
+        if "details" in include and agent_run is not None:
+            body["details"] = await one_run_json(conn, agent_run)
     return json_response(body)

@@ -207,14 +207,7 @@ async def run_json(
     if "launch_settings" in include:
         found["launch_settings"] = row.configurations
     if "aggregate_results" in include:
-        states = [trial.state for trial in its_trials]
-        found["aggregate_results"] = {
-            "trials": len(states),
-            "succeeded": states.count("SUCCEEDED"),
-            "failed": sum(s in ("FAILED", "ERROR") for s in states),
-            "cancelled": states.count("CANCELLED"),
-            "running": sum(s not in TERMINAL for s in states),
-        }
+        found["aggregate_results"] = _outcome_counts([trial.state for trial in its_trials])
     if "creator_name" in include:
         found["creator_name"] = await _creator_name(conn, row.created_by_uid)
     return found
@@ -267,21 +260,38 @@ def results(
     for name, group in by_configuration.items():
         states = [trial.state for trial in group]
         finished = [s for s in states if s in TERMINAL and s != "CANCELLED"]
-        durations = [d for d in (duration_s(trial) for trial in group) if d is not None]
+        durations = [duration_s(trial) for trial in group]
+        ended = [d for d in durations if d is not None]
+        costs = [spent.get(trial.agent_run_id, 0.0) for trial in group]
         item: dict[str, Any] = {
             "configuration": name,
-            "trials": len(group),
-            "succeeded": states.count("SUCCEEDED"),
-            "failed": sum(s in ("FAILED", "ERROR") for s in states),
-            "cancelled": states.count("CANCELLED"),
-            "running": sum(s not in TERMINAL for s in states),
+            **_outcome_counts(states),
             "pass_rate": round(states.count("SUCCEEDED") / len(finished), 6) if finished else None,
-            "mean_duration_s": round(sum(durations) / len(durations), 3) if durations else None,
-            "cost_usd": round(sum(spent.get(trial.agent_run_id, 0.0) for trial in group), 6),
+            "mean_duration_s": round(sum(ended) / len(ended), 3) if ended else None,
+            "cost_usd": round(sum(costs), 6),
         }
         if metrics:
-            item["outcomes"] = states
-            item["durations_s"] = [duration_s(trial) for trial in group]
-            item["costs_usd"] = [spent.get(trial.agent_run_id, 0.0) for trial in group]
+            item |= {"outcomes": states, "durations_s": durations, "costs_usd": costs}
         found.append(item)
     return found
+
+
+def trial_results(trial: Row[Any], agent_run: Row[Any], spent: dict[str, float]) -> dict[str, Any]:
+    """How one trial went: its agent run's outcome, duration, cost and status message."""
+    return {
+        "outcome": trial.state,
+        "duration_s": duration_s(trial),
+        "cost_usd": spent.get(trial.agent_run_id, 0.0),
+        "status_message": agent_run.status_message,
+    }
+
+
+def _outcome_counts(states: list[str]) -> dict[str, int]:
+    """Trials by their agent run's state: succeeded, failed (or errored), cancelled, running."""
+    return {
+        "trials": len(states),
+        "succeeded": states.count("SUCCEEDED"),
+        "failed": sum(s in ("FAILED", "ERROR") for s in states),
+        "cancelled": states.count("CANCELLED"),
+        "running": sum(s not in TERMINAL for s in states),
+    }

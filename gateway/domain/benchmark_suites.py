@@ -24,8 +24,8 @@ from gateway import ids
 from gateway.catalog import ModelSpec
 from gateway.domain.factories import Factory, require_manage_access
 from gateway.domain.identities import Principal
+from gateway.domain.llm_models import check_model
 from gateway.domain.run_records import can_view, find_run
-from gateway.domain.standalone_runs import parse_config
 from gateway.errors import Conflict, InvalidRequest, NotFound
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -72,7 +72,7 @@ def check_configurations(
             raise InvalidRequest(f"configurations[{i}].name: {configuration['name']!r} twice")
         names.add(configuration["name"])
         if configuration.get("model_id") is not None:
-            parse_config({"model_id": configuration["model_id"]}, models, f"configurations[{i}]")
+            check_model(models, configuration["model_id"], f"configurations[{i}].model_id")
     return configurations
 
 
