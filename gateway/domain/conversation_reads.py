@@ -16,12 +16,14 @@ from sqlalchemy import Row, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.identities import Principal
+from gateway.domain.run_execution import FOLLOW_UPS
 from gateway.domain.run_records import can_view
 from gateway.domain.skill_specs import parse_skill_spec
 from gateway.errors import InvalidRequest, NotFound
 from gateway.store import tables as t
 
-USER_ROUTINGS = ("queued", "resumed", "injected", "debug")
+# what users sent: the follow-ups a runner gets, and those to a failed run in its debug window
+USER_ROUTINGS = (*FOLLOW_UPS, "debug")
 r, m = t.runs, t.run_messages
 
 
