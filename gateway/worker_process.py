@@ -4,7 +4,6 @@ child process `gateway serve` starts when GATEWAY_EVALUATOR=process."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import signal
@@ -33,8 +32,7 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
     if parent_pid is not None:
         services.spawn(_watch_parent(parent_pid, stop), name="parent-watch")
     try:
-        await wiring.start(services, with_worker=True)
-        gc.freeze()  # start-up objects live as long as the process: keep them out of collections
+        await wiring.start(services, with_worker=True)  # the consumer freezes what lasts (gc)
         log.info("gateway worker running (pid %d, %s)", os.getpid(), priority.description)
         await stop.wait()
     finally:

@@ -10,6 +10,7 @@ next batch is read and planned.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -116,12 +117,17 @@ class Consumer:
             webhooks = await self.starter.index.warm_up(self.database)
         except Exception as exc:  # the deliveries' own look-ups read what they need all the same
             log.warning("delivery consumer: automations not read ahead: %s", exc)
-            return
-        log.info(
-            "delivery consumer: automations of %d webhooks compiled in %.1f s",
-            webhooks,
-            time.monotonic() - started,
-        )
+        else:
+            log.info(
+                "delivery consumer: automations of %d webhooks compiled in %.1f s",
+                webhooks,
+                time.monotonic() - started,
+            )
+        # The compiled configuration (millions of objects on a large store) lives as long as the
+        # process: frozen, the collector stops re-scanning it. Unfrozen, full collections over
+        # it cost the evaluator a quarter of its CPU (measured: 170 -> 134 us a delivery).
+        gc.collect()
+        gc.freeze()
 
     def stop(self) -> None:
         """Stop reading; `run` returns once what was read is written."""
