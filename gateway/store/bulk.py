@@ -116,6 +116,11 @@ class BulkInsert:
         encode = _encoder(self.table.c[column].type, dialect)
         return value if encode is None else encode(value)
 
+    def encoder(self, dialect: Dialect, column: str) -> Encode:
+        """How a value of `column` goes to the driver, for callers that build rows in column
+        order themselves (the evaluator's runs)."""
+        return _encoder(self.table.c[column].type, dialect) or _as_is
+
     def encode(self, dialect: Dialect, rows: Sequence[Row]) -> list[Values]:
         """Each row as the driver takes it: the values in column order (one C call per row),
         then the few that need converting (times, JSON)."""
@@ -176,6 +181,10 @@ def _encoder(column_type: Any, dialect: Dialect) -> Encode | None:
     if isinstance(column_type, JSON):
         return _json
     return None
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _json(value: Any) -> str | None:
