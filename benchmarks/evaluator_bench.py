@@ -254,7 +254,7 @@ def _settings(case: Case, database_url: str, redis_url: str | None) -> Settings:
         "GATEWAY_DATABASE_URL": database_url,
         "GATEWAY_SECRET_KEY": base64.urlsafe_b64encode(b"b" * 32).decode(),
         "GATEWAY_EVALUATOR": "off",
-        "GATEWAY_MAX_BACKLOG": str(max(100_000, case.deliveries)),
+        "GATEWAY_MAX_BACKLOG": str(max(100_000, case.deliveries + case.webhooks)),
         "GATEWAY_LOG_LEVEL": "warning",
     }
     if redis_url is not None:

@@ -7,24 +7,39 @@ nearly all of the store) turns the automatic checkpoint off on its connections a
 checkpoints here every INTERVAL_S instead: they never block a writer or a reader, and copy what
 no reader still needs. Other processes (HTTP workers beside an evaluator process, the CLI) keep
 SQLite's automatic checkpoints.
+
+A PASSIVE checkpoint never shortens the log: SQLite starts writing it from the top again only
+when a writer finds it wholly copied while no reader uses it, and under sustained load some
+reader always does (the evaluator plans its next batch while the last one commits). The log then
+grew without end (2.4 GB after 250,000 deliveries, measured) and every commit and read got
+slower as it grew. So when the log passes WAL_RESET_BYTES, a TRUNCATE checkpoint waits up to
+RESET_WAIT_MS for the readers to finish (new writers wait meanwhile) and empties it; busy, it
+gives up and the next round tries again.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 
 log = logging.getLogger("gateway.store")
 
 INTERVAL_S = 0.5
+WAL_RESET_BYTES = 64 * 1024 * 1024
+RESET_WAIT_MS = 200
 
 
 class WalCheckpointer:
-    def __init__(self, path: str, interval: float = INTERVAL_S) -> None:
+    def __init__(
+        self, path: str, interval: float = INTERVAL_S, reset_bytes: int = WAL_RESET_BYTES
+    ) -> None:
         self.path = path
         self.interval = interval
+        self.reset_bytes = reset_bytes
         self.checkpoints = 0
+        self.resets = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
 
@@ -44,8 +59,29 @@ class WalCheckpointer:
         try:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.checkpoints += 1
+            if self._log_size() > self.reset_bytes:
+                self._reset(conn)
         except sqlite3.Error as exc:  # busy or gone for a moment: the next round catches up
             log.warning("WAL checkpoint: %s", exc)
+
+    def _log_size(self) -> int:
+        try:
+            return os.path.getsize(self.path + "-wal")
+        except OSError:
+            return 0
+
+    def _reset(self, conn: sqlite3.Connection) -> None:
+        size = self._log_size()
+        conn.execute(f"PRAGMA busy_timeout={RESET_WAIT_MS}")
+        try:
+            (busy, _frames, _copied) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute("PRAGMA busy_timeout=30000")
+        if busy:
+            log.debug("WAL reset: readers busy at %.0f MB; trying again", size / 1e6)
+            return
+        self.resets += 1
+        log.debug("WAL reset at %.0f MB", size / 1e6)
 
     def stop(self) -> None:
         self._stop.set()
