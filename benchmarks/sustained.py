@@ -44,7 +44,7 @@ from typing import Any
 from benchmarks import accounting, loadgen
 from benchmarks.cases import remove_store
 from benchmarks.postgres import temporary_database
-from benchmarks.procs import cpu_seconds, process_tree, spawn, stop
+from benchmarks.procs import cpu_seconds, host_cpu, process_tree, spawn, stop
 from benchmarks.redis_server import RedisServer, redis_server
 from benchmarks.requests_file import spread_plan, write_requests
 from benchmarks.seed import Seed, seed
@@ -179,11 +179,13 @@ def _store(db: str, template: Seed, rundir: Path, name: str, key: str) -> Iterat
 
 
 class _Sampler:
-    """RSS (MiB) of each watched process, once a second, on a thread of its own."""
+    """RSS (MiB) of each watched process and the CPU seconds used so far by each and by the
+    whole machine, once a second, on a thread of its own."""
 
     def __init__(self, pids: dict[str, int]) -> None:
         self.pids = pids
         self.series: dict[str, list[float]] = {name: [] for name in pids}
+        self.cpu: dict[str, list[float]] = {name: [] for name in [*pids, "machine"]}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -191,6 +193,17 @@ class _Sampler:
         while not self._stop.wait(1.0):
             for name, pid in self.pids.items():
                 self.series[name].append(_rss_mib(pid))
+                self.cpu[name].append(cpu_seconds(process_tree(pid)))
+            self.cpu["machine"].append(host_cpu()[0])
+
+    def cores_per_window(self) -> dict[str, list[float]]:
+        """Cores busy per LAG_WINDOW_S of the run, per process and for the machine: where the
+        CPU went when the lag grew."""
+        step = int(LAG_WINDOW_S)
+        return {
+            name: [round((s[i + step] - s[i]) / step, 2) for i in range(0, len(s) - step, step)]
+            for name, s in self.cpu.items()
+        }
 
     def __enter__(self) -> _Sampler:
         self._thread.start()
@@ -247,6 +260,8 @@ def _run(
             time.sleep(2.0)  # the workers are up (groups created, scripts loaded)
             watched = {"ingress": running.worker_pids()[0]}
             watched |= {f"evaluator{n + 1}": w.pid for n, w in enumerate(workers)}
+            if not embedded and redis.proc is not None:
+                watched["redis"] = redis.proc.pid
             eval_pids = [p for w in workers for p in process_tree(w.pid)]
             cpu0 = cpu_seconds(eval_pids)
             with _Sampler(watched) as sampler:
@@ -274,6 +289,7 @@ def _run(
         "lag_s": lag,
         "rss_mib": {name: _summary(series) for name, series in sampler.series.items()},
         "evaluator_cpu_us_per_delivery": cpu / max(1, lag["deliveries"]) * 1e6,
+        "cores_per_10s": sampler.cores_per_window(),
     }
     row["failures"] = _check(row)
     return row
@@ -393,7 +409,8 @@ def _line(row: dict[str, Any]) -> str:
         f"{row['achieved_rps']:,.0f}/s, ingress p99 {row['ingress_latency_ms']['p99']:.1f} ms; "
         f"lag p50 {lag['p50']} s p99 {lag['p99']} s max {lag['max']} s; "
         f"per {LAG_WINDOW_S:.0f} s p99 {lag[f'p99_per_{LAG_WINDOW_S:.0f}s']}; "
-        f"RSS MiB {rss}; evaluator CPU {row['evaluator_cpu_us_per_delivery']:.0f} us/delivery"
+        f"RSS MiB {rss}; evaluator CPU {row['evaluator_cpu_us_per_delivery']:.0f} us/delivery; "
+        f"cores per {LAG_WINDOW_S:.0f} s {row['cores_per_10s']}"
     )
 
 
