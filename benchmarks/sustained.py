@@ -374,15 +374,20 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _summary(series: list[float]) -> dict[str, float]:
+def _summary(series: list[float]) -> dict[str, Any]:
     if not series:
         return {}
     head, tail = series[:10], series[-10:]
+    step = int(LAG_WINDOW_S)
     return {
         "first_10s_max": round(max(head), 1),
         "last_10s_max": round(max(tail), 1),
         "peak": round(max(series), 1),
         "median": round(statistics.median(series), 1),
+        # growth that levels off (bounded caches filling) is told apart from a leak here
+        f"max_per_{step}s": [
+            round(max(series[i : i + step]), 1) for i in range(0, len(series), step)
+        ],
     }
 
 
