@@ -61,7 +61,7 @@ class HookAutomations:
     each one's updated_at as stored, in the same order.
 
     The evaluator keeps one per webhook of the store, so nothing is held twice: the uid strings
-    are shared by the matcher and `order`, and what can be derived (`automations`) is."""
+    are shared by the matcher and `order`, and what can be derived (an outcome trace) is."""
 
     hook: LiveHook | None
     signature: bytes
@@ -72,12 +72,6 @@ class HookAutomations:
 
     def stamp_of(self, automation_uid: str) -> int:
         return self.stamps[self.order.index(automation_uid)]
-
-    @property
-    def automations(self) -> tuple[tuple[str, str], ...]:
-        """(automation uid, its stamp as text) in the matcher's order: an outcome trace's
-        skeleton."""
-        return tuple(zip(self.order, map(str, self.stamps), strict=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 from sqlalchemy import select
@@ -36,38 +35,33 @@ WEBHOOK_NOT_LIVE, NO_FOREMAN = "webhook_not_live", "no_foreman"
 TriggerKey = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class Trace:
+class Trace(NamedTuple):
     outcome: str
-    # (automation uid, matched, its updated_at as the evaluator held it), in the matcher's order
-    considered: tuple[tuple[str, bool, str], ...] = ()
-    evaluation: str = field(init=False)
-    encoded: bytes = field(init=False)  # encoded once: a webhook's deliveries share traces
-
-    def __post_init__(self) -> None:
-        evaluation = FAILED if self.outcome == NO_FOREMAN else EVALUATED
-        raw = orjson.dumps({"outcome": self.outcome, "automations": self.considered})
-        object.__setattr__(self, "evaluation", evaluation)
-        object.__setattr__(self, "encoded", raw)
+    evaluation: str  # of the delivery: evaluated, or failed
+    # {"outcome", "automations": [[automation uid, matched, its updated_at (`stamp_micros`) as
+    # the evaluator held it], ...] in the matcher's order}, encoded once: deliveries share it
+    encoded: bytes
 
 
-NOT_LIVE = Trace(WEBHOOK_NOT_LIVE)
-NOTHING_LISTENS = Trace(NO_AUTOMATIONS)
+def _trace(outcome: str, considered: Sequence[tuple[str, bool, str]] = ()) -> Trace:
+    evaluation = FAILED if outcome == NO_FOREMAN else EVALUATED
+    return Trace(outcome, evaluation, orjson.dumps({"outcome": outcome, "automations": considered}))
 
 
-def trace_of(
-    automations: Sequence[tuple[str, str]], matched: Collection[Key], has_foreman: bool
-) -> Trace:
-    """The trace of a delivery to a live webhook whose enabled automations (uid, stamp) are
-    `automations` and whose matcher returned `matched` (the evaluator keeps the traces it made
-    recently made: `cached_trace`)."""
-    if not automations:
+NOT_LIVE = _trace(WEBHOOK_NOT_LIVE)
+NOTHING_LISTENS = _trace(NO_AUTOMATIONS)
+
+
+def trace_of(entry: HookAutomations, matched: Collection[Key], has_foreman: bool) -> Trace:
+    """The trace of a delivery to `entry`'s live webhook for which its matcher returned
+    `matched` (the evaluator keeps the traces it made recently: `cached_trace`)."""
+    if not entry.order:
         return NOTHING_LISTENS
-    if not matched:
-        return Trace(NO_MATCH, tuple((uid, False, stamp) for uid, stamp in automations))
     hits = set(matched)
-    considered = tuple((uid, uid in hits, stamp) for uid, stamp in automations)
-    return Trace(MATCHED if has_foreman else NO_FOREMAN, considered)
+    considered = [
+        (uid, uid in hits, str(at)) for uid, at in zip(entry.order, entry.stamps, strict=True)
+    ]
+    return _trace((MATCHED if has_foreman else NO_FOREMAN) if hits else NO_MATCH, considered)
 
 
 # Traces made recently, for all webhooks together, least recently used out first. A trace of a
@@ -90,7 +84,7 @@ def cached_trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> 
     if found is not None and found[0] is entry:
         _traces.move_to_end(key)
         return found[1]
-    trace = trace_of(entry.automations, keys, has_foreman)
+    trace = trace_of(entry, keys, has_foreman)
     _traces[key] = (entry, trace)
     if len(_traces) > MAX_CACHED_TRACES:
         _traces.popitem(last=False)

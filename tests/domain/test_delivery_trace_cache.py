@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from array import array
 
+import orjson
+
 from filters import compile_many
 from gateway.domain import delivery_trace
 from gateway.domain.automation_index import HookAutomations, LiveHook, stamp_micros
@@ -32,10 +34,11 @@ def test_a_webhook_s_deliveries_share_the_trace_of_the_same_matches() -> None:
     first = delivery_trace.cached_trace(entry, keys, True)
     assert delivery_trace.cached_trace(entry, list(keys), True) is first
     assert first.outcome == delivery_trace.MATCHED
-    assert first.considered == (
-        ("w1-a", True, str(JAN_1)),
-        ("w1-b", False, str(JAN_2)),
-    )
+    assert orjson.loads(first.encoded) == {
+        "outcome": "matched",
+        "automations": [["w1-a", True, str(JAN_1)], ["w1-b", False, str(JAN_2)]],
+    }
+    assert first.evaluation == "evaluated"
     other = delivery_trace.cached_trace(entry, [], True)
     assert other.outcome == delivery_trace.NO_MATCH
 
@@ -45,7 +48,8 @@ def test_a_new_entry_of_the_same_webhook_gets_traces_of_its_own() -> None:
     old = delivery_trace.cached_trace(_entry("w2"), keys, True)
     replaced = _entry("w2")
     assert delivery_trace.cached_trace(replaced, keys, True) is not old
-    assert delivery_trace.cached_trace(replaced, keys, False).outcome == delivery_trace.NO_FOREMAN
+    no_foreman = delivery_trace.cached_trace(replaced, keys, False)
+    assert (no_foreman.outcome, no_foreman.evaluation) == (delivery_trace.NO_FOREMAN, "failed")
 
 
 def test_the_cache_holds_at_most_its_bound_whatever_the_number_of_webhooks() -> None:
