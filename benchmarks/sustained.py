@@ -16,8 +16,10 @@ Each of the 10,000 webhooks has 10 automations, one of which matches every paylo
 Reported per M: offered and achieved rate and the ingress latency; the evaluation lag of every
 accepted delivery (evaluated_at - received_at, as the delivery log records them: from the 202
 to the delivery in the log with its runs), p50/p99/max overall and p99 per 10 s of the run (the
-lag must stay bounded throughout, not only on average); the RSS of the ingress worker and each
-evaluator sampled every second (first and last 10 s, peak: flat means no growth); the
+lag must stay bounded throughout, not only on average); the RSS of the ingress worker, each
+evaluator and Redis sampled every second (first and last 10 s, peak, and the maximum per 10 s:
+growth that levels off is caches filling, growth that does not is a leak); the cores each of
+them and the whole machine used per 10 s (where the CPU went when the lag grew); the
 evaluators' CPU per delivery; and the check that nothing was lost (every 202 in the log,
 evaluated, with exactly one run).
 """

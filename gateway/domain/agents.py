@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.catalog import EnvironmentSpec, ModelSpec
 from gateway.domain.environments import check_environment
+from gateway.domain.factories import belongs_to_team
 from gateway.domain.identities import Principal, issue_api_key
 from gateway.domain.llm_models import check_model
 from gateway.domain.skill_specs import parse_skill_spec
@@ -227,9 +228,7 @@ async def _secrets(
 
 
 async def _check_factory(conn: AsyncConnection, team_uid: str, factory_uid: str) -> None:
-    f = t.factories
-    query = select(f.c.uid).where(f.c.uid == factory_uid, f.c.team_uid == team_uid)
-    if (await conn.execute(query)).first() is None:
+    if not await belongs_to_team(conn, factory_uid, team_uid):
         raise InvalidRequest(f"factory_uid: no factory {factory_uid} in this team")
 
 

@@ -95,6 +95,13 @@ async def get_accessible_factory(conn: AsyncConnection, principal: Principal, ui
     return Factory.from_row(row)
 
 
+async def belongs_to_team(conn: AsyncConnection, factory_uid: str, team_uid: str) -> bool:
+    """Whether the factory exists and is the team's."""
+    f = t.factories
+    query = select(f.c.uid).where(f.c.uid == factory_uid, f.c.team_uid == team_uid)
+    return (await conn.execute(query)).first() is not None
+
+
 def require_manage_access(principal: Principal, factory: Factory) -> None:
     """Manage access to a factory the caller can see: user credentials of a member of its team.
     An agent key of the team may read the factory's records but not manage them."""

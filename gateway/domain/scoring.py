@@ -17,6 +17,7 @@ from sqlalchemy import Row, and_, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.domain.factories import belongs_to_team
 from gateway.domain.metrics_window import Window, period_key
 from gateway.domain.run_execution import Runner
 from gateway.errors import Conflict, NotFound
@@ -101,7 +102,7 @@ async def record_outcome(
 ) -> Row[Any]:
     """The attempt for a job this runner holds: scored, or failed with `error`."""
     job = (await conn.execute(select(j).where(j.c.job_id == job_id).with_for_update())).first()
-    if job is None or not await _of_team(conn, job.factory_uid, runner.team_uid):
+    if job is None or not await belongs_to_team(conn, job.factory_uid, runner.team_uid):
         raise NotFound(f"job_id: no scoring job {job_id} for this runner's team")
     if job.status != "claimed" or job.runner_uid != runner.uid:
         raise JobNotHeld(
@@ -129,12 +130,6 @@ async def record_outcome(
         update(j).where(j.c.job_id == job_id).values(status="failed" if failed else "done")
     )
     return (await conn.execute(select(a).where(a.c.attempt_id == attempt_id))).one()
-
-
-async def _of_team(conn: AsyncConnection, factory_uid: str, team_uid: str) -> bool:
-    f = t.factories
-    query = select(f.c.uid).where(f.c.uid == factory_uid, f.c.team_uid == team_uid)
-    return (await conn.execute(query)).first() is not None
 
 
 async def results(
