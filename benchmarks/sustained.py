@@ -240,6 +240,8 @@ def _run(
     embedded: bool,
 ) -> dict[str, Any]:
     redis.flush()
+    with redis.client() as client:
+        client.config_resetstat()
     env = _env(database, redis, key, embedded)
     count = int(rate * (duration + loadgen.WARMUP_S)) + 1
     plan = spread_plan(f"s{evaluators}", len(template.webhooks), count)
@@ -292,9 +294,23 @@ def _run(
         "rss_mib": {name: _summary(series) for name, series in sampler.series.items()},
         "evaluator_cpu_us_per_delivery": cpu / max(1, lag["deliveries"]) * 1e6,
         "cores_per_10s": sampler.cores_per_window(),
+        "redis_us_per_delivery": {} if embedded else _redis_costs(redis, accepted),
     }
     row["failures"] = _check(row)
     return row
+
+
+def _redis_costs(redis: RedisServer, accepted: int) -> dict[str, float]:
+    """Redis's own CPU per accepted delivery, by command (INFO commandstats since the run's
+    start; a script's commands count under it and under themselves)."""
+    with redis.client() as client:
+        stats: dict[str, Any] = client.info("commandstats")
+    costs = {
+        name.removeprefix("cmdstat_"): s["usec"] / max(1, accepted) for name, s in stats.items()
+    }
+    return {
+        name: round(us, 2) for name, us in sorted(costs.items(), key=lambda c: -c[1]) if us >= 0.05
+    }
 
 
 def _drain(database: str, redis: RedisServer, wait: float, embedded: bool) -> float | None:
