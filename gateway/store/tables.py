@@ -174,6 +174,8 @@ deliveries = Table(
     Column("reason", String(32), nullable=True),
     Column("headers", LargeBinary, nullable=True),
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
+    # pruning past the retention reads only the old deliveries (migration 0013)
+    Index("ix_deliveries_received", "received_at"),
     # the embedded backend's de-duplication past its memory (gateway/backends/seen_deliveries)
     Index("ix_deliveries_identity", "webhook_uid", "identity"),
     Index(
