@@ -133,7 +133,6 @@ class RunBatch:
         self,
         started: dict[str, list[_Started]],
         traces: dict[str, Trace],
-        dialect: Dialect,
         unstarted: dict[str, str] | None = None,
         forge_payloads: dict[str, tuple[str, Any]] | None = None,
     ) -> None:
@@ -149,18 +148,6 @@ class RunBatch:
         self._runs = Prepared("delivery_id", groups, [s.run for s in every])
         self._attachments = Prepared("delivery_id", groups, [s.attachment for s in every])
         self._tasks = Prepared("delivery_id", groups, [s.task for s in every])
-
-    @classmethod
-    async def prepared(
-        cls,
-        started: dict[str, list[_Started]],
-        traces: dict[str, Trace],
-        dialect: Dialect,
-        unstarted: dict[str, str],
-        forge_payloads: dict[str, tuple[str, Any]],
-    ) -> RunBatch:
-        await asyncio.sleep(0)  # see YIELD_EVERY
-        return cls(started, traces, dialect, unstarted, forge_payloads)
 
     @property
     def deliveries(self) -> int:
@@ -250,7 +237,7 @@ class RunStarter:
             wanted.update((uid, entry.stamp_of(uid)) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
         started = await _rows(matched, automations, _Encoders.of(conn.dialect))
-        return await RunBatch.prepared(started, traces, conn.dialect, unstarted, forge)
+        return RunBatch(started, traces, unstarted, forge)
 
 
 async def _rows(

@@ -113,8 +113,7 @@ class BulkInsert:
 
     def encode_value(self, dialect: Dialect, column: str, value: Any) -> Any:
         """One value of `column` as the driver takes it."""
-        encode = _encoder(self.table.c[column].type, dialect)
-        return value if encode is None else encode(value)
+        return self.encoder(dialect, column)(value)
 
     def encoder(self, dialect: Dialect, column: str) -> Encode:
         """How a value of `column` goes to the driver, for callers that build rows in column
