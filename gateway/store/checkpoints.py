@@ -59,8 +59,9 @@ class WalCheckpointer:
         try:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.checkpoints += 1
-            if self._log_size() > self.reset_bytes:
-                self._reset(conn)
+            size = self._log_size()
+            if size > self.reset_bytes:
+                self._reset(conn, size)
         except sqlite3.Error as exc:  # busy or gone for a moment: the next round catches up
             log.warning("WAL checkpoint: %s", exc)
 
@@ -70,8 +71,7 @@ class WalCheckpointer:
         except OSError:
             return 0
 
-    def _reset(self, conn: sqlite3.Connection) -> None:
-        size = self._log_size()
+    def _reset(self, conn: sqlite3.Connection, size: int) -> None:
         conn.execute(f"PRAGMA busy_timeout={RESET_WAIT_MS}")
         try:
             (busy, _frames, _copied) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
