@@ -9,8 +9,9 @@ process after each commit.
 On a SQLite file the rows go to the outbox (`gateway.backends.outbox`), a file of its own whose
 only writer is this writer's thread: a commit never waits for the evaluator's transactions on the
 store. Every PRUNE_EVERY_S the same thread deletes the outbox rows the evaluator has moved into
-the store. On other stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the
-delivery log itself as "pending", the evaluator's queue there.
+the store; it answers the de-duplication memory's look-ups (`first_copies`) too. On other
+stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the delivery log itself as
+"pending", the evaluator's queue there.
 """
 
 from __future__ import annotations
@@ -19,15 +20,20 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends import outbox
-from gateway.backends.contract import DeliveryRecord
+from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, PENDING, delivery_row
+from gateway.backends.first_copies import Wanted
 from gateway.store import Database
+from gateway.store import tables as t
 
 log = logging.getLogger("gateway.ingress")
 
@@ -125,6 +131,16 @@ class DeliveryWriter:
             return
         await self._on_thread(_append, appender, rows)
 
+    async def first_copies(self, wanted: Sequence[Wanted]) -> list[str | None]:
+        """The delivery id of the first accepted copy of each, or None (for FirstCopies): on
+        a SQLite file on this writer's thread, its connections (no pool, no thread per query),
+        the outbox too; elsewhere on one pooled connection, from the log alone."""
+        if self._appender is not None:
+            found: list[str | None] = await self._on_thread(_first_copies, self._appender, wanted)
+            return found
+        async with self._database.read() as conn:
+            return [await _first_in_log(conn, w) for w in wanted]
+
     async def close(self) -> None:
         """Commit what is queued (the writer finishes its batch, never cancelled mid-commit)."""
         self._closing = True
@@ -137,6 +153,30 @@ class DeliveryWriter:
             appender, self._appender = self._appender, None
             await self._on_thread(appender.close)
             self._executor.shutdown(wait=True)
+
+
+def _first_copies(appender: outbox.OutboxAppender, wanted: Sequence[Wanted]) -> list[str | None]:
+    encode = DELIVERIES.encoder(_SQLITE, "received_at")
+    return appender.first_copies(
+        [(w.webhook_uid, w.identity, encode(w.since), encode(w.outbox_until)) for w in wanted]
+    )
+
+
+async def _first_in_log(conn: AsyncConnection, wanted: Wanted) -> str | None:
+    d = t.deliveries
+    query = (
+        select(d.c.delivery_id)
+        .where(
+            d.c.webhook_uid == wanted.webhook_uid,
+            d.c.identity == wanted.identity,
+            d.c.label == Label.ACCEPTED.value,
+            d.c.received_at >= wanted.since,
+        )
+        .order_by(d.c.received_at, d.c.delivery_id)
+        .limit(1)
+    )
+    found = (await conn.execute(query)).scalar()
+    return None if found is None else str(found)
 
 
 def _append(appender: outbox.OutboxAppender, rows: list[dict[str, Any]]) -> None:

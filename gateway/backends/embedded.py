@@ -34,6 +34,7 @@ from gateway.backends.contract import (
 )
 from gateway.backends.delivery_rows import PENDING
 from gateway.backends.delivery_writer import DeliveryWriter
+from gateway.backends.first_copies import FirstCopies, Wanted
 from gateway.backends.outbox import Outbox
 from gateway.backends.seen_deliveries import MAYBE, SeenDeliveries, seen_key
 from gateway.errors import Unavailable
@@ -76,6 +77,9 @@ class SlidingWindow:
 
 
 RECOUNT_S = 0.5
+# a delivery's id is made a moment before its receipt time is taken (the same request, nothing
+# awaited between): the outbox rows that may hold a key memory let go were received by then
+ID_TO_RECEIPT_SLACK_MS = 1000
 # the first copy of a delivery: its id, and its commit while that is under way
 First = tuple[str, asyncio.Future[None] | None]
 
@@ -99,6 +103,7 @@ class MemoryBackend:
         self._rate = SlidingWindow(RATE_WINDOW_MS)
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
         self._seen = SeenDeliveries(DEDUP_WINDOW_S * 1000, dedup_memory)
+        self._first_copies = FirstCopies(log.first_copies)
         # first copies still committing: a copy arriving meanwhile shares their fate
         self._committing_firsts: dict[bytes, First] = {}
         self.backlog = 0  # accepted (committed or committing), not evaluated yet
@@ -175,10 +180,8 @@ class MemoryBackend:
         if retry is not None:
             self._log(s.target, s.delivery_id, len(s.body), _AUTH_LIMITED, now)
             return Outcome(Verdict.AUTH_LIMITED, retry_after_ms=retry)
-        retry = self._rate.retry_ms(uid, RATE_LIMIT, now)
-        if retry is not None:
-            self._log(s.target, s.delivery_id, len(s.body), _RATE_LIMITED, now)
-            return Outcome(Verdict.RATE_LIMITED, retry_after_ms=retry)
+        if (limited := self._over_rate(s, now)) is not None:
+            return limited
         if not s.valid_json:
             self._rate.add(uid, now)
             self._log(s.target, s.delivery_id, len(s.body), _INVALID_JSON, now)
@@ -187,11 +190,17 @@ class MemoryBackend:
         first = self._first(key, now)
         if isinstance(first, str):  # MAYBE: seen before what memory holds exactly; ask the store
             first = await self._first_in_store(key, s, now)
+            # meanwhile other requests may have taken the window's last slots
+            if (limited := self._over_rate(s, now)) is not None:
+                return limited
         if first is not None:
             self._rate.add(uid, now)
             return await self._duplicate(s, first, now)
-        if self.backlog >= self.max_backlog and await self._backlog_full():
-            return Outcome(Verdict.BACKLOG_FULL)  # nothing recorded, no rate slot taken
+        if self.backlog >= self.max_backlog:
+            if await self._backlog_full():
+                return Outcome(Verdict.BACKLOG_FULL)  # nothing recorded, no rate slot taken
+            if (limited := self._over_rate(s, now)) is not None:
+                return limited
         # the awaits above: another copy may have come meanwhile (a MAYBE was answered already)
         again = self._first(key, now)
         first = None if isinstance(again, str) else again
@@ -200,6 +209,14 @@ class MemoryBackend:
             return await self._duplicate(s, first, now)
         self._rate.add(uid, now)
         return await self._accept(s, key, now)
+
+    def _over_rate(self, s: Submission, now: float) -> Outcome | None:
+        """RATE_LIMITED (logged) when the webhook's window is full, else None."""
+        retry = self._rate.retry_ms(s.target.webhook_uid, RATE_LIMIT, now)
+        if retry is None:
+            return None
+        self._log(s.target, s.delivery_id, len(s.body), _RATE_LIMITED, now)
+        return Outcome(Verdict.RATE_LIMITED, retry_after_ms=retry)
 
     def _first(self, key: bytes, now: float) -> First | str | None:
         """The first copy's delivery id, and its commit while that is still under way; MAYBE
@@ -213,32 +230,25 @@ class MemoryBackend:
         return delivery_id, None
 
     async def _first_in_store(self, key: bytes, s: Submission, now: float) -> First | None:
-        """The first copy of `s` in the delivery log (indexed) or else the outbox, within the
-        window."""
-        uid = s.target.webhook_uid
-        d = t.deliveries
-        query = (
-            select(d.c.delivery_id)
-            .where(
-                d.c.webhook_uid == uid,
-                d.c.identity == s.identity,
-                d.c.label == Label.ACCEPTED.value,
-                d.c.received_at >= _when(now - DEDUP_WINDOW_S * 1000),
-            )
-            .order_by(d.c.received_at, d.c.delivery_id)
-            .limit(1)
+        """The first copy of `s` in the store within the window (batched with other requests'
+        look-ups: gateway/backends/first_copies.py)."""
+        wanted = Wanted(
+            s.target.webhook_uid,
+            s.identity,
+            _when(now - DEDUP_WINDOW_S * 1000),
+            _when(self._seen.forgotten_until_ms + ID_TO_RECEIPT_SLACK_MS),
         )
-        async with self.database.read() as conn:
-            found = (await conn.execute(query)).scalar()
-        if found is None and self.outbox is not None:
-            found = await self.outbox.first_accepted(uid, s.identity)
+        try:
+            found = await self._first_copies.find(wanted)
+        except Exception as exc:
+            raise Unavailable("delivery log unavailable; nothing was recorded") from exc
         committing = self._committing_firsts.get(key)  # a copy began committing meanwhile
         if committing is not None:
             return committing
         if found is None:
             return None
-        self._seen.remember(key, str(found), ids.millis_of(str(found)) or now)
-        return str(found), None
+        self._seen.remember(key, found, ids.millis_of(found) or now)
+        return found, None
 
     async def _duplicate(self, s: Submission, first: First, now: float) -> Outcome:
         first_id, commit = first
@@ -330,6 +340,7 @@ class MemoryBackend:
         self.log.write_later(record)
 
     async def close(self) -> None:
+        await self._first_copies.close()
         await self.log.close()
 
 

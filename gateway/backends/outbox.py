@@ -58,6 +58,16 @@ _SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
 _SELECT_WITHOUT_PAYLOAD = (
     f"SELECT seq, {', '.join(c if c != 'payload' else 'NULL' for c in COLUMNS)} FROM outbox"
 )
+_FIRST_IN_LOG = (
+    "SELECT delivery_id FROM deliveries WHERE webhook_uid = ? AND identity = ? "
+    f"AND label = '{Label.ACCEPTED.value}' AND received_at >= ? "
+    "ORDER BY received_at, delivery_id LIMIT 1"
+)
+_FIRST_IN_OUTBOX = (
+    "SELECT webhook_uid, identity, delivery_id, received_at FROM outbox "
+    f"WHERE label = '{Label.ACCEPTED.value}' AND identity IN ({{marks}}) ORDER BY seq"
+)
+_OLDEST = "SELECT received_at FROM outbox ORDER BY seq LIMIT 1"
 _NOT_IN_STORE = "NOT EXISTS (SELECT 1 FROM store.deliveries d WHERE d.delivery_id = o.delivery_id)"
 _LABELS = {label.value: label for label in Label}
 _FROM_LOG = tuple(DELIVERIES.columns.index(column) for column in COLUMNS)
@@ -143,6 +153,37 @@ class OutboxAppender:
             if len(head) < PRUNE_CHUNK:
                 return removed
 
+    def first_copies(self, wanted: Sequence[tuple[str, str, str, str]]) -> list[str | None]:
+        """For each (webhook, identity, since, outbox_until), times as stored: the id of the first
+        accepted copy received from `since` on, in the store's log (indexed), or else here. Rows
+        here are not indexed by identity (an index cost every append ~10 µs of CPU, measured), so
+        they are read, once for the whole batch, only when the oldest row here was received at
+        or before some look-up's `outbox_until`: while the evaluator keeps up, the outbox holds
+        only deliveries newer than any key that has left the exact memory."""
+        found: list[str | None] = []
+        for webhook_uid, identity, since, _ in wanted:
+            row = self._store.execute(_FIRST_IN_LOG, (webhook_uid, identity, since)).fetchone()
+            found.append(None if row is None else row[0])
+        self._store.commit()  # end the read: the store's WAL can be checkpointed past it
+        missing = [i for i, first in enumerate(found) if first is None]
+        if not missing:
+            return found
+        oldest = self._conn.execute(_OLDEST).fetchone()
+        if oldest is None or all(oldest[0] > wanted[i][3] for i in missing):
+            return found
+        identities = sorted({wanted[i][1] for i in missing})
+        query = _FIRST_IN_OUTBOX.format(marks=",".join("?" * len(identities)))
+        copies: dict[tuple[str, str], list[tuple[str, str]]] = {}  # each key's, oldest first
+        for webhook_uid, identity, delivery_id, received in self._conn.execute(query, identities):
+            copies.setdefault((webhook_uid, identity), []).append((delivery_id, received))
+        for i in missing:
+            webhook_uid, identity, since, _ = wanted[i]
+            within = (
+                d for d, received in copies.get((webhook_uid, identity), ()) if received >= since
+            )
+            found[i] = next(within, None)
+        return found
+
     def close(self) -> None:
         self._conn.close()
         self._store.close()
@@ -220,20 +261,6 @@ class Outbox:
             )
             value = result.scalar()
         return None if value is None else _time(value)
-
-    async def first_accepted(self, webhook_uid: str, identity: str) -> str | None:
-        """The delivery id of the accepted delivery here that carried `identity`, if any. Not
-        indexed (an index cost every append ~10 µs of CPU, measured): a scan of the outbox,
-        which holds at most the backlog; asked only when ingress's memory cannot tell
-        (gateway/backends/seen_deliveries.py) and the log does not hold it."""
-        async with self._read() as conn:
-            result = await conn.exec_driver_sql(
-                "SELECT delivery_id FROM outbox WHERE webhook_uid = ? AND identity = ? "
-                "AND label = ? ORDER BY seq LIMIT 1",
-                (webhook_uid, identity, Label.ACCEPTED.value),
-            )
-            found = result.scalar()
-        return None if found is None else str(found)
 
     async def accepted(self) -> list[DeliveryRecord]:
         """Every accepted delivery here, without payloads (de-duplication memory on start)."""

@@ -65,6 +65,9 @@ class SeenDeliveries:
         self._held: dict[bytes, str] = {}
         self._order: deque[bytes] = deque()  # the keys held, oldest first
         self._filters: dict[int, DayFilter] = {}  # day of arrival -> the keys that left memory
+        # the creation time (Unix ms, from its id) of the newest delivery whose key left memory:
+        # a key answered MAYBE, if it was seen, was first carried no later than that
+        self.forgotten_until_ms = 0.0
 
     def __len__(self) -> int:
         """Entries held exactly."""
@@ -97,7 +100,10 @@ class SeenDeliveries:
 
     def _let_go(self, key: bytes, now_ms: float) -> None:
         delivery_id = self._held.pop(key)
-        day = (ids.millis_of(delivery_id) or 0) // DAY_MS
+        created = ids.millis_of(delivery_id)
+        created_ms = now_ms if created is None else created
+        self.forgotten_until_ms = max(self.forgotten_until_ms, created_ms)
+        day = (created or 0) // DAY_MS
         seen = self._filters.get(day)
         if seen is None:
             self._forget_days_before(now_ms - self.window_ms)

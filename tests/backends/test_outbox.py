@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -232,27 +233,28 @@ def test_duplicates_older_than_the_memory_are_found_in_the_store(
         settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
         with GatewayClient.running(settings) as gwc:
 
-            async def send(services: Services, identities: list[str]) -> list[tuple[str, str]]:
+            async def send(services: Services, numbers: Sequence[int]) -> list[tuple[str, str]]:
+                """Identity evt-n to webhook n // 50: each webhook's 50 under its limit."""
                 assert isinstance(services.ingress, Ingress)
                 backend = services.ingress.backend
                 assert isinstance(backend, MemoryBackend)
                 outcomes = []
-                for start in range(0, len(identities), 500):  # 50 per webhook: under its limit
-                    batch = identities[start : start + 500]
+                for start in range(0, len(numbers), 500):
                     copies = [
                         Submission(
-                            Target(f"whk_{i // 50}", 1, shard_of(f"whk_{i // 50}")),
-                            ids.new_id("dlv"), identity, b"{}", True, "127.0.0.1",
+                            Target(f"whk_{n // 50}", 1, shard_of(f"whk_{n // 50}")),
+                            ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
                         )
-                        for i, identity in enumerate(batch, start)
+                        for n in numbers[start : start + 500]
                     ]  # fmt: skip
                     done = await asyncio.gather(*(backend.submit(c) for c in copies))
                     outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
                 return outcomes
 
-            identities = [f"evt-{i}" for i in range(MIN_EXACT + 1000)]
-            first = gwc.run(lambda services: send(services, identities))
+            first = gwc.run(lambda services: send(services, range(MIN_EXACT + 1000)))
             assert {verdict for verdict, _ in first} == {"ACCEPTED"}
-            # the oldest left memory: sent again, each is found in the store, with its first id
-            again = gwc.run(lambda services: send(services, identities[:200]))
-            assert again == [("DUPLICATE", delivery_id) for _, delivery_id in first[:200]]
+            # the oldest left memory: sent again (ten per webhook: its limit leaves room for
+            # that), each is found in the store, with its first id
+            oldest = [n for n in range(1000) if n % 50 < 10]
+            again = gwc.run(lambda services: send(services, oldest))
+            assert again == [("DUPLICATE", first[n][1]) for n in oldest]
