@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 
 from gateway import api, console, wiring
+from gateway.allocator import map_large_blocks_apart
 from gateway.api import health, metrics
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
@@ -42,6 +43,7 @@ def create_app(settings: Settings) -> ASGIApp:
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[State]:
+        map_large_blocks_apart()
         services = build_services(settings)
         try:
             await wiring.start(services)

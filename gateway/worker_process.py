@@ -9,6 +9,7 @@ import os
 import signal
 
 from gateway import logs, wiring
+from gateway.allocator import map_large_blocks_apart
 from gateway.services import build_services
 from gateway.settings import Settings
 from gateway.worker.cpu_priority import leave_idle_cgroup, lower_priority
@@ -24,6 +25,7 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
     logs.configure(settings.log_level, settings.log_format)
     # batch work yields the CPU to ingress and Redis on a shared host; backlog drains when idle
     priority = lower_priority(settings.evaluator_priority, settings.redis_prefix)
+    map_large_blocks_apart()
     services = build_services(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
