@@ -40,12 +40,17 @@ class Plan:
         return max(counts.values(), default=0)
 
 
-def spread_plan(tag: str, webhooks: int, count: int, *, rate_limited: bool = True) -> Plan:
+def spread_plan(
+    tag: str, webhooks: int, count: int, *, rate_limited: bool = True, rate: float | None = None
+) -> Plan:
     """Round-robin over all webhooks, every delivery id unique; refuses to break the rate limit
-    (unless the server has none: the ceiling)."""
-    if rate_limited and math.ceil(count / webhooks) > RATE_LIMIT_PER_MINUTE:
+    (unless the server has none: the ceiling). Sent as fast as possible, all of them may fall in
+    one minute; sent at an even `rate` (requests/s), a minute holds a minute's worth."""
+    per_minute = count if rate is None else min(count, rate * 60)
+    if rate_limited and math.ceil(per_minute / webhooks) > RATE_LIMIT_PER_MINUTE:
         raise ValueError(
-            f"{count} requests over {webhooks} webhooks is over {RATE_LIMIT_PER_MINUTE}/min each"
+            f"{per_minute:.0f} requests a minute over {webhooks} webhooks is over "
+            f"{RATE_LIMIT_PER_MINUTE}/min each"
         )
     return Plan("spread", tuple((i % webhooks, f"{tag}-{i}") for i in range(count)))
 

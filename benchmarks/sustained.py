@@ -244,7 +244,7 @@ def _run(
         client.config_resetstat()
     env = _env(database, redis, key, embedded)
     count = int(rate * (duration + loadgen.WARMUP_S)) + 1
-    plan = spread_plan(f"s{evaluators}", len(template.webhooks), count)
+    plan = spread_plan(f"s{evaluators}", len(template.webhooks), count, rate=rate)
     target = Target(_kind(embedded), "gateway.app:app_from_environment", env)
     workers = []
     try:
