@@ -90,11 +90,14 @@ def write_requests(
     body_size: int,
     host: str,
     matching: bool = True,
+    signed_at: datetime | None = None,
 ) -> None:
+    """`signed_at`: the signatures' time (default now). The gateway accepts it for 5 minutes
+    either side, so a run longer than that signs at its middle."""
     count = min(MAX_BODIES, max(1, len(plan.targets)))
     bodies = [payload(body_size, i, matching) for i in range(count)]
     signers: dict[int, Signer] = {}
-    now = datetime.now(UTC)
+    now = signed_at or datetime.now(UTC)
     stamp = str(int(now.timestamp()))
     with path.open("wb") as out:
         out.write(b"%d %d\n" % (len(bodies), len(plan.targets)))

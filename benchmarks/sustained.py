@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,9 @@ from benchmarks.wrk import run_wrk
 PREFIX = "gwbench"
 RESULTS = ROOT / "benchmarks" / "results"
 LAG_WINDOW_S = 10.0
+# requests are signed once, before the run, at its middle; the gateway accepts a signature for 5
+# minutes either side of its time, and writing the requests file takes up to a minute
+MAX_DURATION_S = 450.0
 
 
 def main(argv: list[str]) -> int:
@@ -64,6 +67,8 @@ def main(argv: list[str]) -> int:
     key = base64.urlsafe_b64encode(os.urandom(32)).decode()
     factories = 100 if args.quick else 500
     duration = args.duration or (20.0 if args.quick else 60.0)
+    if duration > MAX_DURATION_S:
+        raise SystemExit(f"--duration: at most {MAX_DURATION_S:.0f} s (signatures expire)")
     native = loadgen.build(rundir)
     if native is None:
         raise SystemExit("FAILED: the open-loop generator needs a C compiler (apt-get install gcc)")
@@ -259,8 +264,10 @@ def _run(
                 log = rundir / f"worker-{evaluators}-{n}.log"
                 workers.append(spawn(EVALUATOR, env=worker_env, log=log, cwd=ROOT))
             requests = rundir / "sustained.requests"
+            # signed at the run's middle: valid throughout (MAX_DURATION_S)
+            middle = datetime.now(UTC) + timedelta(seconds=duration / 2)
             write_requests(requests, plan, template.webhooks, template.auth_mode, 1024,
-                           f"127.0.0.1:{running.port}")  # fmt: skip
+                           f"127.0.0.1:{running.port}", signed_at=middle)  # fmt: skip
             time.sleep(2.0)  # the workers are up (groups created, scripts loaded)
             watched = {"ingress": running.worker_pids()[0]}
             watched |= {f"evaluator{n + 1}": w.pid for n, w in enumerate(workers)}
