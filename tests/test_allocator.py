@@ -41,31 +41,3 @@ def _mapped_on_its_own(mode: str) -> bool:
 def test_a_large_block_allocated_again_is_mapped_on_its_own() -> None:
     assert _mapped_on_its_own("apart")
     assert not _mapped_on_its_own("default")  # what the setting changes
-
-
-GIVE_BACK = textwrap.dedent(
-    """
-    import os
-    from gateway.allocator import give_back_free_pages
-
-    def rss() -> int:
-        return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    blocks = [bytes(1024) + bytes([i % 256]) for i in range(100_000)]  # ~100 MB of heap
-    pin = bytes(2048) + b"top"  # above them: the heap cannot shrink from its top
-    before = rss()
-    del blocks  # ~100 MB free in the middle of the heap, still counted
-    kept = rss()
-    assert give_back_free_pages()
-    print(before - kept, before - rss())
-    """
-)
-
-
-def test_free_pages_in_the_middle_of_the_heap_go_back_to_the_system() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", GIVE_BACK], capture_output=True, text=True, check=True
-    )
-    freed_alone, freed_after_giving_back = map(int, done.stdout.split())
-    assert freed_alone < 10 << 20  # freeing alone leaves them with the process
-    assert freed_after_giving_back > 80 << 20

@@ -20,7 +20,6 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.allocator import give_back_free_pages
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.domain import delivery_log
 from gateway.domain.delivery_trace import TraceWrites
@@ -237,4 +236,3 @@ class Consumer:
             removed = await delivery_log.prune(conn)
         if removed:
             log.info("delivery log: pruned %d records past retention", removed)
-        give_back_free_pages()
