@@ -42,6 +42,29 @@ def _times(since: float, outbox_until: float) -> tuple[str, str]:
     return _TIME(T0 + timedelta(seconds=since)), _TIME(T0 + timedelta(seconds=outbox_until))
 
 
+async def send_numbered(
+    services: Services, numbers: Sequence[int], webhook: str | None = None, at_once: int = 2000
+) -> list[tuple[str, str]]:
+    """Submits identity evt-n to webhook n // 50 (each webhook's 50 under its limit), or all of
+    them to `webhook`, `at_once` concurrently; (verdict, delivery id) of each."""
+    assert isinstance(services.ingress, Ingress)
+    backend = services.ingress.backend
+    assert isinstance(backend, MemoryBackend)
+    outcomes = []
+    for start in range(0, len(numbers), at_once):
+        copies = [
+            Submission(
+                Target(uid, 1, shard_of(uid)),
+                ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
+            )
+            for n in numbers[start : start + at_once]
+            for uid in [webhook or f"whk_{n // 50}"]
+        ]  # fmt: skip
+        done = await asyncio.gather(*(backend.submit(c) for c in copies))
+        outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
+    return outcomes
+
+
 async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
     tmp_path: Path,
 ) -> None:
@@ -142,39 +165,18 @@ def test_a_flood_of_lookups_neither_stalls_ingress_nor_opens_connections(
             url = stack.enter_context(temporary_database(f"fc_{RUN_ID}", POSTGRES_SERVER))
         settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
         with GatewayClient.running(settings) as gwc:
-
-            async def send(
-                services: Services, numbers: range, webhook: str | None = None
-            ) -> list[tuple[str, str]]:
-                """Identity evt-n to webhook n // 50 (each webhook's 50 under its limit), or all
-                of them to `webhook`."""
-                assert isinstance(services.ingress, Ingress)
-                backend = services.ingress.backend
-                assert isinstance(backend, MemoryBackend)
-                outcomes = []
-                for start in range(0, len(numbers), 2000):
-                    copies = [
-                        Submission(
-                            Target(uid, 1, shard_of(uid)),
-                            ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
-                        )
-                        for n in numbers[start : start + 2000]
-                        for uid in [webhook or f"whk_{n // 50}"]
-                    ]  # fmt: skip
-                    done = await asyncio.gather(*(backend.submit(c) for c in copies))
-                    outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
-                return outcomes
-
-            first = gwc.run(lambda services: send(services, range(MIN_EXACT)))
+            first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT)))
             threads = threading.active_count()
             # memory is full: from here on every new key is a MAYBE, looked up in the store
-            rest = gwc.run(lambda services: send(services, range(MIN_EXACT, MIN_EXACT + 6000)))
+            rest = gwc.run(
+                lambda services: send_numbered(services, range(MIN_EXACT, MIN_EXACT + 6000))
+            )
             assert {verdict for verdict, _ in first + rest} == {"ACCEPTED"}
             assert threading.active_count() <= threads + 1  # no connection (thread) per look-up
             # the first of each webhook's again (its limit leaves room for ten more)
-            again = gwc.run(lambda services: send(services, range(0, MIN_EXACT, 50)))
+            again = gwc.run(lambda services: send_numbered(services, range(0, MIN_EXACT, 50)))
             assert again == [("DUPLICATE", delivery_id) for _, delivery_id in first[::50]]
             # a burst of new keys at one webhook: its limit holds across the look-ups' awaits
-            burst = gwc.run(lambda services: send(services, range(-100, 0), "whk_burst"))
+            burst = gwc.run(lambda services: send_numbered(services, range(-100, 0), "whk_burst"))
             verdicts = [verdict for verdict, _ in burst]
             assert verdicts == ["ACCEPTED"] * 60 + ["RATE_LIMITED"] * 40

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +15,6 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects import sqlite
 
 from benchmarks.postgres import temporary_database
-from gateway import ids
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
@@ -30,6 +28,7 @@ from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.worker.delivery_consumer import Consumer
 from gateway.worker.outbox_source import OutboxSource
+from tests.backends.test_first_copies import send_numbered
 from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 from tests.ingress.hooks import add_webhook
 from tests.support import GatewayClient, World
@@ -232,29 +231,10 @@ def test_duplicates_older_than_the_memory_are_found_in_the_store(
             url = stack.enter_context(temporary_database(f"dd_{RUN_ID}", POSTGRES_SERVER))
         settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
         with GatewayClient.running(settings) as gwc:
-
-            async def send(services: Services, numbers: Sequence[int]) -> list[tuple[str, str]]:
-                """Identity evt-n to webhook n // 50: each webhook's 50 under its limit."""
-                assert isinstance(services.ingress, Ingress)
-                backend = services.ingress.backend
-                assert isinstance(backend, MemoryBackend)
-                outcomes = []
-                for start in range(0, len(numbers), 500):
-                    copies = [
-                        Submission(
-                            Target(f"whk_{n // 50}", 1, shard_of(f"whk_{n // 50}")),
-                            ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
-                        )
-                        for n in numbers[start : start + 500]
-                    ]  # fmt: skip
-                    done = await asyncio.gather(*(backend.submit(c) for c in copies))
-                    outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
-                return outcomes
-
-            first = gwc.run(lambda services: send(services, range(MIN_EXACT + 1000)))
+            first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT + 1000)))
             assert {verdict for verdict, _ in first} == {"ACCEPTED"}
             # the oldest left memory: sent again (ten per webhook: its limit leaves room for
             # that), each is found in the store, with its first id
             oldest = [n for n in range(1000) if n % 50 < 10]
-            again = gwc.run(lambda services: send(services, oldest))
+            again = gwc.run(lambda services: send_numbered(services, oldest))
             assert again == [("DUPLICATE", first[n][1]) for n in oldest]
