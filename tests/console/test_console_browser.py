@@ -152,6 +152,8 @@ def test_log_in_open_a_delivery_replay_it_and_backtest_a_filter(
     assert f"Replay of\n{closed}" in replay_page or f"Replay of\t{closed}" in replay_page
     replay_id = browser.evaluate("location.pathname.split('/').pop()")
     assert replay_id != closed and site.delivery(replay_id)["replay_of"] == closed
+    # a backtest reads the log, which holds the replay once it is evaluated
+    eventually(lambda: site.delivery(replay_id).get("evaluation") == "evaluated")
 
     browser.goto(f"{site.url}/console/f/{site.factory}/w/{site.hook}")
     browser.evaluate(
