@@ -22,16 +22,17 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, PENDING, delivery_row
-from gateway.backends.first_copies import Wanted
+from gateway.backends.first_copies import Wanted, first_since
 from gateway.store import Database
 from gateway.store import tables as t
 
@@ -134,12 +135,12 @@ class DeliveryWriter:
     async def first_copies(self, wanted: Sequence[Wanted]) -> list[str | None]:
         """The delivery id of the first accepted copy of each, or None (for FirstCopies): on
         a SQLite file on this writer's thread, its connections (no pool, no thread per query),
-        the outbox too; elsewhere on one pooled connection, from the log alone."""
+        the outbox too; elsewhere in one query on a pooled connection, from the log alone."""
         if self._appender is not None:
             found: list[str | None] = await self._on_thread(_first_copies, self._appender, wanted)
             return found
         async with self._database.read() as conn:
-            return [await _first_in_log(conn, w) for w in wanted]
+            return await _firsts_in_log(conn, wanted)
 
     async def close(self) -> None:
         """Commit what is queued (the writer finishes its batch, never cancelled mid-commit)."""
@@ -162,21 +163,23 @@ def _first_copies(appender: outbox.OutboxAppender, wanted: Sequence[Wanted]) -> 
     )
 
 
-async def _first_in_log(conn: AsyncConnection, wanted: Wanted) -> str | None:
+async def _firsts_in_log(conn: AsyncConnection, wanted: Sequence[Wanted]) -> list[str | None]:
+    """One query for the batch: every accepted copy of its keys since the oldest `since`."""
     d = t.deliveries
+    keys = sorted({(w.webhook_uid, w.identity) for w in wanted})
     query = (
-        select(d.c.delivery_id)
+        select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at)
         .where(
-            d.c.webhook_uid == wanted.webhook_uid,
-            d.c.identity == wanted.identity,
+            tuple_(d.c.webhook_uid, d.c.identity).in_(keys),
             d.c.label == Label.ACCEPTED.value,
-            d.c.received_at >= wanted.since,
+            d.c.received_at >= min(w.since for w in wanted),
         )
         .order_by(d.c.received_at, d.c.delivery_id)
-        .limit(1)
     )
-    found = (await conn.execute(query)).scalar()
-    return None if found is None else str(found)
+    copies: dict[tuple[str, str], list[tuple[str, datetime]]] = {}  # each key's, oldest first
+    for uid, identity, delivery_id, received in await conn.execute(query):
+        copies.setdefault((uid, identity), []).append((delivery_id, received))
+    return [first_since(copies.get((w.webhook_uid, w.identity), ()), w.since) for w in wanted]
 
 
 def _append(appender: outbox.OutboxAppender, rows: list[dict[str, Any]]) -> None:

@@ -13,9 +13,9 @@ call of `find_many`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 MAX_BATCH = 500  # look-ups per call (a SQLite statement takes at most 32,766 parameters)
 
@@ -31,6 +31,12 @@ class Wanted(NamedTuple):
 
 
 FindMany = Callable[[Sequence[Wanted]], Awaitable[list[str | None]]]
+
+
+def first_since(copies: Iterable[tuple[str, Any]], since: Any) -> str | None:
+    """The delivery id of the first of `copies` ((id, received), oldest first) received at or
+    after `since` (times as datetimes, or as the text SQLite stores: its order is time order)."""
+    return next((delivery_id for delivery_id, received in copies if received >= since), None)
 
 
 class FirstCopies:

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES
+from gateway.backends.first_copies import first_since
 from gateway.rejections import Reason
 from gateway.store import Database
 
@@ -178,10 +179,7 @@ class OutboxAppender:
             copies.setdefault((webhook_uid, identity), []).append((delivery_id, received))
         for i in missing:
             webhook_uid, identity, since, _ = wanted[i]
-            within = (
-                d for d, received in copies.get((webhook_uid, identity), ()) if received >= since
-            )
-            found[i] = next(within, None)
+            found[i] = first_since(copies.get((webhook_uid, identity), ()), since)
         return found
 
     def close(self) -> None:

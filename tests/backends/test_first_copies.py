@@ -19,6 +19,7 @@ from gateway import ids
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.first_copies import MAX_BATCH, FirstCopies, Wanted
 from gateway.backends.outbox import OutboxAppender
@@ -104,6 +105,39 @@ async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
     finally:
         appender.close()
         await database.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_the_writer_finds_each_first_copy_in_the_log_in_one_call(
+    tmp_path: Path, store: str
+) -> None:
+    """On a SQLite file on the outbox writer's thread; on PostgreSQL in one query."""
+
+    async def check(url: str) -> None:
+        database = create_database(make_settings(url).database_url)
+        await migrate(database)
+        writer = DeliveryWriter(database)
+        try:
+            async with database.transaction() as conn:
+                records = [_record(1, "moved", 10), _record(2, "moved", 20), _record(3, "b", 30)]
+                await DELIVERIES.insert(conn, [delivery_row(r, EVALUATED, T0) for r in records])
+
+            def wanted(identity: str, since: float, webhook: str = "wh-1") -> Wanted:
+                return Wanted(webhook, identity, T0 + timedelta(seconds=since), T0)
+
+            assert await writer.first_copies([
+                wanted("moved", 0), wanted("moved", 15), wanted("moved", 25), wanted("b", 25),
+                wanted("never", 0), wanted("b", 0, webhook="wh-2"),
+            ]) == ["d-1", "d-2", None, "d-3", None, None]  # fmt: skip
+        finally:
+            await writer.close()
+            await database.close()
+
+    with ExitStack() as stack:
+        url = f"sqlite:///{tmp_path}/g.db"
+        if store == "postgresql":
+            url = stack.enter_context(temporary_database(f"fl_{RUN_ID}", POSTGRES_SERVER))
+        asyncio.run(check(url))
 
 
 async def test_lookups_arriving_together_form_one_batch_and_share_its_failure() -> None:
