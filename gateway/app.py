@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypedDict
@@ -38,12 +39,19 @@ class State(TypedDict):
     ingress: IngressHandle | None  # None when this process does not serve ingress
 
 
+GIL_SWITCH_S = 0.001
+
+
 def create_app(settings: Settings) -> ASGIApp:
     """The API under /api/v1 and the ingress under /webhooks/w/, as the role setting allows."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[State]:
         map_large_blocks_apart()
+        # threads beside the event loop run Python too (the outbox writer encodes each batch):
+        # by default the loop may wait 5 ms for the GIL one holds; 1 ms took ~6 ms off the
+        # embedded ingress p99 at 64 connections (docs/performance.md)
+        sys.setswitchinterval(GIL_SWITCH_S)
         services = build_services(settings)
         try:
             await wiring.start(services)
