@@ -16,17 +16,13 @@ from sqlalchemy.dialects import sqlite
 
 from benchmarks.postgres import temporary_database
 from gateway import ids
-from gateway.backends import outbox
-from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
+from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.delivery_writer import DeliveryWriter
-from gateway.backends.embedded import MemoryBackend
 from gateway.backends.first_copies import MAX_BATCH, FirstCopies, Wanted
-from gateway.backends.outbox import OutboxAppender
 from gateway.backends.seen_deliveries import MIN_EXACT, DayFilter, SeenDeliveries, seen_key
-from gateway.ingress.pipeline import Ingress
-from gateway.services import Services
 from gateway.store import create_database, migrate
+from tests.backends.outbox_support import append_to_outbox, send_numbered, store_with_outbox
 from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 from tests.support import GatewayClient
 
@@ -43,45 +39,15 @@ def _times(since: float, outbox_until: float) -> tuple[str, str]:
     return _TIME(T0 + timedelta(seconds=since)), _TIME(T0 + timedelta(seconds=outbox_until))
 
 
-async def send_numbered(
-    services: Services, numbers: Sequence[int], webhook: str | None = None, at_once: int = 2000
-) -> list[tuple[str, str]]:
-    """Submits identity evt-n to webhook n // 50 (each webhook's 50 under its limit), or all of
-    them to `webhook`, `at_once` concurrently; (verdict, delivery id) of each."""
-    assert isinstance(services.ingress, Ingress)
-    backend = services.ingress.backend
-    assert isinstance(backend, MemoryBackend)
-    outcomes = []
-    for start in range(0, len(numbers), at_once):
-        copies = [
-            Submission(
-                Target(uid, 1, shard_of(uid)),
-                ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
-            )
-            for n in numbers[start : start + at_once]
-            for uid in [webhook or f"whk_{n // 50}"]
-        ]  # fmt: skip
-        done = await asyncio.gather(*(backend.submit(c) for c in copies))
-        outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
-    return outcomes
-
-
 async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
     tmp_path: Path,
 ) -> None:
-    store = str(tmp_path / "g.db")
-    database = create_database(f"sqlite+aiosqlite:///{store}")
-    await migrate(database)
-    appender = OutboxAppender(store + outbox.SUFFIX, store)
-    try:
+    async with store_with_outbox(tmp_path) as (database, appender, _reader):
         async with database.transaction() as conn:  # moved into the log by the evaluator
             rows = [delivery_row(_record(1, "moved", 10), EVALUATED, T0)]
             rows.append(delivery_row(_record(2, "moved", 20), EVALUATED, T0))  # a second copy
             await DELIVERIES.insert(conn, rows)
-        waiting = [_record(3, "waiting", 30), _record(4, "waiting", 40)]
-        appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), [
-            delivery_row(r, None) for r in waiting
-        ])))  # fmt: skip
+        append_to_outbox(appender, [_record(3, "waiting", 30), _record(4, "waiting", 40)])
 
         def first(identity: str, since: float, outbox_until: float) -> str | None:
             (found,) = appender.first_copies([("wh-1", identity, *_times(since, outbox_until))])
@@ -102,9 +68,6 @@ async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
             ("wh-1", "moved", *_times(0, 30)),
             ("wh-2", "waiting", *_times(0, 30)),
         ]) == ["d-3", "d-1", None]  # fmt: skip
-    finally:
-        appender.close()
-        await database.close()
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])

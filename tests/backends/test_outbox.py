@@ -12,23 +12,22 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.dialects import sqlite
 
 from benchmarks.postgres import temporary_database
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.embedded import MemoryBackend
-from gateway.backends.outbox import Outbox, OutboxAppender
+from gateway.backends.outbox import Outbox
 from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.domain.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
-from gateway.store import create_database, migrate
+from gateway.store import create_database
 from gateway.store import tables as t
 from gateway.worker.delivery_consumer import Consumer
 from gateway.worker.outbox_source import OutboxSource
-from tests.backends.test_first_copies import send_numbered
+from tests.backends.outbox_support import append_to_outbox, send_numbered, store_with_outbox
 from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
 from tests.ingress.hooks import add_webhook
 from tests.support import GatewayClient, World
@@ -40,22 +39,11 @@ def _record(i: int) -> DeliveryRecord:
     return DeliveryRecord(f"d-{i}", "wh-1", when, 2, Label.ACCEPTED, f"id-{i}", None, b"{}")
 
 
-def _outbox_rows(appender: OutboxAppender, records: list[DeliveryRecord]) -> None:
-    rows = [delivery_row(r, None) for r in records]
-    appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), rows)))
-
-
 async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
     tmp_path: Path,
 ) -> None:
-    store = str(tmp_path / "g.db")
-    database = create_database(f"sqlite+aiosqlite:///{store}")
-    await migrate(database)
-    path = store + outbox.SUFFIX
-    appender = OutboxAppender(path, store)
-    reader = Outbox(path, store)
-    try:
-        _outbox_rows(appender, [_record(1), _record(2), _record(3)])
+    async with store_with_outbox(tmp_path) as (database, appender, reader):
+        append_to_outbox(appender, [_record(1), _record(2), _record(3)])
         assert [r.delivery_id for _, r in await reader.read(0, 10)] == ["d-1", "d-2", "d-3"]
         assert await reader.count_waiting() == 3
         assert appender.prune() == 0  # the evaluator moved nothing yet: everything stays
@@ -76,28 +64,18 @@ async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
         assert await reader.read(0, 10) == [] and await reader.oldest_waiting() is None
 
         # a reader positioned after the last seq still sees what comes next (seq not reused)
-        _outbox_rows(appender, [_record(4)])
+        append_to_outbox(appender, [_record(4)])
         assert [(seq, r.delivery_id) for seq, r in await reader.read(left[-1][0], 10)] == [
             (4, "d-4")
         ]
         assert (await reader.find("wh-1", "d-4")) == _record(4)
         assert await reader.find("wh-1", "d-3") is None  # moved: the log answers for it
-    finally:
-        appender.close()
-        await reader.close()
-        await database.close()
 
 
 async def test_prune_goes_chunk_by_chunk_up_to_what_the_evaluator_moved(tmp_path: Path) -> None:
-    store = str(tmp_path / "g.db")
-    database = create_database(f"sqlite+aiosqlite:///{store}")
-    await migrate(database)
-    path = store + outbox.SUFFIX
-    appender = OutboxAppender(path, store)
-    reader = Outbox(path, store)
-    try:
+    async with store_with_outbox(tmp_path) as (database, appender, reader):
         records = [_record(i) for i in range(3 * outbox.PRUNE_CHUNK)]
-        _outbox_rows(appender, records)
+        append_to_outbox(appender, records)
         moved = records[: 2 * outbox.PRUNE_CHUNK + 10]  # past the second chunk's end
         async with database.transaction() as conn:
             now = datetime.now(UTC)
@@ -106,10 +84,6 @@ async def test_prune_goes_chunk_by_chunk_up_to_what_the_evaluator_moved(tmp_path
         left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_CHUNK)]
         assert left == [r.delivery_id for r in records[len(moved) :]]
         assert await reader.count_waiting() == len(left)
-    finally:
-        appender.close()
-        await reader.close()
-        await database.close()
 
 
 def test_a_batch_moved_again_after_a_crash_starts_no_second_run(tmp_path: Path) -> None:

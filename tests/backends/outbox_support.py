@@ -1,0 +1,73 @@
+"""Shared by the outbox and de-duplication look-up tests: a migrated SQLite store with its outbox
+beside it, rows appended there, and numbered submissions to a running embedded backend."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+from sqlalchemy.dialects import sqlite
+
+from gateway import ids
+from gateway.backends import outbox
+from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
+from gateway.backends.delivery_rows import DELIVERIES, delivery_row
+from gateway.backends.embedded import MemoryBackend
+from gateway.backends.outbox import Outbox, OutboxAppender
+from gateway.ingress.pipeline import Ingress
+from gateway.services import Services
+from gateway.store import Database, create_database, migrate
+
+
+class StoreWithOutbox(NamedTuple):
+    database: Database
+    appender: OutboxAppender
+    reader: Outbox
+
+
+@asynccontextmanager
+async def store_with_outbox(tmp_path: Path) -> AsyncIterator[StoreWithOutbox]:
+    """A migrated store file, the outbox's writer and its reader; all closed on exit."""
+    store = str(tmp_path / "g.db")
+    database = create_database(f"sqlite+aiosqlite:///{store}")
+    await migrate(database)
+    path = store + outbox.SUFFIX
+    appender = OutboxAppender(path, store)
+    reader = Outbox(path, store)
+    try:
+        yield StoreWithOutbox(database, appender, reader)
+    finally:
+        appender.close()
+        await reader.close()
+        await database.close()
+
+
+def append_to_outbox(appender: OutboxAppender, records: Sequence[DeliveryRecord]) -> None:
+    rows = [delivery_row(r, None) for r in records]
+    appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), rows)))
+
+
+async def send_numbered(
+    services: Services, numbers: Sequence[int], webhook: str | None = None, at_once: int = 2000
+) -> list[tuple[str, str]]:
+    """Submits identity evt-n to webhook n // 50 (each webhook's 50 under its limit), or all of
+    them to `webhook`, `at_once` concurrently; (verdict, delivery id) of each."""
+    assert isinstance(services.ingress, Ingress)
+    backend = services.ingress.backend
+    assert isinstance(backend, MemoryBackend)
+    outcomes = []
+    for start in range(0, len(numbers), at_once):
+        copies = [
+            Submission(
+                Target(uid, 1, shard_of(uid)),
+                ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
+            )
+            for n in numbers[start : start + at_once]
+            for uid in [webhook or f"whk_{n // 50}"]
+        ]  # fmt: skip
+        done = await asyncio.gather(*(backend.submit(c) for c in copies))
+        outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
+    return outcomes
