@@ -1,25 +1,30 @@
 """Shared by the outbox and de-duplication look-up tests: a migrated SQLite store with its outbox
-beside it, rows appended there, and numbered submissions to a running embedded backend."""
+beside it, rows appended there, an embedded gateway with the least de-duplication memory, and
+numbered submissions to its backend."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from sqlalchemy.dialects import sqlite
 
+from benchmarks.postgres import temporary_database
 from gateway import ids
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, OutboxAppender
+from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import Database, create_database, migrate
+from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.support import GatewayClient
 
 
 class StoreWithOutbox(NamedTuple):
@@ -71,3 +76,15 @@ async def send_numbered(
         done = await asyncio.gather(*(backend.submit(c) for c in copies))
         outcomes += [(o.verdict.name, str(o.delivery_id)) for o in done]
     return outcomes
+
+
+@contextmanager
+def gateway_with_least_memory(tmp_path: Path, store: str) -> Iterator[GatewayClient]:
+    """An embedded gateway on a SQLite file (`store` "sqlite") or a PostgreSQL database of its
+    own, evaluator off, holding the fewest de-duplication entries exactly (MIN_EXACT)."""
+    with ExitStack() as stack:
+        url = f"sqlite:///{tmp_path}/gw.db"
+        if store == "postgresql":
+            url = stack.enter_context(temporary_database(f"dd_{RUN_ID}", POSTGRES_SERVER))
+        settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
+        yield stack.enter_context(GatewayClient.running(settings))

@@ -22,9 +22,13 @@ from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.first_copies import MAX_BATCH, FirstCopies, Wanted
 from gateway.backends.seen_deliveries import MIN_EXACT, DayFilter, SeenDeliveries, seen_key
 from gateway.store import create_database, migrate
-from tests.backends.outbox_support import append_to_outbox, send_numbered, store_with_outbox
+from tests.backends.outbox_support import (
+    append_to_outbox,
+    gateway_with_least_memory,
+    send_numbered,
+    store_with_outbox,
+)
 from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
-from tests.support import GatewayClient
 
 T0 = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
 _TIME = DELIVERIES.encoder(sqlite.dialect(), "received_at")
@@ -156,24 +160,17 @@ def test_a_flood_of_lookups_neither_stalls_ingress_nor_opens_connections(
     """Day filters that answer MAYBE for every key (as once a busy day has filled them): each
     new delivery is looked up, and its copies sent again are still found."""
     monkeypatch.setattr(DayFilter, "may_hold", lambda self, key: True)
-    with ExitStack() as stack:
-        url = f"sqlite:///{tmp_path}/gw.db"
-        if store == "postgresql":
-            url = stack.enter_context(temporary_database(f"fc_{RUN_ID}", POSTGRES_SERVER))
-        settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
-        with GatewayClient.running(settings) as gwc:
-            first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT)))
-            threads = threading.active_count()
-            # memory is full: from here on every new key is a MAYBE, looked up in the store
-            rest = gwc.run(
-                lambda services: send_numbered(services, range(MIN_EXACT, MIN_EXACT + 6000))
-            )
-            assert {verdict for verdict, _ in first + rest} == {"ACCEPTED"}
-            assert threading.active_count() <= threads + 1  # no connection (thread) per look-up
-            # the first of each webhook's again (its limit leaves room for ten more)
-            again = gwc.run(lambda services: send_numbered(services, range(0, MIN_EXACT, 50)))
-            assert again == [("DUPLICATE", delivery_id) for _, delivery_id in first[::50]]
-            # a burst of new keys at one webhook: its limit holds across the look-ups' awaits
-            burst = gwc.run(lambda services: send_numbered(services, range(-100, 0), "whk_burst"))
-            verdicts = [verdict for verdict, _ in burst]
-            assert verdicts == ["ACCEPTED"] * 60 + ["RATE_LIMITED"] * 40
+    with gateway_with_least_memory(tmp_path, store) as gwc:
+        first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT)))
+        threads = threading.active_count()
+        # memory is full: from here on every new key is a MAYBE, looked up in the store
+        rest = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT, MIN_EXACT + 6000)))
+        assert {verdict for verdict, _ in first + rest} == {"ACCEPTED"}
+        assert threading.active_count() <= threads + 1  # no connection (thread) per look-up
+        # the first of each webhook's again (its limit leaves room for ten more)
+        again = gwc.run(lambda services: send_numbered(services, range(0, MIN_EXACT, 50)))
+        assert again == [("DUPLICATE", delivery_id) for _, delivery_id in first[::50]]
+        # a burst of new keys at one webhook: its limit holds across the look-ups' awaits
+        burst = gwc.run(lambda services: send_numbered(services, range(-100, 0), "whk_burst"))
+        verdicts = [verdict for verdict, _ in burst]
+        assert verdicts == ["ACCEPTED"] * 60 + ["RATE_LIMITED"] * 40

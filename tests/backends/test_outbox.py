@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-from benchmarks.postgres import temporary_database
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
@@ -27,8 +25,13 @@ from gateway.store import create_database
 from gateway.store import tables as t
 from gateway.worker.delivery_consumer import Consumer
 from gateway.worker.outbox_source import OutboxSource
-from tests.backends.outbox_support import append_to_outbox, send_numbered, store_with_outbox
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.backends.outbox_support import (
+    append_to_outbox,
+    gateway_with_least_memory,
+    send_numbered,
+    store_with_outbox,
+)
+from tests.conftest import make_settings
 from tests.ingress.hooks import add_webhook
 from tests.support import GatewayClient, World
 from tests.worker.test_delivery_consumer import automation_for_everything, runs_of
@@ -199,16 +202,11 @@ def test_duplicates_older_than_the_memory_are_found_in_the_store(
 ) -> None:
     """Past GATEWAY_DEDUP_MEMORY entries, de-duplication goes on through the per-day filters
     and the store: the outbox beside a SQLite file, the delivery log on PostgreSQL."""
-    with ExitStack() as stack:
-        url = f"sqlite:///{tmp_path}/gw.db"
-        if store == "postgresql":
-            url = stack.enter_context(temporary_database(f"dd_{RUN_ID}", POSTGRES_SERVER))
-        settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
-        with GatewayClient.running(settings) as gwc:
-            first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT + 1000)))
-            assert {verdict for verdict, _ in first} == {"ACCEPTED"}
-            # the oldest left memory: sent again (ten per webhook: its limit leaves room for
-            # that), each is found in the store, with its first id
-            oldest = [n for n in range(1000) if n % 50 < 10]
-            again = gwc.run(lambda services: send_numbered(services, oldest))
-            assert again == [("DUPLICATE", first[n][1]) for n in oldest]
+    with gateway_with_least_memory(tmp_path, store) as gwc:
+        first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT + 1000)))
+        assert {verdict for verdict, _ in first} == {"ACCEPTED"}
+        # the oldest left memory: sent again (ten per webhook: its limit leaves room for
+        # that), each is found in the store, with its first id
+        oldest = [n for n in range(1000) if n % 50 < 10]
+        again = gwc.run(lambda services: send_numbered(services, oldest))
+        assert again == [("DUPLICATE", first[n][1]) for n in oldest]
