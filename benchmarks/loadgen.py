@@ -6,10 +6,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 SOURCE = Path(__file__).with_name("openloop.c")
 CONNECTIONS = 64
 WARMUP_S = 1.0
+ANSWER_WAIT_S = 60.0  # openloop.c's: unanswered this long, the run ends and says so
 
 
 def build(rundir: Path) -> Path:
@@ -29,3 +31,22 @@ def build(rundir: Path) -> Path:
 def command(native: Path, port: int, requests: Path, rate: float, seconds: float) -> list[str]:
     return [str(native), str(port), str(requests), f"{rate:.1f}", str(seconds),
             str(WARMUP_S), str(CONNECTIONS)]  # fmt: skip
+
+
+def timeout(seconds: float) -> float:
+    """How long the command may take: loading its requests file, the run, the wait for the last
+    answers."""
+    return seconds + ANSWER_WAIT_S + 120.0
+
+
+def failures(result: dict[str, Any]) -> list[str]:
+    """What the generator's JSON says went wrong: answers other than 202, requests left
+    unanswered or never sent."""
+    found = []
+    if result["unanswered"] or result["unsent"]:
+        found.append(
+            f"{result['unanswered']} requests never answered, {result['unsent']} never sent"
+        )
+    if bad := {k: v for k, v in result["statuses"].items() if k != "202"}:
+        found.append(f"answers other than 202: {bad}")
+    return found

@@ -9,7 +9,9 @@
  * in the first WARMUP_S seconds are sent but left out of the percentiles. Keep-alive HTTP/1.1
  * connections, one request in flight each. The request file format is described in
  * requests_file.py. Prints one JSON object: offered and achieved rate, status counts, latency
- * percentiles (ms).
+ * percentiles (ms). A server that leaves requests unanswered for ANSWER_WAIT_S ends the run:
+ * how many were sent and not answered, and how many were never sent, are then reported (a
+ * finding, not a generator that waits forever).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +29,8 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#define ANSWER_WAIT_S 60.0
 
 typedef struct {
     char *head;
@@ -188,9 +192,11 @@ int main(int argc, char **argv) {
     long measured = 0, done = 0, next = 0;
     long statuses[600] = {0};
     double start = now_s();
+    double answered_at = start; /* the last response, or the start */
     struct epoll_event events[256];
     while (done < count) {
         double now = now_s();
+        if (n_free < n_conns && now - answered_at > ANSWER_WAIT_S) break;
         /* dispatch every due request to a free connection, oldest first */
         while (next < count && start + next / rate <= now && n_free > 0) {
             conn_t *c = &conns[free_list[free_head]];
@@ -233,6 +239,7 @@ int main(int argc, char **argv) {
             if (c->current >= warm) latencies[measured++] = received - (start + c->current / rate);
             c->current = -1;
             done++;
+            answered_at = received;
             free_list[(free_head + n_free++) % n_conns] = events[e].data.u32;
         }
     }
@@ -244,8 +251,9 @@ int main(int argc, char **argv) {
                  usage.ru_stime.tv_usec / 1e6;
     printf("{\"generator\": \"openloop.c\", \"offered_rps\": %.1f, \"achieved_rps\": %.1f, "
            "\"requests\": %ld, \"measured\": %ld, \"warmup_s\": %.1f, \"duration_s\": %.3f, "
-           "\"connections\": %d, \"statuses\": {",
-           rate, done / elapsed, done, measured, warmup, elapsed, n_conns);
+           "\"connections\": %d, \"unanswered\": %ld, \"unsent\": %ld, \"statuses\": {",
+           rate, done / elapsed, done, measured, warmup, elapsed, n_conns, next - done,
+           count - next);
     int first = 1;
     for (int s = 0; s < 600; s++) {
         if (!statuses[s]) continue;
