@@ -108,6 +108,9 @@ class DeliveryWriter:
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
             await self._commit(batch)
+            # under sustained load the queue never empties: pruned only once it did, the outbox
+            # grew by the whole load, and look-ups that must read it slowed ingress to a stall
+            await self._maybe_prune()
 
     async def _commit(self, batch: list[Pending]) -> None:
         rows = [row for row, _ in batch]

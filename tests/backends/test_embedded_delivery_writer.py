@@ -16,7 +16,8 @@ from sqlalchemy.exc import IntegrityError
 from benchmarks.postgres import temporary_database
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.delivery_writer import DeliveryWriter
+from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.backends.delivery_writer import PRUNE_EVERY_S, DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
@@ -92,6 +93,41 @@ async def test_writer_commits_to_the_outbox_before_returning(tmp_path: Path) -> 
         count = await conn.execute(select(func.count()).select_from(t.deliveries))
         assert count.scalar_one() == 0
     await database.close()
+
+
+async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: Path) -> None:
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
+    await migrate(database)
+    writer = DeliveryWriter(database)
+    writer.start()
+    moved = [_record(i) for i in range(100)]
+    try:
+        await asyncio.gather(*(writer.write(r) for r in moved))
+        async with database.transaction() as conn:  # the evaluator moves them to the log
+            rows = [delivery_row(r, EVALUATED, datetime.now(UTC)) for r in moved]
+            await DELIVERIES.insert(conn, rows)
+
+        async def keep_the_queue_full() -> None:
+            n = 1000
+            while True:  # a record every turn of the loop: more arrive during each commit
+                writer.write_later(_record(n, Label.AUTH))
+                n += 1
+                await asyncio.sleep(0)
+
+        load = asyncio.create_task(keep_the_queue_full())
+        try:
+            deadline = asyncio.get_running_loop().time() + 6 * PRUNE_EVERY_S
+            while {"d-0", "d-99"} & {d for d, _ in _outbox_rows(tmp_path)}:
+                assert asyncio.get_running_loop().time() < deadline, "not pruned under load"
+                await asyncio.sleep(0.05)
+            assert writer._queue  # the load was still queueing when the prune came
+        finally:
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+    finally:
+        await writer.close()
+        await database.close()
+    assert not {r.delivery_id for r in moved} & {d for d, _ in _outbox_rows(tmp_path)}
 
 
 async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:
