@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import and_, or_, select
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -167,21 +167,20 @@ def _first_copies(appender: outbox.OutboxAppender, wanted: Sequence[Wanted]) -> 
 
 
 async def _firsts_in_log(conn: AsyncConnection, wanted: Sequence[Wanted]) -> list[str | None]:
-    """One query for the batch: every accepted copy of its keys since the oldest `since`."""
+    """One query for the batch: every accepted copy of its keys, by ix_deliveries_identity (a
+    key has a few copies at most); the window is applied here. With a time condition in the
+    query, or the keys as a row-value IN list, SQLite read the log by time instead: all of it."""
     d = t.deliveries
     keys = sorted({(w.webhook_uid, w.identity) for w in wanted})
-    query = (
-        select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at)
-        .where(
-            tuple_(d.c.webhook_uid, d.c.identity).in_(keys),
-            d.c.label == Label.ACCEPTED.value,
-            d.c.received_at >= min(w.since for w in wanted),
-        )
-        .order_by(d.c.received_at, d.c.delivery_id)
+    query = select(d.c.webhook_uid, d.c.identity, d.c.delivery_id, d.c.received_at).where(
+        or_(*(and_(d.c.webhook_uid == uid, d.c.identity == identity) for uid, identity in keys)),
+        d.c.label == Label.ACCEPTED.value,
     )
-    copies: dict[tuple[str, str], list[tuple[str, datetime]]] = {}  # each key's, oldest first
+    copies: dict[tuple[str, str], list[tuple[str, datetime]]] = {}
     for uid, identity, delivery_id, received in await conn.execute(query):
         copies.setdefault((uid, identity), []).append((delivery_id, received))
+    for found in copies.values():
+        found.sort(key=lambda copy: (copy[1], copy[0]))  # oldest first
     return [first_since(copies.get((w.webhook_uid, w.identity), ()), w.since) for w in wanted]
 
 
