@@ -12,6 +12,7 @@ SOURCE = Path(__file__).with_name("openloop.c")
 CONNECTIONS = 64
 WARMUP_S = 1.0
 ANSWER_WAIT_S = 60.0  # openloop.c's: unanswered this long, the run ends and says so
+LATE_S = 60.0  # openloop.c's: the next request this late, nothing more is sent
 
 
 def build(rundir: Path) -> Path:
@@ -34,15 +35,20 @@ def command(native: Path, port: int, requests: Path, rate: float, seconds: float
 
 
 def timeout(seconds: float) -> float:
-    """How long the command may take: loading its requests file, the run, the wait for the last
-    answers."""
-    return seconds + ANSWER_WAIT_S + 120.0
+    """How long the command may take: loading its requests file, the run, how late it may fall,
+    the wait for the last answers."""
+    return seconds + LATE_S + ANSWER_WAIT_S + 120.0
 
 
 def failures(result: dict[str, Any]) -> list[str]:
     """What the generator's JSON says went wrong: answers other than 202, requests left
     unanswered or never sent."""
     found = []
+    if result.get("fell_behind"):
+        found.append(
+            f"the server fell {LATE_S:.0f} s behind the offered {result['offered_rps']:,.0f}/s"
+            f" (achieved {result['achieved_rps']:,.0f}/s); the rest was not sent"
+        )
     if result["unanswered"] or result["unsent"]:
         found.append(
             f"{result['unanswered']} requests never answered, {result['unsent']} never sent"

@@ -11,7 +11,9 @@
  * requests_file.py. Prints one JSON object: offered and achieved rate, status counts, latency
  * percentiles (ms). A server that leaves requests unanswered for ANSWER_WAIT_S ends the run:
  * how many were sent and not answered, and how many were never sent, are then reported (a
- * finding, not a generator that waits forever).
+ * finding, not a generator that waits forever). So does a server that answers, but slower than
+ * the rate: once the next request is LATE_S past its due time, nothing more is sent, the
+ * requests in flight are awaited, and the rest are reported as never sent.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,6 +33,9 @@
 #include <unistd.h>
 
 #define ANSWER_WAIT_S 60.0
+#ifndef LATE_S
+#define LATE_S 60.0
+#endif
 
 typedef struct {
     char *head;
@@ -193,12 +198,16 @@ int main(int argc, char **argv) {
     long statuses[600] = {0};
     double start = now_s();
     double answered_at = start; /* the last response, or the start */
+    long stop_at = count;       /* requests from here on are not sent: the server fell behind */
     struct epoll_event events[256];
-    while (done < count) {
+    while (done < stop_at) {
         double now = now_s();
         if (n_free < n_conns && now - answered_at > ANSWER_WAIT_S) break;
+        if (stop_at == count && next < count && now - (start + next / rate) > LATE_S) {
+            stop_at = next;
+        }
         /* dispatch every due request to a free connection, oldest first */
-        while (next < count && start + next / rate <= now && n_free > 0) {
+        while (next < stop_at && start + next / rate <= now && n_free > 0) {
             conn_t *c = &conns[free_list[free_head]];
             free_head = (free_head + 1) % n_conns;
             n_free--;
@@ -207,7 +216,7 @@ int main(int argc, char **argv) {
             next++;
         }
         double wait = 0.1; /* nothing to send: wake up for responses */
-        if (next < count && n_free > 0) {
+        if (next < stop_at && n_free > 0) {
             wait = start + next / rate - now_s();
             if (wait < 0) wait = 0;
         }
@@ -251,9 +260,10 @@ int main(int argc, char **argv) {
                  usage.ru_stime.tv_usec / 1e6;
     printf("{\"generator\": \"openloop.c\", \"offered_rps\": %.1f, \"achieved_rps\": %.1f, "
            "\"requests\": %ld, \"measured\": %ld, \"warmup_s\": %.1f, \"duration_s\": %.3f, "
-           "\"connections\": %d, \"unanswered\": %ld, \"unsent\": %ld, \"statuses\": {",
+           "\"connections\": %d, \"unanswered\": %ld, \"unsent\": %ld, \"fell_behind\": %s, "
+           "\"statuses\": {",
            rate, done / elapsed, done, measured, warmup, elapsed, n_conns, next - done,
-           count - next);
+           count - next, stop_at < count ? "true" : "false");
     int first = 1;
     for (int s = 0; s < 600; s++) {
         if (!statuses[s]) continue;
