@@ -9,7 +9,8 @@ process after each commit.
 On a SQLite file the rows go to the outbox (`gateway.backends.outbox`), a file of its own whose
 only writer is this writer's thread: a commit never waits for the evaluator's transactions on the
 store. Every PRUNE_EVERY_S the same thread deletes the outbox rows the evaluator has moved into
-the store; it answers the de-duplication memory's look-ups (`first_copies`) too. On other
+the store, a slice at a time between commits (`outbox.PRUNE_SLICE`); it answers the
+de-duplication memory's look-ups (`first_copies`) too. On other
 stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the delivery log itself as
 "pending", the evaluator's queue there.
 """
@@ -55,6 +56,7 @@ class DeliveryWriter:
         self._appender: outbox.OutboxAppender | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._next_prune = 0.0
+        self._prune_after: int | None = None  # the seq the next slice starts after, in a round
         path = outbox.outbox_path(database)
         if path is not None:
             assert database.sqlite_file is not None
@@ -82,7 +84,9 @@ class DeliveryWriter:
             await self._drain()
             if self._closing:
                 return
-            await self._maybe_prune()
+            await self._prune_slice()
+            if self._queue or self._prune_after is not None:
+                continue  # commits first, then the round's next slice
             if self._appender is None:
                 await self._wake.wait()
             else:  # pruning needs a turn now and then, load or not
@@ -90,13 +94,20 @@ class DeliveryWriter:
                     await asyncio.wait_for(self._wake.wait(), PRUNE_EVERY_S)
             self._wake.clear()
 
-    async def _maybe_prune(self) -> None:
-        if self._appender is None or time.monotonic() < self._next_prune:
+    async def _prune_slice(self) -> None:
+        """One slice of the prune round in progress, or of a new one when it is due."""
+        if self._appender is None:
             return
-        self._next_prune = time.monotonic() + PRUNE_EVERY_S
+        if self._prune_after is None:
+            if time.monotonic() < self._next_prune:
+                return
+            self._next_prune = time.monotonic() + PRUNE_EVERY_S
+            self._prune_after = 0
         try:
-            await self._on_thread(self._appender.prune)
+            pruned = await self._on_thread(self._appender.prune_slice, self._prune_after)
+            self._prune_after = pruned.resume_after
         except Exception as exc:  # the next round tries again; rows stay until then
+            self._prune_after = None
             log.warning("outbox prune failed: %s", exc)
 
     async def _on_thread(self, call: Any, *args: Any) -> Any:
@@ -110,7 +121,7 @@ class DeliveryWriter:
             await self._commit(batch)
             # under sustained load the queue never empties: pruned only once it did, the outbox
             # grew by the whole load, and look-ups that must read it slowed ingress to a stall
-            await self._maybe_prune()
+            await self._prune_slice()
 
     async def _commit(self, batch: list[Pending]) -> None:
         rows = [row for row, _ in batch]

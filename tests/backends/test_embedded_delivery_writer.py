@@ -4,10 +4,12 @@ delivery log itself on PostgreSQL)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -124,6 +126,67 @@ async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: 
         finally:
             load.cancel()
             await asyncio.gather(load, return_exceptions=True)
+    finally:
+        await writer.close()
+        await database.close()
+    assert not {r.delivery_id for r in moved} & {d for d, _ in _outbox_rows(tmp_path)}
+
+
+async def test_a_prune_round_under_load_goes_one_slice_between_commits(tmp_path: Path) -> None:
+    """A whole round at once held every commit behind it (30-50 ms at 8,000 deliveries/s)."""
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
+    await migrate(database)
+    writer = DeliveryWriter(database)
+    appender = writer._appender
+    assert appender is not None
+    calls: list[str] = []  # on the writer's thread, in order
+    append, prune_slice = appender.append, appender.prune_slice
+
+    def recorded_append(rows: Any) -> None:
+        calls.append("commit")
+        append(rows)
+
+    def recorded_slice(after: int, limit: int = outbox.PRUNE_SLICE) -> outbox.PruneSlice:
+        pruned = prune_slice(after, limit)
+        calls.append(f"slice {pruned.removed}")
+        return pruned
+
+    appender.append = recorded_append  # type: ignore[method-assign]
+    appender.prune_slice = recorded_slice  # type: ignore[method-assign]
+    writer.start()
+    moved = [_record(i) for i in range(5 * outbox.PRUNE_SLICE)]
+    try:
+        await asyncio.gather(*(writer.write(r) for r in moved))
+        async with database.transaction() as conn:  # the evaluator moves them to the log
+            rows = [delivery_row(r, EVALUATED, datetime.now(UTC)) for r in moved]
+            await DELIVERIES.insert(conn, rows)
+        calls.clear()
+
+        async def keep_the_queue_full() -> None:
+            n = 10_000
+            while True:
+                writer.write_later(_record(n, Label.AUTH))
+                n += 1
+                await asyncio.sleep(0)
+
+        def removed() -> int:
+            return sum(int(c.split()[1]) for c in list(calls) if c.startswith("slice"))
+
+        load = asyncio.create_task(keep_the_queue_full())
+        try:
+            deadline = asyncio.get_running_loop().time() + 6 * PRUNE_EVERY_S
+            while removed() < len(moved):
+                assert asyncio.get_running_loop().time() < deadline, "not pruned under load"
+                await asyncio.sleep(0.01)
+            during_load = list(calls)
+        finally:
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+        slices = [c for c in during_load if c.startswith("slice")]
+        assert len(slices) >= 5 and during_load.count("commit") >= len(slices)
+        # a commit between any two slices: none waited for more than one slice
+        pairs = itertools.pairwise(during_load)
+        assert not any(a.startswith("slice") and b.startswith("slice") for a, b in pairs)
     finally:
         await writer.close()
         await database.close()

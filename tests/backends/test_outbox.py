@@ -75,16 +75,16 @@ async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
         assert await reader.find("wh-1", "d-3") is None  # moved: the log answers for it
 
 
-async def test_prune_goes_chunk_by_chunk_up_to_what_the_evaluator_moved(tmp_path: Path) -> None:
+async def test_prune_goes_slice_by_slice_up_to_what_the_evaluator_moved(tmp_path: Path) -> None:
     async with store_with_outbox(tmp_path) as (database, appender, reader):
-        records = [_record(i) for i in range(3 * outbox.PRUNE_CHUNK)]
+        records = [_record(i) for i in range(3 * outbox.PRUNE_SLICE)]
         append_to_outbox(appender, records)
-        moved = records[: 2 * outbox.PRUNE_CHUNK + 10]  # past the second chunk's end
+        moved = records[: 2 * outbox.PRUNE_SLICE + 10]  # past the second slice's end
         async with database.transaction() as conn:
             now = datetime.now(UTC)
             await DELIVERIES.insert(conn, [delivery_row(r, EVALUATED, now) for r in moved])
         assert appender.prune() == len(moved)
-        left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_CHUNK)]
+        left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_SLICE)]
         assert left == [r.delivery_id for r in records[len(moved) :]]
         assert await reader.count_waiting() == len(left)
 
