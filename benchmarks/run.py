@@ -38,7 +38,6 @@ from benchmarks.targets import HTTP_SERVERS, ROOT, Target, serve, split_label
 from benchmarks.wrk import CONNECTIONS, THREADS, ensure_wrk
 
 SERVERS = ("ceiling", "gateway-redis", "gateway-embedded", "naive")
-SIGNATURES = ROOT / "gateway" / "ingress" / "signatures" / "__init__.py"
 SMALL, BIG = 1024, 200 * 1024
 LATENCY_FRACTIONS = (0.25, 0.5, 0.8)
 
@@ -58,7 +57,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         + ",".join(HTTP_SERVERS)
         + " (rows under granian are named kind@granian)",
     )
-    p.add_argument("--auth", choices=("auto", "token", "signature"), default="auto")
+    p.add_argument(
+        "--auth", choices=("signature", "token"), default="signature",
+        help="Standard Webhooks signatures (default) or bearer tokens",
+    )  # fmt: skip
     p.add_argument("--evaluator", choices=("on", "off"), default="on")
     p.add_argument(
         "--match",
@@ -105,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if not https or set(https) - set(HTTP_SERVERS):
         raise SystemExit(f"--http: expected some of {','.join(HTTP_SERVERS)}")
     labels = [Target(s, APPS[s], http=h).label for s in servers for h in https]
-    auth: AuthMode = (
-        ("signature" if SIGNATURES.exists() else "token") if args.auth == "auto" else args.auth
-    )
+    auth: AuthMode = args.auth
     evaluator = args.evaluator != "off"
     factories, per_factory = (100, 20) if quick else (500, 20)
     automations = 10
