@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import Target, shard_of
 from gateway.rejections import Reason
 from gateway.security import SecretBox, hash_token
+from gateway.signatures import SCHEMES, SignatureError, SignatureScheme
 from gateway.signatures.identity_headers import identity_header_refusal
 from gateway.store import tables as t
 
@@ -126,18 +127,25 @@ def _secret(row: Row[Any], box: SecretBox) -> str | None:
 
 
 def _verifier(scheme_name: str | None, secret: str) -> Verifier:
-    from gateway.signatures import SCHEMES, SignatureError
-
     scheme = SCHEMES[scheme_name or ""]
-    key = scheme.prepare_key(secret)
+    return SignatureCheck(scheme, scheme.prepare_key(secret))
 
-    def verify(
-        headers: Mapping[str, str], body: bytes, now: float
+
+class SignatureCheck:
+    """A webhook's Verifier: its scheme and prepared key (a slotted object, not a closure: one
+    per webhook, ~56 bytes against ~265)."""
+
+    __slots__ = ("key", "scheme")
+
+    def __init__(self, scheme: SignatureScheme, key: bytes) -> None:
+        self.scheme = scheme
+        self.key = key
+
+    def __call__(
+        self, headers: Mapping[str, str], body: bytes, now: float
     ) -> tuple[Reason | None, str | None]:
         try:
-            delivery_id: str | None = scheme.verify(key, headers, body, now).delivery_id
+            delivery_id: str | None = self.scheme.verify(self.key, headers, body, now).delivery_id
         except SignatureError as exc:
             return exc.reason, None
         return None, delivery_id
-
-    return verify

@@ -11,13 +11,17 @@ gives back exactly the bytes the provider sent (and signed).
 from __future__ import annotations
 
 import binascii
-import hashlib
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.rejections import Reason
+
+try:  # OpenSSL's HMAC without the `hmac` module's Python wrapper object: ~0.8 µs a request less
+    from _hashlib import hmac_new as _hmac_new
+except ImportError:  # a Python built without OpenSSL
+    _hmac_new = hmac.new  # type: ignore[assignment]
 
 # Both ways: older than this, or this far in the future, is rejected.
 TOLERANCE_SECONDS = 300
@@ -70,41 +74,19 @@ class SignatureScheme(Protocol):
         ...
 
 
-_BLOCK = 64  # SHA-256 block size
-_IPAD = bytes(x ^ 0x36 for x in range(256))
-_OPAD = bytes(x ^ 0x5C for x in range(256))
-
-
-class HmacKey(bytes):
-    """HMAC-SHA256 key bytes that also carry the hash states after the inner and outer padded
-    key blocks (RFC 2104), computed once in ``prepare_key``: a request then only copies them
-    instead of re-deriving the pads. Still plain ``bytes`` to anything else."""
-
-    def __init__(self, key: bytes) -> None:
-        block = hashlib.sha256(key).digest() if len(key) > _BLOCK else key
-        block = block.ljust(_BLOCK, b"\0")
-        self.inner = hashlib.sha256(block.translate(_IPAD))
-        self.outer = hashlib.sha256(block.translate(_OPAD))
-
-
 def hmac_sha256(key: bytes, head: bytes, body: bytes) -> bytes:
-    """HMAC-SHA256(key, head + body) without concatenating; fastest with an :class:`HmacKey`."""
-    if type(key) is HmacKey:
-        inner = key.inner.copy()
-        if head:
-            inner.update(head)
-        inner.update(body)
-        outer = key.outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
-    return hmac.digest(key, head + body, "sha256")
+    """HMAC-SHA256(key, head + body) without concatenating, in OpenSSL. Keys stay plain bytes:
+    keeping each key's padded hash states (saving ~0.2 µs a request) cost ~0.7 kB a webhook."""
+    mac = _hmac_new(key, head, "sha256")
+    mac.update(body)
+    return mac.digest()
 
 
-def utf8_key(secret: str) -> HmacKey:
+def utf8_key(secret: str) -> bytes:
     """The secret's UTF-8 bytes, used as-is (no prefix stripping, no trimming)."""
     if not secret:
         raise ValueError("empty secret")
-    return HmacKey(secret.encode("utf-8"))  # UnicodeEncodeError (a ValueError) on surrogates
+    return secret.encode("utf-8")  # UnicodeEncodeError (a ValueError) on surrogates
 
 
 def required_header(headers: Mapping[str, str], name: str) -> str:

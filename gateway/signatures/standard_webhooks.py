@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from gateway.rejections import Reason
 from gateway.signatures.base import (
     MAX_SIGNATURES,
-    HmacKey,
     SignatureError,
     Verified,
     base64_digest,
@@ -50,7 +49,7 @@ class StandardWebhooks:
         key = base64.b64decode(secret + "==")
         if not key:
             raise ValueError("empty secret")
-        return HmacKey(key)
+        return key
 
     def verify(self, key: bytes, headers: Mapping[str, str], body: bytes, now: float) -> Verified:
         id_name, timestamp_name, signature_name = _FAMILIES[0]
