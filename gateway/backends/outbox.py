@@ -9,8 +9,8 @@ the file's only writer (one thread of the serving process); it never waits for a
 The evaluator reads the outbox in append order (`seq`) and moves each batch into the store's
 delivery log in the batch transaction that starts its runs, skipping deliveries already logged
 (`delivery_log.log_new`): a batch moved twice (a crash before it was noticed) starts no second run.
-Ingress deletes rows the store's log already holds (`OutboxAppender.prune`); a row is in one of
-the two files, or briefly in both, never in neither. Until moved, the delivery log API finds
+Ingress deletes rows the store's log already holds (`OutboxAppender.prune_slice`); a row is in
+one of the two files, or briefly in both, never in neither. Until moved, the delivery log API finds
 accepted deliveries here (read-your-writes), pending evaluation.
 
 The store is attached to reading connections (`store`), so that "still waiting" means "here and
@@ -132,16 +132,6 @@ class OutboxAppender:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
-
-    def prune(self) -> int:
-        """A whole prune round: deletes the rows the store's delivery log holds; how many."""
-        removed, after = 0, 0
-        while True:
-            pruned = self.prune_slice(after)
-            removed += pruned.removed
-            if pruned.resume_after is None:
-                return removed
-            after = pruned.resume_after
 
     def prune_slice(self, after: int, limit: int = PRUNE_SLICE) -> PruneSlice:
         """Of the next `limit` rows past seq `after`, deletes those the store's delivery log

@@ -55,6 +55,17 @@ def append_to_outbox(appender: OutboxAppender, records: Sequence[DeliveryRecord]
     appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), rows)))
 
 
+def prune_round(appender: OutboxAppender) -> int:
+    """A whole prune round, slice after slice as the writer runs it: how many rows it deleted."""
+    removed, after = 0, 0
+    while True:
+        pruned = appender.prune_slice(after)
+        removed += pruned.removed
+        if pruned.resume_after is None:
+            return removed
+        after = pruned.resume_after
+
+
 async def send_numbered(
     services: Services, numbers: Sequence[int], webhook: str | None = None, at_once: int = 2000
 ) -> list[tuple[str, str]]:

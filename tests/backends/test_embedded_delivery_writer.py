@@ -97,6 +97,13 @@ async def test_writer_commits_to_the_outbox_before_returning(tmp_path: Path) -> 
     await database.close()
 
 
+async def _keep_the_queue_full(writer: DeliveryWriter, first: int) -> None:
+    """A record every turn of the loop, numbered from `first`: more arrive during each commit."""
+    for n in itertools.count(first):
+        writer.write_later(_record(n, Label.AUTH))
+        await asyncio.sleep(0)
+
+
 async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: Path) -> None:
     database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
     await migrate(database)
@@ -109,14 +116,7 @@ async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: 
             rows = [delivery_row(r, EVALUATED, datetime.now(UTC)) for r in moved]
             await DELIVERIES.insert(conn, rows)
 
-        async def keep_the_queue_full() -> None:
-            n = 1000
-            while True:  # a record every turn of the loop: more arrive during each commit
-                writer.write_later(_record(n, Label.AUTH))
-                n += 1
-                await asyncio.sleep(0)
-
-        load = asyncio.create_task(keep_the_queue_full())
+        load = asyncio.create_task(_keep_the_queue_full(writer, first=1000))
         try:
             deadline = asyncio.get_running_loop().time() + 6 * PRUNE_EVERY_S
             while {"d-0", "d-99"} & {d for d, _ in _outbox_rows(tmp_path)}:
@@ -162,17 +162,10 @@ async def test_a_prune_round_under_load_goes_one_slice_between_commits(tmp_path:
             await DELIVERIES.insert(conn, rows)
         calls.clear()
 
-        async def keep_the_queue_full() -> None:
-            n = 10_000
-            while True:
-                writer.write_later(_record(n, Label.AUTH))
-                n += 1
-                await asyncio.sleep(0)
-
         def removed() -> int:
             return sum(int(c.split()[1]) for c in list(calls) if c.startswith("slice"))
 
-        load = asyncio.create_task(keep_the_queue_full())
+        load = asyncio.create_task(_keep_the_queue_full(writer, first=10_000))
         try:
             deadline = asyncio.get_running_loop().time() + 6 * PRUNE_EVERY_S
             while removed() < len(moved):

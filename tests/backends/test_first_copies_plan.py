@@ -51,10 +51,11 @@ def test_a_lookup_beside_a_sqlite_file_reads_the_identity_index(tmp_path: Path) 
 def test_a_batch_of_lookups_reads_the_identity_index(tmp_path: Path, store: str) -> None:
     """The one-query batch (PostgreSQL, a SQLite store the outbox does not stand beside), on a
     log of 20,000 deliveries whose statistics PostgreSQL has taken."""
-    statements: list[tuple[str, Any]] = []
 
-    async def look_up(url: str) -> list[str | None]:
+    async def look_up(url: str) -> tuple[list[str | None], str]:
+        """The batch's answers and its query plan."""
         database = create_database(make_settings(url).database_url)
+        statements: list[tuple[str, Any]] = []
         try:
             await migrate(database)
             async with database.transaction() as conn:
@@ -80,13 +81,13 @@ def test_a_batch_of_lookups_reads_the_identity_index(tmp_path: Path, store: str)
             async with database.read() as conn:
                 found = await _firsts_in_log(conn, wanted)
             event.remove(database.engine.sync_engine, "before_cursor_execute", capture)
-            if store == "postgresql":
-                ((sql, params),) = statements
-                async with database.read() as conn:
-                    raw = await conn.get_raw_connection()
-                    plan = await raw.driver_connection.fetch(f"EXPLAIN {sql}", *params)  # type: ignore[union-attr]
-                statements[:] = [(" | ".join(row[0] for row in plan), None)]
-            return found
+            ((sql, params),) = statements
+            if store == "sqlite":
+                return found, _sqlite_plan(tmp_path / "g.db", sql, params)
+            async with database.read() as conn:
+                raw = await conn.get_raw_connection()
+                plan = await raw.driver_connection.fetch(f"EXPLAIN {sql}", *params)  # type: ignore[union-attr]
+            return found, " | ".join(row[0] for row in plan)
         finally:
             await database.close()
 
@@ -94,9 +95,7 @@ def test_a_batch_of_lookups_reads_the_identity_index(tmp_path: Path, store: str)
         url = f"sqlite:///{tmp_path}/g.db"
         if store == "postgresql":
             url = stack.enter_context(temporary_database(f"fp_{RUN_ID}", POSTGRES_SERVER))
-        found = asyncio.run(look_up(url))
+        found, plan = asyncio.run(look_up(url))
     assert found == ["d-7", "d-19999", None]
-    ((sql, params),) = statements
-    plan = sql if store == "postgresql" else _sqlite_plan(tmp_path / "g.db", sql, params)
     assert "ix_deliveries_identity" in plan, plan
     assert "ix_deliveries_received" not in plan and "webhook_received" not in plan, plan
