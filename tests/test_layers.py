@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"backends"},
     {"store", "signatures", "openapi"},
     {"problem", "security", "settings", "logs", "metrics"},
-    {"errors", "ids", "types", "catalog", "rejections", "allocator"},
+    {"errors", "ids", "types", "catalog", "rejections", "allocator", "providers"},
 ]
 
 
