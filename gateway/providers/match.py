@@ -167,9 +167,18 @@ def _keywords(condition: Condition) -> ValuesCheck:
         texts = values.get(KEYWORDS)
         if texts is None:  # the payload does not tell the text: no guess
             return False
-        if wanted and not any(k in t for t in texts for k in wanted):  # type: ignore[operator]
-            return False
-        return not any(k in t for t in texts for k in banned)  # type: ignore[operator]
+        # plain loops: a generator per call costs more than the search (~1 µs per matcher)
+        for text in texts:
+            for keyword in banned:
+                if keyword in text:  # type: ignore[operator]
+                    return False
+        if not wanted:
+            return True
+        for text in texts:
+            for keyword in wanted:
+                if keyword in text:  # type: ignore[operator]
+                    return True
+        return False
 
     return check
 
