@@ -37,6 +37,11 @@ Value: TypeAlias = str | int
 _INTEGER_KEYS: Final = frozenset({"pr_numbers"})
 _IN_ONLY_KEYS: Final = frozenset({"schedule_ids"})
 _OPERATORS: Final = frozenset({"in", "not_in"})
+# keys a trigger may name that impose nothing: GitLab's `bot_mentioned` is the bot being
+# mentioned, whatever `mentioned` says (§4: "accepted, no effect")
+_NO_EFFECT: Final[dict[tuple[str, str], frozenset[str]]] = {
+    ("gitlab", "bot_mentioned"): frozenset({"mentioned"}),
+}
 
 
 class TriggerFilterError(ValueError):
@@ -57,18 +62,22 @@ class Condition:
     not_in: tuple[Value, ...] | None = None
 
 
-def parse_trigger_filter(provider: str, raw: object) -> tuple[Condition, ...]:
-    """Validate a trigger's ``filter`` (canonical keys) into the conditions it imposes."""
+def parse_trigger_filter(
+    provider: str, raw: object, event: str | None = None
+) -> tuple[Condition, ...]:
+    """Validate a trigger's ``filter`` (canonical keys) into the conditions it imposes on
+    ``event`` (given, keys that have no effect on that event are dropped)."""
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
         raise TriggerFilterError("$", "a trigger filter must be an object of filter keys")
+    ignored = _NO_EFFECT.get((provider, event or ""), frozenset())
     conditions: list[Condition] = []
     for key, matcher in raw.items():
         if not isinstance(key, str):
             raise TriggerFilterError("$", f"filter keys must be strings, got {key!r}")
         condition = _condition(provider, key, matcher, child_path("$", key))
-        if condition.in_ or condition.not_in:
+        if key not in ignored and (condition.in_ or condition.not_in):
             conditions.append(condition)
     return tuple(conditions)
 
@@ -133,9 +142,10 @@ class EventMatcher:
         return f"EventMatcher({self.conditions!r})"
 
 
-def compile_trigger_filter(provider: str, raw: object) -> EventMatcher:
-    """Parse (``TriggerFilterError`` if invalid) and compile a trigger filter of ``provider``."""
-    return EventMatcher(parse_trigger_filter(provider, raw))
+def compile_trigger_filter(provider: str, raw: object, event: str | None = None) -> EventMatcher:
+    """Parse (``TriggerFilterError`` if invalid) and compile the filter of a ``provider``
+    trigger on ``event``."""
+    return EventMatcher(parse_trigger_filter(provider, raw, event))
 
 
 def _always(_values: EventValues) -> bool:

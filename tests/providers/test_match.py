@@ -143,6 +143,14 @@ def test_invalid_filters(raw: Any, path: str) -> None:
     assert caught.value.path == path
 
 
+def test_mentioned_has_no_effect_on_gitlab_bot_mentioned() -> None:
+    mentioned = event("gitlab", "bot_mentioned", repos=["group/app"])
+    matcher = compile_trigger_filter("gitlab", {"mentioned": ["someone"]}, "bot_mentioned")
+    assert matcher.conditions == ()
+    assert matcher(mentioned)
+    assert not compile_trigger_filter("gitlab", {"mentioned": ["someone"]})(mentioned)
+
+
 def test_conditions_hold_values_in_comparison_form() -> None:
     (condition,) = parse_trigger_filter("github", {"branches": ["refs/heads/main", "main"]})
     assert condition.in_ == ("main",)
