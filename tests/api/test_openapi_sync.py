@@ -21,7 +21,7 @@ from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
 from gateway.console.session import PATH as CONSOLE_PATH
 from gateway.ingress.endpoint import INGRESS_PREFIX
-from gateway.platform import tasks
+from gateway.platform.tasks import tasks
 from gateway.services import Services
 from tests.conftest import make_settings
 from tests.platform.runs.runs_support import advance
