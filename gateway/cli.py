@@ -154,7 +154,7 @@ def _serve_with_metrics_dir(settings: Settings, args: argparse.Namespace) -> int
     evaluator = None
     _exit_on_stop_signals()
     if settings.evaluator == "process":
-        from gateway.worker.evaluator_child import EvaluatorProcess
+        from gateway.evaluator.child_process import EvaluatorProcess
 
         evaluator = EvaluatorProcess()
         evaluator.start()
@@ -327,7 +327,11 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _apply(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.domain.definitions import DefinitionError, apply_definitions, load_directory
+    from gateway.platform.factory_files.apply import (
+        DefinitionError,
+        apply_definitions,
+        load_directory,
+    )
 
     async def run(services: Services) -> dict[str, Any]:
         return await apply_definitions(services, args.factory, *files)
@@ -394,14 +398,14 @@ def _print_exports(value: dict[str, Any]) -> None:
 
 
 async def _create_team(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         return {"team_uid": await identities.create_team(conn, args.name)}
 
 
 async def _create_user(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         uid, key = await identities.create_user(conn, args.team, args.email)
@@ -409,7 +413,7 @@ async def _create_user(services: Services, args: argparse.Namespace) -> dict[str
 
 
 async def _create_agent(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         uid, key = await identities.create_agent(conn, args.team, args.name)
@@ -417,7 +421,7 @@ async def _create_agent(services: Services, args: argparse.Namespace) -> dict[st
 
 
 async def _create_factory(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import factories
+    from gateway.accounts import factories
 
     async with services.database.transaction() as conn:
         uid = await factories.create_factory(conn, args.team, args.name, args.alias, args.foreman)
@@ -425,15 +429,15 @@ async def _create_factory(services: Services, args: argparse.Namespace) -> dict[
 
 
 async def _set_foreman(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import factories
+    from gateway.platform.factories import foreman
 
     async with services.database.transaction() as conn:
-        await factories.set_foreman(conn, args.factory, args.agent)
+        await foreman.set_foreman(conn, args.factory, args.agent)
     return {"uid": args.factory, "foreman_agent_uid": args.agent}
 
 
 async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         await identities.set_team_secret(
@@ -445,13 +449,13 @@ async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str,
 
 async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
     """Webhooks that read this managed secret must pick up the new value at once."""
-    from gateway.domain.webhooks import team_secret_changed
+    from gateway.webhooks.management import team_secret_changed
 
     await team_secret_changed(services, team_uid, name)
 
 
 async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import factories, identities
+    from gateway.accounts import factories, identities
 
     async with services.database.transaction() as conn:
         team = await identities.create_team(conn, "Demo team")

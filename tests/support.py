@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 from starlette.testclient import TestClient
 
+from gateway.accounts import factories, identities
 from gateway.app import create_app
-from gateway.domain import factories, identities
 from gateway.services import Services
 from gateway.settings import Settings
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 import standardwebhooks
 
-from gateway.domain import run_lifecycle
+from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.services import Services
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually

@@ -15,17 +15,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from filters import FilterError
+from gateway.accounts.factories import get_accessible_factory, list_factories
+from gateway.accounts.identities import Principal, authenticate
 from gateway.console import session
 from gateway.console.html import escape, link, page
 from gateway.console.views import backtest_view, delivery_rows, delivery_view, webhook_view
-from gateway.domain import delivery_log
-from gateway.domain import filter_backtest as backtests
-from gateway.domain.delivery_replay import Replayer
-from gateway.domain.factories import get_accessible_factory, list_factories
-from gateway.domain.identities import Principal, authenticate
-from gateway.domain.webhooks import get_webhook_row, list_webhook_rows
+from gateway.deliveries import filter_backtest as backtests
+from gateway.deliveries import log as delivery_log
+from gateway.deliveries.replay import Replayer
 from gateway.errors import ServiceError
 from gateway.services import Services
+from gateway.webhooks.management import get_webhook_row, list_webhook_rows
 
 P = session.PATH
 MAX_FORM_BYTES = 64 * 1024

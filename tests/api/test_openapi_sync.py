@@ -20,11 +20,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
 from gateway.console.session import PATH as CONSOLE_PATH
-from gateway.domain import tasks
 from gateway.ingress.endpoint import INGRESS_PREFIX
+from gateway.platform.tasks import tasks
 from gateway.services import Services
-from tests.api.runs_support import advance
 from tests.conftest import make_settings
+from tests.platform.runs.runs_support import advance
 from tests.support import GatewayClient, World
 
 METHODS = {"get", "post", "put", "patch", "delete"}

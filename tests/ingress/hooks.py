@@ -203,7 +203,7 @@ def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
 async def prepare_token_webhook(settings: Settings, token: str) -> str:
     """Migrate the store and add a team, a factory and one token webhook (before any server
     runs on it); returns the webhook uid."""
-    from gateway.domain import factories, identities
+    from gateway.accounts import factories, identities
     from gateway.services import build_services
     from gateway.store import migrate
 

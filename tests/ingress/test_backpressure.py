@@ -13,9 +13,9 @@ import pytest
 
 from benchmarks.postgres import temporary_database
 from tests.conftest import POSTGRES_SERVER, RUN_ID
+from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import add_webhook, backend_settings
 from tests.support import GatewayClient, World
-from tests.worker.test_delivery_consumer import drain
 
 
 @pytest.fixture(params=["memory", "redis", "memory+postgresql"])

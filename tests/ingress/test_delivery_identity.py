@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.domain.webhooks import check_identity_header
 from gateway.errors import InvalidRequest
 from gateway.ingress.delivery_identity import MAX_IDENTITY, delivery_identity
 from gateway.signatures import SCHEMES, SignatureError
 from gateway.signatures.identity_headers import identity_header_refusal
+from gateway.webhooks.management import check_identity_header
 
 PREFIX = "evt_" + "x" * 400
 LENGTHS = (299, 300, 301, 10_240)

@@ -1,0 +1,187 @@
+"""`gateway apply DIR`: factory definition folders (webhooks/*.yaml, automations/*.yaml).
+
+Files are matched to what exists by file name (webhooks.definition_name and
+automations.definition_name), so uids stay stable across re-applies. Everything is applied in
+one transaction: a fault in any file changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from sqlalchemy import Row, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.automations import management as automations
+from gateway.errors import ServiceError
+from gateway.platform.factory_files.schema import definition_schema
+from gateway.services import Services
+from gateway.store import tables as t
+from gateway.webhooks import management as webhooks
+
+
+class DefinitionError(Exception):
+    """A definition file is missing, unreadable or invalid; the message names file and key."""
+
+
+Files = list[tuple[str, dict[str, Any]]]
+
+
+def load_directory(directory: str) -> tuple[Files, Files]:
+    """(webhook files, automation files) as (file name, validated document), sorted by name."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise DefinitionError(f"{directory}: not a directory")
+    return _read_all(root / "webhooks", "webhook"), _read_all(root / "automations", "automation")
+
+
+async def apply_definitions(
+    services: Services, factory_uid: str, webhook_files: Files, automation_files: Files
+) -> dict[str, Any]:
+    published: list[tuple[str, int]] = []
+    async with services.database.transaction() as conn:
+        team_uid = await _factory_team(conn, factory_uid)
+        hooks = [
+            await _apply_webhook(conn, services, factory_uid, team_uid, name, doc, published)
+            for name, doc in webhook_files
+        ]
+        autos = [
+            await _apply_automation(conn, factory_uid, name, doc) for name, doc in automation_files
+        ]
+    for uid, version in published:
+        await services.config_publisher.webhook_changed(uid, version)
+    return {"factory_uid": factory_uid, "webhooks": hooks, "automations": autos}
+
+
+def _read_all(folder: Path, kind: str) -> Files:
+    if not folder.is_dir():
+        return []
+    schema = definition_schema(kind)
+    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+    return [(path.stem, _read(path, schema)) for path in files]
+
+
+def _read(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DefinitionError(f"{path}: cannot read YAML ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise DefinitionError(f"{path}: expected a mapping of keys")
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(doc)
+    )
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise DefinitionError(f"{path}: {where}: {error.message}")
+    return doc
+
+
+async def _factory_team(conn: AsyncConnection, factory_uid: str) -> str:
+    row = (
+        await conn.execute(select(t.factories.c.team_uid).where(t.factories.c.uid == factory_uid))
+    ).first()
+    if row is None:
+        raise DefinitionError(f"--factory: no factory {factory_uid!r}")
+    return str(row.team_uid)
+
+
+async def _existing(
+    conn: AsyncConnection, table: Any, factory_uid: str, name: str
+) -> Row[Any] | None:
+    query = select(table).where(table.c.factory_uid == factory_uid, table.c.definition_name == name)
+    if table is t.webhooks:
+        query = query.where(t.webhooks.c.deleted_at.is_(None))
+    return (await conn.execute(query)).first()
+
+
+async def _apply_webhook(
+    conn: AsyncConnection,
+    services: Services,
+    factory_uid: str,
+    team_uid: str,
+    file_name: str,
+    doc: dict[str, Any],
+    published: list[tuple[str, int]],
+) -> dict[str, Any]:
+    where = f"webhooks/{file_name}.yaml"
+    spec = _webhook_spec(file_name, doc)
+    try:
+        row = await _existing(conn, t.webhooks, factory_uid, file_name)
+        if row is None:
+            created, secret = await webhooks.create_webhook(
+                conn, services, factory_uid, team_uid, spec, definition_name=file_name
+            )
+            published.append((created.uid, created.config_version))
+            result = {"name": file_name, "uid": created.uid, "action": "created"}
+            return {**result, "secret": secret} if secret else result
+        changes = _webhook_changes(row, spec, where)
+        if changes.get("secret_name"):
+            await webhooks.check_secret_name(conn, services, team_uid, spec)
+        if not changes:
+            return {"name": file_name, "uid": row.uid, "action": "unchanged"}
+        updated = await webhooks.update_webhook(conn, factory_uid, row.uid, changes)
+        published.append((updated.uid, updated.config_version))
+        return {"name": file_name, "uid": row.uid, "action": "updated"}
+    except ServiceError as exc:
+        raise DefinitionError(f"{where}: {exc.detail}") from exc
+
+
+def _webhook_spec(file_name: str, doc: dict[str, Any]) -> webhooks.WebhookSpec:
+    """The spec of a file the definition schema accepted (it enforces the cross-key rules)."""
+    header = doc.get("deliveryIdHeader")
+    return webhooks.WebhookSpec(
+        name=doc.get("name", file_name).strip(),
+        auth_mode=doc.get("authMode", "token"),
+        signature_scheme=doc.get("signatureScheme"),
+        secret=None,  # secrets never go into files
+        secret_name=doc.get("secretName"),
+        delivery_id_header=None if header is None else header.lower(),
+        enabled=doc.get("enabled", True),
+    )
+
+
+def _webhook_changes(row: Row[Any], spec: webhooks.WebhookSpec, where: str) -> dict[str, Any]:
+    if (row.auth_mode, row.signature_scheme) != (spec.auth_mode, spec.signature_scheme):
+        raise DefinitionError(
+            f"{where}: authMode/signatureScheme cannot change in place; "
+            "delete the webhook or use a new file name"
+        )
+    if (row.secret_name is None) != (spec.secret_name is None):
+        raise DefinitionError(f"{where}: secretName cannot be added or removed in place")
+    wanted = {
+        "name": spec.name,
+        "enabled": spec.enabled,
+        "delivery_id_header": spec.delivery_id_header,
+        "secret_name": spec.secret_name,
+    }
+    return {key: value for key, value in wanted.items() if getattr(row, key) != value}
+
+
+async def _apply_automation(
+    conn: AsyncConnection, factory_uid: str, file_name: str, doc: dict[str, Any]
+) -> dict[str, Any]:
+    where = f"automations/{file_name}.yaml"
+    changes = {"name": file_name, "enabled": True, **doc}
+    changes["name"] = changes["name"].strip()
+    for i, trigger in enumerate(changes["triggers"]):
+        payload = trigger["filter"].get("payload")
+        if payload and (fault := automations.filter_fault(payload)):
+            raise DefinitionError(f"{where}: triggers[{i}].filter.payload: {fault}")
+    try:
+        row = await _existing(conn, t.automations, factory_uid, file_name)
+        if row is None:
+            created = await automations.create_automation(
+                conn, factory_uid, changes, definition_name=file_name
+            )
+            return {"name": file_name, "uid": created.uid, "action": "created"}
+        differing = {key: value for key, value in changes.items() if getattr(row, key) != value}
+        if not differing:
+            return {"name": file_name, "uid": row.uid, "action": "unchanged"}
+        await automations.update_automation(conn, factory_uid, row.uid, differing)
+        return {"name": file_name, "uid": row.uid, "action": "updated"}
+    except ServiceError as exc:
+        raise DefinitionError(f"{where}: {exc.detail}") from exc
