@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"backends"},
     {"store", "signatures", "providers", "openapi"},
     {"problem", "security", "settings", "logs", "metrics"},
-    {"errors", "ids", "types", "catalog", "rejections", "allocator", "providers"},
+    {"errors", "ids", "types", "catalog", "rejections", "allocator"},
 ]
 # The two products: the webhook gateway reaches the agent platform only through the one module
 # that starts runs (docs/architecture.md, "Two products")
