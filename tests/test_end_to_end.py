@@ -38,7 +38,7 @@ def test_signed_delivery_to_cancelled_run(e2e_client: GatewayClient) -> None:
     hook = world.api(
         "POST",
         f"{factory}/webhooks",
-        json={"name": "issues", "auth_mode": "signature", "signature_scheme": "standard-webhooks"},
+        json={"name": "issues", "auth_mode": "signature", "signature_scheme": "standard_webhooks"},
     ).json()
     for name, action in (("triage", "opened"), ("closer", "closed")):
         trigger = {

@@ -25,14 +25,14 @@ from gateway.store.types import utcnow
 
 WEBHOOKS_PER_FACTORY = 20
 AuthMode = Literal["token", "url_token", "signature"]
-GENERATED_SIGNATURE_SCHEME = "standard-webhooks"
+GENERATED_SIGNATURE_SCHEME = "standard_webhooks"
 _URL_SAFE = re.compile(r"^[A-Za-z0-9._~-]+$")
 
 
 @dataclass(frozen=True, slots=True)
 class WebhookSpec:
     """A validated create request (from the API or a definition file): the name stripped, the
-    delivery id header lower-cased."""
+    delivery id header lower-cased, the signature scheme under its registered name."""
 
     name: str
     auth_mode: AuthMode = "token"

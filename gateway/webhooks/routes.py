@@ -13,14 +13,24 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.fields import Timestamp
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
-from gateway.signatures import SCHEMES
+from gateway.signatures import SCHEME_ALIASES, SCHEMES, scheme_name
 from gateway.webhooks import management as domain
 from gateway.webhooks.management import AuthMode
 
 if TYPE_CHECKING:
     SchemeName = str
-else:  # the names of the registered schemes, as an enum
+    SchemeInput = str
+else:  # the names of the registered schemes, as enums: answers carry the registered names,
+    # requests may also use an alias (`standard-webhooks`)
     SchemeName = Literal[tuple(sorted(SCHEMES))]
+    SchemeInput = Annotated[
+        Literal[tuple(sorted([*SCHEMES, *SCHEME_ALIASES]))],
+        Meta(
+            description="stored and returned under its registered name (aliases: "
+            + ", ".join(f"{alias} -> {name}" for alias, name in SCHEME_ALIASES.items())
+            + ")"
+        ),
+    ]
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 HeaderName = Annotated[
@@ -38,7 +48,7 @@ class WebhookCreate(Struct, kw_only=True, forbid_unknown_fields=True):
 
     name: Name
     auth_mode: AuthMode = "token"
-    signature_scheme: SchemeName | None = None
+    signature_scheme: SchemeInput | None = None
     secret: NonEmpty | None = None
     secret_name: (
         Annotated[str, Meta(min_length=1, description="an existing team secret")] | None
@@ -64,7 +74,9 @@ class WebhookCreate(Struct, kw_only=True, forbid_unknown_fields=True):
         return domain.WebhookSpec(
             name=self.name.strip(),
             auth_mode=self.auth_mode,
-            signature_scheme=self.signature_scheme,
+            signature_scheme=(
+                None if self.signature_scheme is None else scheme_name(self.signature_scheme)
+            ),
             secret=self.secret,
             secret_name=self.secret_name,
             delivery_id_header=_lower(self.delivery_id_header),
@@ -216,7 +228,7 @@ async def delete(request: Request) -> Response:
     response=RotatedSecret,
     body_required=False,
     errors=(400, 401, 403, 404, 409, 413),
-    notes="Token modes and generated standard-webhooks secrets take no body; other "
+    notes="Token modes and generated standard_webhooks secrets take no body; other "
     "signature schemes need the provider's new `secret`.",
     problems=((409, "`managed_secret`: the webhook reads a team secret; change that"),),
 )

@@ -242,7 +242,7 @@ def _webhooks_and_deliveries(check: Checker) -> dict[str, Any]:
     one = WEBHOOKS + "/{webhook_uid}"
     hook = check("POST", WEBHOOKS, 201, json={"name": "hook"})
     url = check("POST", WEBHOOKS, 201, json={"name": "url", "auth_mode": "url_token"})
-    signed = {"name": "signed", "auth_mode": "signature", "signature_scheme": "standard-webhooks"}
+    signed = {"name": "signed", "auth_mode": "signature", "signature_scheme": "standard_webhooks"}
     signed = check("POST", WEBHOOKS, 201, json=signed | {"delivery_id_header": "X-Id"})
     check("GET", WEBHOOKS, 200)
     check("GET", one, 200, at={"webhook_uid": url["uid"]})

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from gateway.accounts import identities
+from gateway.app import openapi_document
 from gateway.services import Services
+from gateway.signatures import SCHEME_ALIASES, SCHEMES
 from tests.support import World
 
 
@@ -56,9 +58,51 @@ def test_secret_name_must_exist_and_be_url_safe_for_url_tokens(world: World) -> 
 
 
 def test_standard_webhooks_secret_is_generated_for_signature_mode(world: World) -> None:
-    body = create(world, auth_mode="signature", signature_scheme="standard-webhooks").json()
+    body = create(world, auth_mode="signature", signature_scheme="standard_webhooks").json()
     assert body["secret"].startswith("whsec_")
-    assert body["signature_scheme"] == "standard-webhooks"
+    assert body["signature_scheme"] == "standard_webhooks"
+
+
+def test_the_hyphenated_scheme_name_is_accepted_and_stored_as_files_name_it(world: World) -> None:
+    made = create(world, auth_mode="signature", signature_scheme="standard-webhooks")
+    assert made.status_code == 201, made.text
+    assert made.json()["signature_scheme"] == "standard_webhooks"
+    assert made.json()["secret"].startswith("whsec_")
+    uid = made.json()["uid"]
+    fetched = world.api("GET", f"/factory/{world.factory_uid}/webhooks/{uid}").json()
+    assert fetched["signature_scheme"] == "standard_webhooks"
+    # rotating generates again: the stored name is the one the service generates secrets for
+    rotated = world.api("POST", f"/factory/{world.factory_uid}/webhooks/{uid}/rotate-secret")
+    assert rotated.status_code == 200 and rotated.json()["secret"].startswith("whsec_")
+
+
+@pytest.mark.parametrize("scheme", ["pagerduty", "sentry", "vercel"])
+def test_the_new_schemes_take_the_provider_s_secret(world: World, scheme: str) -> None:
+    made = create(world, auth_mode="signature", signature_scheme=scheme, secret="provider-secret")
+    assert made.status_code == 201, made.text
+    assert made.json()["signature_scheme"] == scheme and "secret" not in made.json()
+    without = create(world, name="later", auth_mode="signature", signature_scheme=scheme)
+    assert without.status_code == 201 and without.json()["has_secret"] is False
+    rotate = f"/factory/{world.factory_uid}/webhooks/{without.json()['uid']}/rotate-secret"
+    assert world.api("POST", rotate).status_code == 400  # the provider issues it, not us
+
+
+@pytest.mark.parametrize("scheme", ["Standard-Webhooks", "standard webhooks", "gitlab", "jira"])
+def test_unknown_scheme_names_are_400_naming_the_field(world: World, scheme: str) -> None:
+    refused = create(world, auth_mode="signature", signature_scheme=scheme)
+    assert refused.status_code == 400
+    assert "signature_scheme" in refused.json()["detail"]
+
+
+def test_the_documented_enums_follow_the_registry() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+
+    def enum(schema: str) -> list[str]:
+        options = schemas[schema]["properties"]["signature_scheme"]["anyOf"]
+        return next(option["enum"] for option in options if "enum" in option)
+
+    assert enum("WebhookCreate") == sorted([*SCHEMES, *SCHEME_ALIASES])  # aliases accepted
+    assert enum("Webhook") == sorted(SCHEMES)  # and never answered
 
 
 def test_provider_secret_is_never_echoed(world: World) -> None:
@@ -91,7 +135,7 @@ def test_provider_secret_is_never_echoed(world: World) -> None:
         (
             {
                 "auth_mode": "signature",
-                "signature_scheme": "standard-webhooks",
+                "signature_scheme": "standard_webhooks",
                 "secret": "whsec_!!",
             },
             "secret",

@@ -19,6 +19,7 @@ from gateway.automations import management as automations
 from gateway.errors import ServiceError
 from gateway.platform.factory_files.schema import definition_schema
 from gateway.services import Services
+from gateway.signatures import scheme_name
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
 
@@ -132,11 +133,11 @@ async def _apply_webhook(
 
 def _webhook_spec(file_name: str, doc: dict[str, Any]) -> webhooks.WebhookSpec:
     """The spec of a file the definition schema accepted (it enforces the cross-key rules)."""
-    header = doc.get("deliveryIdHeader")
+    header, scheme = doc.get("deliveryIdHeader"), doc.get("signatureScheme")
     return webhooks.WebhookSpec(
         name=doc.get("name", file_name).strip(),
         auth_mode=doc.get("authMode", "token"),
-        signature_scheme=doc.get("signatureScheme"),
+        signature_scheme=None if scheme is None else scheme_name(scheme),
         secret=None,  # secrets never go into files
         secret_name=doc.get("secretName"),
         delivery_id_header=None if header is None else header.lower(),

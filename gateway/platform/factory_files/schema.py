@@ -7,14 +7,14 @@ from typing import Any, get_args
 
 from gateway.automations.management import MAX_PROMPT, MAX_TRIGGERS
 from gateway.errors import NotFound
-from gateway.signatures import SCHEMES
+from gateway.signatures import SCHEME_ALIASES, SCHEMES
 from gateway.webhooks.management import AuthMode
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS_PATH = "/api/v1/factory-files/schemas"
 VERSION = "v1alpha1"
 FACTORY_DOCUMENT = "factory.schema.json"
-SIGNATURE_SCHEMES = sorted(SCHEMES)
+SIGNATURE_SCHEMES = sorted(SCHEMES)  # what is stored; files may also use an alias
 NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"}
 
 _WEBHOOK: dict[str, Any] = {
@@ -23,7 +23,7 @@ _WEBHOOK: dict[str, Any] = {
     "properties": {
         "name": NAME,
         "authMode": {"enum": list(get_args(AuthMode)), "default": "token"},
-        "signatureScheme": {"enum": SIGNATURE_SCHEMES},
+        "signatureScheme": {"enum": sorted([*SIGNATURE_SCHEMES, *SCHEME_ALIASES])},
         "secretName": {"type": "string", "minLength": 1, "maxLength": 200},
         "deliveryIdHeader": {"type": "string", "pattern": "^[A-Za-z0-9-]{1,100}$"},
         "enabled": {"type": "boolean", "default": True},

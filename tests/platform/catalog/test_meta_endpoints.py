@@ -27,11 +27,17 @@ GOOD_WEBHOOKS = [
     {"authMode": "token"},
     {"authMode": "url_token", "secretName": "gh"},
     {"authMode": "signature", "signatureScheme": "stripe", "secretName": "stripe-signing"},
+    *(
+        {"authMode": "signature", "signatureScheme": scheme, "secretName": "signing"}
+        for scheme in ("standard_webhooks", "standard-webhooks", "pagerduty", "sentry", "vercel")
+    ),
     {},
 ]
 BAD_WEBHOOKS = [
     {"authMode": "signature"},
     {"authMode": "token", "signatureScheme": "stripe"},
+    {"authMode": "signature", "signatureScheme": "gitlab", "secretName": "signing"},
+    {"authMode": "signature", "signatureScheme": "Standard_Webhooks", "secretName": "signing"},
     {"authMode": "magic"},
     {"authMode": "token", "colour": "red"},
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +85,34 @@ def test_errors_name_the_file_and_key_and_change_nothing(tmp_path: Path) -> None
 
     result = gateway(tmp_path, "apply", str(folder), "--factory", "fac_missing", check=False)
     assert result.returncode == 1 and "--factory" in result.stderr
+
+
+def test_signature_schemes_as_files_name_them_and_the_hyphenated_alias(tmp_path: Path) -> None:
+    demo = admin(tmp_path, "demo")
+    team, factory = demo["team_uid"], demo["factory_uid"]
+    whsec = "whsec_" + base64.b64encode(b"k" * 32).decode()
+    admin(tmp_path, "set-secret", "--team", team, "--name", "sw-signing", "--value", whsec)
+    folder = tmp_path / "defs"
+    write(
+        folder / "webhooks" / "svix.yaml",
+        "authMode: signature\nsignatureScheme: standard-webhooks\nsecretName: sw-signing\n",
+    )
+    for scheme in ("standard_webhooks", "pagerduty", "sentry", "vercel"):
+        secret = "sw-signing" if scheme == "standard_webhooks" else "demo-secret"
+        write(
+            folder / "webhooks" / f"{scheme}.yaml",
+            f"authMode: signature\nsignatureScheme: {scheme}\nsecretName: {secret}\n",
+        )
+    first = apply(tmp_path, folder, factory)
+    assert {w["action"] for w in first["webhooks"]} == {"created"}
+    with sqlite3.connect(tmp_path / "cli.db") as db:
+        stored = dict(db.execute("SELECT definition_name, signature_scheme FROM webhooks"))
+    assert stored == {
+        "svix": "standard_webhooks",  # the alias is stored under the scheme's own name
+        "standard_webhooks": "standard_webhooks",
+        "pagerduty": "pagerduty",
+        "sentry": "sentry",
+        "vercel": "vercel",
+    }
+    again = apply(tmp_path, folder, factory)  # the alias in the file is no change
+    assert {w["action"] for w in again["webhooks"]} == {"unchanged"}
