@@ -35,7 +35,7 @@ def split_frontmatter(text: str) -> SplitMarkdown:
         if lines[index].rstrip() == FENCE:
             return SplitMarkdown("\n".join(lines[1:index]), "\n".join(lines[index + 1 :]))
     raise FrontmatterError(
-        len(lines),
+        1,
         "the frontmatter opened on line 1 is never closed: add a line holding only `---` "
         "after the last frontmatter key, before the body",
     )

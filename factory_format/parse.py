@@ -48,10 +48,18 @@ def parse_tree(files: Mapping[str, str], *, found: Iterable[Diagnostic] = ()) ->
     sources = collect_sources(files, sink)
     if sources is None:
         return ParseResult(diagnostics=sink.sorted())
-    docs = [doc for s in sources if (doc := load_document(s, sink)) is not None]
-    factory_doc = next((d for d in docs if d.kind is FileKind.FACTORY), None)
-    if not _has_factory(sources, files, sink) or not _version_ok(factory_doc, sink):
+    if not _has_factory(sources, files, sink):
         return ParseResult(diagnostics=sink.sorted())
+    factory_source = next(s for s in sources if s.kind is FileKind.FACTORY)
+    factory_doc = load_document(factory_source, sink) if factory_source.readable else None
+    if not _version_ok(factory_doc, sink):
+        return ParseResult(diagnostics=sink.sorted())
+    docs = [factory_doc] if factory_doc else []
+    docs += [
+        d
+        for s in sources
+        if s.readable and s is not factory_source and (d := load_document(s, sink)) is not None
+    ]
     for doc in docs:
         validator = validator_for(doc.kind, CURRENT_VERSION)
         if validator is not None:

@@ -121,10 +121,10 @@ def _missing_keys(
         else:
             where = f"`{render_path(path)}` needs" if path else "this file needs"
             message = f"{where} `{key}`: add `{key}: ...`"
-        # the fault is the missing key's; the diagnostic points at the mapping that lacks it,
-        # or at the key the schema names (`authMode` for a missing signatureScheme)
+        # the fault is the missing key's; the diagnostic points at the key holding the mapping
+        # that lacks it, or at the key the schema names (`authMode` for a signatureScheme)
         pointer = error.schema.get("x-warp-at")
-        shown = (*path, pointer) if isinstance(pointer, str) and pointer in error.instance else None
+        shown = (*path, pointer) if isinstance(pointer, str) and pointer in error.instance else path
         yield _Problem((*path, key), code, message, at_key=True, shown_at=shown)
 
 
@@ -140,9 +140,13 @@ def _duplicates(error: _Failure, path: DocPath, code: Code, field: str) -> Itera
 
 
 def _conflict_path(error: _Failure, path: DocPath) -> DocPath:
-    """Point a `not: {required: [a, b]}` failure at the last of the keys present."""
-    required = error.limit.get("required", []) if isinstance(error.limit, dict) else []
-    present = [k for k in required if isinstance(error.instance, dict) and k in error.instance]
+    """Point a `not: {required: [a, b]}` (or `not: {anyOf: [{required: [a]}, ...]}`) failure
+    at the last of the keys present."""
+    limit = error.limit if isinstance(error.limit, dict) else {}
+    named = list(limit.get("required", []))
+    for option in limit.get("anyOf", []):
+        named.extend(option.get("required", []))
+    present = [k for k in named if isinstance(error.instance, dict) and k in error.instance]
     return (*path, present[-1]) if present else path
 
 

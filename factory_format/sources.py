@@ -27,9 +27,14 @@ TREE = "."  # the path of diagnostics about the tree as a whole
 
 @dataclass(frozen=True)
 class SourceFile:
+    """`readable` is False for a file whose name or text was refused: it still declares its
+    resource (so nothing else is reported about that resource being absent), but is not
+    parsed."""
+
     path: str
     placement: Placement
     text: str
+    readable: bool = True
 
     @property
     def kind(self) -> FileKind:
@@ -47,8 +52,11 @@ def collect_sources(files: Mapping[str, str], sink: Diagnostics) -> list[SourceF
         placement = place(path)
         if isinstance(placement, Unsupported):
             sink.add(path, None, Code.UNSUPPORTED_PATH, placement.message)
-        elif placement is not None and _usable(path, placement, text, found, sink):
-            found[path] = SourceFile(path, placement, text.replace("\r\n", "\n"))
+        elif placement is not None and path in found:
+            sink.add(path, None, Code.DUPLICATE_PATH, "this path is posted twice; post it once")
+        elif placement is not None:
+            readable = _name_ok(path, placement, sink) and _text_ok(path, text, sink)
+            found[path] = SourceFile(path, placement, text.replace("\r\n", "\n"), readable)
     sources = [found[p] for p in sorted(found)]
     if not _within_tree_limits(sources, sink):
         return None
@@ -71,20 +79,14 @@ def _clean_path(raw: str, sink: Diagnostics) -> str | None:
     return path
 
 
-def _usable(
-    path: str, placement: Placement, text: str, found: dict[str, SourceFile], sink: Diagnostics
-) -> bool:
-    if path in found:
-        sink.add(path, None, Code.DUPLICATE_PATH, "this path is posted twice; post it once")
-        return False
-    for name in (placement.name.split("/") if placement.name else []) + (
-        [placement.owner] if placement.owner else []
-    ):
+def _name_ok(path: str, placement: Placement, sink: Diagnostics) -> bool:
+    names = placement.name.split("/") if placement.name else []
+    for name in [*names, *([placement.owner] if placement.owner else [])]:
         problem = check_name(name)
         if problem is not None:
             sink.add(path, None, Code.INVALID_NAME, f"{problem}; rename the file or directory")
             return False
-    return _text_ok(path, text, sink)
+    return True
 
 
 def _text_ok(path: str, text: str, sink: Diagnostics) -> bool:
@@ -123,7 +125,7 @@ def _within_tree_limits(sources: list[SourceFile], sink: Diagnostics) -> bool:
             "accepted: split it into several factories",
         )
         return False
-    total = sum(len(s.text.encode("utf-8")) for s in sources)
+    total = sum(len(s.text.encode("utf-8", "surrogatepass")) for s in sources)
     if total > MAX_TREE_BYTES:
         sink.add(
             TREE,
