@@ -138,6 +138,7 @@ def _merge_harness(
             Code.INVALID_HARNESS,
             f"the harness here is oz, which takes no `{key}`: remove it, or set harness.type "
             "to claude, codex or gemini",
+            at_key=True,
         )
         return None
     declares_auth = not isinstance(override.auth, UnsetType)
@@ -160,6 +161,7 @@ def _auth_fits(resolved: Resolved, ctx: BuildContext) -> bool:
         "`source: workerEnvironment` needs runs on a self-hosted worker, but the workerHost "
         f"here is {host or 'not set'}: set workerHost to the worker's id, or use "
         "source: managedSecret",
+        at_key=True,
     )
     return False
 
