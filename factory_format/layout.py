@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,9 +88,10 @@ def check_name(name: str) -> str | None:
     """Why `name` (a path segment that names a resource) is not a valid name, or None."""
     if NAME.match(name):
         return None
+    shown = json.dumps(name, ensure_ascii=False)
     return (
-        f"{name!r} is not a valid name: use 1 to 100 letters, digits, '.', '_' or '-', "
-        "starting with a letter or digit"
+        f"{shown} is not a valid name: use 1 to 100 letters, digits, '.', '_' or '-', starting "
+        "with a letter or digit"
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .codes import Code
-from .diagnostics import Diagnostics, Position
+from .diagnostics import Diagnostics, Position, show
 from .layout import FileKind, Placement, Unsupported, check_name, place
 
 __all__ = [
@@ -152,6 +152,6 @@ def _check_duplicate_resources(sources: list[SourceFile], sink: Diagnostics) -> 
                 source.path,
                 None,
                 Code.DUPLICATE_PATH,
-                f"automation {name!r} is also declared by automations/{name}/automation.md;"
+                f"automation {show(name)} is also declared by automations/{name}/automation.md;"
                 f" keep one of the two files",
             )

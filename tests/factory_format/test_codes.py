@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from factory_format import CODE_SUMMARIES, Code
+import msgspec
+
+from factory_format import CODE_SUMMARIES, Code, parse_tree
+from factory_format.triggers import CATALOGUE
+from tests.factory_format.support import MINIMAL
 
 PACKAGE = Path(__file__).resolve().parents[2] / "factory_format"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "factory-files.md"
@@ -39,3 +44,53 @@ def test_the_docs_show_an_example_of_every_code() -> None:
         section = re.search(rf"^### `{code.value}`\n(.*?)(?=^### |^## |\Z)", text, re.M | re.S)
         assert section, f"docs/factory-files.md has no section for {code.value}"
         assert "```" in section.group(1), f"the {code.value} section has no example"
+
+
+def _sections() -> dict[str, str]:
+    text = DOCS.read_text()
+    return {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^### `(FF_[A-Z_]+)`\n(.*?)(?=^### |^## |\Z)", text, re.M | re.S)
+    }
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+def test_each_example_in_the_docs_gives_the_diagnostics_shown() -> None:
+    for code, section in _sections().items():
+        shown = [
+            json.loads(line) for block in _blocks(section, "json") for line in block.splitlines()
+        ]
+        assert shown and all(d["code"] == code for d in shown), code
+        trees = _blocks(section, "text")
+        if not trees:
+            continue  # a whole-file or whole-tree problem, shown without its input
+        files = {
+            m.group(1): m.group(2) + "\n"
+            for m in re.finditer(
+                r"^==> (.+?) <==\n(.*?)(?=^==> |\Z)", trees[0].rstrip("\n"), re.M | re.S
+            )
+        }
+        result = parse_tree({**MINIMAL, **files})
+        found = [msgspec.to_builtins(d) for d in result.diagnostics]
+        for diagnostic in shown:
+            assert diagnostic in found, (code, diagnostic, found)
+
+
+def test_the_docs_list_every_event_of_the_catalogue() -> None:
+    text = DOCS.read_text()
+    for provider in CATALOGUE:
+        for spec in provider.events:
+            row = next(
+                (
+                    line
+                    for line in text.splitlines()
+                    if line.startswith(f"| `{provider.name}` |") and f"`{spec.event}`" in line
+                ),
+                None,
+            )
+            assert row is not None, (provider.name, spec.event)
+            for key in spec.keys:
+                assert f"`{key.name}`" in row, (spec.event, key.name)
