@@ -26,6 +26,7 @@ from .directory import (
     parse_directory,
     read_directory,
 )
+from .inheritance import InheritanceError, resolve_effective
 from .layout import FileKind
 from .model import (
     Agent,
@@ -78,6 +79,7 @@ __all__ = [
     "Factory",
     "FactoryTree",
     "FileKind",
+    "InheritanceError",
     "Matcher",
     "ParseResult",
     "Resource",
@@ -95,6 +97,7 @@ __all__ = [
     "parse_directory",
     "parse_tree",
     "read_directory",
+    "resolve_effective",
     "schema_bundle",
     "schema_document",
     "schema_versions",

@@ -3,11 +3,14 @@ effective configuration resolved."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .builders.agents import AgentDraft
 from .builders.automations import AutomationDraft
 from .builders.context import BuildContext
+from .codes import Code
 from .documents import Document
-from .inheritance import Layer, Resolved, resolve_defaults, resolve_layer
+from .inheritance import Problem, Resolved, override, start
 from .model import (
     Agent,
     Automation,
@@ -20,6 +23,7 @@ from .model import (
     Skill,
     Webhook,
 )
+from .positions import DocPath
 
 __all__ = ["Built", "assemble"]
 
@@ -38,11 +42,30 @@ class Built:
         self.suites: list[BenchmarkSuite] = []
 
 
+@dataclass(frozen=True)
+class _Layer:
+    """Where a layer of run configuration is written: problems are reported there."""
+
+    doc: Document
+    base: DocPath
+
+
+def _reported(result: Resolved | Problem, ctx: BuildContext) -> Resolved | None:
+    if isinstance(result, Resolved):
+        return result
+    layer = result.layer
+    assert isinstance(layer, _Layer)
+    at_key = result.key[-1] != "type"
+    layer.doc.report(
+        ctx.sink, (*layer.base, *result.key), Code.INVALID_HARNESS, result.message, at_key=at_key
+    )
+    return None
+
+
 def assemble(built: Built, ctx: BuildContext) -> FactoryTree | None:
     """None once inheritance problems are reported."""
     factory = built.factory
-    defaults_layer = Layer(factory.agent_defaults, built.factory_doc, ("agentDefaults",))
-    defaults = resolve_defaults(factory, defaults_layer, ctx)
+    defaults = _reported(start(factory, _Layer(built.factory_doc, ("agentDefaults",))), ctx)
     if defaults is None:
         return None
     resolved = {d.name: _resolve_agent(d, defaults, factory, ctx) for d in built.agents}
@@ -67,10 +90,11 @@ def assemble(built: Built, ctx: BuildContext) -> FactoryTree | None:
 def _resolve_agent(
     draft: AgentDraft, defaults: Resolved, factory: Factory, ctx: BuildContext
 ) -> Resolved | None:
-    layer = Layer(draft.config, draft.doc, ())
-    return resolve_layer(
-        defaults, layer, factory, ctx, credential_strategy=draft.credential_strategy
+    layer = _Layer(draft.doc, ())
+    result = override(
+        defaults, draft.config, factory, layer, credential_strategy=draft.credential_strategy
     )
+    return _reported(result, ctx)
 
 
 def _agent(draft: AgentDraft, resolved: Resolved | None, skills: list[Skill]) -> Agent | None:
@@ -100,7 +124,7 @@ def _automation(
     above = agents.get(target)
     if above is None:
         return None
-    resolved = resolve_layer(above, Layer(draft.config, draft.doc, ()), factory, ctx)
+    resolved = _reported(override(above, draft.config, factory, _Layer(draft.doc, ())), ctx)
     if resolved is None:
         return None
     return Automation(

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from factory_format import EffectiveConfig
-from tests.factory_format.support import MINIMAL, parse_with, where
+import pytest
+
+from factory_format import (
+    EffectiveConfig,
+    InheritanceError,
+    RunConfig,
+    parse_tree,
+    resolve_effective,
+)
+from factory_format.model import HarnessLayer
+from tests.factory_format.support import EXAMPLE_NAMES, MINIMAL, example_files, parse_with, where
 
 FACTORY = (
     "name: demo\nrepositories: [{owner: acme, name: api}]\n"
@@ -160,3 +169,32 @@ def test_an_automation_targets_its_agent_or_the_foreman() -> None:
     )
     assert (by_name["b"].agent, by_name["b"].effective.harness.model) == ("boss", "auto")
     assert MINIMAL  # the small tree the others extend
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_the_pure_resolution_gives_what_the_tree_stores(name: str) -> None:
+    tree = parse_tree(example_files(name)).tree
+    assert tree is not None
+    agents = {a.name: a for a in tree.agents}
+    for agent in tree.agents:
+        assert resolve_effective(
+            tree.factory, agent.config, agent_credential_strategy=agent.credential_strategy
+        ) == (agent.effective)
+    for automation in tree.automations:
+        target = agents[automation.agent]
+        assert resolve_effective(
+            tree.factory,
+            target.config,
+            automation.config,
+            agent_credential_strategy=target.credential_strategy,
+        ) == (automation.effective)
+
+
+def test_the_pure_resolution_raises_on_a_harness_that_does_not_hold() -> None:
+    tree = parse_tree(example_files("01-single-repo-quickstart")).tree
+    assert tree is not None
+    switch = RunConfig(harness=HarnessLayer(type="claude"))
+    with pytest.raises(InheritanceError, match="switches from oz to claude") as caught:
+        resolve_effective(tree.factory, RunConfig(), switch)
+    assert caught.value.problem.layer == "automation"
+    assert caught.value.problem.key == ("harness", "type")
