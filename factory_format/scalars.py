@@ -21,7 +21,12 @@ _INF = re.compile(r"[-+]?\.(inf|Inf|INF)\Z")
 _NAN = re.compile(r"\.(nan|NaN|NAN)\Z")
 
 
+MAX_DIGITS = 100  # longer numerals stay strings: no key takes such a number
+
+
 def resolve_plain(text: str) -> Scalar:
+    if len(text) > MAX_DIGITS:
+        return text
     if text in _NULL:
         return None
     if text in _TRUE:

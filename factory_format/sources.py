@@ -46,6 +46,14 @@ def collect_sources(files: Mapping[str, str], sink: Diagnostics) -> list[SourceF
     out. None when the tree as a whole is over a limit (nothing of it is parsed then)."""
     found: dict[str, SourceFile] = {}
     for raw_path, text in files.items():
+        if not isinstance(raw_path, str) or not isinstance(text, str):
+            sink.add(
+                str(raw_path),
+                None,
+                Code.INVALID_DOCUMENT,
+                "a posted file is a path and its text, both strings",
+            )
+            continue
         path = _clean_path(raw_path, sink)
         if path is None:
             continue

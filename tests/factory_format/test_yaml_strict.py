@@ -135,3 +135,23 @@ def test_a_document_whose_root_is_not_a_mapping(
     result = parse_with({path: text})
     assert (path, *problem) in where(result)
     assert result.tree is None
+
+
+def test_a_numeral_too_long_for_a_number_stays_text() -> None:
+    digits = "9" * 5000  # int() refuses more than 4300 digits
+    assert load(f"a: {digits}\nb: -{digits}\n") == ({"a": digits, "b": f"-{digits}"}, [])
+    result = parse_with(
+        {
+            "runners/small.yaml": f"instanceShape: {{vcpus: {digits}, memoryGb: 8}}\n"
+            "platform: {linux: {dockerImage: u}}\n"
+        }
+    )
+    assert where(result) == [("runners/small.yaml", 1, 24, "FF_INVALID_TYPE")]
+
+
+def test_a_posted_file_that_is_not_text() -> None:
+    from factory_format import parse_tree
+    from tests.factory_format.support import MINIMAL
+
+    result = parse_tree({**MINIMAL, "runners/x.yaml": b"x: 1"})  # type: ignore[dict-item]
+    assert where(result) == [("runners/x.yaml", None, None, "FF_INVALID_DOCUMENT")]
