@@ -1,12 +1,12 @@
-"""JSON Schema 2020-12 for factory definition files (webhooks/*.yaml, automations/*.yaml), by
-schema version: each version has a document for both kinds and one per kind."""
+"""JSON Schema 2020-12 of the file shapes `gateway apply` reads today (webhooks/*.yaml,
+automations/*.yaml). The schemas served under /factory-files/schemas are the public v1alpha1
+format's (factory_format); these go when apply moves to that format."""
 
 from __future__ import annotations
 
 from typing import Any, get_args
 
 from gateway.automations.management import MAX_PROMPT, MAX_TRIGGERS
-from gateway.errors import NotFound
 from gateway.signatures import SCHEME_ALIASES, SCHEMES
 from gateway.webhooks.management import AuthMode
 
@@ -94,53 +94,3 @@ def definition_schema(kind: str) -> dict[str, Any]:
         "title": f"Factory definition {kind} files ({kind}s/<name>.yaml), {VERSION}",
         "oneOf": [{"$ref": f"#/$defs/{kind}"}],
     }
-
-
-# version -> document name -> document; a new version is added beside the old ones, which stay
-# served as long as definition files written against them are accepted
-SCHEMA_VERSIONS: dict[str, dict[str, dict[str, Any]]] = {
-    VERSION: {
-        FACTORY_DOCUMENT: FACTORY_SCHEMA,
-        "webhook.schema.json": definition_schema("webhook"),
-        "automation.schema.json": definition_schema("automation"),
-    }
-}
-CURRENT_VERSION = VERSION
-
-
-def schema_versions() -> list[dict[str, Any]]:
-    return [
-        {
-            "version": version,
-            "current": version == CURRENT_VERSION,
-            "documents": sorted(documents),
-            "bundle_path": f"{SCHEMAS_PATH}/{version}",
-        }
-        for version, documents in SCHEMA_VERSIONS.items()
-    ]
-
-
-def schema_bundle(version: str) -> dict[str, Any]:
-    """Every document of `version` in one JSON Schema 2020-12 compound document: each is an
-    embedded resource under $defs, keyed by its name and keeping its own $id."""
-    documents = _version(version)
-    return {
-        "$schema": DIALECT,
-        "$id": f"{SCHEMAS_PATH}/{version}",
-        "title": f"Factory definition file schemas, {version}",
-        "$defs": dict(sorted(documents.items())),
-    }
-
-
-def schema_document(version: str, name: str) -> dict[str, Any]:
-    document = _version(version).get(name)
-    if document is None:
-        raise NotFound(f"document: {version} has no document {name!r}")
-    return document
-
-
-def _version(version: str) -> dict[str, dict[str, Any]]:
-    documents = SCHEMA_VERSIONS.get(version)
-    if documents is None:
-        raise NotFound(f"version: no factory file schema version {version!r}")
-    return documents

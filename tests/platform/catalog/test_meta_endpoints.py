@@ -21,6 +21,7 @@ def test_schema_is_served_and_is_a_2020_12_schema(world: World) -> None:
     schema = response.json()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
+    assert "agentDefaults" in schema["properties"]
 
 
 GOOD_WEBHOOKS = [

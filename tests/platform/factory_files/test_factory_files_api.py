@@ -9,13 +9,26 @@ from referencing.jsonschema import DRAFT202012
 from tests.support import World
 
 BASE = "/factory-files/schemas"
-DOCUMENTS = ["automation.schema.json", "factory.schema.json", "webhook.schema.json"]
+DOCUMENTS = sorted(
+    [
+        "factory.schema.json",
+        "agent.schema.json",
+        "automation.schema.json",
+        "scorer.schema.json",
+        "runner.schema.json",
+        "webhook.schema.json",
+        "benchmark_suite.schema.json",
+        "benchmark_suite_task.schema.json",
+        "common.schema.json",
+    ]
+)
 
 
 def test_versions_list_their_documents(world: World) -> None:
     response = world.api("GET", BASE)
     assert response.status_code == 200
     assert response.json() == {
+        "current_version": "v1alpha1",
         "versions": [
             {
                 "version": "v1alpha1",
@@ -23,7 +36,7 @@ def test_versions_list_their_documents(world: World) -> None:
                 "documents": DOCUMENTS,
                 "bundle_path": "/api/v1/factory-files/schemas/v1alpha1",
             }
-        ]
+        ],
     }
 
 
@@ -35,10 +48,17 @@ def test_each_document_is_served_and_validates_its_files(world: World) -> None:
         schema = response.json()
         jsonschema.Draft202012Validator.check_schema(schema)
         assert schema["$id"] == f"/api/v1{BASE}/v1alpha1/{name}"
+    # documents refer to common.schema.json by relative $ref: a client registers all of them
+    fetched = [world.api("GET", f"{BASE}/v1alpha1/{name}").json() for name in DOCUMENTS]
+    registry: Registry[object] = Registry().with_resources(
+        (doc["$id"], DRAFT202012.create_resource(doc)) for doc in fetched
+    )
     webhook = world.api("GET", f"{BASE}/v1alpha1/webhook.schema.json").json()
-    validator = jsonschema.Draft202012Validator(webhook)
-    assert validator.is_valid({"authMode": "token"})
+    validator = jsonschema.Draft202012Validator(webhook, registry=registry)
+    assert validator.is_valid({"authMode": "token", "secretName": "gh"})
     assert not validator.is_valid({"prompt": "an automation is not a webhook", "triggers": []})
+    by_kind = world.api("GET", f"{BASE}/v1alpha1/webhook")
+    assert by_kind.status_code == 200 and by_kind.json() == webhook
 
 
 def test_the_bundle_embeds_every_document_under_its_own_id(world: World) -> None:
@@ -57,8 +77,8 @@ def test_the_bundle_embeds_every_document_under_its_own_id(world: World) -> None
     )
     automation = {"$ref": f"/api/v1{BASE}/v1alpha1/automation.schema.json"}
     validator = jsonschema.Draft202012Validator(automation, registry=registry)
-    good = {"prompt": "p", "triggers": [{"provider": "webhook", "event": "received",
-                                         "filter": {"webhook_ids": ["wh_1"]}}]}  # fmt: skip
+    good = {"triggers": [{"provider": "webhook", "event": "received",
+                          "filter": {"webhook_ids": ["wh_1"]}}]}  # fmt: skip
     assert validator.is_valid(good) and not validator.is_valid({"prompt": "p"})
 
 
