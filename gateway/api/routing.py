@@ -3,11 +3,14 @@
     routes = Routes("webhooks")
 
     @routes.post("/factory/{uid}/webhooks", "Create a webhook", ok=201, response=Webhook)
-    async def create(request: Request, body: Body[WebhookCreate]) -> Response: ...
+    async def create(request: Request, body: Body[WebhookCreate]) -> Webhook: ...
 
 The handler's `body: Body[T]` and `query: Query[T]` parameters name the Structs that validate
 the request; the same Structs, the path and the declared answers make its OpenAPI operation.
 Both are decoded only when the handler asks, so authentication and access checks come first.
+A handler returns an instance of the declared `response` type, sent as JSON with the `ok`
+status (anything else is a bug, refused at once), or a Response of its own (204, redirects,
+text).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from gateway.api.decoding import (
     read_capped,
     reject_nul,
 )
+from gateway.api.http import JSONResponse
 from gateway.openapi import Documented, Operation
 
 T = TypeVar("T")
-Handler = Callable[..., Awaitable[Response]]
+Handler = Callable[..., Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
 
 
@@ -77,6 +81,7 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
     body_type, query_type = operation.body, operation.query
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
     names: QueryFields = () if query_type is None else query_fields(query_type)
+    declared = operation.response if isinstance(operation.response, type) else None
 
     async def endpoint(request: Request) -> Response:
         reject_nul(request)
@@ -85,7 +90,14 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
             inputs["body"] = Body(request, decoder, operation.body_required)
         if query_type is not None:
             inputs["query"] = Query(request, query_type, names)
-        return await handler(request, **inputs)
+        answer = await handler(request, **inputs)
+        if isinstance(answer, Response):
+            return answer
+        if declared is not None and not isinstance(answer, declared):
+            raise TypeError(
+                f"{handler.__name__} answered a {type(answer).__name__}, not {declared}"
+            )
+        return JSONResponse(answer, status_code=operation.ok)
 
     return endpoint
 

@@ -25,7 +25,7 @@ from gateway.deliveries import log as delivery_log
 from gateway.deliveries.replay import Replayer
 from gateway.errors import ServiceError
 from gateway.services import Services
-from gateway.webhooks.management import get_webhook_row, list_webhook_rows
+from gateway.webhooks.management import get_webhook_row, list_webhooks
 
 P = session.PATH
 MAX_FORM_BYTES = 64 * 1024
@@ -140,7 +140,7 @@ async def factory(request: Request, services: Services, principal: Principal) ->
     uid = request.path_params["uid"]
     async with services.database.read() as conn:
         found = await get_accessible_factory(conn, principal, uid)
-        hooks = await list_webhook_rows(conn, uid)
+        hooks = await list_webhooks(conn, services, uid)
     items = "".join(
         f"<li>{link(f'{P}/f/{uid}/w/{w.uid}', w.name)} "
         f"<span class=muted>{escape(w.uid)}{'' if w.enabled else ' · disabled'}</span></li>"

@@ -2,14 +2,15 @@
 
 Every change bumps `config_version` in the same transaction and, after the commit, is published
 to every gateway process (services.config_publisher), so ingress sees it on its next request.
+Callers pass a connection of `Database.transaction()`; reads and results are `models.Webhook`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from msgspec import UNSET
 from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -20,27 +21,14 @@ from gateway.security import hash_token, new_standard_webhooks_secret, new_webho
 from gateway.services import Services
 from gateway.signatures import SCHEMES
 from gateway.signatures.identity_headers import identity_header_refusal
+from gateway.store import after_commit
 from gateway.store import tables as t
 from gateway.store.types import utcnow
+from gateway.webhooks.models import RotatedSecret, Webhook, WebhookCreate, WebhookPatch
 
 WEBHOOKS_PER_FACTORY = 20
-AuthMode = Literal["token", "url_token", "signature"]
 GENERATED_SIGNATURE_SCHEME = "standard_webhooks"
 _URL_SAFE = re.compile(r"^[A-Za-z0-9._~-]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookSpec:
-    """A validated create request (from the API or a definition file): the name stripped, the
-    delivery id header lower-cased, the signature scheme under its registered name."""
-
-    name: str
-    auth_mode: AuthMode = "token"
-    signature_scheme: str | None = None
-    secret: str | None = None
-    secret_name: str | None = None
-    delivery_id_header: str | None = None
-    enabled: bool = True
 
 
 def check_identity_header(name: str | None, field: str = "delivery_id_header") -> None:
@@ -62,7 +50,7 @@ def check_signing_secret(scheme: str, secret: str, field: str = "secret") -> Non
 
 
 async def check_secret_name(
-    conn: AsyncConnection, services: Services, team_uid: str, spec: WebhookSpec
+    conn: AsyncConnection, services: Services, team_uid: str, spec: WebhookCreate
 ) -> None:
     assert spec.secret_name is not None
     value = await get_team_secret(conn, services.secret_box, team_uid, spec.secret_name)
@@ -89,11 +77,11 @@ async def create_webhook(
     services: Services,
     factory_uid: str,
     team_uid: str,
-    spec: WebhookSpec,
+    spec: WebhookCreate,
     *,
     definition_name: str | None = None,
-) -> tuple[Row[Any], str | None]:
-    """Inserts the webhook; returns its row and the secret when the service generated one."""
+) -> Webhook:
+    """Inserts the webhook; its `secret` is set when the service generated one."""
     await _lock_factory(conn, factory_uid)
     live = select(func.count()).where(
         t.webhooks.c.factory_uid == factory_uid, t.webhooks.c.deleted_at.is_(None)
@@ -125,11 +113,14 @@ async def create_webhook(
             updated_at=now,
         )
     )
-    return await get_webhook_row(conn, factory_uid, uid), generated
+    _publish(conn, services, uid, 1)
+    return Webhook.from_row(
+        await get_webhook_row(conn, factory_uid, uid), _base(services), generated
+    )
 
 
 def _initial_credential(
-    services: Services, spec: WebhookSpec
+    services: Services, spec: WebhookCreate
 ) -> tuple[str | None, str | None, str | None]:
     """(generated secret to show once, token hash, encrypted signing secret)."""
     if spec.secret_name is not None:
@@ -160,39 +151,95 @@ async def get_webhook_row(conn: AsyncConnection, factory_uid: str, uid: str) -> 
     return row
 
 
-async def list_webhook_rows(conn: AsyncConnection, factory_uid: str) -> list[Row[Any]]:
+async def get_webhook(
+    conn: AsyncConnection, services: Services, factory_uid: str, uid: str
+) -> Webhook:
+    return Webhook.from_row(await get_webhook_row(conn, factory_uid, uid), _base(services))
+
+
+async def list_webhooks(
+    conn: AsyncConnection, services: Services, factory_uid: str
+) -> list[Webhook]:
     query = (
         select(t.webhooks)
         .where(t.webhooks.c.factory_uid == factory_uid, t.webhooks.c.deleted_at.is_(None))
         .order_by(t.webhooks.c.created_at, t.webhooks.c.uid)
     )
-    return list((await conn.execute(query)).all())
+    base = _base(services)
+    return [Webhook.from_row(row, base) for row in await conn.execute(query)]
 
 
 async def update_webhook(
-    conn: AsyncConnection, factory_uid: str, uid: str, changes: dict[str, Any]
-) -> Row[Any]:
-    """Applies validated changes (name, enabled, delivery_id_header...) and bumps the version."""
-    check_identity_header(changes.get("delivery_id_header"))
+    conn: AsyncConnection, services: Services, factory_uid: str, uid: str, patch: WebhookPatch
+) -> Webhook:
+    values = {
+        name: getattr(patch, name)
+        for name in patch.__struct_fields__
+        if getattr(patch, name) is not UNSET
+    }
+    return Webhook.from_row(
+        await _change(conn, services, factory_uid, uid, values), _base(services)
+    )
+
+
+async def redefine_webhook(
+    conn: AsyncConnection,
+    services: Services,
+    factory_uid: str,
+    team_uid: str,
+    uid: str,
+    spec: WebhookCreate,
+) -> Webhook:
+    """A definition file applied again: its name, enabled, delivery id header and managed
+    secret replace the stored ones (the secret's value is read again, so the version moves
+    even when nothing else changed). Mode and scheme cannot change in place."""
     row = await get_webhook_row(conn, factory_uid, uid)
+    if (row.auth_mode, row.signature_scheme) != (spec.auth_mode, spec.signature_scheme):
+        raise InvalidRequest(
+            "authMode: authMode/signatureScheme cannot change in place; "
+            "delete the webhook or use a new file name"
+        )
+    if (row.secret_name is None) != (spec.secret_name is None):
+        raise InvalidRequest("secretName: cannot be added or removed in place")
+    if spec.secret_name is not None:
+        await check_secret_name(conn, services, team_uid, spec)
+    values = {
+        "name": spec.name,
+        "enabled": spec.enabled,
+        "delivery_id_header": spec.delivery_id_header,
+        "secret_name": spec.secret_name,
+    }
+    return Webhook.from_row(
+        await _change(conn, services, factory_uid, uid, values), _base(services)
+    )
+
+
+async def _change(
+    conn: AsyncConnection, services: Services, factory_uid: str, uid: str, values: dict[str, Any]
+) -> Row[Any]:
+    """Writes validated column values and bumps the version; the change is published after the
+    commit."""
+    check_identity_header(values.get("delivery_id_header"))
+    row = await get_webhook_row(conn, factory_uid, uid)
+    version = row.config_version + 1
     await conn.execute(
         update(t.webhooks)
         .where(t.webhooks.c.uid == uid)
-        .values(**changes, config_version=row.config_version + 1, updated_at=utcnow())
+        .values(**values, config_version=version, updated_at=utcnow())
     )
+    _publish(conn, services, uid, version)
     return await get_webhook_row(conn, factory_uid, uid)
 
 
 async def rotate_secret(
     conn: AsyncConnection, services: Services, factory_uid: str, uid: str, supplied: str | None
-) -> tuple[Row[Any], str | None]:
-    """New credential; the old one stops working at once. Returns (row, generated secret)."""
+) -> RotatedSecret:
+    """New credential; the old one stops working at once."""
     row = await get_webhook_row(conn, factory_uid, uid)
     if row.secret_name is not None:
         raise ManagedSecret(
             f"secret_name: this webhook uses team secret {row.secret_name!r}; update that secret"
         )
-    spec = WebhookSpec(row.name, row.auth_mode, row.signature_scheme, supplied, None, None, True)
     if supplied is not None:
         if row.auth_mode != "signature":
             raise InvalidRequest("secret: generated by the service for token modes")
@@ -201,12 +248,23 @@ async def rotate_secret(
         raise InvalidRequest(
             f"secret: required; {row.signature_scheme} secrets come from the provider"
         )
+    spec = WebhookCreate(
+        name=row.name,
+        auth_mode=row.auth_mode,
+        signature_scheme=row.signature_scheme,
+        secret=supplied,
+    )
     generated, token_hash, encrypted = _initial_credential(services, spec)
     changes = {"token_hash": token_hash, "secret_encrypted": encrypted}
-    return await update_webhook(conn, factory_uid, uid, changes), generated
+    rotated = Webhook.from_row(
+        await _change(conn, services, factory_uid, uid, changes), _base(services), generated
+    )
+    return RotatedSecret(ingress_url=rotated.ingress_url, secret=rotated.secret)
 
 
-async def delete_webhook(conn: AsyncConnection, factory_uid: str, uid: str) -> int:
+async def delete_webhook(
+    conn: AsyncConnection, services: Services, factory_uid: str, uid: str
+) -> None:
     row = await get_webhook_row(conn, factory_uid, uid)
     version = row.config_version + 1
     await conn.execute(
@@ -214,7 +272,7 @@ async def delete_webhook(conn: AsyncConnection, factory_uid: str, uid: str) -> i
         .where(t.webhooks.c.uid == uid)
         .values(deleted_at=utcnow(), config_version=version, updated_at=utcnow())
     )
-    return int(version)
+    _publish(conn, services, uid, version)
 
 
 async def team_secret_changed(services: Services, team_uid: str, name: str) -> None:
@@ -236,29 +294,15 @@ async def team_secret_changed(services: Services, team_uid: str, name: str) -> N
                 .where(t.webhooks.c.uid == row.uid)
                 .values(config_version=row.config_version + 1, updated_at=utcnow())
             )
-    for row in rows:
-        await services.config_publisher.webhook_changed(row.uid, row.config_version + 1)
+            _publish(conn, services, row.uid, row.config_version + 1)
 
 
-def webhook_json(services: Services, row: Row[Any], generated: str | None = None) -> dict[str, Any]:
-    base = f"{services.settings.webhook_base_url}/webhooks/w/{row.uid}"
-    ingress_url = base
-    if row.auth_mode == "url_token":
-        ingress_url = f"{base}/{generated}" if generated else f"{base}/{{token}}"
-    body: dict[str, Any] = {
-        "uid": row.uid,
-        "factory_uid": row.factory_uid,
-        "name": row.name,
-        "auth_mode": row.auth_mode,
-        "signature_scheme": row.signature_scheme,
-        "secret_name": row.secret_name,
-        "delivery_id_header": row.delivery_id_header,
-        "enabled": row.enabled,
-        "has_secret": bool(row.token_hash or row.secret_encrypted or row.secret_name),
-        "ingress_url": ingress_url,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-    }
-    if generated is not None:
-        body["secret"] = generated
-    return body
+def _publish(conn: AsyncConnection, services: Services, uid: str, version: int) -> None:
+    async def publish() -> None:
+        await services.config_publisher.webhook_changed(uid, version)
+
+    after_commit(conn, publish)
+
+
+def _base(services: Services) -> str:
+    return services.settings.webhook_base_url

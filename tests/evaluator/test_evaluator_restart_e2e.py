@@ -24,6 +24,7 @@ from gateway.settings import Settings
 from gateway.store import migrate
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
+from gateway.webhooks.models import WebhookCreate
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway
 
@@ -46,8 +47,10 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
     team = await identities.create_team(conn, "T")
     agent, _ = await identities.create_agent(conn, team, "Foreman")
     factory = await factories.create_factory(conn, team, "F", None, agent)
-    spec = webhooks.WebhookSpec("events")
-    hook, token = await webhooks.create_webhook(conn, services, factory, team, spec)
+    spec = WebhookCreate(name="events")
+    hook = await webhooks.create_webhook(conn, services, factory, team, spec)
+    assert isinstance(hook.secret, str)
+    token = hook.secret
     matching = set()
     for name, kind in (("a", "match"), ("b", "match"), ("c", "other")):
         trigger = {
@@ -59,7 +62,6 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
         row = await automations.create_automation(conn, factory, changes)
         if kind == "match":
             matching.add(row.uid)
-    assert token is not None
     return factory, hook.uid, token, matching
 
 

@@ -19,6 +19,7 @@ from gateway.evaluator.webhook_runs import AcceptedDelivery, RunRef, RunStarter
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
+from gateway.webhooks.models import WebhookCreate, WebhookPatch
 from tests.support import GatewayClient, World
 
 
@@ -31,10 +32,10 @@ def _trigger(webhook_uid: str, payload: Any = None) -> dict[str, Any]:
 
 async def _webhook(services: Services, factory_uid: str, team_uid: str, name: str) -> str:
     async with services.database.transaction() as conn:
-        row, _ = await webhooks.create_webhook(
-            conn, services, factory_uid, team_uid, webhooks.WebhookSpec(name)
+        created = await webhooks.create_webhook(
+            conn, services, factory_uid, team_uid, WebhookCreate(name=name)
         )
-    return str(row.uid)
+    return created.uid
 
 
 async def _automation(
@@ -173,8 +174,10 @@ def test_disabled_or_deleted_webhooks_and_no_foreman(client: GatewayClient) -> N
         gone = await _webhook(services, world.factory_uid, world.team_uid, "gone")
         await _automation(services, world.factory_uid, "a", [_trigger(off), _trigger(gone)])
         async with services.database.transaction() as conn:
-            await webhooks.update_webhook(conn, world.factory_uid, off, {"enabled": False})
-            await webhooks.delete_webhook(conn, world.factory_uid, gone)
+            await webhooks.update_webhook(
+                conn, services, world.factory_uid, off, WebhookPatch(enabled=False)
+            )
+            await webhooks.delete_webhook(conn, services, world.factory_uid, gone)
             lonely = await factories.create_factory(conn, world.team_uid, "No foreman", None, None)
         lonely_hook = await _webhook(services, lonely, world.team_uid, "lonely")
         await _automation(services, lonely, "b", [_trigger(lonely_hook)])
@@ -259,8 +262,8 @@ def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: Gate
         )
         await _automation(services, factory, "off", [_trigger(off), _trigger(gone)])
         async with services.database.transaction() as conn:
-            await webhooks.update_webhook(conn, factory, off, {"enabled": False})
-            await webhooks.delete_webhook(conn, factory, gone)
+            await webhooks.update_webhook(conn, services, factory, off, WebhookPatch(enabled=False))
+            await webhooks.delete_webhook(conn, services, factory, gone)
 
         starter = RunStarter()
         assert await starter.index.warm_up(services.database) >= 1

@@ -19,9 +19,9 @@ from gateway.automations import management as automations
 from gateway.errors import ServiceError
 from gateway.platform.factory_files.schema import definition_schema
 from gateway.services import Services
-from gateway.signatures import scheme_name
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
+from gateway.webhooks.models import WebhookCreate
 
 
 class DefinitionError(Exception):
@@ -42,18 +42,15 @@ def load_directory(directory: str) -> tuple[Files, Files]:
 async def apply_definitions(
     services: Services, factory_uid: str, webhook_files: Files, automation_files: Files
 ) -> dict[str, Any]:
-    published: list[tuple[str, int]] = []
     async with services.database.transaction() as conn:
         team_uid = await _factory_team(conn, factory_uid)
         hooks = [
-            await _apply_webhook(conn, services, factory_uid, team_uid, name, doc, published)
+            await _apply_webhook(conn, services, factory_uid, team_uid, name, doc)
             for name, doc in webhook_files
         ]
         autos = [
             await _apply_automation(conn, factory_uid, name, doc) for name, doc in automation_files
         ]
-    for uid, version in published:
-        await services.config_publisher.webhook_changed(uid, version)
     return {"factory_uid": factory_uid, "webhooks": hooks, "automations": autos}
 
 
@@ -106,60 +103,47 @@ async def _apply_webhook(
     team_uid: str,
     file_name: str,
     doc: dict[str, Any],
-    published: list[tuple[str, int]],
 ) -> dict[str, Any]:
     where = f"webhooks/{file_name}.yaml"
     spec = _webhook_spec(file_name, doc)
     try:
         row = await _existing(conn, t.webhooks, factory_uid, file_name)
         if row is None:
-            created, secret = await webhooks.create_webhook(
+            created = await webhooks.create_webhook(
                 conn, services, factory_uid, team_uid, spec, definition_name=file_name
             )
-            published.append((created.uid, created.config_version))
             result = {"name": file_name, "uid": created.uid, "action": "created"}
-            return {**result, "secret": secret} if secret else result
-        changes = _webhook_changes(row, spec, where)
-        if changes.get("secret_name"):
-            await webhooks.check_secret_name(conn, services, team_uid, spec)
-        if not changes:
+            return {**result, "secret": created.secret} if created.secret else result
+        if _unchanged(row, spec):
             return {"name": file_name, "uid": row.uid, "action": "unchanged"}
-        updated = await webhooks.update_webhook(conn, factory_uid, row.uid, changes)
-        published.append((updated.uid, updated.config_version))
+        await webhooks.redefine_webhook(conn, services, factory_uid, team_uid, row.uid, spec)
         return {"name": file_name, "uid": row.uid, "action": "updated"}
     except ServiceError as exc:
         raise DefinitionError(f"{where}: {exc.detail}") from exc
 
 
-def _webhook_spec(file_name: str, doc: dict[str, Any]) -> webhooks.WebhookSpec:
+def _webhook_spec(file_name: str, doc: dict[str, Any]) -> WebhookCreate:
     """The spec of a file the definition schema accepted (it enforces the cross-key rules)."""
-    header, scheme = doc.get("deliveryIdHeader"), doc.get("signatureScheme")
-    return webhooks.WebhookSpec(
-        name=doc.get("name", file_name).strip(),
+    return WebhookCreate(
+        name=doc.get("name", file_name),
         auth_mode=doc.get("authMode", "token"),
-        signature_scheme=None if scheme is None else scheme_name(scheme),
-        secret=None,  # secrets never go into files
-        secret_name=doc.get("secretName"),
-        delivery_id_header=None if header is None else header.lower(),
+        signature_scheme=doc.get("signatureScheme"),
+        secret_name=doc.get("secretName"),  # secrets never go into files
+        delivery_id_header=doc.get("deliveryIdHeader"),
         enabled=doc.get("enabled", True),
     )
 
 
-def _webhook_changes(row: Row[Any], spec: webhooks.WebhookSpec, where: str) -> dict[str, Any]:
-    if (row.auth_mode, row.signature_scheme) != (spec.auth_mode, spec.signature_scheme):
-        raise DefinitionError(
-            f"{where}: authMode/signatureScheme cannot change in place; "
-            "delete the webhook or use a new file name"
-        )
-    if (row.secret_name is None) != (spec.secret_name is None):
-        raise DefinitionError(f"{where}: secretName cannot be added or removed in place")
-    wanted = {
-        "name": spec.name,
-        "enabled": spec.enabled,
-        "delivery_id_header": spec.delivery_id_header,
-        "secret_name": spec.secret_name,
-    }
-    return {key: value for key, value in wanted.items() if getattr(row, key) != value}
+def _unchanged(row: Row[Any], spec: WebhookCreate) -> bool:
+    fields = [
+        "auth_mode",
+        "signature_scheme",
+        "name",
+        "enabled",
+        "delivery_id_header",
+        "secret_name",
+    ]
+    return all(getattr(spec, name) == getattr(row, name) for name in fields)
 
 
 async def _apply_automation(

@@ -8,7 +8,7 @@ from typing import Any, get_args
 
 from gateway.automations.management import MAX_PROMPT, MAX_TRIGGERS
 from gateway.signatures import SCHEME_ALIASES, SCHEMES
-from gateway.webhooks.management import AuthMode
+from gateway.webhooks.models import AuthMode
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS_PATH = "/api/v1/factory-files/schemas"
