@@ -18,11 +18,11 @@ from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Body, Query, Routes
 from gateway.errors import InvalidRequest
+from gateway.platform.analytics.models import MetricsRange
 from gateway.platform.analytics.params import (
     ERRORS,
     RATE_LIMITED,
     RATE_LIMITED_TYPE,
-    MetricsRange,
     metered_factory,
     range_of,
 )
