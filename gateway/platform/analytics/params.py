@@ -1,30 +1,22 @@
-"""What the factory metrics endpoints share: the range parameters, the answer's envelope, and
-the order of the checks (credentials, factory access, the caller's request budget, the range)."""
+"""What the factory metrics endpoints share: their problems, and the order of the checks
+(credentials, factory access, the caller's request budget, the range). The range parameters and
+the answers' envelope are in models.py."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from typing import Annotated, Literal
+from datetime import datetime
+from typing import Literal
 
-from msgspec import UNSET, Meta, Struct, UnsetType
 from starlette.requests import Request
 
 from gateway.accounts.factories import Factory, get_accessible_factory
 from gateway.api.auth import principal_of, services_of
-from gateway.api.fields import Moment, Timestamp
 from gateway.errors import FactoryMetricsRateLimited as BudgetSpent
 from gateway.errors import InvalidRequest
 from gateway.platform.analytics.window import Period, Window, window
-from gateway.platform.runs.routes import in_utc
 from gateway.problem import Problem
 from gateway.store.types import utcnow
 
-Start = Annotated[Moment, Meta(description="inclusive; default end_date minus 30 days")]
-End = Annotated[Moment, Meta(description="exclusive; default now")]
-Binning = Annotated[
-    Period,
-    Meta(description="adds per-period series aligned to period_list (UTC; weeks from Monday)"),
-]
 RATE_LIMITED = (
     429,
     "`metrics_rate_limited`: the caller's metrics budget is spent; see Retry-After",
@@ -39,34 +31,6 @@ class FactoryMetricsRateLimited(Problem, kw_only=True):
 
 RATE_LIMITED_TYPE = ((429, FactoryMetricsRateLimited),)
 ERRORS = (400, 401, 403, 404, 429)
-
-
-class PlainRange(Struct, kw_only=True):
-    """The range of an endpoint without binning."""
-
-    start_date: Start | None = None
-    end_date: End | None = None
-
-    def __post_init__(self) -> None:
-        self.start_date = in_utc(self.start_date, "start_date")
-        self.end_date = in_utc(self.end_date, "end_date")
-
-
-class MetricsRange(PlainRange, kw_only=True):
-    group_by_period: Binning | None = None
-
-
-class Envelope(Struct, kw_only=True):
-    """The range and binning an answer covers."""
-
-    factory_uid: str
-    start_date: Timestamp
-    end_date: Timestamp
-    group_by_period: Period | None
-    period_list: (
-        Annotated[list[date], Meta(description="first day of each period, oldest first")]
-        | UnsetType
-    ) = UNSET
 
 
 async def metered_factory(request: Request) -> Factory:

@@ -11,46 +11,69 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Row, select, tuple_, update
+from sqlalchemy import select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.platform.analytics import pr_costs
+from gateway.platform.analytics.models import PullRequest
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 p = t.pull_requests
 
 
+class ProducingRun(Protocol):
+    """What a PR's record takes from the run that reported it."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def root_run_id(self) -> str: ...
+    @property
+    def factory_uid(self) -> str | None: ...
+    @property
+    def team_uid(self) -> str | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+
+
 async def record(
-    conn: AsyncConnection, run: Any, artifact_uid: str, at: datetime, artifact: dict[str, Any]
+    conn: AsyncConnection,
+    run: ProducingRun,
+    artifact_uid: str,
+    at: datetime,
+    *,
+    url: str | None,
+    title: str | None,
+    branch: str | None,
+    state: str | None,
 ) -> None:
     """The PR of a PULL_REQUEST artifact just stored for `run`: new at its first appearance."""
-    url = artifact.get("url")
     if not url:
         return
-    detail = {"title": artifact.get("title"), "branch": artifact.get("branch")}
-    detail["state"] = artifact.get("pr_state")
+    detail = {"title": title, "branch": branch, "state": state}
     known = {key: value for key, value in detail.items() if value is not None}
-    values = {
-        "url": url,
-        "factory_uid": run.factory_uid,
-        "team_uid": run.team_uid,
-        "run_id": run.run_id,
-        "root_run_id": run.root_run_id,
-        "root_created_at": await _root_created_at(conn, run),
-        "artifact_uid": artifact_uid,
-        "first_seen_at": at,
-        "updated_at": at,
-        **detail,
-    }
     insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     # concurrent first appearances: the first commit wins, the other becomes a refresh
     new = await conn.execute(
-        insert(p).values(**values).on_conflict_do_nothing(index_elements=["url"])
+        insert(p)
+        .values(
+            url=url,
+            factory_uid=run.factory_uid,
+            team_uid=run.team_uid,
+            run_id=run.run_id,
+            root_run_id=run.root_run_id,
+            root_created_at=await _root_created_at(conn, run),
+            artifact_uid=artifact_uid,
+            first_seen_at=at,
+            updated_at=at,
+            **detail,
+        )
+        .on_conflict_do_nothing(index_elements=["url"])
     )
     if new.rowcount:  # the tree has one PR more: its cost is shared anew
         await pr_costs.refresh_tree(conn, run.root_run_id)
@@ -61,7 +84,7 @@ async def record(
     )
 
 
-async def _root_created_at(conn: AsyncConnection, run: Any) -> datetime:
+async def _root_created_at(conn: AsyncConnection, run: ProducingRun) -> datetime:
     moment: datetime = run.created_at
     if run.root_run_id != run.run_id:
         found = select(t.runs.c.created_at).where(t.runs.c.run_id == run.root_run_id)
@@ -69,22 +92,40 @@ async def _root_created_at(conn: AsyncConnection, run: Any) -> datetime:
     return moment
 
 
-def forge_detail(payload: Any) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class ForgeDetail:
+    """What a code-forge payload says of a PR; None where it says nothing usable."""
+
+    url: str
+    title: str | None
+    state: str | None
+    additions: int | None
+    deletions: int | None
+    changed_files: int | None
+    merged_at: datetime | None
+
+    def known(self) -> dict[str, object]:
+        """The PR columns this detail sets (those it knows)."""
+        fields = ("title", "state", "additions", "deletions", "changed_files", "merged_at")
+        return {name: value for name in fields if (value := getattr(self, name)) is not None}
+
+
+def forge_detail(payload: Any) -> ForgeDetail | None:
     """Size and state of the PR in a GitHub-style `pull_request` event payload, else None."""
     pr = payload.get("pull_request") if isinstance(payload, dict) else None
     if not isinstance(pr, dict) or not isinstance(pr.get("html_url"), str):
         return None
     merged_at = _moment(pr.get("merged_at"))
     state = "merged" if merged_at is not None else pr.get("state")
-    return {
-        "url": pr["html_url"],
-        "title": pr.get("title") if isinstance(pr.get("title"), str) else None,
-        "state": state if state in ("open", "closed", "merged") else None,
-        "additions": _count(pr.get("additions")),
-        "deletions": _count(pr.get("deletions")),
-        "changed_files": _count(pr.get("changed_files")),
-        "merged_at": merged_at,
-    }
+    return ForgeDetail(
+        url=pr["html_url"],
+        title=pr.get("title") if isinstance(pr.get("title"), str) else None,
+        state=state if state in ("open", "closed", "merged") else None,
+        additions=_count(pr.get("additions")),
+        deletions=_count(pr.get("deletions")),
+        changed_files=_count(pr.get("changed_files")),
+        merged_at=merged_at,
+    )
 
 
 # a delivery whose raw body lacks this cannot describe a PR: it is not parsed for detail
@@ -100,14 +141,13 @@ async def record_forge_detail(
     detail = forge_detail(payload)
     if detail is None:
         return False
-    url = detail.pop("url")
-    known = {key: value for key, value in detail.items() if value is not None}
     now = utcnow()
-    query = update(p).where(p.c.url == url)
+    query = update(p).where(p.c.url == detail.url)
     if webhook_uid is not None:  # a sender reaches only the PRs of its webhook's factory
         owner = select(t.webhooks.c.factory_uid).where(t.webhooks.c.uid == webhook_uid)
         query = query.where(p.c.factory_uid == owner.scalar_subquery())
-    result = await conn.execute(query.values(updated_at=now, detail_updated_at=now, **known))
+    changes = detail.known()
+    result = await conn.execute(query.values(updated_at=now, detail_updated_at=now, **changes))
     return bool(result.rowcount)
 
 
@@ -127,7 +167,7 @@ def _moment(value: Any) -> datetime | None:
 
 @dataclass(frozen=True, slots=True)
 class PullRequestPage:
-    items: list[Row[Any]]
+    items: list[PullRequest]
     more: bool
 
 
@@ -147,4 +187,4 @@ async def list_pull_requests(
         query = query.where(tuple_(p.c.first_seen_at, p.c.url) < tuple_(after[0], after[1]))
     query = query.order_by(p.c.first_seen_at.desc(), p.c.url.desc()).limit(limit + 1)
     rows = list((await conn.execute(query)).all())
-    return PullRequestPage(rows[:limit], len(rows) > limit)
+    return PullRequestPage([PullRequest.from_row(row) for row in rows[:limit]], len(rows) > limit)

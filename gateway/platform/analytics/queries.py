@@ -85,16 +85,3 @@ def money(value: Any) -> float:
 
 def ratio(part: float, whole: float) -> float | None:
     return round(part / whole, 6) if whole else None
-
-
-def envelope(factory_uid: str, w: Window) -> dict[str, Any]:
-    """What every metrics answer starts with: the range and binning it covers."""
-    body: dict[str, Any] = {
-        "factory_uid": factory_uid,
-        "start_date": w.start,
-        "end_date": w.end,
-        "group_by_period": w.period,
-    }
-    if w.period is not None:
-        body["period_list"] = list(w.periods)
-    return body

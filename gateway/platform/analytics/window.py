@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from gateway.errors import InvalidRequest
 
 Period = Literal["day", "week", "month"]
+N = TypeVar("N", int, float)
 MAX_PERIODS = 365
 DEFAULT_SPAN = timedelta(days=30)
 
@@ -27,9 +28,13 @@ class Window:
     period: Period | None
     periods: tuple[str, ...]  # first day of each period; empty without a period
 
-    def series(self, values: Mapping[str, float]) -> list[float]:
+    def series(self, values: Mapping[str, N]) -> list[N]:
         """`values` by period key as one value per period, zero where none."""
         return [values.get(key, 0) for key in self.periods]
+
+    def period_list(self) -> list[date]:
+        """The first day of each period, as answers list them."""
+        return [date.fromisoformat(key) for key in self.periods]
 
 
 def window(

@@ -3,24 +3,40 @@ attempt (spec 4.9; docs/api.md, "Benchmark suites").
 
 Launching is not idempotent: each launch makes a new run. Trials are ordinary QUEUED runs of
 the factory (source BENCHMARK, executed by its foreman), so any runner of the team executes
-them. A run's status follows its trials: running while any is not finished, then completed;
-cancelled once cancelled (its unfinished trials are cancelled with it).
+them. A run's status follows its trials (records.status_of); cancelling a run cancels its
+unfinished trials.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import defaultdict
+from collections.abc import Collection
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Row, and_, func, insert, or_, select, update
+import msgspec
+from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.factories import Factory, require_manage_access
 from gateway.accounts.identities import Principal
-from gateway.errors import Conflict, InvalidRequest, NotFound, RunPending, RunTerminal
+from gateway.errors import Conflict, InvalidRequest, RunPending, RunTerminal
+from gateway.platform.benchmark_suites.models import (
+    Aggregate,
+    BenchmarkRun,
+    ConfigurationOut,
+    RunDetail,
+    Suite,
+    Task,
+)
+from gateway.platform.benchmark_suites.records import (
+    StoredRun,
+    StoredTrial,
+    get_run,
+    run_trials,
+    status_of,
+    trials,
+)
 from gateway.platform.benchmark_suites.suites import get_suite, suite_tasks
 from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.platform.runs.records import TERMINAL, NewRun, insert_run, load_run
@@ -29,7 +45,8 @@ from gateway.store.types import utcnow
 
 MAX_TRIALS = 500  # per launch
 SOURCE = "BENCHMARK"
-b, tr, r = t.benchmark_runs, t.benchmark_trials, t.runs
+EVERYTHING: tuple[RunDetail, ...] = ("launch_settings", "aggregate_results", "creator_name")
+b, tr = t.benchmark_runs, t.benchmark_trials
 
 
 class RunNotInFlight(Conflict):
@@ -38,23 +55,24 @@ class RunNotInFlight(Conflict):
 
 async def launch(
     conn: AsyncConnection, principal: Principal, factory: Factory, suite_uid: str
-) -> Row[Any]:
+) -> BenchmarkRun:
+    """The new run, with its launch settings."""
     require_manage_access(principal, factory)
     suite = await get_suite(conn, factory, suite_uid)
     tasks = await suite_tasks(conn, suite_uid)
     if not tasks:
         raise InvalidRequest("suite_uid: the suite has no task to run")
     configurations = suite.configurations
-    trials = len(tasks) * sum(c["attempts"] for c in configurations)
-    if trials > MAX_TRIALS:
-        raise InvalidRequest(f"configurations: {trials} trials; at most {MAX_TRIALS} a launch")
+    count = len(tasks) * sum(c.attempts for c in configurations)
+    if count > MAX_TRIALS:
+        raise InvalidRequest(f"configurations: {count} trials; at most {MAX_TRIALS} a launch")
     uid, now = ids.new_uuid(), utcnow()
     await conn.execute(
         insert(b).values(
             uid=uid,
             suite_uid=suite_uid,
             factory_uid=factory.uid,
-            configurations=configurations,
+            configurations=msgspec.to_builtins(configurations),
             created_by_uid=principal.uid,
             created_at=now,
         )
@@ -62,7 +80,7 @@ async def launch(
     rows = []
     for task in tasks:
         for configuration in configurations:
-            for attempt in range(1, configuration["attempts"] + 1):
+            for attempt in range(1, configuration.attempts + 1):
                 run = await insert_run(
                     conn, _trial_run(factory, principal, suite, task, configuration, uid, attempt)
                 )
@@ -72,29 +90,29 @@ async def launch(
                         "benchmark_run_uid": uid,
                         "task_uid": task.uid,
                         "task_title": task.title,
-                        "configuration": configuration["name"],
+                        "configuration": configuration.name,
                         "attempt_number": attempt,
                         "agent_run_id": run.run_id,
                         "created_at": now,
                     }
                 )
     await conn.execute(insert(tr), rows)
-    return await get_run(conn, factory, uid)
+    return await _view(conn, await get_run(conn, factory, uid), ["launch_settings"])
 
 
 def _trial_run(
     factory: Factory,
     principal: Principal,
-    suite: Row[Any],
-    task: Row[Any],
-    configuration: dict[str, Any],
+    suite: Suite,
+    task: Task,
+    configuration: ConfigurationOut,
     run_uid: str,
     attempt: int,
 ) -> NewRun:
-    model = configuration.get("model_id")
+    model = configuration.model_id
     return NewRun(
         prompt=f"{task.prompt}\n\nSuccess criteria:\n{task.success_criteria}",
-        title=f"{suite.name}: {task.title} [{configuration['name']}] #{attempt}"[:500],
+        title=f"{suite.name}: {task.title} [{configuration.name}] #{attempt}"[:500],
         team_uid=factory.team_uid,
         factory_uid=factory.uid,
         creator=principal,
@@ -103,18 +121,16 @@ def _trial_run(
         metadata={
             "benchmark_run_uid": run_uid,
             "benchmark_task_uid": task.uid,
-            "configuration": configuration["name"],
+            "configuration": configuration.name,
             "attempt": str(attempt),
         },
         agent_uid=factory.foreman_agent_uid,
     )
 
 
-async def get_run(conn: AsyncConnection, factory: Factory, uid: str) -> Row[Any]:
-    row = (await conn.execute(select(b).where(b.c.uid == uid))).first()
-    if row is None or row.factory_uid != factory.uid:
-        raise NotFound(f"benchmark_run_uid: no benchmark run {uid} in this factory")
-    return row
+async def read_run(conn: AsyncConnection, factory: Factory, uid: str) -> BenchmarkRun:
+    """The run with everything it can include."""
+    return await _view(conn, await get_run(conn, factory, uid), EVERYTHING)
 
 
 async def list_runs(
@@ -124,7 +140,10 @@ async def list_runs(
     *,
     after: tuple[datetime, str] | None,
     limit: int,
-) -> tuple[list[Row[Any]], bool]:
+    include: Collection[RunDetail],
+) -> tuple[list[BenchmarkRun], bool]:
+    """A page of the suite's runs, newest first, after `after` (created_at, uid); and whether
+    more follow."""
     await get_suite(conn, factory, suite_uid)
     query = select(b).where(b.c.suite_uid == suite_uid)
     if after is not None:
@@ -133,84 +152,72 @@ async def list_runs(
             or_(b.c.created_at < moment, and_(b.c.created_at == moment, b.c.uid < uid))
         )
     query = query.order_by(b.c.created_at.desc(), b.c.uid.desc()).limit(limit + 1)
-    rows = list(await conn.execute(query))
-    return rows[:limit], len(rows) > limit
-
-
-async def trials(conn: AsyncConnection, run_uids: list[str]) -> dict[str, list[Row[Any]]]:
-    """Per benchmark run, its trials with their agent run's state and times."""
-    query = (
-        select(
-            tr,
-            r.c.state,
-            r.c.created_at.label("run_created_at"),
-            r.c.updated_at.label("run_updated_at"),
-        )
-        .join(r, r.c.run_id == tr.c.agent_run_id)
-        .where(tr.c.benchmark_run_uid.in_(run_uids))
-        .order_by(tr.c.created_at, tr.c.task_title, tr.c.configuration, tr.c.attempt_number)
-    )
-    found: dict[str, list[Row[Any]]] = defaultdict(list)
-    for row in await conn.execute(query):
-        found[row.benchmark_run_uid].append(row)
-    return found
-
-
-def status_of(run: Row[Any], its_trials: list[Row[Any]]) -> str:
-    if run.cancelled_at is not None:
-        return "cancelled"
-    return "running" if any(t.state not in TERMINAL for t in its_trials) else "completed"
+    found = [StoredRun.from_row(row) for row in await conn.execute(query)]
+    page = found[:limit]
+    by_run = await trials(conn, [run.uid for run in page])
+    views = [await view(conn, run, by_run[run.uid], include) for run in page]
+    return views, len(found) > limit
 
 
 async def cancel(
     conn: AsyncConnection, principal: Principal, factory: Factory, uid: str
-) -> Row[Any]:
+) -> BenchmarkRun:
+    """The run cancelled with its unfinished trials, with its aggregate results."""
     require_manage_access(principal, factory)
     run = await get_run(conn, factory, uid)
-    its_trials = (await trials(conn, [uid]))[uid]
+    its_trials = await run_trials(conn, run)
     if status_of(run, its_trials) != "running":
         raise RunNotInFlight(f"benchmark_run_uid: {uid} is {status_of(run, its_trials)}")
     for trial in its_trials:
-        if trial.state not in TERMINAL and trial.state != "PENDING":
+        if not trial.finished and trial.state != "PENDING":
             row = await load_run(conn, trial.agent_run_id)
             # cancel locks the run and checks again: one that ended meanwhile stays as it is
             with contextlib.suppress(RunTerminal, RunPending):
                 await run_lifecycle.cancel(conn, row)
     await conn.execute(update(b).where(b.c.uid == uid).values(cancelled_at=utcnow()))
-    return await get_run(conn, factory, uid)
+    return await _view(conn, await get_run(conn, factory, uid), ["aggregate_results"])
 
 
-async def costs(conn: AsyncConnection, run_ids: list[str]) -> dict[str, float]:
-    u = t.run_usage
-    query = (
-        select(u.c.run_id, func.sum(u.c.cost_usd))
-        .where(u.c.run_id.in_(run_ids))
-        .group_by(u.c.run_id)
+async def _view(
+    conn: AsyncConnection, run: StoredRun, include: Collection[RunDetail]
+) -> BenchmarkRun:
+    return await view(conn, run, await run_trials(conn, run), include)
+
+
+async def view(
+    conn: AsyncConnection,
+    run: StoredRun,
+    its_trials: list[StoredTrial],
+    include: Collection[RunDetail],
+) -> BenchmarkRun:
+    """A benchmark run as the API shows it, with what `include` names."""
+    found = BenchmarkRun(
+        uid=run.uid,
+        suite_uid=run.suite_uid,
+        factory_uid=run.factory_uid,
+        status=status_of(run, its_trials),
+        trials=len(its_trials),
+        created_at=run.created_at,
+        cancelled_at=run.cancelled_at,
     )
-    return {run_id: float(total or 0) for run_id, total in await conn.execute(query)}
-
-
-async def run_json(
-    conn: AsyncConnection, row: Row[Any], its_trials: list[Row[Any]], include: list[str]
-) -> dict[str, Any]:
-    """A benchmark run as the API shows it; `include`: launch_settings, aggregate_results,
-    creator_name."""
-    found: dict[str, Any] = {
-        "uid": row.uid,
-        "suite_uid": row.suite_uid,
-        "factory_uid": row.factory_uid,
-        "status": status_of(row, its_trials),
-        "trials": len(its_trials),
-        "created_at": row.created_at,
-        "cancelled_at": row.cancelled_at,
-    }
     if "launch_settings" in include:
-        found["launch_settings"] = row.configurations
+        found.launch_settings = run.configurations
     if "aggregate_results" in include:
-        found["aggregate_results"] = _outcome_counts([trial.state for trial in its_trials])
+        found.aggregate_results = outcome_counts([trial.state for trial in its_trials])
     if "creator_name" in include:
-        found["creator_name"] = await _creator_name(conn, row.created_by_uid)
+        found.creator_name = await _creator_name(conn, run.created_by_uid)
     return found
+
+
+def outcome_counts(states: list[str]) -> Aggregate:
+    """Trials by their agent run's state: succeeded, failed (or errored), cancelled, running."""
+    return Aggregate(
+        trials=len(states),
+        succeeded=states.count("SUCCEEDED"),
+        failed=sum(s in ("FAILED", "ERROR") for s in states),
+        cancelled=states.count("CANCELLED"),
+        running=sum(s not in TERMINAL for s in states),
+    )
 
 
 async def _creator_name(conn: AsyncConnection, uid: str | None) -> str | None:
@@ -225,73 +232,3 @@ async def _creator_name(conn: AsyncConnection, uid: str | None) -> str | None:
         if name is not None:
             return str(name)
     return None
-
-
-def trial_json(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "uid": row.uid,
-        "benchmark_run_uid": row.benchmark_run_uid,
-        "task_uid": row.task_uid,
-        "task_title": row.task_title,
-        "configuration": row.configuration,
-        "attempt_number": row.attempt_number,
-        "agent_run_id": row.agent_run_id,
-        "state": row.state,
-        "created_at": row.created_at,
-    }
-
-
-def duration_s(row: Row[Any]) -> float | None:
-    if row.state not in TERMINAL:
-        return None
-    elapsed: float = (row.run_updated_at - row.run_created_at).total_seconds()
-    return round(elapsed, 3)
-
-
-def results(
-    its_trials: list[Row[Any]], spent: dict[str, float], *, metrics: bool
-) -> list[dict[str, Any]]:
-    """Per configuration: trials by outcome, pass rate over finished ones, mean duration and
-    cost; with `metrics`, per trial in order: outcome, duration, cost."""
-    by_configuration: dict[str, list[Row[Any]]] = defaultdict(list)
-    for trial in its_trials:
-        by_configuration[trial.configuration].append(trial)
-    found = []
-    for name, group in by_configuration.items():
-        states = [trial.state for trial in group]
-        finished = [s for s in states if s in TERMINAL and s != "CANCELLED"]
-        durations = [duration_s(trial) for trial in group]
-        ended = [d for d in durations if d is not None]
-        costs = [spent.get(trial.agent_run_id, 0.0) for trial in group]
-        item: dict[str, Any] = {
-            "configuration": name,
-            **_outcome_counts(states),
-            "pass_rate": round(states.count("SUCCEEDED") / len(finished), 6) if finished else None,
-            "mean_duration_s": round(sum(ended) / len(ended), 3) if ended else None,
-            "cost_usd": round(sum(costs), 6),
-        }
-        if metrics:
-            item |= {"outcomes": states, "durations_s": durations, "costs_usd": costs}
-        found.append(item)
-    return found
-
-
-def trial_results(trial: Row[Any], agent_run: Row[Any], spent: dict[str, float]) -> dict[str, Any]:
-    """How one trial went: its agent run's outcome, duration, cost and status message."""
-    return {
-        "outcome": trial.state,
-        "duration_s": duration_s(trial),
-        "cost_usd": spent.get(trial.agent_run_id, 0.0),
-        "status_message": agent_run.status_message,
-    }
-
-
-def _outcome_counts(states: list[str]) -> dict[str, int]:
-    """Trials by their agent run's state: succeeded, failed (or errored), cancelled, running."""
-    return {
-        "trials": len(states),
-        "succeeded": states.count("SUCCEEDED"),
-        "failed": sum(s in ("FAILED", "ERROR") for s in states),
-        "cancelled": states.count("CANCELLED"),
-        "running": sum(s not in TERMINAL for s in states),
-    }

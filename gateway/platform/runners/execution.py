@@ -492,7 +492,16 @@ async def store_artifact(
     )
     kind = artifact["artifact_type"]
     if kind == "PULL_REQUEST":
-        await pull_requests.record(conn, run, uid, now, artifact)
+        await pull_requests.record(
+            conn,
+            run,
+            uid,
+            now,
+            url=artifact.get("url"),
+            title=artifact.get("title"),
+            branch=artifact.get("branch"),
+            state=artifact.get("pr_state"),
+        )
     if kind != "TRANSCRIPT":
         listed = [*(run.artifacts or []), _artifact_item(uid, now, artifact)]
         await conn.execute(update(r).where(r.c.run_id == run.run_id).values(artifacts=listed))

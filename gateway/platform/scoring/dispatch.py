@@ -16,9 +16,10 @@ Rules, as docs/api.md states them:
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Protocol
 
-from sqlalchemy import Row, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -27,6 +28,7 @@ from gateway.accounts.factories import Factory, require_manage_access
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NotFound
 from gateway.platform.runs.records import can_view, find_run, visible_run
+from gateway.platform.scoring.models import DispatchResult, Scorer
 from gateway.platform.scoring.scorers import find_scorer, get_scorer, scores_agent
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -36,13 +38,32 @@ SCORING_SOURCE = "SCORER"  # the source of a run in which a scorer scores anothe
 j = t.scoring_jobs
 
 
+class ScorableRun(Protocol):
+    """What dispatch reads of a run."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def factory_uid(self) -> str | None: ...
+    @property
+    def team_uid(self) -> str | None: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def started_at(self) -> datetime | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def agent_uid(self) -> str | None: ...
+
+
 async def dispatch_scorer(
     conn: AsyncConnection,
     principal: Principal,
     factory: Factory,
     scorer_uid: str,
     run_ids: list[str],
-) -> list[dict[str, Any]]:
+) -> list[DispatchResult]:
     """POST /factory/{factory_uid}/scorers/{scorer_uid}/dispatch."""
     require_manage_access(principal, factory)
     _check_uuids(run_ids, "run_ids")
@@ -67,7 +88,7 @@ async def dispatch_run(
     factory: Factory,
     run_id: str,
     scorer_uids: list[str],
-) -> list[dict[str, Any]]:
+) -> list[DispatchResult]:
     """POST /factory/{factory_uid}/runs/{run_id}/scorer_dispatch."""
     require_manage_access(principal, factory)
     _check_uuids(scorer_uids, "scorer_uids")
@@ -103,7 +124,7 @@ def _check_uuids(values: list[str], field: str) -> None:
             raise InvalidRequest(f"{field}[{i}]: {value} is listed twice")
 
 
-def _check_run(run: Row[Any], factory: Factory, agents: set[str], field: str) -> None:
+def _check_run(run: ScorableRun, factory: Factory, agents: set[str], field: str) -> None:
     if run.factory_uid != factory.uid or run.team_uid != factory.team_uid:
         raise InvalidRequest(f"{field}: run {run.run_id} is not a run of this factory and team")
     if run.source == SCORING_SOURCE:
@@ -114,14 +135,14 @@ def _check_run(run: Row[Any], factory: Factory, agents: set[str], field: str) ->
         raise InvalidRequest(f"{field}: run {run.run_id} was not executed by a factory agent")
 
 
-def _check_scorer(scorer: Row[Any], field: str) -> None:
+def _check_scorer(scorer: Scorer, field: str) -> None:
     if scorer.benchmark_managed:
         raise InvalidRequest(
             f"{field}: scorer {scorer.uid} is managed by a benchmark suite; dispatch it there"
         )
 
 
-def _check_pair(scorer: Row[Any], run: Row[Any], field: str) -> None:
+def _check_pair(scorer: Scorer, run: ScorableRun, field: str) -> None:
     if not scores_agent(scorer, run.agent_uid):
         raise InvalidRequest(
             f"{field}: scorer {scorer.uid} is not configured for agent {run.agent_uid}, which "
@@ -130,37 +151,42 @@ def _check_pair(scorer: Row[Any], run: Row[Any], field: str) -> None:
 
 
 async def _queue(
-    conn: AsyncConnection, principal: Principal, factory: Factory, scorer: Row[Any], run: Row[Any]
-) -> dict[str, Any]:
+    conn: AsyncConnection,
+    principal: Principal,
+    factory: Factory,
+    scorer: Scorer,
+    run: ScorableRun,
+) -> DispatchResult:
     """A QUEUED job for the pair, or the one queued before (the unique index decides races)."""
-    outcome = {"run_id": run.run_id, "scorer_uid": scorer.uid}
     existing = await _queued_job(conn, scorer.uid, run.run_id)
     if existing is None:
         job_id = ids.new_uuid()
-        values = {
-            "job_id": job_id,
-            "scorer_uid": scorer.uid,
-            "scorer_version": scorer.version,
-            "run_id": run.run_id,
-            "factory_uid": factory.uid,
-            "status": "queued",
-            "trigger": "manual",
-            "requested_by_uid": principal.uid,
-            "created_at": utcnow(),
-        }
+        job = insert(j).values(
+            job_id=job_id,
+            scorer_uid=scorer.uid,
+            scorer_version=scorer.version,
+            run_id=run.run_id,
+            factory_uid=factory.uid,
+            status="queued",
+            trigger="manual",
+            requested_by_uid=principal.uid,
+            created_at=utcnow(),
+        )
         try:
             async with conn.begin_nested():
-                await conn.execute(insert(j).values(**values))
-            return outcome | {"job_id": job_id, "status": "queued", "error": None}
+                await conn.execute(job)
+            return DispatchResult(run.run_id, scorer.uid, job_id, "queued", None)
         except IntegrityError:
             existing = await _queued_job(conn, scorer.uid, run.run_id)
             if existing is None:
                 raise
-    return outcome | {
-        "job_id": existing,
-        "status": "already_queued",
-        "error": "a scoring job for this run and scorer is queued already; none was added",
-    }
+    return DispatchResult(
+        run.run_id,
+        scorer.uid,
+        existing,
+        "already_queued",
+        "a scoring job for this run and scorer is queued already; none was added",
+    )
 
 
 async def _queued_job(conn: AsyncConnection, scorer_uid: str, run_id: str) -> str | None:

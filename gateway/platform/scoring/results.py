@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Row, and_, func, insert, or_, select, update
+from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
@@ -21,10 +20,10 @@ from gateway.accounts.factories import belongs_to_team
 from gateway.errors import Conflict, NotFound
 from gateway.platform.analytics.window import Window, period_key
 from gateway.platform.runners.execution import Runner
+from gateway.platform.scoring.models import MAX_JOBS, Attempt, ClaimedJob, RunScore, ScorerMetrics
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-MAX_JOBS = 50
 j, a = t.scoring_jobs, t.scoring_attempts
 
 
@@ -34,7 +33,7 @@ class JobNotHeld(Conflict):
 
 async def claim_jobs(
     conn: AsyncConnection, runner: Runner, lease_s: float, limit: int
-) -> list[dict[str, Any]]:
+) -> list[ClaimedJob]:
     """Up to `limit` queued jobs of the runner's team (and factory), oldest first."""
     now = utcnow()
     factories = select(t.factories.c.uid).where(t.factories.c.team_uid == runner.team_uid)
@@ -70,25 +69,7 @@ async def claim_jobs(
         .where(j.c.job_id.in_(job_ids), j.c.runner_uid == runner.uid)
         .order_by(j.c.created_at, j.c.job_id)
     )
-    return [_claimed(row) for row in await conn.execute(query)]
-
-
-def _claimed(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "job_id": row.job_id,
-        "scorer_uid": row.scorer_uid,
-        "scorer_version": row.scorer_version,
-        "scorer_name": row.name,
-        "prompt": row.prompt,
-        "run": {
-            "run_id": row.run_id,
-            "title": row.title,
-            "prompt": row.run_prompt,
-            "state": row.state,
-            "conversation_id": row.conversation_id,
-            "session_link": row.session_link,
-        },
-    }
+    return [ClaimedJob.from_row(row) for row in await conn.execute(query)]
 
 
 async def record_outcome(
@@ -99,7 +80,7 @@ async def record_outcome(
     score: float | None,
     reasoning: str | None,
     error: str | None,
-) -> Row[Any]:
+) -> Attempt:
     """The attempt for a job this runner holds: scored, or failed with `error`."""
     job = (await conn.execute(select(j).where(j.c.job_id == job_id).with_for_update())).first()
     if job is None or not await belongs_to_team(conn, job.factory_uid, runner.team_uid):
@@ -129,7 +110,8 @@ async def record_outcome(
     await conn.execute(
         update(j).where(j.c.job_id == job_id).values(status="failed" if failed else "done")
     )
-    return (await conn.execute(select(a).where(a.c.attempt_id == attempt_id))).one()
+    row = (await conn.execute(select(a).where(a.c.attempt_id == attempt_id))).one()
+    return Attempt.from_row(row, with_reasoning=True)
 
 
 async def results(
@@ -139,14 +121,16 @@ async def results(
     after: tuple[datetime, str] | None,
     limit: int,
     run_ids: list[str] | None,
-) -> tuple[list[Row[Any]], bool]:
+    with_reasoning: bool,
+) -> tuple[list[Attempt], bool]:
     """The scorer's attempts, newest first: a page after `after` (attempted_at, attempt_id),
     and whether more follow; with `run_ids`, every attempt on those runs, unpaginated."""
     query = select(a).where(a.c.scorer_uid == scorer_uid)
     newest_first = (a.c.attempted_at.desc(), a.c.attempt_id.desc())
     if run_ids:
         query = query.where(a.c.run_id.in_(run_ids)).order_by(*newest_first)
-        return list(await conn.execute(query)), False
+        rows = list(await conn.execute(query))
+        return [Attempt.from_row(row, with_reasoning=with_reasoning) for row in rows], False
     if after is not None:
         moment, attempt_id = after
         query = query.where(
@@ -156,27 +140,11 @@ async def results(
             )
         )
     rows = list(await conn.execute(query.order_by(*newest_first).limit(limit + 1)))
-    return rows[:limit], len(rows) > limit
+    page = [Attempt.from_row(row, with_reasoning=with_reasoning) for row in rows[:limit]]
+    return page, len(rows) > limit
 
 
-def attempt_json(row: Row[Any], *, with_reasoning: bool) -> dict[str, Any]:
-    found = {
-        "attempt_id": row.attempt_id,
-        "job_id": row.job_id,
-        "scorer_uid": row.scorer_uid,
-        "scorer_version": row.scorer_version,
-        "run_id": row.run_id,
-        "status": row.status,
-        "score": row.score,
-        "error": row.error,
-        "attempted_at": row.attempted_at,
-    }
-    if with_reasoning:
-        found["reasoning"] = row.reasoning
-    return found
-
-
-async def metrics(conn: AsyncConnection, scorer_uid: str, window: Window) -> dict[str, Any]:
+async def metrics(conn: AsyncConnection, scorer_uid: str, window: Window) -> ScorerMetrics:
     """Attempts in [start, end): how many, scored or failed, the mean score; per period too."""
     query = select(a.c.attempted_at, a.c.status, a.c.score).where(
         a.c.scorer_uid == scorer_uid,
@@ -186,27 +154,29 @@ async def metrics(conn: AsyncConnection, scorer_uid: str, window: Window) -> dic
     attempts: dict[str, int] = defaultdict(int)
     sums: dict[str, float] = defaultdict(float)
     scored: dict[str, int] = defaultdict(int)
-    totals = {"attempts": 0, "scored": 0, "failed": 0, "score_sum": 0.0}
+    score_sum = 0.0
     for attempted_at, status, score in await conn.execute(query):
         key = period_key(attempted_at, window.period) if window.period else ""
         attempts[key] += 1
-        totals["attempts"] += 1
         if status == "scored" and score is not None:
             scored[key] += 1
             sums[key] += score
-            totals["scored"] += 1
-            totals["score_sum"] += score
-        else:
-            totals["failed"] += 1
-    found: dict[str, Any] = {
-        "attempts": totals["attempts"],
-        "scored": totals["scored"],
-        "failed": totals["failed"],
-        "mean_score": _mean(totals["score_sum"], int(totals["scored"])),
-    }
+            score_sum += score
+    total, total_scored = sum(attempts.values()), sum(scored.values())
+    found = ScorerMetrics(
+        scorer_uid=scorer_uid,
+        start_date=window.start,
+        end_date=window.end,
+        group_by_period=window.period,
+        attempts=total,
+        scored=total_scored,
+        failed=total - total_scored,
+        mean_score=_mean(score_sum, total_scored),
+    )
     if window.period:
-        found["attempts_series"] = window.series(attempts)
-        found["mean_score_series"] = [_mean(sums[k], scored[k]) for k in window.periods]
+        found.period_list = window.period_list()
+        found.attempts_series = window.series(attempts)
+        found.mean_score_series = [_mean(sums[k], scored[k]) for k in window.periods]
     return found
 
 
@@ -214,7 +184,7 @@ def _mean(total: float, count: int) -> float | None:
     return round(total / count, 6) if count else None
 
 
-async def run_scores(conn: AsyncConnection, run_id: str) -> list[dict[str, Any]]:
+async def run_scores(conn: AsyncConnection, run_id: str) -> list[RunScore]:
     """The newest scored attempt of each scorer on the run, by scorer name."""
     newest = (
         select(a.c.scorer_uid, func.max(a.c.attempted_at).label("at"))
@@ -230,16 +200,8 @@ async def run_scores(conn: AsyncConnection, run_id: str) -> list[dict[str, Any]]
         .where(a.c.run_id == run_id, a.c.status == "scored")
         .order_by(sc.c.name, a.c.scorer_uid, a.c.attempt_id.desc())
     )
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, RunScore] = {}
     for row in await conn.execute(query):
         if row.scorer_uid not in found:  # two attempts at the same instant: the later id
-            found[row.scorer_uid] = {
-                "scorer_uid": row.scorer_uid,
-                "scorer_name": row.name,
-                "scorer_version": row.scorer_version,
-                "score": row.score,
-                "reasoning": row.reasoning,
-                "attempt_id": row.attempt_id,
-                "attempted_at": row.attempted_at,
-            }
+            found[row.scorer_uid] = RunScore.from_row(row)
     return list(found.values())

@@ -3,94 +3,23 @@ docs/api.md."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-from uuid import UUID
-
-from msgspec import UNSET, Meta, Struct, UnsetType
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.accounts.factories import get_accessible_factory
 from gateway.api.auth import principal_of, services_of
-from gateway.api.decoding import given_fields
-from gateway.api.fields import Timestamp
-from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
 from gateway.platform.scoring import dispatch as scorer_dispatch
 from gateway.platform.scoring import scorers
-
-Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
-AgentUid = Annotated[str, Meta(min_length=1, max_length=64)]
-Selection = Annotated[list[UUID], Meta(min_length=1, max_length=100)]
-
-
-class ScorerCreate(Struct, kw_only=True, forbid_unknown_fields=True):
-    name: Name
-    prompt: Annotated[
-        str, Meta(min_length=1, max_length=100_000, pattern=r"\S", description="what to judge")
-    ]
-    scope_mode: Literal["all_agents", "selected_agents"] = "all_agents"
-    agent_uids: (
-        Annotated[
-            list[AgentUid], Meta(max_length=100, description="with selected_agents: 1 or more")
-        ]
-        | None
-    ) = None
-    active: Annotated[bool, Meta(description="scores new runs on its own (not built yet)")] = True
-    self_improvement_enabled: bool = False
-
-
-class ScorerUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
-    """Only the fields given change; `factory_uid` cannot (a 400 names it)."""
-
-    name: Name | UnsetType = UNSET
-    prompt: Annotated[str, Meta(min_length=1, max_length=100_000, pattern=r"\S")] | UnsetType = (
-        UNSET
-    )
-    scope_mode: Literal["all_agents", "selected_agents"] | UnsetType = UNSET
-    agent_uids: Annotated[list[AgentUid], Meta(max_length=100)] | UnsetType | None = UNSET
-    active: bool | UnsetType = UNSET
-    self_improvement_enabled: bool | UnsetType = UNSET
-
-
-class Scorer(Struct, kw_only=True):
-    uid: Annotated[str, Meta(description="a UUID")]
-    factory_uid: str
-    name: str
-    prompt: str
-    scope_mode: Literal["all_agents", "selected_agents"]
-    agent_uids: list[str]
-    active: bool
-    self_improvement_enabled: bool
-    benchmark_managed: Annotated[bool, Meta(description="owned by a benchmark suite")]
-    version: int
-    created_at: Timestamp
-    updated_at: Timestamp
-
-
-class ScorerList(Struct):
-    scorers: list[Scorer]
-
-
-class RunSelection(Struct, forbid_unknown_fields=True):
-    run_ids: Annotated[Selection, Meta(description="1 to 100 distinct, nonzero run ids")]
-
-
-class ScorerSelection(Struct, forbid_unknown_fields=True):
-    scorer_uids: Annotated[Selection, Meta(description="1 to 100 distinct, nonzero scorer uids")]
-
-
-class DispatchResult(Struct):
-    run_id: str
-    scorer_uid: str
-    job_id: Annotated[str, Meta(description="the queued scoring job")]
-    status: Literal["queued", "already_queued"]
-    error: Annotated[str | None, Meta(description="why no job was added; null when one was")]
-
-
-class DispatchResults(Struct):
-    results: Annotated[list[DispatchResult], Meta(description="one per pair, in request order")]
-
+from gateway.platform.scoring.models import (
+    DispatchResults,
+    RunSelection,
+    Scorer,
+    ScorerCreate,
+    ScorerList,
+    ScorerSelection,
+    ScorerUpdate,
+)
 
 routes = Routes("scorers")
 SCORERS = "/factory/{uid}/scorers"
@@ -106,23 +35,20 @@ INVALID = (400, "`invalid_request`: the selection is invalid; `detail` names the
     errors=(400, 401, 403, 404, 413),
     problems=(MANAGE,),
 )
-async def create_endpoint(request: Request, body: Body[ScorerCreate]) -> Response:
+async def create_endpoint(request: Request, body: Body[ScorerCreate]) -> Scorer:
     principal = await principal_of(request)
-    created = await body.read()
-    fields = {f: getattr(created, f) for f in created.__struct_fields__}
+    spec = await body.read()
     async with services_of(request).database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
-        row = await scorers.create_scorer(conn, principal, factory, fields)
-    return json_response(scorers.scorer_json(row), 201)
+        return await scorers.create_scorer(conn, principal, factory, spec)
 
 
 @routes.get(SCORERS, "List a factory's scorers", response=ScorerList)
-async def list_endpoint(request: Request) -> Response:
+async def list_endpoint(request: Request) -> ScorerList:
     principal = await principal_of(request)
     async with services_of(request).database.read() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
-        rows = await scorers.list_scorers(conn, factory)
-    return json_response({"scorers": [scorers.scorer_json(row) for row in rows]})
+        return ScorerList(await scorers.list_scorers(conn, factory))
 
 
 SCORER = SCORERS + "/{scorer_uid}"
@@ -137,16 +63,15 @@ SCORER = SCORERS + "/{scorer_uid}"
     notes="Partial: at least one field. Each update bumps `version`. `scope_mode` or "
     "`agent_uids` replaces the scope in full. The owning factory cannot change.",
 )
-async def update_endpoint(request: Request, body: Body[ScorerUpdate]) -> Response:
+async def update_endpoint(request: Request, body: Body[ScorerUpdate]) -> Scorer:
     principal = await principal_of(request)
     # an unknown field, `factory_uid` among them, is a 400 naming it
-    changes = given_fields(await body.read())
+    changes = await body.read()
     async with services_of(request).database.transaction() as conn:
         factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
-        row = await scorers.update_scorer(
+        return await scorers.update_scorer(
             conn, principal, factory, request.path_params["scorer_uid"], changes
         )
-    return json_response(scorers.scorer_json(row))
 
 
 @routes.delete(
@@ -173,7 +98,7 @@ async def delete_endpoint(request: Request) -> Response:
     problems=(INVALID, MANAGE),
     notes="Creates a QUEUED scoring job per run; nothing is created when any run is invalid.",
 )
-async def dispatch_scorer_endpoint(request: Request, body: Body[RunSelection]) -> Response:
+async def dispatch_scorer_endpoint(request: Request, body: Body[RunSelection]) -> DispatchResults:
     principal = await principal_of(request)
     run_ids = [str(run_id) for run_id in (await body.read()).run_ids]
     params = request.path_params
@@ -182,7 +107,7 @@ async def dispatch_scorer_endpoint(request: Request, body: Body[RunSelection]) -
         results = await scorer_dispatch.dispatch_scorer(
             conn, principal, factory, params["scorer_uid"], run_ids
         )
-    return json_response({"results": results})
+    return DispatchResults(results)
 
 
 @routes.post(
@@ -193,7 +118,7 @@ async def dispatch_scorer_endpoint(request: Request, body: Body[RunSelection]) -
     problems=(INVALID, MANAGE),
     notes="Creates a QUEUED scoring job per scorer; nothing is created when any is invalid.",
 )
-async def dispatch_run_endpoint(request: Request, body: Body[ScorerSelection]) -> Response:
+async def dispatch_run_endpoint(request: Request, body: Body[ScorerSelection]) -> DispatchResults:
     principal = await principal_of(request)
     scorer_uids = [str(uid) for uid in (await body.read()).scorer_uids]
     params = request.path_params
@@ -202,4 +127,4 @@ async def dispatch_run_endpoint(request: Request, body: Body[ScorerSelection]) -
         results = await scorer_dispatch.dispatch_run(
             conn, principal, factory, params["run_id"], scorer_uids
         )
-    return json_response({"results": results})
+    return DispatchResults(results)

@@ -8,19 +8,18 @@ sets the flag (benchmark suites are not part of this service), and manual dispat
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from sqlalchemy import Row, delete, insert, select, update
+from msgspec import UNSET
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.factories import Factory, require_manage_access
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NotFound
+from gateway.platform.scoring.models import ScopeMode, Scorer, ScorerCreate, ScorerUpdate
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-ScopeMode = Literal["all_agents", "selected_agents"]
 sc = t.scorers
 
 
@@ -28,24 +27,23 @@ async def create_scorer(
     conn: AsyncConnection,
     principal: Principal,
     factory: Factory,
-    fields: dict[str, Any],
+    spec: ScorerCreate,
     *,
     benchmark_managed: bool = False,
-) -> Row[Any]:
+) -> Scorer:
     require_manage_access(principal, factory)
-    mode: ScopeMode = fields.get("scope_mode") or "all_agents"
-    agent_uids = await _scope(conn, factory, mode, fields.get("agent_uids"))
+    agent_uids = await _scope(conn, factory, spec.scope_mode, spec.agent_uids)
     uid, now = ids.new_uuid(), utcnow()
     await conn.execute(
         insert(sc).values(
             uid=uid,
             factory_uid=factory.uid,
-            name=fields["name"],
-            prompt=fields["prompt"],
-            scope_mode=mode,
+            name=spec.name,
+            prompt=spec.prompt,
+            scope_mode=spec.scope_mode,
             agent_uids=agent_uids,
-            active=fields.get("active", True),
-            self_improvement_enabled=fields.get("self_improvement_enabled", False),
+            active=spec.active,
+            self_improvement_enabled=spec.self_improvement_enabled,
             benchmark_managed=benchmark_managed,
             version=1,
             created_by_uid=principal.uid,
@@ -57,23 +55,27 @@ async def create_scorer(
 
 
 UPDATABLE = ("name", "prompt", "scope_mode", "agent_uids", "active", "self_improvement_enabled")
+PLAIN = ("name", "prompt", "active", "self_improvement_enabled")  # written as given
 
 
 async def update_scorer(
-    conn: AsyncConnection, principal: Principal, factory: Factory, uid: str, changes: dict[str, Any]
-) -> Row[Any]:
+    conn: AsyncConnection, principal: Principal, factory: Factory, uid: str, changes: ScorerUpdate
+) -> Scorer:
     """Applies the given fields (at least one) and bumps the version. `scope_mode` or
     `agent_uids` replaces the scope in full: the mode given (else the current one) with the
     agents given (else none)."""
     require_manage_access(principal, factory)
-    row = await get_scorer(conn, factory, uid)
-    if not changes:
+    scorer = await get_scorer(conn, factory, uid)
+    if all(getattr(changes, name) is UNSET for name in UPDATABLE):
         raise InvalidRequest(f"body: give at least one of {', '.join(UPDATABLE)}")
-    values = {k: v for k, v in changes.items() if k not in ("scope_mode", "agent_uids")}
-    if "scope_mode" in changes or "agent_uids" in changes:
-        mode: ScopeMode = changes.get("scope_mode") or row.scope_mode
+    values: dict[str, object] = {
+        name: getattr(changes, name) for name in PLAIN if getattr(changes, name) is not UNSET
+    }
+    if changes.scope_mode is not UNSET or changes.agent_uids is not UNSET:
+        mode = scorer.scope_mode if changes.scope_mode is UNSET else changes.scope_mode
+        agent_uids = None if changes.agent_uids is UNSET else changes.agent_uids
         values["scope_mode"] = mode
-        values["agent_uids"] = await _scope(conn, factory, mode, changes.get("agent_uids"))
+        values["agent_uids"] = await _scope(conn, factory, mode, agent_uids)
     await conn.execute(
         update(sc)
         .where(sc.c.uid == uid)
@@ -94,45 +96,29 @@ async def delete_scorer(
     await conn.execute(delete(sc).where(sc.c.uid == uid))
 
 
-async def list_scorers(conn: AsyncConnection, factory: Factory) -> list[Row[Any]]:
+async def list_scorers(conn: AsyncConnection, factory: Factory) -> list[Scorer]:
     query = select(sc).where(sc.c.factory_uid == factory.uid).order_by(sc.c.created_at, sc.c.uid)
-    return list((await conn.execute(query)).all())
+    return [Scorer.from_row(row) for row in await conn.execute(query)]
 
 
-async def get_scorer(conn: AsyncConnection, factory: Factory, uid: str) -> Row[Any]:
+async def get_scorer(conn: AsyncConnection, factory: Factory, uid: str) -> Scorer:
     """The factory's scorer; 404 when none has that uid in this factory."""
-    row = await find_scorer(conn, uid)
-    if row is None or row.factory_uid != factory.uid:
+    scorer = await find_scorer(conn, uid)
+    if scorer is None or scorer.factory_uid != factory.uid:
         raise NotFound(f"scorer_uid: no scorer {uid} in this factory")
-    return row
+    return scorer
 
 
-async def find_scorer(conn: AsyncConnection, uid: str) -> Row[Any] | None:
-    return (await conn.execute(select(sc).where(sc.c.uid == uid))).first()
+async def find_scorer(conn: AsyncConnection, uid: str) -> Scorer | None:
+    row = (await conn.execute(select(sc).where(sc.c.uid == uid))).first()
+    return None if row is None else Scorer.from_row(row)
 
 
-def scores_agent(scorer: Row[Any], agent_uid: str | None) -> bool:
+def scores_agent(scorer: Scorer, agent_uid: str | None) -> bool:
     """Whether the scorer is configured for runs executed by `agent_uid`."""
     if scorer.scope_mode == "all_agents":
         return agent_uid is not None
-    return agent_uid in (scorer.agent_uids or [])
-
-
-def scorer_json(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "uid": row.uid,
-        "factory_uid": row.factory_uid,
-        "name": row.name,
-        "prompt": row.prompt,
-        "scope_mode": row.scope_mode,
-        "agent_uids": row.agent_uids or [],
-        "active": row.active,
-        "self_improvement_enabled": row.self_improvement_enabled,
-        "benchmark_managed": row.benchmark_managed,
-        "version": row.version,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-    }
+    return agent_uid in scorer.agent_uids
 
 
 async def _scope(

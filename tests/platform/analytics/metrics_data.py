@@ -151,7 +151,16 @@ async def _artifact(
             artifact_uid=uid, run_id=run_id, created_at=moment, **artifact
         )
     )
-    await pull_requests.record(conn, await _load(conn, run_id), uid, moment, artifact)
+    await pull_requests.record(
+        conn,
+        await _load(conn, run_id),
+        uid,
+        moment,
+        url=artifact["url"],
+        title=artifact["title"],
+        branch=artifact["branch"],
+        state=artifact["pr_state"],
+    )
 
 
 async def _load(conn: Any, run_id: str) -> Any:

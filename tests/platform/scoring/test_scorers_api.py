@@ -11,6 +11,7 @@ from gateway.accounts.factories import get_accessible_factory
 from gateway.accounts.identities import Principal
 from gateway.platform.runs.records import NewRun, insert_run
 from gateway.platform.scoring import scorers
+from gateway.platform.scoring.models import ScorerCreate
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.platform.runs.runs_support import advance, new_run
@@ -75,9 +76,9 @@ class Setup:
             )
             async with services.database.transaction() as conn:
                 factory = await get_accessible_factory(conn, user, self.world.factory_uid)
-                body = {"name": "Bench", "prompt": "p"}
-                row = await scorers.create_scorer(conn, user, factory, body, **fields)
-                return str(row.uid)
+                body = ScorerCreate(name="Bench", prompt="p")
+                scorer = await scorers.create_scorer(conn, user, factory, body, **fields)
+                return scorer.uid
 
         return self.world.client.run(go)
 
