@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
@@ -22,6 +21,7 @@ from gateway.console.html import escape, link, page
 from gateway.console.views import backtest_view, delivery_rows, delivery_view, webhook_view
 from gateway.deliveries import filter_backtest as backtests
 from gateway.deliveries import log as delivery_log
+from gateway.deliveries.models import MAX_WINDOW, Delivery
 from gateway.deliveries.replay import Replayer
 from gateway.errors import ServiceError
 from gateway.services import Services
@@ -153,7 +153,7 @@ async def factory(request: Request, services: Services, principal: Principal) ->
 
 async def _deliveries(
     services: Services, principal: Principal, uid: str, webhook_uid: str
-) -> tuple[str, list[dict[str, Any]]]:
+) -> tuple[str, list[Delivery]]:
     """The webhook's name and its newest 50 deliveries."""
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
@@ -224,7 +224,7 @@ async def filter_test(request: Request, services: Services, principal: Principal
     try:
         raw = orjson.loads(form.get("filter") or "{}")
         filters = backtests.filter_of(raw)
-        last = min(max(int(form.get("last") or 50), 1), backtests.MAX_WINDOW)
+        last = min(max(int(form.get("last") or 50), 1), MAX_WINDOW)
     except (orjson.JSONDecodeError, FilterError, ValueError) as exc:
         detail = f"filter: {exc}"
         return _html(page("Filter backtest", _back(base, detail), csrf=csrf), 400)

@@ -1,9 +1,10 @@
-"""The console's page bodies, from the dicts the domain's delivery functions return."""
+"""The console's page bodies, from the Structs the domain's delivery functions return."""
 
 from __future__ import annotations
 
 import secrets
-from typing import Any
+
+from msgspec import UNSET
 
 from gateway.console.html import (
     csrf_field,
@@ -14,36 +15,36 @@ from gateway.console.html import (
     table,
     table_around,
 )
+from gateway.deliveries.models import Delivery, FilterTestResult
 
 LIVE_EVERY_S = 3
 DELIVERY_HEADINGS = ("Received", "Delivery", "Label", "Evaluation", "Outcome", "Runs", "Note")
 
 
-def _outcome(item: dict[str, Any]) -> str:
-    trace = item.get("trace")
-    return escape(trace["outcome"]) if trace else ""
+def _outcome(item: Delivery) -> str:
+    return escape(item.trace.outcome) if item.trace else ""
 
 
-def _note(item: dict[str, Any]) -> str:
+def _note(item: Delivery) -> str:
     parts = []
-    if item.get("replay_of"):
-        parts.append(f"replay of {escape(item['replay_of'])}")
-    if item.get("duplicate_of"):
-        parts.append(f"duplicate of {escape(item['duplicate_of'])}")
-    if item.get("reason"):
-        parts.append(f"reason: {escape(item['reason'])}")
+    if item.replay_of:
+        parts.append(f"replay of {escape(item.replay_of)}")
+    if item.duplicate_of:
+        parts.append(f"duplicate of {escape(item.duplicate_of)}")
+    if item.reason:
+        parts.append(f"reason: {escape(item.reason)}")
     return "; ".join(parts)
 
 
-def delivery_rows(base: str, items: list[dict[str, Any]]) -> str:
+def delivery_rows(base: str, items: list[Delivery]) -> str:
     rows = [
         (
-            escape(item["received_at"]),
-            link(f"{base}/d/{item['delivery_id']}", item["delivery_id"], **{"class": "delivery"}),
-            f'<span class="label">{escape(item["label"])}</span>',
-            escape(item.get("evaluation") or ""),
+            escape(item.received_at),
+            link(f"{base}/d/{item.delivery_id}", item.delivery_id, **{"class": "delivery"}),
+            f'<span class="label">{escape(item.label)}</span>',
+            escape(item.evaluation or ""),
             _outcome(item),
-            escape(len(item.get("runs") or [])),
+            escape(len(item.runs)),
             _note(item),
         )
         for item in items
@@ -53,7 +54,7 @@ def delivery_rows(base: str, items: list[dict[str, Any]]) -> str:
     )
 
 
-def webhook_view(base: str, items: list[dict[str, Any]], csrf: str) -> str:
+def webhook_view(base: str, items: list[Delivery], csrf: str) -> str:
     live = f' id="deliveries" data-live="{escape(base)}/rows" data-every="{LIVE_EVERY_S}"'
     deliveries = table_around(DELIVERY_HEADINGS, delivery_rows(base, items), live)
     backtest = (
@@ -68,68 +69,70 @@ def webhook_view(base: str, items: list[dict[str, Any]], csrf: str) -> str:
     return f"{refresh}{deliveries}{backtest}"
 
 
-def _trace(item: dict[str, Any]) -> str:
-    trace = item.get("trace")
+def _trace(item: Delivery) -> str:
+    trace = item.trace
     if not trace:
-        waiting = "Not evaluated yet." if item.get("evaluation") == "pending" else "No trace."
+        waiting = "Not evaluated yet." if item.evaluation == "pending" else "No trace."
         return f"<p>{waiting}</p>"
     rows = []
-    for entry in trace["automations"]:
-        why = "matched" if entry["matched"] else escape(entry.get("mismatch") or "")
-        if entry.get("filter_changed"):
+    for entry in trace.automations:
+        why = "matched" if entry.matched else escape(entry.mismatch or "")
+        if entry.filter_changed is True:
             why += " <em>(filter changed since; explained against today's filter)</em>"
-        rows.append((escape(entry["automation_uid"]), why))
-    outcome = f'<p>Outcome: <strong class="outcome">{escape(trace["outcome"])}</strong></p>'
+        rows.append((escape(entry.automation_uid), why))
+    outcome = f'<p>Outcome: <strong class="outcome">{escape(trace.outcome)}</strong></p>'
     return outcome + table(("Automation", "Matched, or the first condition that failed"), rows)
 
 
-def delivery_view(base: str, item: dict[str, Any], csrf: str) -> str:
-    facts = [
-        ("Label", item["label"]),
-        ("Received", item["received_at"]),
-        ("Size", f"{item['size']} bytes"),
-        ("Evaluation", item.get("evaluation") or "n/a"),
+def delivery_view(base: str, item: Delivery, csrf: str) -> str:
+    facts: list[tuple[str, object]] = [
+        ("Label", item.label),
+        ("Received", item.received_at),
+        ("Size", f"{item.size} bytes"),
+        ("Evaluation", item.evaluation or "n/a"),
     ]
-    for name, key in (("Replay of", "replay_of"), ("Duplicate of", "duplicate_of")):
-        if item.get(key):
-            facts.append((name, item[key]))
-    if item.get("reason"):
-        facts.append(("Reason", item["reason"]))
+    for name, value in (("Replay of", item.replay_of), ("Duplicate of", item.duplicate_of)):
+        if value:
+            facts.append((name, value))
+    if item.reason:
+        facts.append(("Reason", item.reason))
     dl = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts = [f"<p>{link(base, 'All deliveries')}</p><dl>{dl}</dl>"]
-    if "payload" in item:
+    if item.payload is not UNSET:
         nonce = secrets.token_urlsafe(16)  # keys this form's replay (pages.replay)
         replay = (
-            f'<form method="post" action="{escape(base)}/d/{escape(item["delivery_id"])}/replay" '
+            f'<form method="post" action="{escape(base)}/d/{escape(item.delivery_id)}/replay" '
             f'class="replay" data-confirm="Replay this delivery as a new one?">'
             f'{csrf_field(csrf)}<input type="hidden" name="nonce" value="{nonce}">'
             '<button type="submit">Replay</button></form>'
         )
         parts.append(replay)
     parts.append("<h2>Trace</h2>" + _trace(item))
-    runs = [(escape(r["automation_uid"]), escape(r["run_id"])) for r in item.get("runs") or []]
+    runs = [(escape(r.automation_uid), escape(r.run_id)) for r in item.runs]
     parts.append("<h2>Runs</h2>" + (table(("Automation", "Run"), runs) if runs else "<p>None.</p>"))
-    replays = item.get("replays") or []
+    replays = item.replays or []
     if replays:
         links = "".join(f"<li>{link(f'{base}/d/{r}', r)}</li>" for r in replays)
         parts.append(f"<h2>Replays</h2><ul>{links}</ul>")
-    if item.get("headers"):
-        parts.append("<h2>Headers</h2>" + pretty_json(item["headers"]))
-    if "payload" in item:
-        parts.append("<h2>Payload</h2>" + pretty_json(item["payload"]))
+    if item.headers:
+        parts.append("<h2>Headers</h2>" + pretty_json(item.headers))
+    if item.payload is not UNSET:
+        parts.append("<h2>Payload</h2>" + pretty_json(item.payload))
     return "".join(parts)
 
 
-def backtest_view(base: str, raw_filter: str, last: int, result: dict[str, Any], csrf: str) -> str:
+def backtest_view(
+    base: str, raw_filter: str, last: int, result: FilterTestResult, csrf: str
+) -> str:
     rows = [
         (
-            link(f"{base}/d/{d['delivery_id']}", d["delivery_id"]),
-            "matched" if d["matched"] else escape(d["mismatch"] or ""),
+            link(f"{base}/d/{d.delivery_id}", d.delivery_id),
+            "matched" if d.matched else escape(d.mismatch or ""),
         )
-        for d in result["deliveries"]
+        for d in result.deliveries
     ]
     summary = (
-        f'<p class="summary">{escape(result["matched"])} of {escape(result["tested"])} '
+        f'<p class="summary">{escape(result.matched)} of {escape(result.tested)} '
         f"deliveries match <code>{escape(raw_filter)}</code> (newest {escape(last)}).</p>"
     )
     again = (
