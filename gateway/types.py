@@ -10,3 +10,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# an arbitrary JSON object as a client sent it (a payload filter, a webhook payload's body)
+JsonObject = dict[str, Any]

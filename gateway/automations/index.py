@@ -85,6 +85,8 @@ class Automation:
 # a webhook's matcher and the automation uids it was compiled from, in its order
 Compiled = tuple[MultiMatcher[Key], tuple[str, ...]]
 Stamps = dict[str, int]  # automation uid -> updated_at (`stamp_micros`)
+# a trigger of an enabled automation: (webhook_uid, uid, position, payload_filter)
+TriggerRow = Row[tuple[str, str, int, Any]]
 
 
 class AutomationIndex:
@@ -202,7 +204,7 @@ class AutomationIndex:
             self._hooks.popitem(last=False)
         return entry
 
-    def _compile(self, webhook_uid: str, triggers: list[Row[Any]], stamps: Stamps) -> Compiled:
+    def _compile(self, webhook_uid: str, triggers: list[TriggerRow], stamps: Stamps) -> Compiled:
         # the automation uid strings of `stamps` serve as keys (the rows hold copies of them)
         same = {uid: uid for uid in stamps}
         filters: list[tuple[Key, Filter | None]] = []
@@ -293,10 +295,10 @@ def _enabled(hooks: list[str]) -> tuple[Any, tuple[Any, ...]]:
     )
 
 
-async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[str, Stamps]:
     """Per webhook with enabled automations: automation uid -> updated_at."""
     a, tr = t.automations, t.automation_triggers
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Stamps] = {}
     for chunk in _chunks(webhook_uids):
         joined, where = _enabled(chunk)
         query = select(tr.c.webhook_uid, a.c.uid, STAMP).select_from(joined).where(*where)
@@ -307,10 +309,10 @@ async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[st
 
 async def _enabled_triggers(
     conn: AsyncConnection, webhook_uids: Sequence[str]
-) -> dict[str, list[Row[Any]]]:
+) -> dict[str, list[TriggerRow]]:
     """Per webhook, its triggers of enabled automations, in automation creation order."""
     a, tr = t.automations, t.automation_triggers
-    found: dict[str, list[Row[Any]]] = {}
+    found: dict[str, list[TriggerRow]] = {}
     for chunk in _chunks(webhook_uids):
         joined, where = _enabled(chunk)
         query: Any = (

@@ -19,13 +19,14 @@ from sqlalchemy import desc, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from filters import Filter, compile_many, parse_filter
-from gateway.automations.management import get_automation_row
+from gateway.automations.management import require_automation
 from gateway.backends.contract import Label
+from gateway.deliveries.models import FilterTestResult, TestedDelivery
 from gateway.deliveries.trace import TriggerKey, considered
 from gateway.errors import InvalidRequest
 from gateway.store import tables as t
+from gateway.types import JsonObject
 
-MAX_WINDOW = 500
 _NOT_JSON = object()  # as the evaluator: matches only when there is no filter
 
 
@@ -37,7 +38,7 @@ class Window:
     since: datetime | None = None
 
 
-def filter_of(raw: dict[str, Any] | None) -> list[tuple[TriggerKey, Filter | None]]:
+def filter_of(raw: JsonObject | None) -> list[tuple[TriggerKey, Filter | None]]:
     """A payload filter as a one-trigger filter list (validated by the caller)."""
     return [(("filter", 0), parse_filter(raw))]
 
@@ -47,7 +48,7 @@ async def automation_filters(
 ) -> list[tuple[TriggerKey, Filter | None]]:
     """The payload filters of an automation's triggers on this webhook, as the evaluator reads
     them."""
-    await get_automation_row(conn, factory_uid, automation_uid)
+    await require_automation(conn, factory_uid, automation_uid)
     tr = t.automation_triggers
     query = (
         select(tr.c.position, tr.c.payload_filter)
@@ -68,23 +69,19 @@ async def backtest(
     webhook_uid: str,
     filters: Sequence[tuple[TriggerKey, Filter | None]],
     window: Window,
-) -> dict[str, Any]:
+) -> FilterTestResult:
     matcher = compile_many(dict(filters))
     results = []
     for row in await _deliveries(conn, webhook_uid, window):
         payload = _parse(row.payload)
         entry = considered(filters, matcher.match(payload), payload)[0]
         results.append(
-            {
-                "delivery_id": row.delivery_id,
-                "received_at": row.received_at,
-                "matched": entry["matched"],
-                "mismatch": entry["mismatch"],
-                "path": entry.get("path"),
-            }
+            TestedDelivery(
+                row.delivery_id, row.received_at, entry.matched, entry.mismatch, entry.path
+            )
         )
-    matched = sum(1 for item in results if item["matched"])
-    return {"tested": len(results), "matched": matched, "deliveries": results}
+    matched = sum(1 for item in results if item.matched)
+    return FilterTestResult(len(results), matched, results)
 
 
 async def _deliveries(conn: AsyncConnection, webhook_uid: str, window: Window) -> list[Any]:

@@ -26,6 +26,7 @@ from gateway.backends.delivery_rows import (
     headers_of,
 )
 from gateway.deliveries import trace as delivery_trace
+from gateway.deliveries.models import Delivery, DeliveryRun
 from gateway.deliveries.replay_list import attach_replays
 from gateway.errors import NotFound
 from gateway.store import tables as t
@@ -193,7 +194,7 @@ async def list_deliveries(
     limit: int,
     after: Position | None,
     pending: Sequence[DeliveryRecord] = (),
-) -> tuple[list[dict[str, Any]], bool]:
+) -> tuple[list[Delivery], bool]:
     """Newest first, with `pending` (accepted, still waiting for the evaluator outside SQL)
     merged in by position."""
     query = select(
@@ -204,12 +205,12 @@ async def list_deliveries(
         query = query.where(tuple_(d.c.received_at, d.c.delivery_id) < tuple_(after[0], after[1]))
     query = query.order_by(desc(d.c.received_at), desc(d.c.delivery_id)).limit(limit + 1)
     items = [_item(row) for row in await conn.execute(query)]
-    logged = {item["delivery_id"] for item in items}
+    logged = {item.delivery_id for item in items}
     for record in pending:
         position = (record.received_at, record.delivery_id)
         if record.delivery_id not in logged and (after is None or position < after):
             items.append(_pending_item(record))
-    items.sort(key=lambda item: (item["received_at"], item["delivery_id"]), reverse=True)
+    items.sort(key=lambda item: item.position, reverse=True)
     page = items[:limit]
     await _attach_runs(conn, page)
     await attach_replays(conn, page)
@@ -221,7 +222,7 @@ async def get_delivery(
     webhook_uid: str,
     delivery_id: str,
     pending: DeliveryRecord | None = None,
-) -> dict[str, Any]:
+) -> Delivery:
     """One delivery with its payload and request headers (accepted ones); `pending` stands in
     when the log has no row yet (accepted, still waiting for the evaluator outside SQL)."""
     row = (
@@ -239,51 +240,50 @@ async def get_delivery(
         payload, headers = row.payload, row.headers
         await _attach_runs(conn, [item])
     await attach_replays(conn, [item], with_replays=True)
-    if item["label"] == Label.ACCEPTED.value:
+    if item.label is Label.ACCEPTED:
         # deliveries logged before headers were kept have none
-        item["headers"] = headers_of(headers) if headers is not None else None
-    if item["label"] == Label.ACCEPTED.value and payload is not None:
-        item["payload"] = orjson.loads(payload)
-        if item["trace"] is not None and row is not None:
-            trace, stored = item["trace"], row.trace
-            await delivery_trace.explain_trace(conn, webhook_uid, trace, stored, item["payload"])
+        item.headers = headers_of(headers) if headers is not None else None
+    if item.label is Label.ACCEPTED and payload is not None:
+        item.payload = orjson.loads(payload)
+        if item.trace is not None and row is not None:
+            await delivery_trace.explain_trace(
+                conn, webhook_uid, item.trace, row.trace, item.payload
+            )
     return item
 
 
-def _item(row: Any) -> dict[str, Any]:
-    return {
-        "delivery_id": row.delivery_id,
-        "received_at": row.received_at,
-        "size": row.size,
-        "label": row.label,
-        "evaluation": row.evaluation,
-        "evaluated_at": row.evaluated_at,
-        "trace": delivery_trace.decode(row.trace),
-        "replay_of": None,
-        "reason": row.reason,
-        "duplicate_of": row.duplicate_of,
-        "runs": [],
-    }
+def _item(row: Any) -> Delivery:
+    return Delivery(
+        delivery_id=row.delivery_id,
+        received_at=row.received_at,
+        size=row.size,
+        label=Label(row.label),
+        evaluation=row.evaluation,
+        evaluated_at=row.evaluated_at,
+        trace=delivery_trace.decode(row.trace),
+        replay_of=None,
+        reason=row.reason,
+        duplicate_of=row.duplicate_of,
+        runs=[],
+    )
 
 
-def _pending_item(record: DeliveryRecord) -> dict[str, Any]:
-    return {
-        "delivery_id": record.delivery_id,
-        "received_at": record.received_at,
-        "size": record.size,
-        "label": record.label.value,
-        "evaluation": PENDING,
-        "evaluated_at": None,
-        "trace": None,
-        "replay_of": None,
-        "reason": None,
-        "duplicate_of": None,
-        "runs": [],
-    }
+def _pending_item(record: DeliveryRecord) -> Delivery:
+    return Delivery(
+        delivery_id=record.delivery_id,
+        received_at=record.received_at,
+        size=record.size,
+        label=record.label,
+        evaluation="pending",  # PENDING
+        evaluated_at=None,
+        trace=None,
+        replay_of=None,
+        runs=[],
+    )
 
 
-async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> None:
-    by_id = {item["delivery_id"]: item for item in items if item["evaluation"] in _EVALUATED}
+async def _attach_runs(conn: AsyncConnection, items: list[Delivery]) -> None:
+    by_id = {item.delivery_id: item for item in items if item.evaluation in _EVALUATED}
     if not by_id:
         return
     r = t.runs
@@ -293,6 +293,4 @@ async def _attach_runs(conn: AsyncConnection, items: list[dict[str, Any]]) -> No
         .order_by(r.c.created_at, r.c.automation_uid)
     )
     for row in await conn.execute(query):
-        by_id[row.delivery_id]["runs"].append(
-            {"automation_uid": row.automation_uid, "run_id": row.run_id}
-        )
+        by_id[row.delivery_id].runs.append(DeliveryRun(row.automation_uid, row.run_id))

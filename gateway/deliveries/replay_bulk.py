@@ -10,88 +10,59 @@ twice).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import Label
 from gateway.deliveries import trace as delivery_trace
+from gateway.deliveries.models import MAX_BULK, BulkAnswer, BulkItem, BulkReplay
 from gateway.deliveries.replay import Original, Replayer, live_target
 from gateway.errors import InvalidRequest, RateLimited, ServiceError
 from gateway.store import tables as t
-
-MAX_BULK = 100
-OUTCOMES = (
-    *(delivery_trace.MATCHED, delivery_trace.NO_MATCH, delivery_trace.NO_AUTOMATIONS),
-    *(delivery_trace.WEBHOOK_NOT_LIVE, delivery_trace.NO_FOREMAN),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class BulkRequest:
-    since: datetime
-    until: datetime | None = None
-    label: str = Label.ACCEPTED.value
-    outcome: str | None = None
-    limit: int = 50
-
-
-@dataclass
-class BulkResult:
-    items: list[dict[str, Any]] = field(default_factory=list)
-    retry_after: int | None = None  # set when the rate limit stopped the run
-
-    @property
-    def counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for item in self.items:
-            counts[item["status"]] = counts.get(item["status"], 0) + 1
-        return counts
 
 
 async def replay_range(
     replayer: Replayer,
     factory_uid: str,
     webhook_uid: str,
-    wanted: BulkRequest,
+    wanted: BulkReplay,
     idempotency_key: str | None,
     requested_by: str | None,
-) -> BulkResult:
+) -> BulkAnswer:
     if wanted.label != Label.ACCEPTED.value:
         raise InvalidRequest(f"label: only {Label.ACCEPTED.value!r} deliveries have a payload")
     async with replayer.database.read() as conn:
         target = await live_target(conn, factory_uid, webhook_uid)
         originals = await _originals(conn, webhook_uid, wanted)
-    result = BulkResult()
+    items: list[BulkItem] = []
+    retry_after: int | None = None  # set when the rate limit stopped the run
     for original in originals:
-        if result.retry_after is not None:
-            result.items.append(_item(original.delivery_id, "not_sent", None))
+        if retry_after is not None:
+            items.append(BulkItem(original.delivery_id, "not_sent", None))
             continue
         key = f"{idempotency_key}:{original.delivery_id}" if idempotency_key else None
         try:
             done = await replayer.send(target, original, key, requested_by)
         except RateLimited as exc:
-            result.retry_after = exc.retry_after
-            result.items.append(_item(original.delivery_id, "not_sent", None))
+            retry_after = exc.retry_after
+            items.append(BulkItem(original.delivery_id, "not_sent", None))
             continue
         except ServiceError as exc:
-            result.items.append(_item(original.delivery_id, f"refused: {exc.code}", None))
+            items.append(BulkItem(original.delivery_id, f"refused: {exc.code}", None))
             continue
         status = "replayed" if done.created else "replayed_before"
-        result.items.append(_item(original.delivery_id, status, done.delivery_id))
-    return result
+        items.append(BulkItem(original.delivery_id, status, done.delivery_id))
+    return BulkAnswer(items, _counts(items), retry_after)
 
 
-def _item(delivery_id: str, status: str, replay_id: str | None) -> dict[str, Any]:
-    return {"delivery_id": delivery_id, "status": status, "replay_delivery_id": replay_id}
+def _counts(items: list[BulkItem]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.status] = counts.get(item.status, 0) + 1
+    return counts
 
 
-async def _originals(
-    conn: AsyncConnection, webhook_uid: str, wanted: BulkRequest
-) -> list[Original]:
+async def _originals(conn: AsyncConnection, webhook_uid: str, wanted: BulkReplay) -> list[Original]:
     d = t.deliveries
     query = select(d.c.delivery_id, d.c.payload, d.c.received_at, d.c.trace).where(
         d.c.webhook_uid == webhook_uid,
@@ -105,10 +76,8 @@ async def _originals(
     found: list[Original] = []
     # the outcome lives in the trace's JSON: filtered here, reading at most a bounded window
     for row in await conn.execute(query.limit(MAX_BULK * 20)):
-        if wanted.outcome is not None:
-            trace = delivery_trace.decode(row.trace)
-            if trace is None or trace.get("outcome") != wanted.outcome:
-                continue
+        if wanted.outcome is not None and delivery_trace.outcome_of(row.trace) != wanted.outcome:
+            continue
         found.append(Original(row.delivery_id, row.payload, row.received_at))
         if len(found) >= wanted.limit:
             break

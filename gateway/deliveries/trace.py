@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from filters import Filter, FilterError, explain, parse_filter
 from gateway.automations.index import STAMP, HookAutomations, Key, stamp_micros
 from gateway.backends.delivery_rows import EVALUATED
+from gateway.deliveries import models
 from gateway.store import tables as t
 
 FAILED: Final = "failed"
@@ -91,65 +92,72 @@ def cached_trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> 
     return trace
 
 
-def decode(stored: bytes | None) -> dict[str, Any] | None:
+def decode(stored: bytes | None) -> models.Trace | None:
     """The stored trace as the API shows it (mismatches not explained yet)."""
     if not stored:
         return None
     raw = orjson.loads(stored)
     automations = [
-        {"automation_uid": uid, "matched": matched, "mismatch": None, "path": None}
-        for uid, matched, _stamp in raw["automations"]
+        models.ConsideredAutomation(uid, matched) for uid, matched, _stamp in raw["automations"]
     ]
-    return {"outcome": raw["outcome"], "automations": automations}
+    return models.Trace(raw["outcome"], automations)
+
+
+def outcome_of(stored: bytes | None) -> models.Outcome | None:
+    """The outcome of a stored trace (None without one)."""
+    if not stored:
+        return None
+    outcome: models.Outcome = orjson.loads(stored)["outcome"]
+    return outcome
 
 
 def considered(
     filters: Sequence[tuple[TriggerKey, Filter | None]],
     matched: Collection[TriggerKey],
     payload: Any,
-) -> list[dict[str, Any]]:
+) -> list[models.ConsideredAutomation]:
     """One entry per automation (in the order of `filters`): matched if any of its triggers
     matched, else the first mismatch of its first trigger."""
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, models.ConsideredAutomation] = {}
     for key, tree in filters:
         uid = key[0]
         entry = entries.get(uid)
-        if entry is not None and (entry["matched"] or key not in matched):
+        if entry is not None and (entry.matched or key not in matched):
             continue
         if key in matched:
-            entries[uid] = {"automation_uid": uid, "matched": True, "mismatch": None, "path": None}
+            entries[uid] = models.ConsideredAutomation(uid, True)
         else:
             found = explain(tree, payload)
-            entries[uid] = {
-                "automation_uid": uid,
-                "matched": False,
-                "mismatch": str(found) if found is not None else None,
-                "path": found.path if found is not None else None,
-            }
+            entries[uid] = models.ConsideredAutomation(
+                uid,
+                False,
+                str(found) if found is not None else None,
+                found.path if found is not None else None,
+            )
     return list(entries.values())
 
 
 async def explain_trace(
-    conn: AsyncConnection, webhook_uid: str, trace: dict[str, Any], stored: bytes, payload: Any
+    conn: AsyncConnection, webhook_uid: str, trace: models.Trace, stored: bytes, payload: Any
 ) -> None:
     """Fills in `mismatch` and `path` of the automations of `trace` (decoded from `stored`)
     that did not match (see above)."""
     stamps = {
         uid: _canonical(stamp) for uid, _matched, stamp in orjson.loads(stored)["automations"]
     }
-    missed = [a for a in trace["automations"] if not a["matched"]]
+    missed = [a for a in trace.automations if not a.matched]
     if not missed:
         return
-    filters, current = await _filters(conn, webhook_uid, [a["automation_uid"] for a in missed])
+    filters, current = await _filters(conn, webhook_uid, [a.automation_uid for a in missed])
     for entry in missed:
-        uid = entry["automation_uid"]
+        uid = entry.automation_uid
         own = filters.get(uid)
         if own is None:
-            entry["mismatch"] = "automation deleted, or no longer listening to this webhook"
+            entry.mismatch = "automation deleted, or no longer listening to this webhook"
             continue
         (explained,) = considered(own, (), payload)
-        entry["mismatch"], entry["path"] = explained["mismatch"], explained["path"]
-        entry["filter_changed"] = current.get(uid) != stamps.get(uid)
+        entry.mismatch, entry.path = explained.mismatch, explained.path
+        entry.filter_changed = current.get(uid) != stamps.get(uid)
 
 
 def _canonical(stamp: str) -> str:

@@ -196,7 +196,7 @@ class RunStarter:
         entries = await self.index.lookup(conn, {d.webhook_uid for d in batch})
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
         traces: dict[str, Trace] = {}
-        wanted: dict[str, Any] = {}
+        wanted: dict[str, int] = {}  # automation uid -> its stamp, as matched
         planned: set[str] = set()
         unstarted: dict[str, str] = {}
         forge: dict[str, tuple[str, Any]] = {}

@@ -9,10 +9,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from sqlalchemy import func, insert, select
 
 from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.outbox import Outbox
 from gateway.backends.redis_backend import KeySpace
@@ -99,8 +101,9 @@ def automation_for_everything(client: GatewayClient, world: World, webhook_uid: 
         }
         body["enabled"] = True
         async with services.database.transaction() as conn:
-            row = await automations.create_automation(conn, world.factory_uid, body)
-        return str(row.uid)
+            spec = msgspec.convert(body, AutomationCreate)
+            made = await automations.create_automation(conn, world.factory_uid, spec)
+        return made.uid
 
     return client.run(run)
 

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from sqlalchemy import func, select
 
 from benchmarks.procs import free_port
 from gateway.accounts import factories, identities
 from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate
 from gateway.services import Services, build_services
 from gateway.settings import Settings
 from gateway.store import migrate
@@ -59,9 +61,10 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
             "filter": {"webhook_ids": [hook.uid], "payload": {"kind": [kind]}},
         }
         changes = {"name": name, "prompt": f"do {name}", "enabled": True, "triggers": [trigger]}
-        row = await automations.create_automation(conn, factory, changes)
+        spec = msgspec.convert(changes, AutomationCreate)
+        made = await automations.create_automation(conn, factory, spec)
         if kind == "match":
-            matching.add(row.uid)
+            matching.add(made.uid)
     return factory, hook.uid, token, matching
 
 

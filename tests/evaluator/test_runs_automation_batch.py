@@ -38,7 +38,7 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
         both = await _automation(services, world.factory_uid, "both", [_trigger(a), _trigger(b)])
         await _automation(services, world.factory_uid, "gone", [_trigger(gone)])
         async with services.database.transaction() as conn:
-            await webhooks.delete_webhook(conn, world.factory_uid, gone)
+            await webhooks.delete_webhook(conn, services, world.factory_uid, gone)
             lonely = await factories.create_factory(conn, world.team_uid, "No foreman", None, None)
         lonely_hook = await _webhook(services, lonely, world.team_uid, "lonely")
         await _automation(services, lonely, "lonely", [_trigger(lonely_hook)])

@@ -8,11 +8,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import orjson
 from sqlalchemy import func, select
 
 from gateway.accounts import factories
 from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate, AutomationPatch
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
 from gateway.evaluator.webhook_runs import AcceptedDelivery, RunRef, RunStarter
@@ -43,8 +45,10 @@ async def _automation(
 ) -> str:
     body = {"name": name, "prompt": f"Prompt of {name}.", "enabled": enabled, "triggers": triggers}
     async with services.database.transaction() as conn:
-        row = await automations.create_automation(conn, factory_uid, body)
-    return str(row.uid)
+        made = await automations.create_automation(
+            conn, factory_uid, msgspec.convert(body, AutomationCreate)
+        )
+    return made.uid
 
 
 def _delivery(webhook_uid: str, delivery_id: str, payload: bytes) -> AcceptedDelivery:
@@ -201,9 +205,8 @@ def test_changed_automation_is_recompiled(client: GatewayClient) -> None:
         starter = RunStarter()
         assert await _start(services, starter, _delivery(hook, "d1", b'{"x": 2}')) == []
         async with services.database.transaction() as conn:
-            await automations.update_automation(
-                conn, world.factory_uid, uid, {"triggers": [_trigger(hook, {"x": [2]})]}
-            )
+            patch = msgspec.convert({"triggers": [_trigger(hook, {"x": [2]})]}, AutomationPatch)
+            await automations.update_automation(conn, world.factory_uid, uid, patch)
         refs = await _start(services, starter, _delivery(hook, "d2", b'{"x": 2}'))
         assert [r.automation_uid for r in refs] == [uid]
         assert starter.compilations == 2

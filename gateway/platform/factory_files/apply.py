@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import msgspec
 import yaml
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate, AutomationPatch
 from gateway.errors import ServiceError
 from gateway.platform.factory_files.schema import definition_schema
 from gateway.services import Services
@@ -159,14 +161,16 @@ async def _apply_automation(
     try:
         row = await _existing(conn, t.automations, factory_uid, file_name)
         if row is None:
+            spec = msgspec.convert(changes, AutomationCreate)  # the schema checked its shape
             created = await automations.create_automation(
-                conn, factory_uid, changes, definition_name=file_name
+                conn, factory_uid, spec, definition_name=file_name
             )
             return {"name": file_name, "uid": created.uid, "action": "created"}
         differing = {key: value for key, value in changes.items() if getattr(row, key) != value}
         if not differing:
             return {"name": file_name, "uid": row.uid, "action": "unchanged"}
-        await automations.update_automation(conn, factory_uid, row.uid, differing)
+        patch = msgspec.convert(differing, AutomationPatch)
+        await automations.update_automation(conn, factory_uid, row.uid, patch)
         return {"name": file_name, "uid": row.uid, "action": "updated"}
     except ServiceError as exc:
         raise DefinitionError(f"{where}: {exc.detail}") from exc
