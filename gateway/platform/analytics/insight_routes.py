@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from gateway.accounts.factories import get_accessible_factory
 from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.fields import Cursor, Limit, Moment, Timestamp
+from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
 from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Query, Routes
@@ -30,7 +30,6 @@ from gateway.platform.analytics.params import (
     refuse_binning,
 )
 from gateway.platform.analytics.run_counts import RunGroupBy
-from gateway.platform.runs.routes import in_utc
 
 
 class PullRequest(Struct, kw_only=True):

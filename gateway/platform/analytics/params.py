@@ -11,11 +11,10 @@ from starlette.requests import Request
 
 from gateway.accounts.factories import Factory, get_accessible_factory
 from gateway.api.auth import principal_of, services_of
-from gateway.api.fields import Moment, Timestamp
+from gateway.api.fields import Moment, Timestamp, in_utc
 from gateway.errors import FactoryMetricsRateLimited as BudgetSpent
 from gateway.errors import InvalidRequest
 from gateway.platform.analytics.window import Period, Window, window
-from gateway.platform.runs.routes import in_utc
 from gateway.problem import Problem
 from gateway.store.types import utcnow
 

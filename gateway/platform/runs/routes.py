@@ -3,7 +3,6 @@ clients parse (docs/runs-and-tasks.md)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -12,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.fields import Cursor, Limit, Moment, Timestamp
+from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
 from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Body, Query, Routes
@@ -173,15 +172,6 @@ class RunFilters(Struct, kw_only=True):
         self.created_after = in_utc(self.created_after, "created_after")
         self.created_before = in_utc(self.created_before, "created_before")
         self.updated_after = in_utc(self.updated_after, "updated_after")
-
-
-def in_utc(moment: datetime | None, name: str) -> datetime | None:
-    if moment is None:
-        return None
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+05:00
-        raise ValueError(f"{name}: date-time out of range") from exc
 
 
 routes = Routes("runs")
