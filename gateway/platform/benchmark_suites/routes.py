@@ -17,7 +17,7 @@ from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Body, Query, Routes
 from gateway.errors import InvalidRequest, NotFound
 from gateway.platform.benchmark_suites import runs, suites
-from gateway.platform.runs.records import load_run, one_run_json
+from gateway.platform.runs.records import load_run, run_item
 
 routes = Routes("benchmarks")
 SUITES = "/factory/{uid}/benchmark-suites"
@@ -516,5 +516,5 @@ async def trial_endpoint(request: Request, query: Query[TrialOneQuery]) -> Respo
             spent = await runs.costs(conn, [trial.agent_run_id])
             body["results"] = runs.trial_results(trial, agent_run, spent)
         if "details" in include and agent_run is not None:
-            body["details"] = await one_run_json(conn, agent_run)
+            body["details"] = await run_item(conn, agent_run)
     return json_response(body)

@@ -23,6 +23,7 @@ from gateway.accounts.identities import Principal
 from gateway.errors import Conflict, InvalidRequest, NotFound, RunPending, RunTerminal
 from gateway.platform.benchmark_suites.suites import get_suite, suite_tasks
 from gateway.platform.runs import lifecycle as run_lifecycle
+from gateway.platform.runs.models import AgentConfig, RunRecord
 from gateway.platform.runs.records import TERMINAL, NewRun, insert_run, load_run
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -99,7 +100,7 @@ def _trial_run(
         factory_uid=factory.uid,
         creator=principal,
         source=SOURCE,
-        agent_config={"model_id": model} if model else None,
+        agent_config=AgentConfig(model_id=model) if model else None,
         metadata={
             "benchmark_run_uid": run_uid,
             "benchmark_task_uid": task.uid,
@@ -276,7 +277,7 @@ def results(
     return found
 
 
-def trial_results(trial: Row[Any], agent_run: Row[Any], spent: dict[str, float]) -> dict[str, Any]:
+def trial_results(trial: Row[Any], agent_run: RunRecord, spent: dict[str, float]) -> dict[str, Any]:
     """How one trial went: its agent run's outcome, duration, cost and status message."""
     return {
         "outcome": trial.state,

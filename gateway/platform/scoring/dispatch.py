@@ -26,6 +26,7 @@ from gateway import ids
 from gateway.accounts.factories import Factory, require_manage_access
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NotFound
+from gateway.platform.runs.models import RunRecord
 from gateway.platform.runs.records import can_view, find_run, visible_run
 from gateway.platform.scoring.scorers import find_scorer, get_scorer, scores_agent
 from gateway.store import tables as t
@@ -103,7 +104,7 @@ def _check_uuids(values: list[str], field: str) -> None:
             raise InvalidRequest(f"{field}[{i}]: {value} is listed twice")
 
 
-def _check_run(run: Row[Any], factory: Factory, agents: set[str], field: str) -> None:
+def _check_run(run: RunRecord, factory: Factory, agents: set[str], field: str) -> None:
     if run.factory_uid != factory.uid or run.team_uid != factory.team_uid:
         raise InvalidRequest(f"{field}: run {run.run_id} is not a run of this factory and team")
     if run.source == SCORING_SOURCE:
@@ -121,7 +122,7 @@ def _check_scorer(scorer: Row[Any], field: str) -> None:
         )
 
 
-def _check_pair(scorer: Row[Any], run: Row[Any], field: str) -> None:
+def _check_pair(scorer: Row[Any], run: RunRecord, field: str) -> None:
     if not scores_agent(scorer, run.agent_uid):
         raise InvalidRequest(
             f"{field}: scorer {scorer.uid} is not configured for agent {run.agent_uid}, which "
@@ -130,7 +131,7 @@ def _check_pair(scorer: Row[Any], run: Row[Any], field: str) -> None:
 
 
 async def _queue(
-    conn: AsyncConnection, principal: Principal, factory: Factory, scorer: Row[Any], run: Row[Any]
+    conn: AsyncConnection, principal: Principal, factory: Factory, scorer: Row[Any], run: RunRecord
 ) -> dict[str, Any]:
     """A QUEUED job for the pair, or the one queued before (the unique index decides races)."""
     outcome = {"run_id": run.run_id, "scorer_uid": scorer.uid}

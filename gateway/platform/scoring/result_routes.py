@@ -27,7 +27,8 @@ from gateway.platform.analytics.params import (
     range_of,
 )
 from gateway.platform.analytics.window import Period
-from gateway.platform.runners.routes import AGENT_ONLY, Uid, as_runner
+from gateway.platform.runners.models import Uid
+from gateway.platform.runners.routes import AGENT_ONLY, as_runner
 from gateway.platform.runs.records import visible_run
 from gateway.platform.scoring import results as scoring
 from gateway.platform.scoring.scorers import get_scorer

@@ -19,8 +19,8 @@ from gateway.api.routing import Body, Query, Routes
 from gateway.errors import Forbidden, NotFound
 from gateway.platform.factories.dispatch import ensure_bound
 from gateway.platform.runs import lifecycle as run_lifecycle
+from gateway.platform.runs.models import Creator, RunItem
 from gateway.platform.runs.records import can_view, newest_root_run
-from gateway.platform.runs.routes import Creator, Run
 from gateway.platform.tasks import tasks
 from gateway.platform.tasks.listing import TaskQuery, list_tasks
 from gateway.platform.tasks.tasks import TaskStage
@@ -84,7 +84,7 @@ class Task(Struct, kw_only=True):
     ) = UNSET
     current_run: (
         Annotated[
-            Run | None,
+            RunItem | None,
             Meta(
                 description="with include_current_run (and from cancel): the conversation's "
                 "newest top-level run"
