@@ -11,5 +11,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# an arbitrary JSON object as a client sent it (a payload filter, a webhook payload's body)
+# an arbitrary JSON object as a client sent it (a payload filter, a webhook payload's body, an
+# MCP server configuration)
 JsonObject = dict[str, Any]

@@ -3,7 +3,7 @@
 The command gets the run's prompt on stdin, followed by the follow-ups users sent to the run,
 and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), GATEWAY_API_URL, RUN_MESSAGES and
 (webhook runs) EVENT_PAYLOAD in its environment, in a process group of its own. RUN_MESSAGES is a
-file of JSON lines, one per follow-up (`gateway.platform.runners.routes.RunMessage`), to which the
+file of JSON lines, one per follow-up (`gateway.platform.runners.models.RunMessage`), to which the
 follow-ups sent into the live session are appended as heartbeats bring them. Files the command
 leaves in the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
 is renewed every third of it (at least every MAX_BEAT_S); a cancel reported by the heartbeat

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Dialect
 
 from gateway.automations.index import Automation, LiveHook
 from gateway.evaluator import webhook_runs as wr
+from gateway.platform.runs.models import RunArtifact
 from gateway.platform.runs.records import NewRun, run_values
 from gateway.platform.tasks.tasks import task_values
 
@@ -39,13 +40,13 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
         source="WEBHOOK",
         metadata={"automation_id": "aut_1", "webhook_uid": "whk_1", "delivery_id": "dlv_1"},
         artifacts=[
-            {
-                "type": "attachment",
-                "name": wr.PAYLOAD_NAME,
-                "content_type": "application/json",
-                "size": len(delivery.payload),
-                "attachment_id": attachment["attachment_id"],
-            }
+            RunArtifact(
+                type="attachment",
+                name=wr.PAYLOAD_NAME,
+                content_type="application/json",
+                size=len(delivery.payload),
+                attachment_id=attachment["attachment_id"],
+            )
         ],
         agent_uid=hook.foreman_agent_uid,
         conversation_id=run["conversation_id"],

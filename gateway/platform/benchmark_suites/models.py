@@ -12,7 +12,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
-from gateway.platform.runs.routes import StatusMessage
+from gateway.platform.runs.models import RunItem, StatusMessage
 
 RunStatus = Literal["running", "completed", "cancelled"]
 RunDetail = Literal["launch_settings", "aggregate_results", "creator_name"]
@@ -207,9 +207,9 @@ class Trial(Struct, kw_only=True):
     state: str
     created_at: Timestamp
     results: Annotated[TrialResults, Meta(description="include=results")] | UnsetType = UNSET
-    details: (
-        Annotated[dict[str, Any], Meta(description="include=details: the agent run")] | UnsetType
-    ) = UNSET
+    details: Annotated[RunItem, Meta(description="include=details: the agent run")] | UnsetType = (
+        UNSET
+    )
 
 
 class TrialPage(Struct, kw_only=True):

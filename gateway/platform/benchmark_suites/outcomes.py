@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 
-import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.factories import Factory
@@ -27,8 +26,7 @@ from gateway.platform.benchmark_suites.records import (
     status_of,
 )
 from gateway.platform.benchmark_suites.runs import outcome_counts
-from gateway.platform.runs.records import load_run, one_run_json
-from gateway.platform.runs.routes import StatusMessage
+from gateway.platform.runs.records import load_run, run_item
 
 
 async def run_results(
@@ -139,8 +137,8 @@ async def one_trial(
             outcome=trial.state,
             duration_s=duration_s(trial),
             cost_usd=spent.get(trial.agent_run_id, 0.0),
-            status_message=msgspec.convert(agent_run.status_message, StatusMessage | None),
+            status_message=agent_run.status_message,
         )
     if "details" in include:
-        shown.details = await one_run_json(conn, agent_run)
+        shown.details = await run_item(conn, agent_run)
     return shown

@@ -39,6 +39,7 @@ from gateway.platform.benchmark_suites.records import (
 )
 from gateway.platform.benchmark_suites.suites import get_suite, suite_tasks
 from gateway.platform.runs import lifecycle as run_lifecycle
+from gateway.platform.runs.models import AgentConfig
 from gateway.platform.runs.records import TERMINAL, NewRun, insert_run, load_run
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -117,7 +118,7 @@ def _trial_run(
         factory_uid=factory.uid,
         creator=principal,
         source=SOURCE,
-        agent_config={"model_id": model} if model else None,
+        agent_config=AgentConfig(model_id=model) if model else None,
         metadata={
             "benchmark_run_uid": run_uid,
             "benchmark_task_uid": task.uid,

@@ -15,7 +15,7 @@ from gateway.api.http import json_response
 from gateway.api.routing import Query, Routes
 from gateway.platform.catalog import environments
 from gateway.platform.catalog.environments import VisibleEnvironment
-from gateway.platform.runs.conversation_routes import RunState
+from gateway.platform.runs.models import RunState
 
 
 class GitHubRepo(Struct):

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.factories import Factory
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NoForeman
+from gateway.platform.runs.models import RunArtifact, RunRecord
 from gateway.platform.runs.records import NewRun, insert_run, insert_runs
 from gateway.platform.tasks.tasks import create_seed_task
 from gateway.store import Database
@@ -69,7 +70,7 @@ def dispatch_request(
     creator: Principal | None,
     source: str = "API",
     metadata: dict[str, str] | None = None,
-    artifacts: list[dict[str, Any]] | None = None,
+    artifacts: list[RunArtifact] | None = None,
 ) -> NewRun:
     """The run for the factory's foreman (409 no_foreman without one), not yet inserted."""
     if factory.foreman_agent_uid is None:
@@ -98,9 +99,9 @@ async def dispatch_run(
     creator: Principal | None,
     source: str = "API",
     metadata: dict[str, str] | None = None,
-    artifacts: list[dict[str, Any]] | None = None,
+    artifacts: list[RunArtifact] | None = None,
     run_id: str | None = None,
-) -> Row[Any]:
+) -> RunRecord:
     """The run for the factory's foreman (409 no_foreman without one); its task comes later."""
     new = dispatch_request(
         factory, request, creator=creator, source=source, metadata=metadata, artifacts=artifacts
@@ -108,12 +109,10 @@ async def dispatch_run(
     return await insert_run(conn, new, run_id)
 
 
-async def dispatch_runs(
-    conn: AsyncConnection, runs: Sequence[tuple[NewRun, str]]
-) -> list[dict[str, Any]]:
+async def dispatch_runs(conn: AsyncConnection, runs: Sequence[tuple[NewRun, str]]) -> None:
     """Inserts many dispatched runs (from `dispatch_request`) in one statement; their tasks come
-    later. Returns the inserted values, in order."""
-    return await insert_runs(conn, runs)
+    later."""
+    await insert_runs(conn, runs)
 
 
 async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int:
@@ -129,7 +128,7 @@ async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int
             .where(t.runs.c.run_id == row.run_id, _WAITING_FOR_TASK)
             .values(task_pending=False)
         )
-        if claim.rowcount == 1 and await create_seed_task(conn, row):
+        if claim.rowcount == 1 and await create_seed_task(conn, RunRecord.from_row(row)):
             bound += 1
     return bound
 

@@ -13,8 +13,8 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
 from gateway.platform.factories import dispatch as factory_dispatch
-from gateway.platform.runs.records import one_run_json
-from gateway.platform.runs.routes import Run
+from gateway.platform.runs.models import RunItem
+from gateway.platform.runs.records import run_item
 
 
 class FactoryRunCreate(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -49,7 +49,7 @@ routes = Routes("factories")
     "/factory/{uid}/runs",
     "Dispatch a run to a factory's foreman",
     ok=201,
-    response=Run,
+    response=RunItem,
     errors=(400, 401, 403, 404, 409, 413),
     notes="The factory task bound to the run's conversation is created just after.",
     problems=((409, "`no_foreman`: the factory has no foreman agent"),),
@@ -62,7 +62,7 @@ async def dispatch_endpoint(request: Request, body: Body[FactoryRunCreate]) -> R
     parsed = (await body.read()).request()
     async with services.database.transaction() as conn:
         row = await factory_dispatch.dispatch_run(conn, factory, parsed, creator=principal)
-        item = await one_run_json(conn, row)
+        item = await run_item(conn, row)
     services.runs_queued.notify()
     # the factory task comes after the response; lookups bind it too if this is lost
     services.spawn(factory_dispatch.bind_pending(services.database), name=f"bind-task-{row.run_id}")

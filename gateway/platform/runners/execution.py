@@ -14,11 +14,14 @@ lease and a poll.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Row, func, insert, select, update
+import msgspec
+from msgspec import UNSET, structs
+from sqlalchemy import Select, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
@@ -26,15 +29,35 @@ from gateway.accounts.identities import Principal
 from gateway.backends.key_cache import KeyCache
 from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound, ServiceError
 from gateway.platform.analytics import pr_costs, pull_requests
+from gateway.platform.runners.models import (
+    MAX_CLAIM,
+    ArtifactAdded,
+    ClaimedRun,
+    HeartbeatResult,
+    NewArtifact,
+    RunMessage,
+    RunStatus,
+    RunUsage,
+    StoredArtifact,
+    UsageDimensions,
+    UsageLine,
+    Worker,
+)
 from gateway.platform.runs import timeline as run_timeline
-from gateway.platform.runs.records import TERMINAL, find_run, load_run
+from gateway.platform.runs.models import (
+    AgentConfig,
+    ArtifactItemData,
+    RunArtifact,
+    RunRecord,
+    StatusMessage,
+)
+from gateway.platform.runs.records import TERMINAL, find_run, json_column, load_run
 from gateway.platform.tasks import tasks
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
 HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
-MAX_CLAIM = 50  # runs per claim call: a runner of many short runs takes them in batches
 MAX_STATUS = 500  # characters of a status message
 PAYLOAD_NAME = "event-payload.json"
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
@@ -62,7 +85,8 @@ CLAIMED_COLUMNS = [
 ]
 # follow-ups a user sent to the run (not the runner's own messages, nor interrupts)
 FOLLOW_UPS = ("queued", "resumed", "injected")
-Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+# what a run held by no runner has of its lease
+FREE = {"runner_uid": None, "lease_expires_at": None, "lease_renewed_at": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +176,7 @@ async def runner_of(
     return runner
 
 
-async def list_runners(
-    conn: AsyncConnection, principal: Principal, lease_s: float
-) -> list[dict[str, Any]]:
+async def list_runners(conn: AsyncConnection, principal: Principal, lease_s: float) -> list[Worker]:
     """The runners of the caller's teams seen within two leases, newest first, with the runs
     they hold; `online` while seen within one lease (heartbeats may be a moment stale)."""
     now = utcnow()
@@ -178,19 +200,19 @@ async def list_runners(
         held = {uid: count for uid, count in counts.all()}
     online_since = now - timedelta(seconds=lease_s)
     return [
-        {
-            "uid": row.uid,
-            "name": row.name,
-            "host": row.host,
-            "agent_uid": row.agent_uid,
-            "factory_uid": row.factory_uid,
-            "concurrency": row.concurrency,
-            "version": row.version,
-            "started_at": row.started_at,
-            "last_seen_at": row.last_seen_at,
-            "online": row.last_seen_at >= online_since,
-            "runs_held": held.get(row.uid, 0),
-        }
+        Worker(
+            uid=row.uid,
+            name=row.name,
+            host=row.host,
+            agent_uid=row.agent_uid,
+            factory_uid=row.factory_uid,
+            concurrency=row.concurrency,
+            version=row.version,
+            started_at=row.started_at,
+            last_seen_at=row.last_seen_at,
+            online=row.last_seen_at >= online_since,
+            runs_held=held.get(row.uid, 0),
+        )
         for row in rows
     ]
 
@@ -213,14 +235,13 @@ async def expire_leases(conn: AsyncConnection) -> None:
     ended = [row.run_id for row in expired if row.state in TERMINAL]
     failed = [row for row in expired if row.state not in TERMINAL and row.attempts >= MAX_ATTEMPTS]
     requeued = [row for row in expired if row.state not in TERMINAL and row.attempts < MAX_ATTEMPTS]
-    free = {"runner_uid": None, "lease_expires_at": None, "lease_renewed_at": None}
     if ended:
-        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**free))
+        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**FREE))
     if requeued:
         await conn.execute(
             update(r)
             .where(r.c.run_id.in_([row.run_id for row in requeued]))
-            .values(state="QUEUED", updated_at=now, **free)
+            .values(state="QUEUED", updated_at=now, **FREE)
         )
         for row in requeued:
             await run_timeline.record(
@@ -243,12 +264,8 @@ async def expire_leases(conn: AsyncConnection) -> None:
                 state="FAILED",
                 failed_at=now,
                 updated_at=now,
-                status_message={
-                    "message": message,
-                    "error_code": "lease_expired",
-                    "retryable": True,
-                },
-                **free,
+                status_message=json_column(StatusMessage(message, "lease_expired", True)),
+                **FREE,
             )
         )
         await run_timeline.record(
@@ -258,23 +275,11 @@ async def expire_leases(conn: AsyncConnection) -> None:
 
 async def claim(
     conn: AsyncConnection, runner: Runner, lease_s: float, limit: int = 1
-) -> list[Row[Any]]:
+) -> list[ClaimedRun]:
     """Up to `limit` QUEUED cloud runs of the runner's team (and factory), oldest first, each
-    CLAIMED with a lease of `lease_s` seconds; their CLAIMED_COLUMNS."""
+    CLAIMED with a lease of `lease_s` seconds, with the follow-ups users sent them."""
     await expire_leases(conn)
-    pick = select(r.c.run_id).where(
-        r.c.state == "QUEUED", r.c.team_uid == runner.team_uid, r.c.run_type == "cloud"
-    )
-    if runner.factory_uid is not None:
-        pick = pick.where(r.c.factory_uid == runner.factory_uid)
-    pick = (
-        pick.order_by(r.c.created_at, r.c.run_id)
-        .limit(max(1, min(limit, MAX_CLAIM)))
-        .with_for_update(skip_locked=True)
-    )
-    # picked first, then claimed: inside the UPDATE, PostgreSQL may run the LIMITed subquery
-    # more than once and claim more than `limit` runs
-    run_ids = list((await conn.execute(pick)).scalars())
+    run_ids = await _pick(conn, runner, limit)
     if not run_ids:
         return []
     now = utcnow()
@@ -292,13 +297,54 @@ async def claim(
         .returning(*CLAIMED_COLUMNS)  # read back in the same statement
     )
     rows = sorted(claimed.all(), key=lambda row: (row.created_at, row.run_id))
-    await run_timeline.record(
-        conn, [row.run_id for row in rows], "CLAIMED", now, runner_uid=runner.uid
+    claimed_ids = [row.run_id for row in rows]
+    await run_timeline.record(conn, claimed_ids, "CLAIMED", now, runner_uid=runner.uid)
+    started_by_deliveries = [
+        (row.run_id, row.conversation_id) for row in rows if row.delivery_id is not None
+    ]
+    payloads = await with_event_payload(conn, started_by_deliveries)
+    messages = await follow_ups(conn, claimed_ids)
+    return [
+        ClaimedRun(
+            run_id=row.run_id,
+            title=row.title,
+            prompt=row.prompt,
+            state=row.state,
+            attempt=row.attempts,
+            lease_expires_at=row.lease_expires_at,
+            conversation_id=row.conversation_id,
+            factory_uid=row.factory_uid,
+            source=row.source,
+            metadata=row.metadata,
+            agent_config=(
+                None if row.agent_config is None else msgspec.convert(row.agent_config, AgentConfig)
+            ),
+            event_payload=row.run_id in payloads,
+            mode=execution_mode(row.mode, messages.get(row.run_id, [])),
+            messages=messages.get(row.run_id, []),
+        )
+        for row in rows
+    ]
+
+
+async def _pick(conn: AsyncConnection, runner: Runner, limit: int) -> list[str]:
+    """The runs `claim` takes, locked (skipping those another claim locked)."""
+    pick = select(r.c.run_id).where(
+        r.c.state == "QUEUED", r.c.team_uid == runner.team_uid, r.c.run_type == "cloud"
     )
-    return rows
+    if runner.factory_uid is not None:
+        pick = pick.where(r.c.factory_uid == runner.factory_uid)
+    pick = (
+        pick.order_by(r.c.created_at, r.c.run_id)
+        .limit(max(1, min(limit, MAX_CLAIM)))
+        .with_for_update(skip_locked=True)
+    )
+    # picked first, then claimed: inside the UPDATE, PostgreSQL may run the LIMITed subquery
+    # more than once and claim more than `limit` runs
+    return list((await conn.execute(pick)).scalars())
 
 
-async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[Any]:
+async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> RunRecord:
     """The run, locked, while `runner` holds it; 404 outside its team, 409 `lease_lost` when
     it finished, was taken back or is held by another runner."""
     held = (await held_runs(conn, runner, [run_id]))[run_id]
@@ -309,25 +355,29 @@ async def held_run(conn: AsyncConnection, runner: Runner, run_id: str) -> Row[An
 
 async def held_runs(
     conn: AsyncConnection, runner: Runner, run_ids: list[str]
-) -> dict[str, Row[Any] | ServiceError]:
+) -> dict[str, RunRecord | ServiceError]:
     """`held_run` for several runs at once (one SELECT): each run, locked, or the error a call
     about it alone would answer."""
     query = select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.run_id).with_for_update()
-    found = {row.run_id: row for row in (await conn.execute(query)).all()}
+    found = await _locked(conn, query)
     now = utcnow()
-    leases = [row.lease_expires_at for row in found.values() if row.lease_expires_at is not None]
+    leases = [run.lease_expires_at for run in found.values() if run.lease_expires_at is not None]
     if any(expires < now for expires in leases):
         await expire_leases(conn)  # these among them: requeued (or failed) now
-        found = {row.run_id: row for row in (await conn.execute(query)).all()}
+        found = await _locked(conn, query)
     return {run_id: _held_by(found.get(run_id), runner, run_id) for run_id in run_ids}
 
 
-def _held_by(row: Row[Any] | None, runner: Runner, run_id: str) -> Row[Any] | ServiceError:
-    if row is None or row.team_uid != runner.team_uid:
+async def _locked(conn: AsyncConnection, query: Select[Any]) -> dict[str, RunRecord]:
+    return {row.run_id: RunRecord.from_row(row) for row in await conn.execute(query)}
+
+
+def _held_by(run: RunRecord | None, runner: Runner, run_id: str) -> RunRecord | ServiceError:
+    if run is None or run.team_uid != runner.team_uid:
         return NotFound(f"run_id: {run_id} not found")
-    if row.runner_uid != runner.uid:
-        return lease_lost(runner, run_id, row.state)
-    return row
+    if run.runner_uid != runner.uid:
+        return lease_lost(runner, run_id, run.state)
+    return run
 
 
 def lease_lost(runner: Runner, run_id: str, state: str) -> LeaseLost:
@@ -339,12 +389,12 @@ def lease_lost(runner: Runner, run_id: str, state: str) -> LeaseLost:
 
 async def heartbeat(
     conn: AsyncConnection, runner: Runner, run_id: str, lease_s: float
-) -> dict[str, Any]:
+) -> HeartbeatResult:
     """Renews the lease; says whether the run was cancelled or interrupted since the last one,
     and hands over the follow-ups sent into its live session since then."""
-    row = await held_run(conn, runner, run_id)
+    run = await held_run(conn, runner, run_id)
     now = utcnow()
-    since = row.lease_renewed_at or row.created_at
+    since = run.lease_renewed_at or run.created_at
     interrupts = await conn.execute(
         select(func.count())
         .select_from(t.run_messages)
@@ -359,14 +409,14 @@ async def heartbeat(
     await conn.execute(
         update(r).where(r.c.run_id == run_id).values(lease_expires_at=expires, lease_renewed_at=now)
     )
-    return {
-        "run_id": run_id,
-        "state": row.state,
-        "lease_expires_at": expires,
-        "cancel_requested": row.state == "CANCELLED",
-        "interrupt_requested": bool(interrupts.scalar_one()),
-        "messages": injected.get(run_id, []),
-    }
+    return HeartbeatResult(
+        run_id=run_id,
+        state=run.state,
+        lease_expires_at=expires,
+        cancel_requested=run.state == "CANCELLED",
+        interrupt_requested=bool(interrupts.scalar_one()),
+        messages=injected.get(run_id, []),
+    )
 
 
 async def follow_ups(
@@ -375,7 +425,7 @@ async def follow_ups(
     *,
     since: datetime | None = None,
     routings: tuple[str, ...] = FOLLOW_UPS,
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[RunMessage]]:
     """Per run, the follow-ups users sent to it (after `since`), oldest first."""
     if not run_ids:
         return {}
@@ -383,31 +433,31 @@ async def follow_ups(
     query = select(m).where(m.c.run_id.in_(run_ids), m.c.routing.in_(routings))
     if since is not None:
         query = query.where(m.c.created_at > since)
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[RunMessage]] = {}
     for row in await conn.execute(query.order_by(m.c.created_at, m.c.id)):
         found.setdefault(row.run_id, []).append(
-            {
-                "id": row.id,
-                "message": row.message,
-                "attachments": row.attachments or [],
-                "mode": row.mode,
-                "routing": row.routing,
-                "created_at": row.created_at,
-            }
+            RunMessage(
+                id=row.id,
+                message=row.message,
+                attachments=row.attachments or [],
+                mode=row.mode,
+                routing=row.routing,
+                created_at=row.created_at,
+            )
         )
     return found
 
 
-def execution_mode(run: Row[Any], messages: list[dict[str, Any]]) -> str:
+def execution_mode(run_mode: str | None, messages: list[RunMessage]) -> str:
     """The mode an execution runs in: that of the newest follow-up queued for it which names
     one (those since the follow-up that resumed the ended run, or before the first start; one
-    sent into a live session keeps the session's mode), else the run's own."""
-    resumed = [i for i, m in enumerate(messages) if m["routing"] == "resumed"]
+    sent into a live session keeps the session's mode), else the run's own (`run_mode`)."""
+    resumed = [i for i, m in enumerate(messages) if m.routing == "resumed"]
     current = messages[resumed[-1] :] if resumed else messages
     for message in reversed(current):
-        if message["routing"] in ("queued", "resumed") and message["mode"]:
-            return str(message["mode"])
-    return run.mode or "normal"
+        if message.routing in ("queued", "resumed") and message.mode:
+            return message.mode
+    return run_mode or "normal"
 
 
 async def progress(
@@ -419,32 +469,37 @@ async def progress(
     status_message: str | None,
     session_id: str | None,
     session_link: str | None,
-) -> Row[Any]:
+) -> RunStatus:
     """Moves a held run along (CLAIMED or BLOCKED -> INPROGRESS, INPROGRESS -> BLOCKED) and
     records what it is doing; a cancelled run keeps its state."""
-    row = await held_run(conn, runner, run_id)
+    run = await held_run(conn, runner, run_id)
     now = utcnow()
-    values: dict[str, Any] = {"updated_at": now}
-    if state is not None and row.state != state and row.state not in TERMINAL:
-        allowed = {"INPROGRESS": ("CLAIMED", "BLOCKED"), "BLOCKED": ("INPROGRESS",)}[state]
-        if row.state not in allowed:
-            raise InvalidRequest(f"state: a {row.state} run cannot become {state}")
-        values["state"] = state
-        if state == "INPROGRESS" and row.started_at is None:
-            values["started_at"] = now
-        await run_timeline.record(conn, [run_id], state, now, runner_uid=runner.uid)
-    if status_message is not None and row.state not in TERMINAL:
-        values["status_message"] = status_json(status_message)
-    if session_id is not None:
-        values["session_id"] = session_id
-    if session_link is not None:
-        values["session_link"] = session_link
-    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
-    return await load_run(conn, run_id)
+    ended = run.state in TERMINAL
+    target = None if ended or state == run.state else state
+    if target is not None:
+        allowed = {"INPROGRESS": ("CLAIMED", "BLOCKED"), "BLOCKED": ("INPROGRESS",)}[target]
+        if run.state not in allowed:
+            raise InvalidRequest(f"state: a {run.state} run cannot become {target}")
+        await run_timeline.record(conn, [run_id], target, now, runner_uid=runner.uid)
+    starts = target == "INPROGRESS" and run.started_at is None
+    status = None if ended or status_message is None else status_of(status_message)
+    await conn.execute(
+        update(r)
+        .where(r.c.run_id == run_id)
+        .values(  # a column set to itself keeps its value
+            updated_at=now,
+            state=r.c.state if target is None else target,
+            started_at=now if starts else r.c.started_at,
+            status_message=r.c.status_message if status is None else json_column(status),
+            session_id=r.c.session_id if session_id is None else session_id,
+            session_link=r.c.session_link if session_link is None else session_link,
+        )
+    )
+    return RunStatus.of(await load_run(conn, run_id))
 
 
-def status_json(message: str, error_code: str | None = None) -> dict[str, Any]:
-    return {"message": message[:MAX_STATUS], "error_code": error_code, "retryable": False}
+def status_of(message: str, error_code: str | None = None) -> StatusMessage:
+    return StatusMessage(message[:MAX_STATUS], error_code, False)
 
 
 async def append_messages(
@@ -472,78 +527,77 @@ async def append_messages(
 
 
 async def add_artifact(
-    conn: AsyncConnection, runner: Runner, run_id: str, artifact: dict[str, Any]
-) -> Row[Any]:
+    conn: AsyncConnection, runner: Runner, run_id: str, artifact: NewArtifact
+) -> ArtifactAdded:
     """A FILE (content stored) or PULL_REQUEST artifact of a held run; it joins the run's
     `artifacts` and, for a factory task's run, the task's outputs."""
-    row = await held_run(conn, runner, run_id)
-    return await store_artifact(conn, row, artifact)
+    run = await held_run(conn, runner, run_id)
+    uid = await store_artifact(conn, run, artifact)
+    return ArtifactAdded(uid, artifact.artifact_type)
 
 
-async def store_artifact(
-    conn: AsyncConnection, run: Row[Any], artifact: dict[str, Any]
-) -> Row[Any]:
+async def store_artifact(conn: AsyncConnection, run: RunRecord, artifact: NewArtifact) -> str:
+    """Stores the artifact; returns its uid."""
     now = utcnow()
     uid = ids.new_uuid()
+    columns = structs.asdict(artifact)
     await conn.execute(
         insert(t.run_artifacts).values(
-            artifact_uid=uid, run_id=run.run_id, created_at=now, **artifact
+            artifact_uid=uid, run_id=run.run_id, created_at=now, **columns
         )
     )
-    kind = artifact["artifact_type"]
+    kind = artifact.artifact_type
     if kind == "PULL_REQUEST":
         await pull_requests.record(
             conn,
             run,
             uid,
             now,
-            url=artifact.get("url"),
-            title=artifact.get("title"),
-            branch=artifact.get("branch"),
-            state=artifact.get("pr_state"),
+            url=artifact.url,
+            title=artifact.title,
+            branch=artifact.branch,
+            state=artifact.pr_state,
         )
     if kind != "TRANSCRIPT":
         listed = [*(run.artifacts or []), _artifact_item(uid, now, artifact)]
-        await conn.execute(update(r).where(r.c.run_id == run.run_id).values(artifacts=listed))
+        await conn.execute(
+            update(r).where(r.c.run_id == run.run_id).values(artifacts=json_column(listed))
+        )
         task = await tasks.live_task_of(conn, await _root_conversation(conn, run))
         if task is not None:
-            url = artifact.get("url") if kind == "PULL_REQUEST" else f"artifact:{uid}"
-            title = artifact.get("title") or artifact.get("filename")
+            url = artifact.url if kind == "PULL_REQUEST" else f"artifact:{uid}"
+            title = artifact.title or artifact.filename
             await tasks.add_output(conn, task.uid, kind.lower(), title, url)
-    stored = (
-        await conn.execute(select(t.run_artifacts).where(t.run_artifacts.c.artifact_uid == uid))
-    ).first()
-    assert stored is not None
-    return stored
+    return uid
 
 
-async def _root_conversation(conn: AsyncConnection, run: Row[Any]) -> str:
+async def _root_conversation(conn: AsyncConnection, run: RunRecord) -> str:
     """A task is bound to its root run's conversation (tasks.task_by_run)."""
     root = run if run.parent_run_id is None else await find_run(conn, run.root_run_id)
-    return str((root or run).conversation_id)
+    return (root or run).conversation_id
 
 
-def _artifact_item(uid: str, at: datetime, artifact: dict[str, Any]) -> dict[str, Any]:
+def _artifact_item(uid: str, at: datetime, artifact: NewArtifact) -> RunArtifact:
     """The run's `artifacts` entry, in the official client's ArtifactItem shape."""
-    if artifact["artifact_type"] == "PULL_REQUEST":
-        data = {"url": artifact["url"], "branch": artifact.get("branch") or ""}
-        if artifact.get("title"):
-            data["title"] = artifact["title"]
-        if artifact.get("pr_state"):
-            data["state"] = artifact["pr_state"]
+    if artifact.artifact_type == "PULL_REQUEST":
+        data = ArtifactItemData(
+            url=artifact.url or "",
+            branch=artifact.branch or "",
+            title=artifact.title or UNSET,
+            state=artifact.pr_state or UNSET,
+        )
     else:
-        filename = artifact["filename"]
-        data = {
-            "artifact_uid": uid,
-            "filename": filename,
-            "filepath": artifact.get("filepath") or filename,
-            "mime_type": artifact["mime_type"],
-            "size_bytes": artifact["size"],
-        }
-        for key in ("description", "title"):
-            if artifact.get(key):
-                data[key] = artifact[key]
-    return {"artifact_type": artifact["artifact_type"], "created_at": at.isoformat(), "data": data}
+        filename = artifact.filename or ""
+        data = ArtifactItemData(
+            artifact_uid=uid,
+            filename=filename,
+            filepath=artifact.filepath or filename,
+            mime_type=artifact.mime_type or "",
+            size_bytes=artifact.size or 0,
+            description=artifact.description or UNSET,
+            title=artifact.title or UNSET,
+        )
+    return RunArtifact(artifact_type=artifact.artifact_type, created_at=at.isoformat(), data=data)
 
 
 async def report_usage(
@@ -561,7 +615,7 @@ async def report_usage(
     run = await held_run(conn, runner, run_id)
     now = utcnow()
     components = list(costs.items()) or [("tokens", 0.0)]
-    about_run = usage_dimensions(run)
+    about_run = structs.asdict(UsageDimensions.of(run))
     await conn.execute(
         insert(t.run_usage),
         [
@@ -582,20 +636,7 @@ async def report_usage(
     await pr_costs.refresh_tree(conn, run.root_run_id)  # the tree's PRs cost more now
 
 
-def usage_dimensions(run: Any) -> dict[str, Any]:
-    """What factory metrics group and window spend by, copied from the run (none of it changes
-    after creation): spend queries read run_usage alone (docs/metrics.md)."""
-    return {
-        "factory_uid": run.factory_uid,
-        "run_created_at": run.created_at,
-        "root_run_id": run.root_run_id,
-        "source": run.source,
-        "user_uid": run.creator_uid if run.creator_kind == "user" else None,
-        "agent_uid": run.agent_uid,
-    }
-
-
-async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:
+async def usage_of(conn: AsyncConnection, run_id: str) -> RunUsage:
     """The run's reported usage summed: tokens, dollars in all and per component and model."""
     u = t.run_usage
     rows = (
@@ -612,101 +653,96 @@ async def usage_of(conn: AsyncConnection, run_id: str) -> dict[str, Any]:
             .order_by(u.c.model_id, u.c.component)
         )
     ).all()
-    return {
-        "run_id": run_id,
-        "input_tokens": sum(int(row[2]) for row in rows),
-        "output_tokens": sum(int(row[3]) for row in rows),
-        "cost_usd": round(sum(float(row[4]) for row in rows), 6),
-        "components": [
-            {
-                "model_id": row[0],
-                "component": row[1],
-                "input_tokens": int(row[2]),
-                "output_tokens": int(row[3]),
-                "cost_usd": round(float(row[4]), 6),
-            }
+    return RunUsage(
+        run_id=run_id,
+        input_tokens=sum(int(row[2]) for row in rows),
+        output_tokens=sum(int(row[3]) for row in rows),
+        cost_usd=round(sum(float(row[4]) for row in rows), 6),
+        components=[
+            UsageLine(
+                model_id=row[0],
+                component=row[1],
+                input_tokens=int(row[2]),
+                output_tokens=int(row[3]),
+                cost_usd=round(float(row[4]), 6),
+            )
             for row in rows
         ],
-    }
+    )
 
 
-async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> Row[Any]:
+async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> RunStatus:
     """Gives a held run back (the runner is stopping): QUEUED again for another runner; the
     claim still counts as an attempt. A cancelled run only loses its holder."""
-    row = await held_run(conn, runner, run_id)
+    run = await held_run(conn, runner, run_id)
     now = utcnow()
-    values: dict[str, Any] = {
-        "runner_uid": None,
-        "lease_expires_at": None,
-        "lease_renewed_at": None,
-        "updated_at": now,
-    }
-    if row.state not in TERMINAL:
-        values["state"] = "QUEUED"
+    requeued = run.state not in TERMINAL
+    if requeued:
         await run_timeline.record(
             conn, [run_id], "QUEUED", now, runner_uid=runner.uid, reason=reason
         )
-    await conn.execute(update(r).where(r.c.run_id == run_id).values(**values))
-    return await load_run(conn, run_id)
+    await conn.execute(
+        update(r)
+        .where(r.c.run_id == run_id)
+        .values(state="QUEUED" if requeued else r.c.state, updated_at=now, **FREE)
+    )
+    return RunStatus.of(await load_run(conn, run_id))
 
 
 # --- what runners and users read ---------------------------------------------------------------
 
 
-def _payload_attachment(run: Row[Any]) -> Any:
-    # by conversation (indexed), then run: a conversation holds few attachments
-    a = t.attachments
-    return (
-        a.c.conversation_id == run.conversation_id,
-        a.c.run_id == run.run_id,
-        a.c.file_name == PAYLOAD_NAME,
-        a.c.delivery_id.is_not(None),
-    )
-
-
-async def event_payload(conn: AsyncConnection, run: Row[Any]) -> bytes | None:
+async def event_payload(conn: AsyncConnection, run: RunRecord) -> bytes | None:
     """The payload of the delivery that started a webhook run (its event-payload.json)."""
     a, d = t.attachments, t.deliveries
     query = (
         select(d.c.payload)
         .select_from(a.join(d, d.c.delivery_id == a.c.delivery_id))
-        .where(*_payload_attachment(run))
+        # by conversation (indexed), then run: a conversation holds few attachments
+        .where(
+            a.c.conversation_id == run.conversation_id,
+            a.c.run_id == run.run_id,
+            a.c.file_name == PAYLOAD_NAME,
+            a.c.delivery_id.is_not(None),
+        )
     )
     payload = (await conn.execute(query)).scalar()
     return None if payload is None else bytes(payload)
 
 
-async def with_event_payload(conn: AsyncConnection, runs: list[Row[Any]]) -> set[str]:
-    """Which of `runs` (their run ids) have an event payload, in one query."""
-    runs = [run for run in runs if run.delivery_id is not None]  # only those have one
+async def with_event_payload(conn: AsyncConnection, runs: Sequence[tuple[str, str]]) -> set[str]:
+    """Which of `runs` (run id, conversation id: runs a delivery started) have an event
+    payload, in one query."""
     if not runs:
         return set()
     a = t.attachments
     query = select(a.c.run_id).where(
-        a.c.conversation_id.in_({run.conversation_id for run in runs}),
-        a.c.run_id.in_([run.run_id for run in runs]),
+        a.c.conversation_id.in_({conversation_id for _, conversation_id in runs}),
+        a.c.run_id.in_([run_id for run_id, _ in runs]),
         a.c.file_name == PAYLOAD_NAME,
         a.c.delivery_id.is_not(None),
     )
     return set((await conn.execute(query)).scalars())
 
 
-async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[Row[Any], Row[Any]]:
+async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[StoredArtifact, RunRecord]:
     """(artifact, its run); 404 when unknown."""
     a = t.run_artifacts
     row = (await conn.execute(select(a).where(a.c.artifact_uid == artifact_uid))).first()
     run = None if row is None else await find_run(conn, row.run_id)
     if row is None or run is None:
         raise NotFound(f"artifact_uid: {artifact_uid} not found")
-    return row, run
+    return StoredArtifact.from_row(row), run
 
 
-async def transcript_of(conn: AsyncConnection, run_id: str) -> Row[Any] | None:
+async def transcript_uid(conn: AsyncConnection, run_id: str) -> str | None:
+    """The uid of the run's newest transcript."""
     a = t.run_artifacts
     query = (
-        select(a)
+        select(a.c.artifact_uid)
         .where(a.c.run_id == run_id, a.c.artifact_type == "TRANSCRIPT")
         .order_by(a.c.created_at.desc())
         .limit(1)
     )
-    return (await conn.execute(query)).first()
+    uid: str | None = (await conn.execute(query)).scalar()
+    return uid

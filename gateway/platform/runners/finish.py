@@ -10,28 +10,27 @@ SELECT (locking the runs), one INSERT of timeline rows, one UPDATE sent with eve
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import SimpleNamespace
-from typing import Any
 
-from sqlalchemy import Row, bindparam, update
+from msgspec import structs
+from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import InvalidRequest, ServiceError
 from gateway.platform.runners.execution import (
-    Outcome,
     Runner,
     held_runs,
     lease_lost,
-    status_json,
+    status_of,
     store_artifact,
 )
+from gateway.platform.runners.models import NewArtifact, RunEnding, RunStatus
 from gateway.platform.runs import timeline as run_timeline
+from gateway.platform.runs.models import RunRecord
+from gateway.platform.runs.records import json_column
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-MAX_FINISH = 50  # runs per finish call
 r = t.runs
 # the columns a finish writes: every run's UPDATE of a batch sets all of them (the ones its
 # ending leaves alone to the value read under the lock), so one statement serves them all
@@ -53,123 +52,113 @@ _UPDATE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Ending:
-    """How a runner says a run it holds ended."""
-
-    run_id: str
-    outcome: Outcome
-    status_message: str | None = None
-    error_code: str | None = None
-    transcript: str | None = None
-
-
 async def finish(
-    conn: AsyncConnection, runner: Runner, ending: Ending, transcript_link: Callable[[str], str]
-) -> SimpleNamespace:
+    conn: AsyncConnection,
+    runner: Runner,
+    run_id: str,
+    ending: RunEnding,
+    transcript_link: Callable[[str], str],
+) -> RunStatus:
     """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
     acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
     is stored and `session_link` points at it (`transcript_link(run_id)`) unless the runner
     set one. The runner holds the run no more. Raises 404, 409 `lease_lost` or 400."""
-    (result,) = await finish_runs(conn, runner, [ending], transcript_link)
+    (result,) = await finish_runs(conn, runner, [(run_id, ending)], transcript_link)
     if isinstance(result, ServiceError):
         raise result
-    return result
+    return RunStatus.of(result)
 
 
 async def finish_runs(
     conn: AsyncConnection,
     runner: Runner,
-    endings: list[Ending],
+    endings: list[tuple[str, RunEnding]],
     transcript_link: Callable[[str], str],
-) -> list[SimpleNamespace | ServiceError]:
-    """`finish` for each ending, in order: the run as it is now, or the error finishing it
-    alone would have raised (the others finish all the same). A run named twice finishes
-    once; the second answers `lease_lost`."""
-    held = await held_runs(conn, runner, list(dict.fromkeys(e.run_id for e in endings)))
+) -> list[RunRecord | ServiceError]:
+    """`finish` for each (run id, ending), in order: the run as it is now, or the error
+    finishing it alone would have raised (the others finish all the same). A run named twice
+    finishes once; the second answers `lease_lost`."""
+    held = await held_runs(conn, runner, list(dict.fromkeys(run_id for run_id, _ in endings)))
     now = utcnow()
-    events: list[dict[str, Any]] = []
-    writes: list[dict[str, Any]] = []
-    results: list[SimpleNamespace | ServiceError] = []
-    for ending in endings:
-        row = held[ending.run_id]
-        if isinstance(row, ServiceError):
-            results.append(row)
+    events: list[run_timeline.Entry] = []
+    results: list[RunRecord | ServiceError] = []
+    for run_id, ending in endings:
+        run = held[run_id]
+        if isinstance(run, ServiceError):
+            results.append(run)
             continue
         try:
-            values = _ending(row, ending, runner, now, events)
+            ended = _ending(run, ending, runner, now, events)
         except InvalidRequest as exc:
             results.append(exc)
             continue
-        held[ending.run_id] = lease_lost(runner, ending.run_id, values.get("state", row.state))
+        held[run_id] = lease_lost(runner, run_id, ended.state)
         if ending.transcript is not None:
-            await store_artifact(conn, row, _transcript(ending.transcript))
-            if row.session_link is None:
-                values["session_link"] = transcript_link(ending.run_id)
-        written = {name: values.get(name, getattr(row, name)) for name in WRITTEN}
-        writes.append(
-            {"w_run_id": row.run_id, "w_holder": runner.uid}
-            | {f"w_{name}": value for name, value in written.items()}
-        )
-        results.append(updated_row(row, values))
+            await store_artifact(conn, run, _transcript(ending.transcript))
+            if run.session_link is None:
+                ended = structs.replace(ended, session_link=transcript_link(run_id))
+        results.append(ended)
     await run_timeline.record_entries(conn, events)
+    # one UPDATE binds every written column of each run (the JSON one as the store takes it)
+    writes = [
+        {"w_run_id": ended.run_id, "w_holder": runner.uid}
+        | {f"w_{name}": getattr(ended, name) for name in WRITTEN}
+        | {"w_status_message": json_column(ended.status_message)}
+        for ended in results
+        if isinstance(ended, RunRecord)
+    ]
     if writes:
         await conn.execute(_UPDATE, writes)
     return results
 
 
 def _ending(
-    row: Row[Any], ending: Ending, runner: Runner, now: datetime, events: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The run's new values; its timeline rows appended to `events`. Raises InvalidRequest
-    (before appending anything) for an outcome the run's state does not allow."""
-    values: dict[str, Any] = {
-        "updated_at": now,
-        "runner_uid": None,
-        "lease_expires_at": None,
-        "lease_renewed_at": None,
-    }
-    if row.state == "CANCELLED":
+    run: RunRecord,
+    ending: RunEnding,
+    runner: Runner,
+    now: datetime,
+    events: list[run_timeline.Entry],
+) -> RunRecord:
+    """The run as the ending leaves it; its timeline rows appended to `events`. Raises
+    InvalidRequest (before appending anything) for an outcome the run's state does not allow."""
+    freed = structs.replace(
+        run, updated_at=now, runner_uid=None, lease_expires_at=None, lease_renewed_at=None
+    )
+    if run.state == "CANCELLED":
         # the cancellation stands whatever the runner reports; what it saw is in the transcript
-        return values
+        return freed
     if ending.outcome == "CANCELLED":
         raise InvalidRequest(
-            f"outcome: CANCELLED acknowledges a cancel; run {row.run_id} was not cancelled "
-            f"(it is {row.state})"
+            f"outcome: CANCELLED acknowledges a cancel; run {run.run_id} was not cancelled "
+            f"(it is {run.state})"
         )
     at = now
-    if row.state == "CLAIMED" or row.state == "BLOCKED":
-        if row.state == "CLAIMED":
-            values["started_at"] = row.started_at or now
-        events.append(run_timeline.entry(row.run_id, "INPROGRESS", at, runner_uid=runner.uid))
+    if run.state == "CLAIMED" or run.state == "BLOCKED":
+        if run.state == "CLAIMED":
+            freed = structs.replace(freed, started_at=run.started_at or now)
+        events.append(run_timeline.entry(run.run_id, "INPROGRESS", at, runner_uid=runner.uid))
         at += timedelta(microseconds=1)  # the timeline orders by time: it ended after
-    values["state"] = ending.outcome
-    if ending.outcome == "FAILED":
-        values["failed_at"] = at
-        values["status_message"] = status_json(
-            ending.status_message or "the run failed", ending.error_code or "run_failed"
-        )
-    elif ending.status_message is not None:
-        values["status_message"] = status_json(ending.status_message)
     events.append(
         run_timeline.entry(
-            row.run_id, ending.outcome, at, runner_uid=runner.uid, reason=ending.status_message
+            run.run_id, ending.outcome, at, runner_uid=runner.uid, reason=ending.status_message
         )
     )
-    return values
+    if ending.outcome == "FAILED":
+        status = status_of(
+            ending.status_message or "the run failed", ending.error_code or "run_failed"
+        )
+        return structs.replace(freed, state="FAILED", failed_at=at, status_message=status)
+    if ending.status_message is not None:
+        freed = structs.replace(freed, status_message=status_of(ending.status_message))
+    return structs.replace(freed, state=ending.outcome)
 
 
-def _transcript(text: str) -> dict[str, Any]:
+def _transcript(text: str) -> NewArtifact:
     content = text.encode()
-    return {
-        "artifact_type": "TRANSCRIPT",
-        "filename": "transcript.txt",
-        "mime_type": "text/plain; charset=utf-8",
-        "size": len(content),
-        "content": content,
-    }
-
-
-def updated_row(row: Row[Any], values: dict[str, Any]) -> SimpleNamespace:
-    """`row` as it is after an UPDATE of `values` (no read back)."""
-    return SimpleNamespace(**{**row._asdict(), **values})
+    return NewArtifact(
+        artifact_type="TRANSCRIPT",
+        filename="transcript.txt",
+        mime_type="text/plain; charset=utf-8",
+        size=len(content),
+        content=content,
+    )

@@ -3,41 +3,18 @@ lookups (/agent/sessions/{session_uuid}/redirect, /agent/conversations/{id}/redi
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from msgspec import UNSET, Meta, Struct, UnsetType
 from starlette.requests import Request
-from starlette.responses import Response
 
 from gateway.api.auth import principal_of, services_of
-from gateway.api.http import json_response
 from gateway.api.routing import Routes
 from gateway.platform.runs import handoff as run_handoff
-from gateway.platform.runs.output_routes import signed_url
+from gateway.platform.runs.conversation_models import (
+    ConversationRedirect,
+    HandoffAttachments,
+    SessionRedirect,
+)
+from gateway.platform.runs.output_routes import download_url
 from gateway.platform.runs.records import visible_run
-
-
-class HandoffAttachment(Struct):
-    attachment_id: Annotated[str, Meta(description="the artifact uid of the file")]
-    download_url: Annotated[str, Meta(description="signed, valid for 5 minutes")]
-    filename: str
-    mime_type: str | None
-
-
-class HandoffAttachments(Struct):
-    attachments: Annotated[
-        list[HandoffAttachment],
-        Meta(description="files of the latest ended execution; empty when none ended"),
-    ]
-
-
-class SessionRedirect(Struct, kw_only=True):
-    conversation_id: str | UnsetType = UNSET
-
-
-class ConversationRedirect(Struct, kw_only=True):
-    session_id: str | UnsetType = UNSET
-
 
 routes = Routes("runs")
 
@@ -48,21 +25,11 @@ routes = Routes("runs")
     response=HandoffAttachments,
     errors=(401, 404),
 )
-async def handoff_attachments_endpoint(request: Request) -> Response:
+async def handoff_attachments_endpoint(request: Request) -> HandoffAttachments:
     principal = await principal_of(request)
     async with services_of(request).database.read() as conn:
         run = await visible_run(conn, principal, request.path_params["run_id"])
-        files = await run_handoff.handoff_files(conn, run.run_id)
-    items = [
-        {
-            "attachment_id": row.artifact_uid,
-            "download_url": signed_url(request, row.artifact_uid)[0],
-            "filename": row.filename or row.artifact_uid,
-            "mime_type": row.mime_type,
-        }
-        for row in files
-    ]
-    return json_response({"attachments": items})
+        return await run_handoff.handoff_attachments(conn, run.run_id, download_url(request))
 
 
 @routes.get(
@@ -72,10 +39,9 @@ async def handoff_attachments_endpoint(request: Request) -> Response:
     errors=(),
     public=True,
 )
-async def session_redirect_endpoint(request: Request) -> Response:
+async def session_redirect_endpoint(request: Request) -> SessionRedirect:
     async with services_of(request).database.read() as conn:
-        found = await run_handoff.conversation_of_session(conn, request.path_params["session_uuid"])
-    return json_response({} if found is None else {"conversation_id": found})
+        return await run_handoff.session_redirect(conn, request.path_params["session_uuid"])
 
 
 @routes.get(
@@ -85,8 +51,7 @@ async def session_redirect_endpoint(request: Request) -> Response:
     errors=(),
     public=True,
 )
-async def conversation_redirect_endpoint(request: Request) -> Response:
+async def conversation_redirect_endpoint(request: Request) -> ConversationRedirect:
     conversation_id = request.path_params["conversation_id"]
     async with services_of(request).database.read() as conn:
-        found = await run_handoff.session_of_conversation(conn, conversation_id)
-    return json_response({} if found is None else {"session_id": found})
+        return await run_handoff.conversation_redirect(conn, conversation_id)

@@ -7,78 +7,48 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, func, or_, select
+from msgspec import UNSET, structs
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
 from gateway.errors import InvalidRequest
 from gateway.platform.catalog.llm_models import check_model
-from gateway.platform.runs.records import (
-    CONFIG_KEYS,
-    NewRun,
-    can_view,
-    find_run,
-    insert_run,
-    newest_root_run,
-)
+from gateway.platform.runs.models import AgentConfig, RunCreate, RunCreated, RunFilters, RunRecord
+from gateway.platform.runs.records import NewRun, can_view, find_run, insert_run, newest_root_run
 from gateway.platform.runs.skill_specs import parse_skill_spec
 from gateway.store import tables as t
 
-MAX_PROMPT = 100_000
 r = t.runs
 
 
 def parse_config(
-    value: Any, models: Sequence[ModelSpec], field: str = "config"
-) -> dict[str, Any] | None:
+    config: AgentConfig | None, models: Sequence[ModelSpec], field: str = "config"
+) -> AgentConfig | None:
     """The run's agent config without null values: `model_id` one of `models` and enabled, a
     valid `skill_spec`, whose skill names the run unless `name` is given (spec 2.2)."""
-    if value is None:
+    if config is None:
         return None
-    if not isinstance(value, dict):
-        raise InvalidRequest(f"{field}: expected an object")
-    for key, item in value.items():
-        if key == "mcp_servers":
-            if not isinstance(item, dict):
-                raise InvalidRequest(f"{field}.mcp_servers: expected an object")
-        elif key not in CONFIG_KEYS:
-            raise InvalidRequest(f"{field}.{key}: unknown field")
-        elif item is not None and (not isinstance(item, str) or len(item) > 2000):
-            raise InvalidRequest(f"{field}.{key}: expected a string")
-    config = {key: item for key, item in value.items() if item is not None}
-    if "model_id" in config:
-        check_model(models, config["model_id"], f"{field}.model_id")
-    if "skill_spec" in config:
-        skill = parse_skill_spec(config["skill_spec"], f"{field}.skill_spec")
-        config.setdefault("name", skill.name)
+    config = structs.replace(config)  # a copy, its nulls dropped
+    for name in config.__struct_fields__:
+        if getattr(config, name) is None:
+            setattr(config, name, UNSET)
+    if isinstance(config.model_id, str):
+        check_model(models, config.model_id, f"{field}.model_id")
+    if isinstance(config.skill_spec, str):
+        skill = parse_skill_spec(config.skill_spec, f"{field}.skill_spec")
+        if config.name is UNSET:
+            config.name = skill.name
     return config
 
 
-def _optional_str(body: dict[str, Any], name: str, limit: int) -> str | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > limit:
-        raise InvalidRequest(f"{name}: expected a non-blank string of at most {limit} characters")
-    return value
-
-
 async def create_agent_run(
-    conn: AsyncConnection, principal: Principal, body: dict[str, Any], models: Sequence[ModelSpec]
-) -> Row[Any]:
+    conn: AsyncConnection, principal: Principal, spec: RunCreate, models: Sequence[ModelSpec]
+) -> RunCreated:
     """A QUEUED cloud run. Extensions beyond the official body: `parent_run_id` (a child in the
     parent's tree and conversation) and `conversation_id` (a new top-level run continuing it)."""
-    unknown = sorted(set(body) - {"prompt", "config", "title", "parent_run_id", "conversation_id"})
-    if unknown:
-        raise InvalidRequest(f"{unknown[0]}: unknown field")
-    prompt = body.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InvalidRequest("prompt: required, a non-blank string")
-    if len(prompt) > MAX_PROMPT:
-        raise InvalidRequest(f"prompt: longer than {MAX_PROMPT} characters")
-    parent_id = _optional_str(body, "parent_run_id", 64)
-    conversation = _optional_str(body, "conversation_id", 64)
+    parent_id, conversation = spec.parent_run_id, spec.conversation_id
     if parent_id and conversation:
         raise InvalidRequest("conversation_id: give either parent_run_id or conversation_id")
     parent = None
@@ -94,18 +64,19 @@ async def create_agent_run(
     if parent is not None and parent.team_uid in principal.team_uids:
         team = parent.team_uid  # a child stays in its tree's team
     new = NewRun(
-        prompt=prompt,
-        title=_optional_str(body, "title", 500),
+        prompt=spec.prompt,
+        title=spec.title,
         team_uid=team,
         creator=principal,
-        agent_config=parse_config(body.get("config"), models),
+        agent_config=parse_config(spec.config, models),
         parent=parent,
         conversation_id=conversation,
         factory_uid=None if parent is None else parent.factory_uid,
         # an agent key attributes the run to that agent (spec 5), which executes it
         agent_uid=principal.uid if principal.kind == "agent" else None,
     )
-    return await insert_run(conn, new)
+    run = await insert_run(conn, new)
+    return RunCreated(run.run_id, run.run_id, run.state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +96,28 @@ class RunQuery:
     after: tuple[datetime, str] | None = None  # keyset position (sort value, run_id)
 
 
+def run_query(filters: RunFilters, after: tuple[datetime, str] | None) -> RunQuery:
+    """The query of a listing's filters, after the keyset position `after`."""
+    return RunQuery(
+        states=tuple(filters.state),
+        name=filters.name or filters.config_name or None,
+        model_id=filters.model_id or None,
+        creator=filters.creator or None,
+        source=filters.source or None,
+        q=filters.q or None,
+        created_after=filters.created_after,
+        created_before=filters.created_before,
+        updated_after=filters.updated_after,
+        sort_by=filters.sort_by,
+        sort_order=filters.sort_order,
+        limit=filters.limit,
+        after=after,
+    )
+
+
 async def list_runs(
     conn: AsyncConnection, principal: Principal, query: RunQuery
-) -> tuple[list[Row[Any]], bool]:
+) -> tuple[list[RunRecord], bool]:
     """Visible runs in the requested order; returns (page, has_more)."""
     visible = or_(r.c.creator_uid == principal.uid, r.c.team_uid.in_(sorted(principal.team_uids)))
     statement = select(r).where(visible, *_filters(query))
@@ -141,7 +131,7 @@ async def list_runs(
         (column.desc(), r.c.run_id.desc()) if query.sort_order == "desc" else (column, r.c.run_id)
     )
     rows = (await conn.execute(statement.order_by(*order).limit(query.limit + 1))).all()
-    return list(rows[: query.limit]), len(rows) > query.limit
+    return [RunRecord.from_row(row) for row in rows[: query.limit]], len(rows) > query.limit
 
 
 def _filters(query: RunQuery) -> list[Any]:

@@ -5,16 +5,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Row, insert, select
+from msgspec import Struct, structs
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.platform.inbox import notifications as inbox
+from gateway.platform.runs.models import RunRecord
+from gateway.platform.runs.output_models import TimelineEvent
 from gateway.store import tables as t
 
 e = t.run_events
+
+
+class Entry(Struct, kw_only=True):
+    """One timeline row (tables.run_events): `run_id` entered `state` at `at`."""
+
+    id: str
+    run_id: str
+    state: str
+    at: datetime
+    runner_uid: str | None
+    reason: str | None
 
 
 async def record(
@@ -34,39 +47,36 @@ async def record(
 
 def entry(
     run_id: str, state: str, at: datetime, *, runner_uid: str | None, reason: str | None = None
-) -> dict[str, Any]:
-    """One timeline row: `run_id` entered `state` at `at`."""
-    return {
-        "id": ids.new_id("evt"),
-        "run_id": run_id,
-        "state": state,
-        "at": at,
-        "runner_uid": runner_uid,
-        "reason": None if reason is None else reason[:500],
-    }
+) -> Entry:
+    return Entry(
+        id=ids.new_id("evt"),
+        run_id=run_id,
+        state=state,
+        at=at,
+        runner_uid=runner_uid,
+        reason=None if reason is None else reason[:500],
+    )
 
 
-async def record_entries(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+async def record_entries(conn: AsyncConnection, entries: list[Entry]) -> None:
     """Timeline rows made by `entry`, of any runs and states, in one INSERT."""
-    if not rows:
+    if not entries:
         return
-    await conn.execute(insert(e), rows)
+    await conn.execute(insert(e), [structs.asdict(entry) for entry in entries])
     # the factory inbox hears of every change here, in the same transaction (only the states it
     # reports cost anything)
     changes: dict[tuple[str, datetime, str | None], list[str]] = {}
-    for row in rows:
-        if row["state"] in inbox.RUN_KINDS:
-            changes.setdefault((row["state"], row["at"], row["reason"]), []).append(row["run_id"])
+    for entry in entries:
+        if entry.state in inbox.RUN_KINDS:
+            changes.setdefault((entry.state, entry.at, entry.reason), []).append(entry.run_id)
     for (state, at, reason), run_ids in changes.items():
         await inbox.on_run_states(conn, run_ids, state, at, reason)
 
 
-async def timeline(conn: AsyncConnection, run: Row[Any]) -> list[dict[str, Any]]:
+async def timeline(conn: AsyncConnection, run: RunRecord) -> list[TimelineEvent]:
     """The run's states in order: QUEUED at its creation, then each recorded change."""
-    query = select(e).where(e.c.run_id == run.run_id).order_by(e.c.at, e.c.id)
-    events = [{"state": "QUEUED", "at": run.created_at, "runner_uid": None, "reason": "created"}]
-    for row in (await conn.execute(query)).all():
-        events.append(
-            {"state": row.state, "at": row.at, "runner_uid": row.runner_uid, "reason": row.reason}
-        )
+    query = select(e.c.state, e.c.at, e.c.runner_uid, e.c.reason).where(e.c.run_id == run.run_id)
+    events = [TimelineEvent(state="QUEUED", at=run.created_at, runner_uid=None, reason="created")]
+    for state, at, runner_uid, reason in await conn.execute(query.order_by(e.c.at, e.c.id)):
+        events.append(TimelineEvent(state=state, at=at, runner_uid=runner_uid, reason=reason))
     return events

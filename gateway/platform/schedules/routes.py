@@ -15,8 +15,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.fields import Timestamp
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Routes
-from gateway.platform.runs.routes import AgentConfig, Creator
-from gateway.platform.runs.standalone import MAX_PROMPT
+from gateway.platform.runs.models import MAX_PROMPT, AgentConfig, Creator
 from gateway.platform.schedules import schedules
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 from sqlalchemy import Row, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,8 +22,9 @@ from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
 from gateway.errors import Forbidden, InvalidRequest, NotFound
-from gateway.platform.runs.records import creators
-from gateway.platform.runs.standalone import MAX_PROMPT, parse_config
+from gateway.platform.runs.models import MAX_PROMPT, AgentConfig, Creator
+from gateway.platform.runs.records import creators, json_column
+from gateway.platform.runs.standalone import parse_config
 from gateway.platform.schedules import cron
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -151,7 +153,7 @@ async def schedules_json(conn: AsyncConnection, rows: Sequence[Row[Any]]) -> lis
     return [_json(row, profiles) for row in rows]
 
 
-def _json(row: Row[Any], profiles: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _json(row: Row[Any], profiles: dict[str, Creator]) -> dict[str, Any]:
     item: dict[str, Any] = {
         "id": row.uid,
         "name": row.name,
@@ -207,7 +209,9 @@ async def _checked(
 ) -> dict[str, Any]:
     """The columns the body sets, validated."""
     config = (
-        parse_config(body["agent_config"], models, "agent_config")
+        json_column(
+            parse_config(msgspec.convert(body["agent_config"], AgentConfig), models, "agent_config")
+        )
         if body.get("agent_config") is not None
         else (None if current is None else current.agent_config)
     )

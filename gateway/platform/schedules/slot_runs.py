@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.errors import ServiceError
+from gateway.platform.runs.models import AgentConfig
 from gateway.platform.runs.records import NewRun, insert_run
 from gateway.platform.schedules import cron
 from gateway.store import tables as t
@@ -94,7 +96,7 @@ async def _new_run(conn: AsyncConnection, row: Row[Any], slot: datetime) -> NewR
         team_uid=row.team_uid,
         creator=creator,
         source="SCHEDULED_AGENT",
-        agent_config=config,
+        agent_config=None if config is None else msgspec.convert(config, AgentConfig),
         metadata=metadata,
         agent_uid=row.agent_uid,
         mode=None if row.mode == "normal" else row.mode,

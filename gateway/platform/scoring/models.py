@@ -14,7 +14,7 @@ from sqlalchemy import Row
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
 from gateway.platform.analytics.window import Period
-from gateway.platform.runners.routes import Uid
+from gateway.platform.runners.models import Uid
 
 MAX_JOBS = 50  # a runner claims at most this many scoring jobs at once
 ScopeMode = Literal["all_agents", "selected_agents"]

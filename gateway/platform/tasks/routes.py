@@ -12,15 +12,15 @@ from starlette.responses import Response
 from gateway.accounts.factories import Factory, get_accessible_factory
 from gateway.accounts.identities import Principal
 from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.fields import Cursor, Limit, Moment, Timestamp
+from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
 from gateway.api.http import json_response
 from gateway.api.pagination import PageInfo, page_info
 from gateway.api.routing import Body, Query, Routes
 from gateway.errors import Forbidden, NotFound
 from gateway.platform.factories.dispatch import ensure_bound
 from gateway.platform.runs import lifecycle as run_lifecycle
+from gateway.platform.runs.models import Creator, RunItem
 from gateway.platform.runs.records import can_view, newest_root_run
-from gateway.platform.runs.routes import Creator, Run, in_utc
 from gateway.platform.tasks import tasks
 from gateway.platform.tasks.listing import TaskQuery, list_tasks
 from gateway.platform.tasks.tasks import TaskStage
@@ -84,7 +84,7 @@ class Task(Struct, kw_only=True):
     ) = UNSET
     current_run: (
         Annotated[
-            Run | None,
+            RunItem | None,
             Meta(
                 description="with include_current_run (and from cancel): the conversation's "
                 "newest top-level run"

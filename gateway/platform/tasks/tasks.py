@@ -12,6 +12,7 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
+from msgspec import structs
 from sqlalchemy import Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -21,11 +22,12 @@ from gateway.accounts.factories import Factory
 from gateway.accounts.identities import Principal
 from gateway.errors import Conflict, InvalidRequest, NotFound
 from gateway.platform.inbox import notifications as inbox
+from gateway.platform.runs.models import Creator, RunRecord
 from gateway.platform.runs.records import (
     creators,
     find_run,
     newest_root_run,
-    one_run_json,
+    run_item,
     visible_run,
 )
 from gateway.store import tables as t
@@ -75,9 +77,9 @@ def seed_title(run_title: str | None, prompt: str) -> str:
 
 
 async def _insert(
-    conn: AsyncConnection, factory_uid: str, title: str, stage: str, seed: Row[Any]
+    conn: AsyncConnection, factory_uid: str, title: str, stage: str, seed: RunRecord
 ) -> str:
-    values = task_values(factory_uid, title, stage, seed._mapping, utcnow())
+    values = task_values(factory_uid, title, stage, structs.asdict(seed), utcnow())
     try:
         async with conn.begin_nested():
             await conn.execute(insert(tk).values(**values))
@@ -102,7 +104,7 @@ async def create_task(
     return await get_task(conn, factory.uid, await _insert(conn, factory.uid, title, stage, seed))
 
 
-async def create_seed_task(conn: AsyncConnection, run: Row[Any]) -> bool:
+async def create_seed_task(conn: AsyncConnection, run: RunRecord) -> bool:
     """The task of a dispatched run; False when its conversation already has a live task."""
     if run.factory_uid is None or await live_task_of(conn, run.conversation_id) is not None:
         return False
@@ -217,7 +219,7 @@ async def tasks_json(
             }
         if current_run:
             run = await newest_root_run(conn, row.conversation_id)
-            item["current_run"] = None if run is None else await one_run_json(conn, run)
+            item["current_run"] = None if run is None else await run_item(conn, run)
         items.append(item)
     return items
 
@@ -227,7 +229,7 @@ async def task_json(conn: AsyncConnection, row: Row[Any], *, current_run: bool =
     return (await tasks_json(conn, [row], full=True, current_run=current_run))[0]
 
 
-def _base_json(row: Row[Any], creator: dict[str, Any] | None) -> dict[str, Any]:
+def _base_json(row: Row[Any], creator: Creator | None) -> dict[str, Any]:
     item = {
         "uid": row.uid,
         "factory_uid": row.factory_uid,

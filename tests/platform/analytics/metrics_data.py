@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from msgspec import structs
 from sqlalchemy import insert, select
 
 from gateway.accounts import factories, identities
 from gateway.platform.analytics import pull_requests
-from gateway.platform.runners import execution as run_execution
+from gateway.platform.runners.models import UsageDimensions
 from gateway.services import Services
 from gateway.store import tables as t
 
@@ -99,7 +100,7 @@ async def build(services: Services) -> History:
             await conn.execute(insert(t.runs).values(**_run(history, name, *spec)))
         for i, (run, model, component, dollars, tokens) in enumerate(USAGE):
             row = {"id": f"use_{tag}_{i}", "run_id": history.run[run], "model_id": model}
-            row |= run_execution.usage_dimensions(await _load(conn, history.run[run]))
+            row |= structs.asdict(UsageDimensions.of(await _load(conn, history.run[run])))
             row |= {"input_tokens": tokens, "output_tokens": tokens // 10}
             row |= {"component": component, "cost_usd": dollars, "reported_at": at(10, 20)}
             await conn.execute(insert(t.run_usage).values(**row))
