@@ -7,7 +7,8 @@ from typing import Annotated
 
 from msgspec import Meta
 
-Timestamp = Annotated[datetime, Meta(tz=True, description="RFC 3339, UTC")]
+from gateway.types import Timestamp as Timestamp
+
 Moment = Annotated[datetime, Meta(tz=True, description="RFC 3339 with a time zone offset")]
 Limit = Annotated[int, Meta(ge=1, le=100, description="page size")]
 Cursor = Annotated[str, Meta(description="page_info.next_cursor of the previous page")]
