@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
+JsonObject = dict[str, Any]  # an object of JSON whose members are the sender's to choose
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
