@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, TypeVar
 
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 from gateway.types import Timestamp as Timestamp
 
 Moment = Annotated[datetime, Meta(tz=True, description="RFC 3339 with a time zone offset")]
 Limit = Annotated[int, Meta(ge=1, le=100, description="page size")]
 Cursor = Annotated[str, Meta(description="page_info.next_cursor of the previous page")]
+
+T = TypeVar("T")
+
+
+def unless_none(value: T | None) -> T | UnsetType:
+    """An optional field of an answer: absent (UNSET) rather than null when there is no value."""
+    return UNSET if value is None else value

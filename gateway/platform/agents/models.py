@@ -4,13 +4,13 @@ defaults its runs start from."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Timestamp
+from gateway.api.fields import Timestamp, unless_none
 from gateway.types import JsonObject
 
 AgentType = Literal["FOREMAN", "TRIAGE", "SPEC", "IMPLEMENT", "REVIEW", "VERIFY", "CUSTOM"]
@@ -22,7 +22,6 @@ McpServers = Annotated[
     dict[str, JsonObject],
     Meta(description="MCP server configurations by name, as in a run's config"),
 ]
-T = TypeVar("T")
 SkillSpec = Annotated[str, Meta(max_length=500, description="owner/repo:skill-name or path")]
 
 
@@ -140,15 +139,15 @@ class Agent(Struct, kw_only=True):
             memory=Memory(attached_stores=[], auto_memory=AutoMemory(enabled=False)),
             skills=defaults.skills,
             secrets=[SecretRef(name) for name in defaults.secrets],
-            description=_set(row.description),
-            agent_type=_set(row.agent_type),
-            factory_uid=_set(row.factory_uid),
-            prompt=_set(defaults.prompt),
-            base_model=_set(defaults.base_model),
-            environment_id=_set(defaults.environment_id),
-            worker_host=_set(defaults.worker_host),
-            credential_strategy=_set(defaults.credential_strategy),
-            mcp_servers=_set(defaults.mcp_servers),
+            description=unless_none(row.description),
+            agent_type=unless_none(row.agent_type),
+            factory_uid=unless_none(row.factory_uid),
+            prompt=unless_none(defaults.prompt),
+            base_model=unless_none(defaults.base_model),
+            environment_id=unless_none(defaults.environment_id),
+            worker_host=unless_none(defaults.worker_host),
+            credential_strategy=unless_none(defaults.credential_strategy),
+            mcp_servers=unless_none(defaults.mcp_servers),
         )
 
 
@@ -168,8 +167,3 @@ class AgentFilter(Struct, kw_only=True):
     factory_uid: Annotated[str, Meta(description="only agents linked to this factory")] | None = (
         None
     )
-
-
-def _set(value: T | None) -> T | UnsetType:
-    """A field of the answer: absent when unset."""
-    return UNSET if value is None else value
