@@ -39,7 +39,6 @@ from gateway.store.types import utcnow
 
 a = t.agents
 RUN_DEFAULTS = RunDefaults.__struct_fields__
-_EMPTY = dict(zip(RUN_DEFAULTS, RunDefaults.__struct_defaults__, strict=True))  # what clears
 
 
 def creation_team(principal: Principal) -> str:
@@ -185,7 +184,11 @@ def _given(value: object) -> bool:
 
 
 def _run_defaults(current: RunDefaults, changes: dict[str, object]) -> RunDefaults:
-    cleared = {name: _EMPTY[name] for name, value in changes.items() if value in ("", [], {})}
+    """`current` with `changes`; a change to "", [] or {} unsets the default."""
+    unset = RunDefaults()
+    cleared = {
+        name: getattr(unset, name) for name, value in changes.items() if value in ("", [], {})
+    }
     kept = {name: value for name, value in changes.items() if name not in cleared}
     return msgspec.structs.replace(current, **kept, **cleared)
 
