@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from gateway.api.fields import Timestamp
+from gateway.api.fields import Timestamp, unless_none
 from gateway.catalog import ModelSpec
 from gateway.platform.catalog.environments import SelectingRun, VisibleEnvironment, setup_failed
 from gateway.platform.runs.conversation_routes import RunState
@@ -107,7 +107,6 @@ class Environment(Struct, kw_only=True):
     @classmethod
     def of(cls, environment: VisibleEnvironment) -> Environment:
         spec, run = environment.spec, environment.newest_run
-        started = environment.last_started_at
         assert spec.last_updated is not None  # catalog.parse_environments fills it in
         return cls(
             uid=spec.uid,
@@ -123,7 +122,7 @@ class Environment(Struct, kw_only=True):
             access=environment.access,
             scope=UNSET if spec.team_uid is None else Scope("Team", spec.team_uid),
             last_task_created=UNSET if run is None else LastTask.of(run),
-            last_task_run_timestamp=UNSET if started is None else started,
+            last_task_run_timestamp=unless_none(environment.last_started_at),
         )
 
 

@@ -115,8 +115,8 @@ class ScheduledAgent(Struct, kw_only=True):
             agent_uid=unless_none(row.agent_uid),
             metadata=unless_none(row.metadata),
             last_spawn_error=unless_none(row.last_spawn_error),
-            created_by=people.get(row.created_by_uid, UNSET),
-            updated_by=people.get(row.updated_by_uid, UNSET),
+            created_by=unless_none(people.get(row.created_by_uid)),
+            updated_by=unless_none(people.get(row.updated_by_uid)),
         )
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Cursor, Limit, Moment, Timestamp
+from gateway.api.fields import Cursor, Limit, Moment, Timestamp, unless_none
 from gateway.api.pagination import PageInfo
 from gateway.platform.runs.routes import Creator, Run, in_utc
 
@@ -97,10 +97,10 @@ class Task(Struct, kw_only=True):
             conversation_id=row.conversation_id,
             created_at=row.created_at,
             updated_at=row.updated_at,
-            created_by=UNSET if created_by is None else created_by,
+            created_by=unless_none(created_by),
             ticket_source=row.ticket_source if full else UNSET,
             ticket_id=row.ticket_id if full else UNSET,
-            outputs=UNSET if outputs is None else outputs,
+            outputs=unless_none(outputs),
         )
 
 
