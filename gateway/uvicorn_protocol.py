@@ -21,7 +21,7 @@ READ_BUFFER plus two reads (uvloop reads up to 256 KB at a time) when it is refu
 
 The exact limits (header count, line and total size) are the app's
 (gateway/ingress/request_head.py). One sweep per second closes overdue connections, so a request
-costs a time stamp, not a timer.
+costs two time stamps (it begins; its connection goes idle), not a timer.
 """
 
 from __future__ import annotations
