@@ -75,7 +75,7 @@ def test_utf8_beyond_ascii_is_fine(world: World) -> None:
 
 
 async def _agent_key(database_url: str) -> str:
-    from gateway.domain import identities
+    from gateway.accounts import identities
     from gateway.services import build_services
     from gateway.store import migrate
 
