@@ -166,8 +166,9 @@ def test_a_webhook_delivery_runs_a_real_command_to_succeeded(deployment: Deploym
     assert 'payload: {"action":"opened","n":7}' in transcript
     assert "prompt starts: Handle the event." in transcript  # stderr, with the prompt from stdin
     assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
-    kinds = [item.get("artifact_type") or item.get("type") for item in run["artifacts"]]
-    assert kinds == ["attachment", "FILE"]  # the event payload it came with, then its output
+    names = [(item["artifact_type"], item["data"]["filename"]) for item in run["artifacts"]]
+    # the event payload it came with, then its output
+    assert names == [("FILE", "event-payload.json"), ("FILE", "seen.json")]
     artifact = run["artifacts"][1]
     assert artifact["data"]["filename"] == "seen.json"
     details = deployment.api("GET", f"/agent/artifacts/{artifact['data']['artifact_uid']}").json()
