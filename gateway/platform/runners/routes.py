@@ -115,8 +115,13 @@ async def _claim_within(
     pause = 0.05
     while True:
         ticket = queued.ticket()  # before looking: a run queued meanwhile wakes the wait below
-        async with as_runner(request, principal, runner_uid) as (conn, runner):
-            claimed = await _claim(request, conn, runner, max_runs)
+        try:
+            async with as_runner(request, principal, runner_uid) as (conn, runner):
+                claimed = await _claim(request, conn, runner, max_runs)
+                if claimed and await request.is_disconnected():
+                    raise _RunnerGone
+        except _RunnerGone:
+            return _counted([])
         left = deadline - time.monotonic()
         if claimed or left <= 0:
             return _counted(claimed)
@@ -127,6 +132,12 @@ async def _claim_within(
             pause = min(pause * 2, 0.5)
         if await request.is_disconnected():
             return _counted([])
+
+
+class _RunnerGone(Exception):
+    """The runner hung up (a stopping runner cuts its long-poll short) while runs were being
+    claimed for it: the claim is rolled back, so they stay QUEUED for another runner instead
+    of waiting out a lease nobody renews."""
 
 
 def _counted(claimed: list[ClaimedRun]) -> list[ClaimedRun]:
