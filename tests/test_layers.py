@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent / "gateway"
 LAYERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
-    {"http_server", "runner"},
+    {"http_server", "runner", "preflight"},
     {"app", "uvicorn_protocol", "worker_process"},
     {"resources", "wiring"},
     {"console", "platform"},
