@@ -80,7 +80,7 @@ class RedisPySubmit:
             k = self.keyspace.webhook(target.webhook_uid, target.shard)
             keys = [k.version, k.rate, k.rejects, k.stream, k.dropped, k.backlog, k.pending]
             args = [
-                *(AUTH_LIMIT, RATE_LIMIT, RATE_WINDOW_MS, REJECT_LOG_LIMIT, DEDUP_WINDOW_S),
+                *(RATE_LIMIT, RATE_WINDOW_MS, REJECT_LOG_LIMIT, DEDUP_WINDOW_S),
                 *(target.webhook_uid, target.version, MAX_BACKLOG),
             ]
             frame = self._fixed[target.webhook_uid] = (k, keys, args)
@@ -88,15 +88,17 @@ class RedisPySubmit:
 
     async def __call__(self, s: Submission) -> Any:
         k, keys, args = self._frame(s.target)
-        keys = [*keys, k.auth_prefix + s.source, k.seen(s.identity)]
+        keys = [*keys, k.seen(s.identity)]
         tail = [s.delivery_id, "1" if s.valid_json else "0", len(s.body)]
         if len(s.body) < SIDE_BODY_MIN:
-            return await self.script(keys=keys, args=[*args, *tail, s.body, s.identity])
+            return await self.script(keys=keys, args=[*args, *tail, s.body, s.identity, s.headers])
         body_key = k.body_prefix + s.delivery_id
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.set(body_key, s.body, ex=SIDE_BODY_ORPHAN_TTL_S)
             await self.script(
-                keys=[*keys, body_key], args=[*args, *tail, b"", s.identity], client=pipe
+                keys=[*keys, body_key],
+                args=[*args, *tail, b"", s.identity, s.headers],
+                client=pipe,
             )
             replies = await pipe.execute()
         return replies[-1]
@@ -111,8 +113,7 @@ async def drive(submit: Submit, all_targets: list[Target], body: bytes, calls: i
         for i in range(per_task):
             target = all_targets[(n * per_task + i) % len(all_targets)]
             ident = f"{run}-{n}-{i}"
-            # a source per call: neither rate window fills (60/min per webhook is not measured)
-            s = Submission(target, f"dl_{ident}", ident, body, True, ident)
+            s = Submission(target, f"dl_{ident}", ident, body, True)
             reply = await submit(s)
             assert reply is not None
 

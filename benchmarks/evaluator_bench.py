@@ -188,7 +188,6 @@ async def queue_deliveries(services: Services, hooks: list[str], n: int, first: 
                 f"bench-{i}",
                 payload(i),
                 True,
-                "127.0.0.1",
             )
             for i in range(start, min(first + n, start + 500))
         ]

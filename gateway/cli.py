@@ -13,6 +13,7 @@ from typing import TypeVar
 import msgspec
 import orjson
 
+from gateway.preflight import masked, reachable
 from gateway.services import Services, build_services
 from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
 from gateway.store import migrate
@@ -144,7 +145,7 @@ def _serve_with_metrics_dir(settings: Settings, args: argparse.Namespace) -> int
     from gateway import http_server
 
     _default_ingress_url(settings, args.host, args.port)
-    if not _reachable(settings):
+    if not reachable(settings):
         return 1
     _startup_block(settings, args)
     if args.workers > 1 and not settings.uses_redis:
@@ -182,10 +183,10 @@ def _startup_block(settings: Settings, args: argparse.Namespace) -> None:
     facts = {
         "version": _version(),
         "backend": f"redis{' cluster' if settings.redis_cluster else ''} "
-        f"{_masked(settings.redis_url)}, prefix {settings.redis_prefix}"
+        f"{masked(settings.redis_url)}, prefix {settings.redis_prefix}"
         if settings.redis_url
         else "embedded (in-process limits and de-duplication)",
-        "database": _masked(settings.database_url),
+        "database": masked(settings.database_url),
         "secret_key": settings.secret_key_source,
         "evaluator": evaluator,
         "listen": f"http://{args.host}:{args.port} ({server}, {args.workers} worker(s))",
@@ -198,57 +199,6 @@ def _startup_block(settings: Settings, args: argparse.Namespace) -> None:
     width = max(map(len, facts))
     lines = [f"  {name.replace('_', ' '):<{width}}  {value}" for name, value in facts.items()]
     sys.stderr.write("gateway starting\n" + "\n".join(lines) + "\n")
-
-
-PREFLIGHT_S = 8.0  # how long start-up waits for the store and Redis before it gives up
-
-
-def _reachable(settings: Settings) -> bool:
-    """The store and Redis answer (tried for up to PREFLIGHT_S: they may be starting too);
-    otherwise one line on stderr saying which, where, and why."""
-    problems = asyncio.run(_preflight(settings))
-    for problem in problems:
-        print(f"gateway: cannot start: {problem}", file=sys.stderr)
-    return not problems
-
-
-async def _preflight(settings: Settings) -> list[str]:
-    import time
-
-    from gateway.backends import readiness
-    from gateway.store import create_database
-
-    database = create_database(settings.database_url)
-    redis = None
-    probes = {_masked(settings.database_url): readiness.store_probe(database)}
-    if settings.redis_url is not None:
-        from gateway.backends.redis_clients import connect
-
-        redis = connect(settings.redis_url, cluster=settings.redis_cluster, socket_timeout=None)
-        probes[_masked(settings.redis_url)] = readiness.redis_probe(redis)
-    deadline = time.monotonic() + PREFLIGHT_S
-    try:
-        while True:
-            failing = {where: await probe() for where, probe in probes.items()}
-            problems = [f"{why} (at {where})" for where, why in failing.items() if why]
-            if not problems or time.monotonic() >= deadline:
-                return problems
-            await asyncio.sleep(1.0)
-    finally:
-        await database.close()
-        if redis is not None:
-            await redis.aclose()
-
-
-def _masked(url: str) -> str:
-    """`url` without its password."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _default_ingress_url(settings: Settings, host: str, port: int) -> None:
@@ -292,7 +242,7 @@ def _exit_on_stop_signals() -> None:
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
     from gateway.worker_process import run_worker
 
-    if not _reachable(settings):
+    if not reachable(settings):
         return 1
     asyncio.run(run_worker(settings, parent_pid=args.parent_pid))
     return 0

@@ -48,6 +48,9 @@ def _uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
         http=BoundedHttpTools,
         log_level=settings.log_level,
         log_config=uvicorn_log_config(settings.log_level, settings.log_format),
+        # forwarded headers are the app's to read, from GATEWAY_TRUSTED_PROXIES only
+        # (gateway/trusted_proxies.py), alike under both servers; uvicorn's own reading would
+        # trust 127.0.0.1 by default and rewrite the peer the app sees
         proxy_headers=False,
         server_header=False,
     )

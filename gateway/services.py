@@ -17,6 +17,7 @@ from gateway.backends.wakeup import Wakeup
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
+from gateway.trusted_proxies import TrustedProxies
 from gateway.types import Receive
 
 
@@ -38,6 +39,8 @@ class Services:
     settings: Settings
     database: Database
     secret_box: SecretBox
+    # whose forwarded headers are believed (GATEWAY_TRUSTED_PROXIES): ingress and console
+    proxies: TrustedProxies = field(default_factory=TrustedProxies)
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
@@ -95,6 +98,7 @@ def build_services(settings: Settings) -> Services:
         settings=settings,
         database=create_database(settings.database_url),
         secret_box=SecretBox(settings.secret_key),
+        proxies=TrustedProxies(settings.trusted_proxies),
     )
 
 

@@ -183,7 +183,7 @@ async def _ingress(
     await cache.preload()
     backend.prepare(config.target for config in cache.configs())
     local.listeners.append(cache.webhook_changed)
-    services.ingress = Ingress(settings, cache, backend)
+    services.ingress = Ingress(settings, cache, backend, services.proxies)
     if redis is None:
         poller = ChangePoller(services.database, cache)
         services.spawn(poller.run(), name="ingress-change-poller")

@@ -23,8 +23,11 @@ class GatewayClient(TestClient):
 
     @classmethod
     @contextmanager
-    def running(cls, settings: Settings) -> Iterator[GatewayClient]:
-        with cls(create_app(settings), raise_server_exceptions=False) as client:
+    def running(
+        cls, settings: Settings, *, peer: tuple[str, int] = ("testclient", 50000)
+    ) -> Iterator[GatewayClient]:
+        """The app of `settings` in a TestClient whose requests come from `peer`."""
+        with cls(create_app(settings), raise_server_exceptions=False, client=peer) as client:
             yield client
 
     @property

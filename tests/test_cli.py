@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -211,6 +212,37 @@ def test_an_unreachable_redis_or_store_at_start_is_one_line_and_a_failed_exit(
                               capture_output=True, text=True, timeout=30)  # fmt: skip
         assert time.monotonic() - started < 10.0
         assert done.returncode == 1
-        (line,) = done.stderr.splitlines()
+        # at once: what failed and that it is tried again; at the end: that it never answered
+        trying, line = done.stderr.splitlines()
+        assert trying.startswith("gateway: ") and trying.endswith(": trying again for up to 5 s")
         assert line.startswith("gateway: cannot start: ") and f"127.0.0.1:{closed}" in line
-        assert "hunter2" not in line and ":***@" in line
+        for said in (trying, line):
+            assert "hunter2" not in said and ":***@" in said
+
+
+def test_a_redis_that_does_not_answer_is_announced_while_it_is_waited_for(
+    tmp_path: Path,
+) -> None:
+    """A Redis address that takes connections but never answers (as one behind a firewall
+    that drops packets answers nothing): the wait is said as it begins, not only at its end."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    env |= {"GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/g.db",
+            "GATEWAY_REDIS_URL": f"redis://127.0.0.1:{port}"}  # fmt: skip
+    try:
+        with subprocess.Popen([sys.executable, "-m", "gateway", "serve"], env=env,
+                              stderr=subprocess.PIPE, text=True) as proc:  # fmt: skip
+            assert proc.stderr is not None
+            first = proc.stderr.readline()
+            assert proc.poll() is None  # still waiting while it says so
+            rest = proc.stderr.read().splitlines()
+            assert proc.wait(30) == 1
+    finally:
+        silent.close()
+    # the store answered at once: only Redis is waited for
+    assert first.rstrip("\n") == (
+        f"gateway: waiting for redis at redis://127.0.0.1:{port} to answer (for up to 5 s)"
+    )
+    (line,) = rest
+    assert line.startswith("gateway: cannot start: redis: no answer within 2 s")

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent / "gateway"
 LAYERS: list[set[str]] = [
     {"__main__"},
     {"cli"},
-    {"http_server", "runner"},
+    {"http_server", "runner", "preflight"},
     {"app", "uvicorn_protocol", "worker_process"},
     {"resources", "wiring"},
     {"console", "platform"},
@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"accounts", "services"},
     {"backends"},
     {"store", "signatures", "providers", "openapi"},
-    {"problem", "security", "settings", "logs", "metrics"},
+    {"problem", "security", "settings", "logs", "metrics", "trusted_proxies"},
     {"errors", "ids", "types", "catalog", "rejections", "allocator"},
 ]
 # The two products: the webhook gateway reaches the agent platform only through the one module

@@ -41,6 +41,7 @@ async def read_capped(request: Request, limit: int = MAX_API_BODY) -> bytes:
 def decode_body(raw: bytes, decoder: msgspec.json.Decoder[Any], *, required: bool) -> Any:
     if not required and not raw.strip():
         raw = b"{}"
+    require_utf8(raw)
     if b"\\u0000" in raw and _has_nul(raw):
         # PostgreSQL text cannot hold NUL: refuse it here rather than fail in the store
         raise InvalidRequest("body: strings must not contain NUL (\\u0000) characters")
@@ -50,6 +51,19 @@ def decode_body(raw: bytes, decoder: msgspec.json.Decoder[Any], *, required: boo
         raise InvalidRequest(validation_detail(str(exc), "body")) from exc
     except msgspec.DecodeError as exc:
         raise InvalidRequest(f"body: not valid JSON ({exc})") from exc
+
+
+def require_utf8(raw: bytes) -> None:
+    """JSON text is UTF-8 (RFC 8259). Checked over the whole body before decoding: msgspec
+    validates a string only when a field takes it (and raised UnicodeDecodeError, a 500), and
+    skips the bytes of unknown fields unchecked."""
+    if raw.isascii():
+        return
+    try:
+        raw.decode()
+    except UnicodeDecodeError as exc:
+        detail = f"body: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        raise InvalidRequest(detail) from None
 
 
 QueryFields = tuple[tuple[str, bool], ...]  # (name, repeatable?) of each parameter

@@ -71,14 +71,14 @@ class Target:
 
 
 class Submission(NamedTuple):
-    """An authenticated delivery: accepted, duplicate, or (payload not JSON) rejected."""
+    """An authenticated delivery: accepted, duplicate, or (payload not JSON) rejected. Its source
+    address plays no part: the failed-auth budget never refuses a delivery that authenticates."""
 
     target: Target
     delivery_id: str  # fresh id, used when the delivery is new
     identity: str
     body: bytes
     valid_json: bool
-    source: str
     headers: bytes = b""  # the request headers, credentials redacted (an HTTP header block)
 
 
@@ -106,7 +106,7 @@ class IngressBackend(Protocol):
         ...
 
     async def submit(self, submission: Submission) -> Outcome:
-        """Budget, rate, de-duplication and the durable append, all or nothing."""
+        """Rate, de-duplication and the durable append, all or nothing."""
         ...
 
     async def auth_failed(

@@ -176,10 +176,6 @@ class MemoryBackend:
     async def submit(self, s: Submission) -> Outcome:
         now = time.time() * 1000
         uid = s.target.webhook_uid
-        retry = self._auth.retry_ms((uid, s.source), self.auth_failure_limit, now)
-        if retry is not None:
-            self._log(s.target, s.delivery_id, len(s.body), _AUTH_LIMITED, now)
-            return Outcome(Verdict.AUTH_LIMITED, retry_after_ms=retry)
         if (limited := self._over_rate(s, now)) is not None:
             return limited
         if not s.valid_json:

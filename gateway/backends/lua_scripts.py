@@ -55,15 +55,16 @@ end
 SUBMIT_SCRIPT = (
     "#!lua\n"
     """
--- SUBMIT: one authenticated delivery, one round trip.
+-- SUBMIT: one authenticated delivery, one round trip. The failed-auth budget is not consulted:
+-- a delivery that authenticates is never refused by it (AUTH_FAILED alone counts and spends it).
 -- KEYS: 1 version, 2 rate window, 3 reject-log window, 4 shard stream, 5 dropped-log counter,
 --       6 backlog counter, 7 pending index (delivery id -> stream entry id) of the webhook,
---       8 auth-failures(webhook, source), 9 seen(identity),
---       10 (large bodies only) the body, SET by the command pipelined just before this one
--- ARGV: 1 auth-failure limit, 2 rate limit, 3 window ms, 4 reject-log limit,
---       5 de-dup ttl seconds, 6 webhook uid, 7 config version held, 8 backlog limit,
---       9 new delivery id, 10 '1' if body is JSON, 11 size, 12 body ('' if in KEYS[10]),
---       13 identity, 14 request headers (redacted JSON, stored with an accepted delivery)
+--       8 seen(identity),
+--       9 (large bodies only) the body, SET by the command pipelined just before this one
+-- ARGV: 1 rate limit, 2 window ms, 3 reject-log limit, 4 de-dup ttl seconds, 5 webhook uid,
+--       6 config version held, 7 backlog limit, 8 new delivery id, 9 '1' if body is JSON,
+--       10 size, 11 body ('' if in KEYS[9]), 12 identity,
+--       13 request headers (redacted JSON, stored with an accepted delivery)
 -- (Per-webhook keys and arguments come first, per-request ones last: the client sends the
 -- first part pre-encoded, see redis.py.)
 -- A large body stays out of the Lua VM: copying it in and out of Lua costs far more than the
@@ -71,60 +72,54 @@ SUBMIT_SCRIPT = (
 -- refused, the key is deleted. A missing key (the SET failed) refuses with NOBODY first.
 -- With the backlog (entries waiting for the evaluator) at its limit, a new delivery is refused
 -- with FULL and nothing recorded; a duplicate is still answered with its first delivery id.
--- Returns: {'STALE'} | {'NOBODY'} | {'AUTHLIMIT', retry_ms} | {'RATE', retry_ms} | {'BADJSON'}
+-- Returns: {'STALE'} | {'NOBODY'} | {'RATE', retry_ms} | {'BADJSON'}
 --          | {'DUP', first delivery id} | {'FULL'} | {'OK', delivery id}
 """
     + _HELPERS
     + """
-local body_key = KEYS[10]
+local body_key = KEYS[9]
 local shared = redis.call('GET', KEYS[1])
-if shared and tonumber(shared) > tonumber(ARGV[7]) then
+if shared and tonumber(shared) > tonumber(ARGV[6]) then
   if body_key then redis.call('DEL', body_key) end
   return {'STALE'}
 end
 if body_key and redis.call('EXISTS', body_key) == 0 then return {'NOBODY'} end
 local now = now_ms()
-local window = tonumber(ARGV[3])
+local window = tonumber(ARGV[2])
 local floor = now - window
-local id, uid, size = ARGV[9], ARGV[6], ARGV[11]
-local backlog = {KEYS[6], ARGV[8]}
+local id, uid, size = ARGV[8], ARGV[5], ARGV[10]
+local backlog = {KEYS[6], ARGV[7]}
 local function reject(label, reason, extra)
   if body_key then redis.call('DEL', body_key) end
   local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
   if reason then fields[11] = 'r'; fields[12] = reason end
   for _, v in ipairs(extra) do fields[#fields + 1] = v end
-  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
+  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[3]), now, fields, backlog)
 end
-local auth_limit = tonumber(ARGV[1])
-local free_at = full_until(KEYS[8], auth_limit, floor, window)
-if free_at then
-  reject('Rejected (rate limited)', 'auth_rate_limited', {})
-  return {'AUTHLIMIT', free_at - now}
-end
-local rate = tonumber(ARGV[2])
-free_at = full_until(KEYS[2], rate, floor, window)
+local rate = tonumber(ARGV[1])
+local free_at = full_until(KEYS[2], rate, floor, window)
 if free_at then
   reject('Rejected (rate limited)', 'rate_limited', {})
   return {'RATE', free_at - now}
 end
-if ARGV[10] ~= '1' then
+if ARGV[9] ~= '1' then
   reject('Rejected (invalid JSON)', 'invalid_json', {})
   window_push(KEYS[2], now, window, rate)
   return {'BADJSON'}
 end
 local first
-if backlog_full(KEYS[6], ARGV[8]) then
-  first = redis.call('GET', KEYS[9])
+if backlog_full(KEYS[6], ARGV[7]) then
+  first = redis.call('GET', KEYS[8])
   if not first then
     if body_key then redis.call('DEL', body_key) end
     return {'FULL'}
   end
 else
   -- checked and set in one command; every check that could refuse the delivery is behind us
-  first = redis.call('SET', KEYS[9], id, 'NX', 'GET', 'EX', tonumber(ARGV[5]))
+  first = redis.call('SET', KEYS[8], id, 'NX', 'GET', 'EX', tonumber(ARGV[4]))
 end
 if first then
-  reject('Duplicate', nil, {'i', ARGV[13], 'f', first})
+  reject('Duplicate', nil, {'i', ARGV[12], 'f', first})
   window_push(KEYS[2], now, window, rate)
   return {'DUP', first}
 end
@@ -132,10 +127,10 @@ local entry
 if body_key then
   redis.call('PERSIST', body_key)
   entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                     'l', 'Accepted', 'i', ARGV[13], 'k', body_key, 'h', ARGV[14])
+                     'l', 'Accepted', 'i', ARGV[12], 'k', body_key, 'h', ARGV[13])
 else
   entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                     'l', 'Accepted', 'i', ARGV[13], 'p', ARGV[12], 'h', ARGV[14])
+                     'l', 'Accepted', 'i', ARGV[12], 'p', ARGV[11], 'h', ARGV[13])
 end
 redis.call('INCR', KEYS[6])
 redis.call('HSET', KEYS[7], id, entry)

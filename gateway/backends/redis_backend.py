@@ -134,25 +134,21 @@ SIDE_BODY_ORPHAN_TTL_S = 3600
 class SubmitFrame:
     """SUBMIT's EVALSHA for one webhook at one config version, encoded once.
 
-    Encoding 26 arguments per request cost ~10 µs; all but eight are the same for every delivery
+    Encoding 24 arguments per request cost ~10 µs; all but seven are the same for every delivery
     to a webhook, so they are encoded when the webhook is first seen and the request path joins
-    the pre-encoded parts with the eight per-request bulk strings.
+    the pre-encoded parts with the seven per-request bulk strings.
     """
 
-    __slots__ = ("auth_prefix", "body_prefix", "head", "middle", "seen_prefix", "slot", "version")
+    __slots__ = ("body_prefix", "head", "middle", "seen_prefix", "slot", "version")
 
-    def __init__(
-        self, k: WebhookKeys, target: Target, auth_failure_limit: int, max_backlog: int
-    ) -> None:
+    def __init__(self, k: WebhookKeys, target: Target, max_backlog: int) -> None:
         self.version = target.version
         self.slot = key_slot(k.stream.encode())  # the Cluster hash slot of the webhook's keys
-        self.auth_prefix = k.auth_prefix
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
         fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped, k.backlog, k.pending)
         self.head = _HEAD + b"".join([resp_client.bulk(key) for key in fixed_keys])
         fixed_args = (
-            auth_failure_limit,
             RATE_LIMIT,
             RATE_WINDOW_MS,
             REJECT_LOG_LIMIT,
@@ -164,9 +160,8 @@ class SubmitFrame:
         self.middle = b"".join([resp_client.bulk(a) for a in fixed_args])
 
     def command(self, s: Submission, body_key: str | None = None) -> bytes:
-        """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[10])."""
+        """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[9])."""
         # one bytes-format of everything (a bulk() call per argument plus a join cost ~2x)
-        source = (self.auth_prefix + s.source).encode()
         seen = (self.seen_prefix + _digest(s.identity)).encode()
         delivery_id = s.delivery_id.encode()
         identity = s.identity.encode()
@@ -182,8 +177,6 @@ class SubmitFrame:
             )
         return _SUBMIT_TAIL % (
             head,
-            len(source),
-            source,
             len(seen),
             seen,
             side_key,
@@ -208,18 +201,18 @@ class SubmitFrame:
         return store, self.command(s, body_key)
 
 
-# EVALSHA SUBMIT with 9 keys (26 arguments), or 10 with a side body
+# EVALSHA SUBMIT with 8 keys (24 arguments), or 9 with a side body
 _HEAD, _HEAD_SIDE = (
-    resp_client.array_head(3 + keys + 14)
+    resp_client.array_head(3 + keys + 13)
     + resp_client.bulk("EVALSHA")
     + resp_client.bulk(SUBMIT_SHA)
     + resp_client.bulk(keys)
-    for keys in (9, 10)
+    for keys in (8, 9)
 )
-# head, source, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size,
-# body, identity, headers
+# head, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size, body,
+# identity, headers
 _SUBMIT_TAIL = (
-    b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
+    b"%b$%d\r\n%b\r\n%b%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
     b"$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n"
 )
 
@@ -254,9 +247,7 @@ class RedisBackend:
     def _frame(self, target: Target) -> SubmitFrame:
         frame = self._frames.get(target.webhook_uid)
         if frame is None or frame.version != target.version:
-            frame = SubmitFrame(
-                self.keys(target), target, self.auth_failure_limit, self.max_backlog
-            )
+            frame = SubmitFrame(self.keys(target), target, self.max_backlog)
             self._frames[target.webhook_uid] = frame
         return frame
 

@@ -120,7 +120,7 @@ async def login(request: Request) -> Response:
     if principal is None:
         return _html(_login_page("Unknown or revoked API key."), 401)
     response = RedirectResponse(P, status_code=303, headers=HEADERS)
-    session.open_session(services.secret_box, response, key, session.is_secure(request))
+    await session.open_session(services, response, key, session.is_secure(request))
     return response
 
 
@@ -128,7 +128,7 @@ async def login(request: Request) -> Response:
 async def logout(request: Request, services: Services, principal: Principal) -> Response:
     session.check_post(services.secret_box, request, (await form_of(request)).get("csrf"))
     response = RedirectResponse(f"{P}/login", status_code=303, headers=HEADERS)
-    session.close_session(response, session.is_secure(request))
+    await session.close_session(services, request, response, session.is_secure(request))
     return response
 
 

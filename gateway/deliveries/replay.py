@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from gateway.backends.pending_deliveries import PendingDeliveries
     from gateway.store import Database
 
-REPLAY_SOURCE = "replay"  # the "source address" a replay is submitted with
 MAX_KEY_CHARS = 200
 
 
@@ -143,7 +142,7 @@ class Replayer:
         return Replayed(new_id, original.delivery_id, created=True)
 
     async def _submit(self, target: Target, new_id: str, payload: bytes) -> Outcome:
-        submission = Submission(target, new_id, f"replay:{new_id}", payload, True, REPLAY_SOURCE)
+        submission = Submission(target, new_id, f"replay:{new_id}", payload, True)
         outcome = await self.backend.submit(submission)
         if outcome.verdict is not Verdict.STALE:
             return outcome

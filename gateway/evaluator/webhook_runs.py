@@ -264,7 +264,7 @@ async def _rows(
             at = now + timedelta(microseconds=count)
             count += 1
             prompt = automation.prompt + head + delivery.delivery_id + _ENVELOPE_TAIL
-            runs.append(_start(delivery, hook, automation, prompt, encode.time(at), encode))
+            runs.append(_start(delivery, hook, automation, prompt, at, encode))
     return {delivery: runs for delivery, runs in started.items() if runs}
 
 
@@ -273,10 +273,10 @@ def _start(
     hook: LiveHook,
     automation: Automation,
     prompt: str,
-    at: Any,
+    created: datetime,
     encode: _Encoders,
 ) -> _Started:
-    """The rows of one run, its payload attachment and its task, created `at` (encoded): what
+    """The rows of one run, its payload attachment and its task, `created` then: what
     `run_values` and `task_values` make of a webhook run (tests hold them to those), built as
     encoded tuples directly: a dict of every column per row, encoded through its column
     types, cost this path twice as much."""
@@ -288,13 +288,8 @@ def _start(
         "webhook_uid": hook.uid,
         "delivery_id": delivery.delivery_id,
     }
-    artifact = {
-        "type": "attachment",
-        "name": PAYLOAD_NAME,
-        "content_type": "application/json",
-        "size": size,
-        "attachment_id": attachment_id,
-    }
+    artifact = run_start.payload_artifact(attachment_id, created, PAYLOAD_NAME, size)
+    at = encode.time(created)
     run = (
         *(run_id, hook.team_uid, hook.factory_uid, conversation_id, run_id, automation.name),
         *(prompt, "QUEUED", "WEBHOOK", "cloud", encode.json(metadata), encode.json([artifact])),

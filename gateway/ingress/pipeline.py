@@ -1,5 +1,7 @@
 """The accept pipeline, in the check order docs/ingress.md gives:
 404 -> 413 -> failed-auth budget 429 -> 401 -> rate 429 -> 400 -> 202 (duplicate: the first id).
+The failed-auth budget refuses failed authentications only: a delivery that authenticates goes on
+to the rate limit whatever the budget of its source address says.
 
 Every outcome is counted (gateway/metrics) and every rejection logged with its reason code
 (gateway/ingress/rejection_log.py); the response to the sender never names the reason.
@@ -28,12 +30,12 @@ from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.delivery_identity import delivery_identity
 from gateway.ingress.rejection_log import RejectionLog
-from gateway.ingress.source import source_address
 from gateway.ingress.stored_headers import stored_headers
 from gateway.ingress.webhook_config import WebhookConfig
 from gateway.metrics.counts import COUNTS
 from gateway.rejections import Reason
 from gateway.settings import Settings
+from gateway.trusted_proxies import TrustedProxies
 from gateway.types import Receive
 
 # a full backlog drains at the evaluator's pace (thousands per second): a short wait suffices
@@ -42,8 +44,15 @@ _COUNTED = COUNTS.deliveries  # outcome -> count (gateway/metrics)
 
 
 class Ingress:
-    def __init__(self, settings: Settings, cache: ConfigCache, backend: IngressBackend) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        cache: ConfigCache,
+        backend: IngressBackend,
+        proxies: TrustedProxies,
+    ) -> None:
         self.settings = settings
+        self.proxies = proxies
         self.cache = cache
         self.backend = backend
         self.bodies = BodyReader(settings.body_timeout)
@@ -63,12 +72,7 @@ class Ingress:
             _COUNTED["not_found"] += 1
             raise NotFound("webhook: unknown, disabled or deleted")
         body = await self._body(config, headers, receive)
-        proxies = self.settings.trusted_proxies
-        source = (
-            source_address(peer, headers.get("x-forwarded-for"), proxies)
-            if proxies
-            else peer or "unknown"
-        )
+        source = self.proxies.client(peer, headers.get("x-forwarded-for"))
         outcome, delivery_id, reason = await self._decide(config, headers, path_token, body, source)
         if outcome.verdict is Verdict.STALE:
             # another process changed this webhook: take its config from SQL, decide again
@@ -118,7 +122,8 @@ class Ingress:
         body: bytes,
         source: str,
     ) -> tuple[Outcome, str, Reason | None]:
-        """(the backend's outcome, the delivery id it was given, why authentication failed)."""
+        """(the backend's outcome, the delivery id it was given, why authentication failed).
+        Only a failed authentication meets the failed-auth budget of `source`."""
         delivery_id = ids.new_id("dlv")
         failure, provider_id = authenticate(config, headers, body, path_token)
         if failure is not None:
@@ -135,9 +140,7 @@ class Ingress:
             valid_json = False
         identity = delivery_identity(config.delivery_id_header, headers, provider_id, body)
         stored = stored_headers(headers, path_token) if valid_json else b""  # kept if accepted
-        submission = Submission(
-            config.target, delivery_id, identity, body, valid_json, source, stored
-        )
+        submission = Submission(config.target, delivery_id, identity, body, valid_json, stored)
         return await self.backend.submit(submission), delivery_id, None
 
 

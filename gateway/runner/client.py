@@ -1,9 +1,17 @@
 """The runner protocol over HTTP, with the standard library only (urllib): one blocking call per
-method, JSON in and out (gateway.runner.protocol). Calls are made from the runner's threads."""
+method, JSON in and out (gateway.runner.protocol). Calls are made from the runner's threads.
+
+A long-poll (a claim that waits for queued runs) can be cut short from another thread
+(`stop_waiting`): a stopping runner does not sit out the rest of the wait. The API rolls back a
+claim whose caller hung up, so no run is left held by a runner that is gone."""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -41,6 +49,16 @@ class RunnerClient:
             "User-Agent": "gateway-runner",
         }
         self.runner_uid = ""
+        self._waits = LongPolls()
+        self._calls = urllib.request.build_opener()
+        # the same handlers (proxies from the environment included), tracking each connection
+        self._long_polls = urllib.request.build_opener(
+            _TrackedHTTP(self._waits), _TrackedHTTPS(self._waits)
+        )
+
+    def stop_waiting(self) -> None:
+        """Cuts the long-polls in flight short (they fail as unreachable) and refuses new ones."""
+        self._waits.cut()
 
     def register(
         self,
@@ -104,8 +122,9 @@ class RunnerClient:
         request = urllib.request.Request(  # noqa: S310 -- http(s) only, checked in __init__
             self.api + path, data=json.dumps(body).encode(), headers=self._headers, method="POST"
         )
+        opener = self._long_polls if wait_s > 0 else self._calls
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S + wait_s) as response:  # noqa: S310
+            with opener.open(request, timeout=TIMEOUT_S + wait_s) as response:
                 data: bytes = response.read()
                 return data
         except urllib.error.HTTPError as exc:
@@ -120,3 +139,73 @@ def _api_error(exc: urllib.error.HTTPError) -> ApiError:
         return ApiError(exc.code, problem.get("code", "error"), problem.get("detail", ""))
     except (ValueError, OSError):
         return ApiError(exc.code, "error", exc.reason or "")
+
+
+class LongPolls:
+    """The connections of the calls in flight that wait, so that `cut` can end them: shutting a
+    socket down wakes the thread blocked reading it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[http.client.HTTPConnection] = set()
+        self._cut = False
+
+    def track(self, connection: http.client.HTTPConnection) -> http.client.HTTPConnection:
+        with self._lock:
+            if self._cut:
+                raise OSError("the runner is stopping: no more waiting")
+            self._open.add(connection)
+        return connection
+
+    def forget(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._open.discard(connection)
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            connections = list(self._open)
+        for connection in connections:
+            sock = connection.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+class _TrackedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, polls: LongPolls) -> None:
+        super().__init__()
+        self.polls = polls
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return _open_tracked(self, self.polls, http.client.HTTPConnection, req)
+
+
+class _TrackedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, polls: LongPolls) -> None:
+        super().__init__()
+        self.polls = polls
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        context = self._context  # type: ignore[attr-defined]
+        return _open_tracked(self, self.polls, http.client.HTTPSConnection, req, context=context)
+
+
+def _open_tracked(
+    handler: urllib.request.AbstractHTTPHandler,
+    polls: LongPolls,
+    kind: type[http.client.HTTPConnection],
+    req: urllib.request.Request,
+    **options: Any,
+) -> http.client.HTTPResponse:
+    made: list[http.client.HTTPConnection] = []
+
+    def connection(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+        made.append(polls.track(kind(host, **kwargs)))
+        return made[-1]
+
+    try:
+        return handler.do_open(connection, req, **options)
+    finally:
+        for each in made:
+            polls.forget(each)

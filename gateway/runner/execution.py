@@ -234,7 +234,10 @@ class Execution:
             self._report("release", partial(self.client.release, self.run_id, "its runner stopped"))
             log.info("run %s: given back to the queue", self.run_id)
             return None
-        transcript = _transcript(self.command, code, stdout, stderr)
+        ended = how_it_ended(code)
+        if self.cancelled:
+            ended = f"cancelled, {ended}"
+        transcript = _transcript(self.command, ended, stdout, stderr)
         outcome: Outcome
         error_code: str | None
         if self.cancelled:
@@ -242,16 +245,15 @@ class Execution:
         elif code == 0:
             outcome, message, error_code = "SUCCEEDED", _last_line(stdout), None
         else:
-            reason = f"signal {-code}" if code < 0 else f"exit status {code}"
             outcome = "FAILED"
-            message = _last_line(stdout) or f"the command ended with {reason}"
+            message = _last_line(stdout) or f"the command ended with {ended}"
             error_code = f"signal_{-code}" if code < 0 else f"exit_{code}"
         ending = Ending(run_id=self.run_id, outcome=outcome, transcript=transcript)
         if message:
             ending["status_message"] = message
         if error_code:
             ending["error_code"] = error_code
-        return Ended(self.run_id, ending, f"{outcome} in {elapsed:.1f} s (exit {code})")
+        return Ended(self.run_id, ending, f"{outcome} in {elapsed:.1f} s ({ended})")
 
 
 def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:
@@ -294,9 +296,21 @@ def _last_line(stdout: str) -> str:
     return lines[-1][:MAX_STATUS] if lines else ""
 
 
-def _transcript(command: str, code: int, stdout: str, stderr: str) -> str:
+def how_it_ended(code: int) -> str:
+    """ "exit 3", or "signal 15 (SIGTERM)" for a command a signal ended (Popen's negative
+    returncode), as its error_code says it: `exit_<status>`, `signal_<n>`."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+    return f"signal {-code} ({name})"
+
+
+def _transcript(command: str, ended: str, stdout: str, stderr: str) -> str:
     text = f"$ {command}\n{stdout}"
     if stderr:
         text += f"\n--- stderr ---\n{stderr}"
-    text += f"\n--- exit {code} ---\n"
+    text += f"\n--- {ended} ---\n"
     return text if len(text) <= MAX_TRANSCRIPT else "[...]\n" + text[-MAX_TRANSCRIPT:]

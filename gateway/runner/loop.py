@@ -6,9 +6,10 @@ run. While slots are free and no run ends, one long-poll of that call (finishing
 waits for queued runs; at most one long-polls at a time, and a run that ends meanwhile is
 reported at once by a call that does not wait.
 
-SIGTERM or SIGINT: no more claims; runs in hand get `grace` seconds to end by themselves, then
-their commands are terminated and the runs given back to the queue (QUEUED for another runner).
-A second signal gives them back at once. SIGKILL loses nothing either: the leases run out and
+SIGTERM or SIGINT: no more claims (a long-poll in flight is cut short, so an idle runner stops at
+once); runs in hand get `grace` seconds to end by themselves, then their commands are terminated
+and the runs given back to the queue (QUEUED for another runner). A second signal gives them
+back at once. SIGKILL loses nothing either: the leases run out and
 the runs are claimed again (docs/runs-and-tasks.md).
 """
 
@@ -28,7 +29,7 @@ from gateway.runner.slots import Claim, Slots
 
 log = logging.getLogger("gateway.runner")
 
-CLAIM_WAIT_S = 10.0  # a claim's long-poll; also how long an idle runner takes to notice a stop
+CLAIM_WAIT_S = 10.0  # a claim's long-poll (a stop cuts it short: client.stop_waiting)
 RETRY_S = 2.0  # after a failed long-poll (API unreachable, ...)
 VERSION = "1"
 
@@ -103,6 +104,8 @@ class Runner:
             pass
         self.stopping.set()
         self.slots.close()
+        # an idle runner is waiting in a long-poll: end it now rather than when it times out
+        self.client.stop_waiting()
         with self._lock:
             in_hand = len(self._running)
         log.info(
@@ -151,7 +154,7 @@ class Runner:
         except ApiError as exc:
             for each in ended:  # as when a finish call fails: the lease will lapse
                 log.warning("run %s: finish failed: %s", each.run_id, exc)
-            if not ended:
+            if not ended and not self.stopping.is_set():  # a stop cuts long-polls short
                 log.warning("claim failed: %s; retrying in %.0f s", exc, RETRY_S)
             return False
         finally:

@@ -80,6 +80,15 @@ api_keys = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+# A console login (docs/console.md): the cookie holds a random session id, this table its hash.
+# Logging out deletes the row, so the cookie stops working at once, not when it expires.
+console_sessions = Table(
+    "console_sessions",
+    metadata,
+    Column("id_hash", String(64), primary_key=True),
+    Column("expires_at", UTCDateTime, nullable=False, index=True),
+)
+
 team_secrets = Table(
     "team_secrets",
     metadata,

@@ -79,7 +79,7 @@ async def send_numbered(
         copies = [
             Submission(
                 Target(uid, 1, shard_of(uid)),
-                ids.new_id("dlv"), f"evt-{n}", b"{}", True, "127.0.0.1",
+                ids.new_id("dlv"), f"evt-{n}", b"{}", True,
             )
             for n in numbers[start : start + at_once]
             for uid in [webhook or f"whk_{n // 50}"]

@@ -188,8 +188,7 @@ def test_requests_meeting_a_backlog_recount_wait_for_it_instead_of_being_refused
             backend.backlog = backend.max_backlog  # as counted before the evaluator drained it
             target = Target(hook.uid, 1, shard_of(hook.uid))
             copies = [
-                Submission(target, f"dlv_burst{i}", f"evt-{i}", b"{}", True, "127.0.0.1")
-                for i in range(20)
+                Submission(target, f"dlv_burst{i}", f"evt-{i}", b"{}", True) for i in range(20)
             ]
             outcomes = await asyncio.gather(*(backend.submit(s) for s in copies))
             return [outcome.verdict.name for outcome in outcomes]

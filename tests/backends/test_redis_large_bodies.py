@@ -99,7 +99,7 @@ def test_missing_body_key_refuses_before_any_write() -> None:
             client = RespClient(server.url, scripts=HOT_SCRIPTS)
             backend = RedisBackend(client, "gw", auth_failure_limit=20, max_backlog=100_000)
             target = Target("whk_big", 1, 3)
-            submission = Submission(target, "dlv_1", "id-1", _large_json(1), True, "10.0.0.1")
+            submission = Submission(target, "dlv_1", "id-1", _large_json(1), True)
             try:
                 frame = backend._frame(target)
                 _store, submit = frame.side_commands(submission)

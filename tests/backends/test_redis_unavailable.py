@@ -18,7 +18,7 @@ from gateway.backends.redis_backend import HOT_SCRIPTS, REFUSED_RETRY_AFTER_S, R
 from gateway.backends.resp_client import RespClient
 from gateway.errors import Unavailable
 
-SUBMISSION = Submission(Target("whk_503", 1, 5), "dlv_503", "id-503", b"{}", True, "10.0.0.1")
+SUBMISSION = Submission(Target("whk_503", 1, 5), "dlv_503", "id-503", b"{}", True)
 
 
 async def _refusal(url: str, timeout: float = 2.0) -> Unavailable:

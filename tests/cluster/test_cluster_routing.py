@@ -21,7 +21,7 @@ from gateway.errors import Unavailable
 
 
 def _submission(target: Target, n: int) -> Submission:
-    return Submission(target, f"dl_{uuid.uuid4().hex}", f"id-{n}", b'{"n": %d}' % n, True, "src")
+    return Submission(target, f"dl_{uuid.uuid4().hex}", f"id-{n}", b'{"n": %d}' % n, True)
 
 
 def _node_id(cluster: ClusterServers, port: int) -> str:

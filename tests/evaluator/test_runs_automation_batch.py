@@ -104,7 +104,7 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
                 run.metadata["automation_id"],
             )
             stored_file = by_run[run.run_id]
-            assert run.artifacts[0]["attachment_id"] == stored_file.attachment_id
+            assert run.artifacts[0]["data"]["artifact_uid"] == stored_file.attachment_id
             assert stored_file.conversation_id == run.conversation_id
             assert stored_file.delivery_id == delivery_id and stored_file.content is None
             assert run.source == "WEBHOOK" and not run.task_pending

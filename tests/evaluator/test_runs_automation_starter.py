@@ -149,11 +149,15 @@ def test_matching_idempotency_and_envelope(client: GatewayClient) -> None:
         assert "number" not in run.prompt  # the payload travels as an attachment only
         assert run.artifacts == [
             {
-                "type": "attachment",
-                "name": "event-payload.json",
-                "content_type": "application/json",
-                "size": len(body),
-                "attachment_id": stored.attachment_id,
+                "artifact_type": "FILE",
+                "created_at": run.created_at.isoformat(),
+                "data": {
+                    "artifact_uid": stored.attachment_id,
+                    "filename": "event-payload.json",
+                    "filepath": "event-payload.json",
+                    "mime_type": "application/json",
+                    "size_bytes": len(body),
+                },
             }
         ]
         # the payload is stored once, in the delivery log, and the attachment points at it

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Dialect
 
 from gateway.automations.index import Automation, LiveHook
 from gateway.evaluator import webhook_runs as wr
-from gateway.platform.runs.models import RunArtifact
+from gateway.platform.runs.models import file_artifact
 from gateway.platform.runs.records import NewRun, run_values
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import task_values
@@ -28,7 +28,7 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
     encode = wr._Encoders.of(dialect)
     prompt = automation.prompt + wr.envelope(hook.name, hook.uid, delivery.delivery_id)
 
-    started = wr._start(delivery, hook, automation, prompt, encode.time(at), encode)
+    started = wr._start(delivery, hook, automation, prompt, at, encode)
 
     run = dict(zip(wr.RUNS.columns, started.run, strict=True))
     attachment = dict(zip(wr.ATTACHMENTS.columns, started.attachment, strict=True))
@@ -41,12 +41,12 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
         source="WEBHOOK",
         metadata={"automation_id": "aut_1", "webhook_uid": "whk_1", "delivery_id": "dlv_1"},
         artifacts=[
-            RunArtifact(
-                type="attachment",
-                name=wr.PAYLOAD_NAME,
-                content_type="application/json",
-                size=len(delivery.payload),
-                attachment_id=attachment["attachment_id"],
+            file_artifact(
+                attachment["attachment_id"],
+                at,
+                wr.PAYLOAD_NAME,
+                "application/json",
+                len(delivery.payload),
             )
         ],
         agent_uid=hook.foreman_agent_uid,

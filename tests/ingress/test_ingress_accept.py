@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.ingress.hooks import add_webhook, change_webhook
+from tests.ingress.hooks import add_webhook, backend_settings, change_webhook, redis_url_for
 from tests.support import GatewayClient, World
 
 
@@ -132,14 +134,61 @@ def test_rate_limit_sliding_window(gw: GatewayClient, gw_world: World) -> None:
     assert gw.post(hook.path, content=b"{bad", headers=hook.auth).status_code == 429
 
 
-def test_failed_auth_budget_is_per_source(gw: GatewayClient, gw_world: World) -> None:
+def test_failed_auth_budget_refuses_failed_authentications_only(
+    gw: GatewayClient, gw_world: World
+) -> None:
     hook = add_webhook(gw, gw_world)
     bad = {"Authorization": "Bearer wrong"}
     codes = [gw.post(hook.path, content=b"{}", headers=bad).status_code for _ in range(11)]
     assert codes == [401] * 10 + [429]
-    # budget spent: even the right token from that address gets 429 (it precedes 401 and 202)
-    locked = gw.post(hook.path, content=b"{}", headers=hook.auth)
+    # budget spent by a stranger at the same address: the real sender is still accepted
+    sent = [gw.post(hook.path, content=b"[%d]" % n, headers=hook.auth) for n in range(3)]
+    assert [r.status_code for r in sent] == [202] * 3
+    assert len({r.json()["delivery_id"] for r in sent}) == 3
+    # ... and the stranger is still refused
+    locked = gw.post(hook.path, content=b"{}", headers=bad)
     assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
+
+
+def test_behind_a_trusted_proxy_each_sender_has_its_own_budget(
+    request: pytest.FixtureRequest,
+    backend_kind: str,
+    tmp_path: Path,
+    redis_url: str,
+    redis_prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = redis_url_for(backend_kind, request, redis_url)
+    settings = backend_settings(
+        backend_kind, f"sqlite:///{tmp_path}/gw.db", url, redis_prefix, trusted_proxies="10.0.0.0/8"
+    )
+    with (
+        caplog.at_level(logging.WARNING, logger="gateway.proxies"),
+        GatewayClient.running(settings, peer=("10.0.0.1", 40000)) as gw,
+    ):
+        hook = add_webhook(gw, World.create(gw))
+        stranger = {"Authorization": "Bearer wrong", "X-Forwarded-For": "198.51.100.6"}
+        codes = [gw.post(hook.path, content=b"{}", headers=stranger).status_code for _ in range(11)]
+        assert codes == [401] * 10 + [429]
+        # another address behind the same load balancer has a budget of its own
+        other = {**stranger, "X-Forwarded-For": "198.51.100.7"}
+        assert gw.post(hook.path, content=b"{}", headers=other).status_code == 401
+        real = {**hook.auth, "X-Forwarded-For": "198.51.100.6"}
+        assert gw.post(hook.path, content=b"{}", headers=real).status_code == 202
+    assert not [r for r in caplog.records if r.name == "gateway.proxies"]  # all trusted
+
+
+def test_forwarded_for_from_an_untrusted_peer_is_ignored_and_warned_about_once(
+    gw: GatewayClient, gw_world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    hook = add_webhook(gw, gw_world)
+    with caplog.at_level(logging.WARNING, logger="gateway.proxies"):
+        for n in range(11):  # a different forged address each time: one budget all the same
+            forged = {"Authorization": "Bearer wrong", "X-Forwarded-For": f"198.51.100.{n}"}
+            last = gw.post(hook.path, content=b"{}", headers=forged)
+    assert last.status_code == 429
+    warned = [r.getMessage() for r in caplog.records if r.name == "gateway.proxies"]
+    assert len(warned) == 1 and warned[0].startswith("X-Forwarded-For from testclient, ")
 
 
 @pytest.mark.parametrize("header", ["Authorization", "authorization"])

@@ -29,7 +29,7 @@ import pytest
 
 from benchmarks.procs import free_port
 from gateway.runner.execution import Ended
-from gateway.runner.loop import Runner, RunnerOptions
+from gateway.runner.loop import CLAIM_WAIT_S, Runner, RunnerOptions
 from tests.ingress.hooks import gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow
@@ -166,8 +166,9 @@ def test_a_webhook_delivery_runs_a_real_command_to_succeeded(deployment: Deploym
     assert 'payload: {"action":"opened","n":7}' in transcript
     assert "prompt starts: Handle the event." in transcript  # stderr, with the prompt from stdin
     assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
-    kinds = [item.get("artifact_type") or item.get("type") for item in run["artifacts"]]
-    assert kinds == ["attachment", "FILE"]  # the event payload it came with, then its output
+    names = [(item["artifact_type"], item["data"]["filename"]) for item in run["artifacts"]]
+    # the event payload it came with, then its output
+    assert names == [("FILE", "event-payload.json"), ("FILE", "seen.json")]
     artifact = run["artifacts"][1]
     assert artifact["data"]["filename"] == "seen.json"
     details = deployment.api("GET", f"/agent/artifacts/{artifact['data']['artifact_uid']}").json()
@@ -220,8 +221,10 @@ def test_cancel_terminates_the_command_within_five_seconds(deployment: Deploymen
     transcript = f"/agent/runs/{run_id}/transcript"
     wait_for(lambda: deployment.api("GET", transcript).status_code == 302,
              what="the cancelled run's transcript")  # fmt: skip
-    assert deployment.run(run_id)["state"] == "CANCELLED"
-    assert "started" in deployment.transcript(run_id)
+    run = deployment.run(run_id)
+    assert run["state"] == "CANCELLED" and run["status_message"]["message"] == "cancelled"
+    text = deployment.transcript(run_id)
+    assert "started" in text and "--- cancelled, signal 15 (SIGTERM) ---" in text
 
 
 def _alive(pid: int) -> bool:
@@ -265,6 +268,21 @@ def test_sigterm_gives_runs_in_hand_back_after_the_grace_period(deployment: Depl
     run = deployment.run(run_id)
     assert run["state"] == "QUEUED"
     assert deployment.states(run_id)[-1] == "QUEUED"
+
+
+def test_an_idle_runner_stops_without_sitting_out_its_long_poll(deployment: Deployment) -> None:
+    runner = deployment.runner("true")
+    log = deployment.tmp / "runner-r.log"
+    wait_for(lambda: "registered at" in log.read_text(), what="registered")
+    time.sleep(0.5)  # its long-poll, CLAIM_WAIT_S long, is in flight now
+    runner.send_signal(signal.SIGINT)
+    # it used to wait for the long-poll to end (up to CLAIM_WAIT_S); the poll is cut short now
+    assert runner.wait(CLAIM_WAIT_S / 2) == 0
+    text = log.read_text()
+    assert "stopped" in text and "claim failed" not in text
+    # nothing was claimed on its behalf as it hung up: a run queued now waits for a runner
+    run_id = deployment.new_run("after the stop")
+    assert deployment.run(run_id)["state"] == "QUEUED"
 
 
 def test_200_runs_over_4_runners_are_each_executed_exactly_once(deployment: Deployment) -> None:

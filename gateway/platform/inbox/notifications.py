@@ -118,7 +118,21 @@ async def on_task_deleted(conn: AsyncConnection, task_uid: str) -> None:
 
 async def on_dispatch_failed(conn: AsyncConnection, factory_uid: str, detail: str) -> None:
     """Work for the factory could not start (no foreman). One active notice per factory: a
-    burst of deliveries is one problem, and a foreman being set resolves it."""
+    burst of deliveries is one problem, and a foreman being set resolves it.
+
+    The evaluator decided "no foreman" when it planned the batch, before this transaction: a
+    foreman set in between has resolved the notices already, and a new one would stay active
+    with a foreman in place. So the factory's row is locked and read again here (set_foreman
+    updates it, so the two take turns on PostgreSQL; SQLite writers take turns anyway), and no
+    notice is made once it has a foreman: the delivery's trace still says why it started
+    nothing."""
+    factory = (
+        select(t.factories.c.foreman_agent_uid)
+        .where(t.factories.c.uid == factory_uid)
+        .with_for_update(key_share=True)
+    )
+    if (await conn.execute(factory)).scalar_one_or_none() is not None:
+        return
     active = select(n.c.uid).where(
         n.c.factory_uid == factory_uid, n.c.kind == "dispatch_failed", n.c.resolved_at.is_(None)
     )

@@ -50,6 +50,7 @@ from gateway.platform.runs.models import (
     RunArtifact,
     RunRecord,
     StatusMessage,
+    file_artifact,
 )
 from gateway.platform.runs.records import TERMINAL, find_run, json_column, load_run
 from gateway.platform.tasks import tasks
@@ -586,18 +587,18 @@ def _artifact_item(uid: str, at: datetime, artifact: NewArtifact) -> RunArtifact
             title=artifact.title or UNSET,
             state=artifact.pr_state or UNSET,
         )
-    else:
-        filename = artifact.filename or ""
-        data = ArtifactItemData(
-            artifact_uid=uid,
-            filename=filename,
-            filepath=artifact.filepath or filename,
-            mime_type=artifact.mime_type or "",
-            size_bytes=artifact.size or 0,
-            description=artifact.description or UNSET,
-            title=artifact.title or UNSET,
-        )
-    return RunArtifact(artifact_type=artifact.artifact_type, created_at=at.isoformat(), data=data)
+        return RunArtifact(artifact_type="PULL_REQUEST", created_at=at.isoformat(), data=data)
+    filename = artifact.filename or ""
+    return file_artifact(
+        uid,
+        at,
+        filename,
+        artifact.mime_type or "",
+        artifact.size or 0,
+        filepath=artifact.filepath,
+        description=artifact.description,
+        title=artifact.title,
+    )
 
 
 async def report_usage(
@@ -726,13 +727,41 @@ async def with_event_payload(conn: AsyncConnection, runs: Sequence[tuple[str, st
 
 
 async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[StoredArtifact, RunRecord]:
-    """(artifact, its run); 404 when unknown."""
+    """(artifact, its run); 404 when unknown. A webhook run's payload attachment, listed among
+    its artifacts as a FILE, is one too."""
     a = t.run_artifacts
     row = (await conn.execute(select(a).where(a.c.artifact_uid == artifact_uid))).first()
-    run = None if row is None else await find_run(conn, row.run_id)
-    if row is None or run is None:
+    found = StoredArtifact.from_row(row) if row is not None else None
+    if found is None and artifact_uid.startswith("att_"):
+        found = await _payload_artifact(conn, artifact_uid)
+    run = None if found is None else await find_run(conn, found.run_id)
+    if found is None or run is None:
         raise NotFound(f"artifact_uid: {artifact_uid} not found")
-    return StoredArtifact.from_row(row), run
+    return found, run
+
+
+async def _payload_artifact(conn: AsyncConnection, attachment_id: str) -> StoredArtifact | None:
+    """A webhook run's event-payload.json as an artifact: its content is the delivery's payload,
+    stored once in the delivery log."""
+    a, d = t.attachments, t.deliveries
+    query = (
+        select(a, d.c.payload)
+        .select_from(a.outerjoin(d, d.c.delivery_id == a.c.delivery_id))
+        .where(a.c.attachment_id == attachment_id, a.c.delivery_id.is_not(None))
+    )
+    row = (await conn.execute(query)).first()
+    if row is None:
+        return None
+    return StoredArtifact(
+        artifact_type="FILE",
+        artifact_uid=row.attachment_id,
+        run_id=row.run_id,
+        created_at=row.created_at,
+        filename=row.file_name,
+        mime_type=row.content_type,
+        size=row.size,
+        content=None if row.payload is None else bytes(row.payload),
+    )
 
 
 async def transcript_uid(conn: AsyncConnection, run_id: str) -> str | None:

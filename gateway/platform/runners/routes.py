@@ -115,20 +115,36 @@ async def _claim_within(
     pause = 0.05
     while True:
         ticket = queued.ticket()  # before looking: a run queued meanwhile wakes the wait below
-        async with as_runner(request, principal, runner_uid) as (conn, runner):
-            claimed = await _claim(request, conn, runner, max_runs)
+        try:
+            async with as_runner(request, principal, runner_uid) as (conn, runner):
+                claimed = await _claim(request, conn, runner, max_runs)
+                if claimed and await request.is_disconnected():
+                    raise _RunnerGone
+        except _RunnerGone:
+            return _counted([])
         left = deadline - time.monotonic()
         if claimed or left <= 0:
-            COUNTS.runner_claims["claimed" if claimed else "empty"] += len(claimed) or 1
-            return claimed
+            return _counted(claimed)
         # no connection is held while waiting; runs queued by this process wake the wait at
         # once, others' are looked for a few times a second; a runner that went away stops
         # the wait (a shutdown does not wait for it)
         if not await queued.wait(ticket, min(pause, left)):
             pause = min(pause * 2, 0.5)
         if await request.is_disconnected():
-            COUNTS.runner_claims["empty"] += 1
-            return []
+            return _counted([])
+
+
+class _RunnerGone(Exception):
+    """The runner hung up (a stopping runner cuts its long-poll short) while runs were being
+    claimed for it: the claim is rolled back, so they stay QUEUED for another runner instead
+    of waiting out a lease nobody renews."""
+
+
+def _counted(claimed: list[ClaimedRun]) -> list[ClaimedRun]:
+    """`claimed`, counted in gateway_runner_claims_total: each run handed out, or one empty
+    answer."""
+    COUNTS.runner_claims["claimed" if claimed else "empty"] += len(claimed) or 1
+    return claimed
 
 
 async def _claim(
@@ -286,10 +302,12 @@ async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Fini
         results = await run_finish.finish_runs(conn, runner, endings, _transcript_link(request))
         claimed = await _claim(request, conn, runner, batch.claim) if batch.claim else []
     if batch.claim and not claimed and batch.wait_s > 0:
-        # the finishes are committed; now the long-poll, as /runner/claim
+        # the finishes are committed; now the long-poll, as /runner/claim (which counts it)
         claimed = await _claim_within(
             request, principal, batch.runner_uid, batch.claim, batch.wait_s
         )
+    elif batch.claim:
+        _counted(claimed)
     pairs = zip(endings, results, strict=True)
     finished = [FinishedRun.of(run_id, result) for (run_id, _), result in pairs]
     return FinishedMany(finished, claimed)

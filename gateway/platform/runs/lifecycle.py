@@ -21,6 +21,8 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 r = t.runs
+# what a cancelled run's status says (not what its runner last reported, such as "running")
+CANCELLED_STATUS = StatusMessage("cancelled", None, False)
 
 # event -> (states it may leave, state it enters)
 TRANSITIONS: dict[str, tuple[frozenset[str], str]] = {
@@ -106,7 +108,7 @@ async def cancel(conn: AsyncConnection, run: RunRecord) -> list[str]:
     await conn.execute(
         update(r)
         .where(r.c.run_id.in_(ids), r.c.state.not_in(TERMINAL))
-        .values(state="CANCELLED", updated_at=now)
+        .values(state="CANCELLED", status_message=json_column(CANCELLED_STATUS), updated_at=now)
     )
     # a runner holding one of them learns of it at its next heartbeat (run_execution)
     await run_timeline.record(conn, ids, "CANCELLED", now, reason="cancelled")

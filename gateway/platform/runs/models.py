@@ -98,18 +98,58 @@ class ArtifactItemData(Struct, kw_only=True):
 
 
 class RunArtifact(Struct, kw_only=True):
-    """An attachment the run came with (`type` attachment: for example the payload of the
-    delivery that started it), or something it produced (`artifact_type` FILE, PULL_REQUEST,
-    PLAN, with its `data`: GET /agent/artifacts/{artifact_uid} has the details)."""
+    """ArtifactItem of the official client (oz-agent-sdk, `types/agent/artifact_item.py`): a
+    file the run came with (a webhook run's event-payload.json) or produced (FILE), or a
+    PULL_REQUEST, with its `data` (a FILE's `data.artifact_uid`: GET
+    /agent/artifacts/{artifact_uid} has the details and a download link)."""
 
-    type: str | UnsetType = UNSET
-    name: str | UnsetType = UNSET
-    content_type: str | UnsetType = UNSET
-    size: int | UnsetType = UNSET
-    attachment_id: str | UnsetType = UNSET
-    artifact_type: str | UnsetType = UNSET
-    created_at: str | UnsetType = UNSET
-    data: ArtifactItemData | UnsetType = UNSET
+    artifact_type: Literal["FILE", "PULL_REQUEST"]
+    created_at: str
+    data: ArtifactItemData
+
+
+def file_artifact(
+    uid: str,
+    at: datetime,
+    filename: str,
+    mime_type: str,
+    size: int,
+    *,
+    filepath: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+) -> RunArtifact:
+    """A FILE entry of a run's `artifacts`."""
+    data = ArtifactItemData(
+        artifact_uid=uid,
+        filename=filename,
+        filepath=filepath or filename,
+        mime_type=mime_type,
+        size_bytes=size,
+        description=description or UNSET,
+        title=title or UNSET,
+    )
+    return RunArtifact(artifact_type="FILE", created_at=at.isoformat(), data=data)
+
+
+# the entry webhook runs were given before: {"type": "attachment", "name", "content_type",
+# "size", "attachment_id"}; runs holding it are read in the official shape
+_EARLIER_ATTACHMENT = "attachment"
+
+
+def _official_artifacts(stored: list[Any], created_at: datetime) -> list[Any]:
+    """A run's stored `artifacts`, an entry in the earlier attachment shape made a FILE (dated
+    `created_at`, the run's own: the attachment came with it)."""
+    return [
+        msgspec.to_builtins(
+            file_artifact(
+                item["attachment_id"], created_at, item["name"], item["content_type"], item["size"]
+            )
+        )
+        if item.get("type") == _EARLIER_ATTACHMENT
+        else item
+        for item in stored
+    ]
 
 
 class RunRecord(Struct, kw_only=True, frozen=True):
@@ -153,6 +193,11 @@ class RunRecord(Struct, kw_only=True, frozen=True):
     @classmethod
     def from_row(cls, row: Row[Any]) -> RunRecord:
         """A row of `select(tables.runs)`; its JSON columns become their Structs."""
+        stored = row.artifacts
+        if stored and any(item.get("type") == _EARLIER_ATTACHMENT for item in stored):
+            values = {str(name): value for name, value in row._mapping.items()}  # plain str keys
+            values["artifacts"] = _official_artifacts(stored, row.created_at)
+            return msgspec.convert(values, cls)
         return msgspec.convert(row, cls, from_attributes=True)
 
 

@@ -9,11 +9,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from gateway.accounts import identities
 from gateway.platform.runners.execution import MAX_ATTEMPTS
 from gateway.services import Services
+from gateway.types import Message
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 
@@ -178,7 +180,7 @@ def test_cancel_and_interrupt_reach_the_runner_at_its_next_heartbeat(world: Worl
     run_id = new_run(world)
     runner = Runner(world)
     runner.claim()
-    runner.on(run_id, "progress", state="INPROGRESS")
+    runner.on(run_id, "progress", state="INPROGRESS", status_message="running")
     assert world.api("POST", f"/agent/runs/{run_id}/interrupt").status_code == 202
     assert runner.on(run_id, "heartbeat")["interrupt_requested"] is True
     assert runner.on(run_id, "heartbeat")["interrupt_requested"] is False  # reported once
@@ -193,7 +195,11 @@ def test_cancel_and_interrupt_reach_the_runner_at_its_next_heartbeat(world: Worl
     runner.on(run_id, "progress", state="INPROGRESS", status_message="still going")
     assert get_run(world, run_id)["state"] == "CANCELLED"
     runner.on(run_id, "finish", outcome="CANCELLED", transcript="terminated")
-    assert get_run(world, run_id)["state"] == "CANCELLED"
+    run = get_run(world, run_id)
+    assert run["state"] == "CANCELLED"
+    # the status says what happened, not what the runner last reported ("running")
+    assert run["status_message"] == {"message": "cancelled", "error_code": None,
+                                     "retryable": False}  # fmt: skip
     runner.on(run_id, "heartbeat", 409)
     assert states(world, run_id)[-1] == "CANCELLED"
 
@@ -322,3 +328,37 @@ def test_follow_ups_and_their_mode_reach_the_runner(world: World) -> None:
         "also the tests",
         "one more thing",
     ]
+
+
+def test_a_claim_for_a_runner_that_hung_up_is_rolled_back(world: World) -> None:
+    """A stopping runner cuts its long-poll short: runs claimed for it as it hung up stay
+    QUEUED (else they would wait out a lease nobody renews)."""
+    run_id = new_run(world)
+    runner = Runner(world)
+    body = orjson.dumps({"runner_uid": runner.uid, "max_runs": 1, "wait_s": 0})
+    messages: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> Message:
+        # the body, then (checked without waiting, as Starlette does) the client is gone
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    path = "/api/v1/runner/claim"
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "client": ("127.0.0.1", 50000), "server": ("testserver", 80),
+        "headers": [(b"authorization", f"Bearer {world.agent_key}".encode()),
+                    (b"content-length", str(len(body)).encode())],
+        "state": dict(world.client.app_state),
+    }  # fmt: skip
+    assert world.client.portal is not None
+    world.client.portal.call(world.client.app, scope, receive, send)
+    answer = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert orjson.loads(answer) == {"runs": []}
+    assert get_run(world, run_id)["state"] == "QUEUED"
+    assert [run["run_id"] for run in runner.claim()] == [run_id]  # for a runner still there

@@ -17,6 +17,7 @@ from gateway.security import hash_token
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.conftest import make_settings
+from tests.metrics.scrape import parse, value
 from tests.platform.runners.test_runner_api import Runner, get_run, new_run, states
 from tests.support import GatewayClient, World
 
@@ -130,6 +131,26 @@ def test_bad_bodies_are_refused_whole(world: World) -> None:
                        json={"runner_uid": runner.uid, "runs": []})  # fmt: skip
     assert answer.status_code == 403
     assert get_run(world, run_id)["state"] == "CLAIMED"  # none of them finished it
+
+
+def _claims(world: World) -> dict[str, float]:
+    scraped = parse(world.client.get("/metrics").text)
+    return {result: value(scraped, "gateway_runner_claims_total", result=result)
+            for result in ("claimed", "empty")}  # fmt: skip
+
+
+def test_claims_made_by_a_finish_are_counted_as_by_a_claim(world: World) -> None:
+    run_ids = [new_run(world, f"job {n}") for n in range(3)]
+    runner = Runner(world)
+    first = runner.claim(1)[0]["run_id"]
+    before = _claims(world)
+    answer = finish_many(runner, [succeeded(first)], claim=5)  # the other two, in one go
+    assert [run["run_id"] for run in answer["runs"]] == run_ids[1:]
+    finish_many(runner, [succeeded(run_ids[1])], claim=1)  # nothing queued: one empty claim
+    finish_many(runner, [succeeded(run_ids[2])])  # no claim asked: nothing counted
+    after = _claims(world)
+    assert after["claimed"] - before["claimed"] == 2
+    assert after["empty"] - before["empty"] == 1
 
 
 def test_the_claim_waits_for_a_run_when_none_is_queued(world: World) -> None:
