@@ -480,7 +480,6 @@ async def progress(
         allowed = {"INPROGRESS": ("CLAIMED", "BLOCKED"), "BLOCKED": ("INPROGRESS",)}[target]
         if run.state not in allowed:
             raise InvalidRequest(f"state: a {run.state} run cannot become {target}")
-        await run_timeline.record(conn, [run_id], target, now, runner_uid=runner.uid)
     starts = target == "INPROGRESS" and run.started_at is None
     status = None if ended or status_message is None else status_of(status_message)
     await conn.execute(
@@ -495,6 +494,8 @@ async def progress(
             session_link=r.c.session_link if session_link is None else session_link,
         )
     )
+    if target is not None:  # after the update: the inbox reads the new status message
+        await run_timeline.record(conn, [run_id], target, now, runner_uid=runner.uid)
     return RunStatus.of(await load_run(conn, run_id))
 
 
