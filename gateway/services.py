@@ -14,6 +14,7 @@ from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
 from gateway.backends.request_budget import RequestBudget
 from gateway.backends.wakeup import Wakeup
+from gateway.blobs import BlobStore
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -38,6 +39,8 @@ class Services:
     settings: Settings
     database: Database
     secret_box: SecretBox
+    # attachment content (GATEWAY_ATTACHMENT_STORE: the store, a directory or S3)
+    blobs: BlobStore
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
     # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
@@ -89,13 +92,16 @@ class Services:
 
 
 def build_services(settings: Settings) -> Services:
+    from gateway.blobs import open_blob_store
     from gateway.store import create_database
 
-    return Services(
-        settings=settings,
-        database=create_database(settings.database_url),
-        secret_box=SecretBox(settings.secret_key),
+    database = create_database(settings.database_url)
+    blobs = open_blob_store(settings.attachments, database)
+    services = Services(
+        settings=settings, database=database, secret_box=SecretBox(settings.secret_key), blobs=blobs
     )
+    services.closers.append(blobs.close)
+    return services
 
 
 SHUTDOWN_GRACE = 5.0
