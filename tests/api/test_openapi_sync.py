@@ -21,10 +21,11 @@ from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
 from gateway.console.session import PATH as CONSOLE_PATH
 from gateway.ingress.endpoint import INGRESS_PREFIX
+from gateway.platform.runs.attachment_links import AttachmentLinks
 from gateway.platform.tasks import tasks
 from gateway.services import Services
 from tests.conftest import make_settings
-from tests.platform.runs.runs_support import advance
+from tests.platform.runs.runs_support import advance, upload
 from tests.support import GatewayClient, World
 
 METHODS = {"get", "post", "put", "patch", "delete"}
@@ -314,7 +315,7 @@ def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
     prepared = check(
         "POST", CONVERSATION + "/attachments/prepare", 200, at=at_conversation, json={}
     )
-    attachments = [a["attachment_id"] for a in prepared["attachments"]]
+    attachments = [upload(check.world, a)["attachment_id"] for a in prepared["attachments"]]
     body = {"message": "see file", "attachments": attachments}
     check("POST", CONVERSATION + "/followups", 200, at=at_conversation, json=body)
     check(
@@ -505,8 +506,17 @@ def _schemas_and_attachments(check: Checker, run: dict[str, Any]) -> None:
     document = {"version": "v1alpha1", "document": "factory.schema.json"}
     check("GET", schemas + "/{version}/{document}", 200, at=document)
     check("GET", schemas + "/{version}", 404, at={"version": "v0"})
-    check("POST", RUN + "/attachments/prepare", 200, at={"run_id": run["run_id"]},
-          json={"files": [{"name": "a.txt"}]})  # fmt: skip
+    prepared = check("POST", RUN + "/attachments/prepare", 200, at={"run_id": run["run_id"]},
+                     json={"files": [{"name": "a.bin"}]})  # fmt: skip
+    attachment = prepared["attachments"][0]
+    upload_path = "/agent/attachments/upload/{token}"
+    at_upload = {"token": attachment["upload"]["url"].rsplit("/", 1)[1]}
+    octets = {"Content-Type": "application/octet-stream"}
+    check("PUT", upload_path, 200, headers=octets, at=at_upload, content=b"\x00bytes")
+    check("PUT", upload_path, 409, headers=octets, at=at_upload, content=b"\x00bytes")
+    links = AttachmentLinks(check.world.client.services.secret_box, "http://testserver")
+    token = links.download(attachment["attachment_id"])[0].rsplit("/", 1)[1]
+    check("GET", "/agent/attachments/content/{token}", 200, headers={}, at={"token": token})
 
 
 def _runner(check: Checker, webhook_run_id: str) -> None:
@@ -517,6 +527,9 @@ def _runner(check: Checker, webhook_run_id: str) -> None:
     claimed = check("POST", "/runner/claim", 200, headers=agent, json=claim)
     run_ids = [run["run_id"] for run in claimed["runs"]]
     assert webhook_run_id in run_ids
+    [webhook_run] = [run for run in claimed["runs"] if run["run_id"] == webhook_run_id]
+    [payload] = webhook_run["attachments"]  # its event-payload.json, with a download URL
+    assert (payload["name"], payload["content_type"]) == ("event-payload.json", "application/json")
     held = "/runner/runs/{run_id}"
     at = {"run_id": webhook_run_id}
     check("POST", held + "/heartbeat", 200, headers=agent, at=at, json=runner)

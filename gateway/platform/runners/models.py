@@ -14,6 +14,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
 from gateway.errors import InvalidRequest, ServiceError
+from gateway.platform.runs.attachment_models import AttachmentFile
 from gateway.platform.runs.models import AgentConfig, RunRecord, RunState, StatusMessage
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
@@ -56,6 +57,9 @@ class RunMessage(Struct, kw_only=True):
     id: str
     message: str
     attachments: Annotated[list[str], Meta(description="attachment ids prepared for the run")]
+    files: Annotated[
+        list[AttachmentFile], Meta(description="those attachments, each with a download URL")
+    ] = []
     mode: str | None
     routing: Annotated[
         str,
@@ -92,6 +96,14 @@ class ClaimedRun(Struct, kw_only=True):
     messages: Annotated[
         list[RunMessage], Meta(description="the follow-ups users sent to the run, oldest first")
     ]
+    attachments: Annotated[
+        list[AttachmentFile],
+        Meta(
+            description="every attachment of the run with content (the files it was created "
+            "with, a webhook run's event-payload.json, uploaded follow-up files), oldest first, "
+            "each with a download URL"
+        ),
+    ] = []
 
 
 class Claimed(Struct):

@@ -19,6 +19,7 @@ from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
 from gateway.platform.runners import execution as run_execution
 from gateway.platform.runners import finish as run_finish
+from gateway.platform.runners.attachment_files import message_files, with_files
 from gateway.platform.runners.models import (
     Appended,
     ArtifactAdded,
@@ -42,6 +43,7 @@ from gateway.platform.runners.models import (
     RunStatus,
     Usage,
 )
+from gateway.platform.runs.attachment_routes import attachment_links
 
 
 @asynccontextmanager
@@ -135,7 +137,9 @@ async def _claim(
     request: Request, conn: AsyncConnection, runner: run_execution.Runner, max_runs: int
 ) -> list[ClaimedRun]:
     lease_s = services_of(request).settings.run_lease_s
-    return await run_execution.claim(conn, runner, lease_s, max_runs)
+    claimed = await run_execution.claim(conn, runner, lease_s, max_runs)
+    await with_files(conn, claimed, attachment_links(request))
+    return claimed
 
 
 @routes.post(
@@ -151,7 +155,9 @@ async def heartbeat_endpoint(request: Request, body: Body[Held]) -> HeartbeatRes
     held = await body.read()
     lease_s = services_of(request).settings.run_lease_s
     async with as_runner(request, principal, held.runner_uid) as (conn, runner):
-        return await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
+        beat = await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
+        await message_files(conn, beat.messages, attachment_links(request))
+    return beat
 
 
 @routes.post(

@@ -1,6 +1,6 @@
-"""The shapes of conversations: follow-ups, interrupts and prepared attachments (addressed by run
-or by conversation), what runs said (normalized messages), the skills agents offer, and the
-handoff snapshot and shared-session lookups."""
+"""The shapes of conversations: follow-ups and interrupts (addressed by run or by
+conversation), what runs said (normalized messages), the skills agents offer, and the handoff
+snapshot and shared-session lookups."""
 
 from __future__ import annotations
 
@@ -37,34 +37,6 @@ class InterruptResult(Struct):
     run_id: str
     state: RunState
     interrupted: Annotated[bool, Meta(description="always true")]
-
-
-class FileSpec(Struct, kw_only=True, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=300)] | None = None
-
-
-class AttachmentsPrepare(Struct, kw_only=True, forbid_unknown_fields=True):
-    files: (
-        Annotated[
-            list[FileSpec],
-            Meta(min_length=1, max_length=20, description="absent: one attachment without a name"),
-        ]
-        | None
-    ) = None
-
-    def names(self) -> list[str | None]:
-        return [None] if self.files is None else [file.name for file in self.files]
-
-
-class PreparedAttachment(Struct):
-    attachment_id: str
-    name: str | None
-
-
-class PreparedAttachments(Struct):
-    attachments: list[PreparedAttachment]
-    run_id: Annotated[str, Meta(description="the run the ids are valid for")]
-    conversation_id: str
 
 
 class Message(Struct, kw_only=True):

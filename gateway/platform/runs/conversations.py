@@ -17,15 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal
-from gateway.errors import NotFound, RunNotLive, UnknownAttachment
+from gateway.errors import AttachmentNotUploaded, NotFound, RunNotLive, UnknownAttachment
 from gateway.platform.runs import timeline as run_timeline
 from gateway.platform.runs.conversation_models import (
-    AttachmentsPrepare,
     FollowUp,
     FollowUpResult,
     InterruptResult,
-    PreparedAttachment,
-    PreparedAttachments,
     Routing,
 )
 from gateway.platform.runs.models import CANCELLABLE_TYPES, RunRecord, RunState
@@ -108,15 +105,20 @@ async def _check_attachments(
     if not attachment_ids:
         return
     a = t.attachments
-    query = select(a.c.attachment_id).where(
+    query = select(a.c.attachment_id, a.c.uploaded_at).where(
         a.c.attachment_id.in_(attachment_ids), a.c.run_id == run.run_id
     )
-    known = set((await conn.execute(query)).scalars())
+    known = {row.attachment_id: row.uploaded_at for row in await conn.execute(query)}
     for i, attachment_id in enumerate(attachment_ids):
         if attachment_id not in known:
             raise UnknownAttachment(
                 f"attachments[{i}]: {attachment_id} was not prepared for run {run.run_id}, "
                 "the newest run of this conversation; prepare the attachments again"
+            )
+        if known[attachment_id] is None:  # a file that never reaches the agent: refuse it
+            raise AttachmentNotUploaded(
+                f"attachments[{i}]: {attachment_id} has no content yet; PUT it to the upload "
+                "URL prepare answered, then send the follow-up"
             )
 
 
@@ -137,25 +139,3 @@ async def interrupt(conn: AsyncConnection, run: RunRecord) -> InterruptResult:
         )
     )
     return InterruptResult(run.run_id, run.state, True)
-
-
-async def prepare_attachments(
-    conn: AsyncConnection, run: RunRecord, request: AttachmentsPrepare
-) -> PreparedAttachments:
-    """Attachment ids for the given run (the conversation's newest, at this moment)."""
-    now = utcnow()
-    prepared = [PreparedAttachment(ids.new_id("att"), name) for name in request.names()]
-    await conn.execute(
-        insert(t.attachments),
-        [
-            {
-                "attachment_id": p.attachment_id,
-                "conversation_id": run.conversation_id,
-                "run_id": run.run_id,
-                "file_name": p.name,
-                "created_at": now,
-            }
-            for p in prepared
-        ],
-    )
-    return PreparedAttachments(prepared, run.run_id, run.conversation_id)
