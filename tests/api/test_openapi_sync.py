@@ -308,6 +308,7 @@ def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
     live: dict[str, Any] = check("GET", RUN, 200, at=at)
     assert live["agent_config"] and live["started_at"] and live["creator"]
     check("POST", "/agent/runs", 200, json={"prompt": "child", "parent_run_id": live["run_id"]})
+    check("POST", "/agent/run", 200, json={"prompt": "from the TypeScript client's path"})
     at_conversation = {"conversation_id": live["conversation_id"]}
     check("POST", RUN + "/followups", 200, at=at, json={"message": "more"})
     check("POST", RUN + "/interrupt", 202, at=at)

@@ -52,6 +52,7 @@ from gateway.platform.runs.models import (
     StatusMessage,
 )
 from gateway.platform.runs.records import TERMINAL, find_run, json_column, load_run
+from gateway.platform.runs.worker_pinning import POOL
 from gateway.platform.tasks import tasks
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -95,6 +96,8 @@ class Runner:
     team_uid: str
     agent_uid: str
     factory_uid: str | None
+    worker_id: str | None = None  # a self-hosted worker: claims only the runs pinned to it
+    debug_sessions: bool = False  # opens debug sessions of the runs it failed
 
 
 # --- runners ---------------------------------------------------------------------------------
@@ -114,12 +117,16 @@ async def register(
     factory_uid: str | None,
     concurrency: int,
     version: str | None,
+    worker_id: str | None = None,
+    debug_sessions: bool = False,
 ) -> Runner:
     """A new runner of the agent's team (the active team when the key has several)."""
     _agent(principal)
     team_uid = principal.active_team_uid or min(principal.team_uids, default=None)
     if team_uid is None:
         raise Forbidden("Authorization: the agent belongs to no team")
+    if worker_id == POOL:
+        raise InvalidRequest(f"worker_id: {POOL!r} names the team's pool; omit it to join it")
     if factory_uid is not None:
         factory = (
             await conn.execute(select(t.factories).where(t.factories.c.uid == factory_uid))
@@ -140,9 +147,11 @@ async def register(
             version=version,
             started_at=now,
             last_seen_at=now,
+            worker_id=worker_id,
+            debug_sessions=debug_sessions,
         )
     )
-    return Runner(uid, team_uid, principal.uid, factory_uid)
+    return Runner(uid, team_uid, principal.uid, factory_uid, worker_id, debug_sessions)
 
 
 async def runner_of(
@@ -169,7 +178,9 @@ async def runner_of(
             update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=now)
         )
         seen = now
-    runner = Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+    runner = Runner(
+        row.uid, row.team_uid, row.agent_uid, row.factory_uid, row.worker_id, row.debug_sessions
+    )
     if seen_lately is not None:  # until its presence is due again (a runner never changes)
         fresh_for = (seen + PRESENCE_PRECISION - now).total_seconds()
         seen_lately.put(runner_uid, runner, runner.agent_uid, generation, ttl_s=fresh_for)
@@ -212,6 +223,7 @@ async def list_runners(conn: AsyncConnection, principal: Principal, lease_s: flo
             last_seen_at=row.last_seen_at,
             online=row.last_seen_at >= online_since,
             runs_held=held.get(row.uid, 0),
+            worker_id=row.worker_id,
         )
         for row in rows
     ]
@@ -334,6 +346,12 @@ async def _pick(conn: AsyncConnection, runner: Runner, limit: int) -> list[str]:
     )
     if runner.factory_uid is not None:
         pick = pick.where(r.c.factory_uid == runner.factory_uid)
+    # a run pinned to a worker goes to that worker alone; the pool takes the others
+    pick = pick.where(
+        r.c.worker_host.is_(None)
+        if runner.worker_id is None
+        else r.c.worker_host == runner.worker_id
+    )
     pick = (
         pick.order_by(r.c.created_at, r.c.run_id)
         .limit(max(1, min(limit, MAX_CLAIM)))

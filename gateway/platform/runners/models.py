@@ -37,6 +37,23 @@ class RunnerRegister(Struct, kw_only=True, forbid_unknown_fields=True):
     factory_uid: Annotated[Uid | None, Meta(description="claim only this factory's runs")] = None
     concurrency: Annotated[int, Meta(ge=1, le=1000)] = 1
     version: Annotated[str, Meta(max_length=64)] | None = None
+    worker_id: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=200,
+                pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$",
+                description="a self-hosted worker's stable id: it claims only the runs whose "
+                "config.worker_host names it (not 'warp', the pool's name); absent: a runner of "
+                "the team's pool",
+            ),
+        ]
+        | None
+    ) = None
+    debug_sessions: Annotated[
+        bool, Meta(description="it opens debug sessions of the setup failures it reported")
+    ] = False
 
 
 class RunnerRegistered(Struct):
@@ -397,6 +414,9 @@ class Worker(Struct, kw_only=True):
     last_seen_at: Timestamp
     online: Annotated[bool, Meta(description="seen within one lease (may be briefly stale)")]
     runs_held: int
+    worker_id: Annotated[
+        str | None, Meta(description="runs pin to it by config.worker_host; null: the pool")
+    ] = None
 
 
 class Workers(Struct):

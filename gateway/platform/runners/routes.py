@@ -87,6 +87,8 @@ async def register_endpoint(request: Request, body: Body[RunnerRegister]) -> Run
             factory_uid=spec.factory_uid,
             concurrency=spec.concurrency,
             version=spec.version,
+            worker_id=spec.worker_id,
+            debug_sessions=spec.debug_sessions,
         )
     return RunnerRegistered(runner.uid, runner.team_uid, services.settings.run_lease_s)
 

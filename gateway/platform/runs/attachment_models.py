@@ -94,3 +94,21 @@ class UploadGrant(Struct, kw_only=True, frozen=True):
     max_bytes: int
     size: int | None
     expires_at: datetime
+
+
+Base64 = Annotated[str, Meta(max_length=1_000_000, description="the file's bytes, base64")]
+
+
+class FileAttachment(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A file sent with a new run (the Python client's `attachments`)."""
+
+    data: Base64
+    file_name: Annotated[str, Meta(min_length=1, max_length=300)]
+    mime_type: MediaType
+
+
+class ImageAttachment(Struct, kw_only=True, forbid_unknown_fields=True):
+    """An image sent with a new run (the TypeScript client's `images`)."""
+
+    data: Base64
+    mime_type: Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
