@@ -395,6 +395,8 @@ def _agents_models_environments(check: Checker) -> None:
     created = check("POST", agents, 201, json=full)
     check("GET", agents, 200, params={"factory_uid": check.world.factory_uid})
     check("GET", one, 200, at={"uid": created["uid"]})
+    skills = check("GET", "/agent", 200, params={"sort_by": "last_run"})
+    assert skills["agents"][0]["variants"][0]["id"] == "a/b:c"
     check("PUT", one, 200, at={"uid": created["uid"]}, json={"description": ""})
     check("DELETE", one, 204, at={"uid": created["uid"]})
     check("DELETE", one, 409, at={"uid": check.world.agent_uid})
