@@ -28,19 +28,17 @@ from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.backends.key_cache import KeyCache
 from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound, ServiceError
-from gateway.platform.analytics import pr_costs, pull_requests
+from gateway.platform.analytics import pull_requests
 from gateway.platform.runners.models import (
     MAX_CLAIM,
     ArtifactAdded,
     ClaimedRun,
     HeartbeatResult,
     NewArtifact,
+    ReportedMessage,
     RunMessage,
     RunStatus,
-    RunUsage,
     StoredArtifact,
-    UsageDimensions,
-    UsageLine,
     Worker,
 )
 from gateway.platform.runs import timeline as run_timeline
@@ -58,7 +56,7 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
-HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
+HELD = ("CLAIMED", "PENDING", "INPROGRESS", "BLOCKED")  # states a runner works in
 MAX_STATUS = 500  # characters of a status message
 PAYLOAD_NAME = "event-payload.json"
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
@@ -483,19 +481,24 @@ async def progress(
     runner: Runner,
     run_id: str,
     *,
-    state: Literal["INPROGRESS", "BLOCKED"] | None,
+    state: Literal["PENDING", "INPROGRESS", "BLOCKED"] | None,
     status_message: str | None,
     session_id: str | None,
     session_link: str | None,
 ) -> RunStatus:
-    """Moves a held run along (CLAIMED or BLOCKED -> INPROGRESS, INPROGRESS -> BLOCKED) and
+    """Moves a held run along (CLAIMED -> PENDING, CLAIMED, PENDING or BLOCKED -> INPROGRESS,
+    INPROGRESS -> BLOCKED) and
     records what it is doing; a cancelled run keeps its state."""
     run = await held_run(conn, runner, run_id)
     now = utcnow()
     ended = run.state in TERMINAL
     target = None if ended or state == run.state else state
     if target is not None:
-        allowed = {"INPROGRESS": ("CLAIMED", "BLOCKED"), "BLOCKED": ("INPROGRESS",)}[target]
+        allowed = {
+            "PENDING": ("CLAIMED",),
+            "INPROGRESS": ("CLAIMED", "PENDING", "BLOCKED"),
+            "BLOCKED": ("INPROGRESS",),
+        }[target]
         if run.state not in allowed:
             raise InvalidRequest(f"state: a {run.state} run cannot become {target}")
     starts = target == "INPROGRESS" and run.started_at is None
@@ -522,10 +525,16 @@ def status_of(message: str, error_code: str | None = None) -> StatusMessage:
 
 
 async def append_messages(
-    conn: AsyncConnection, runner: Runner, run_id: str, messages: list[tuple[str, str]]
+    conn: AsyncConnection, runner: Runner, run_id: str, messages: list[ReportedMessage]
 ) -> int:
-    """Conversation messages (role, text) the run produced, in order."""
+    """Conversation messages the run produced (what was said, or an action taken), in order."""
     await held_run(conn, runner, run_id)
+    for i, message in enumerate(messages):
+        skill = None if message.action is None else message.action.input
+        if skill is not None and skill.skill_path is None and skill.bundled_skill_id is None:
+            raise InvalidRequest(
+                f"messages[{i}].action.input: give skill_path, bundled_skill_id or both"
+            )
     now = utcnow()
     await conn.execute(
         insert(t.run_messages),
@@ -533,13 +542,14 @@ async def append_messages(
             {
                 "id": ids.new_id("msg"),
                 "run_id": run_id,
-                "message": text,
-                "mode": role,
+                "message": message.text,
+                "mode": message.role,
                 "routing": "agent",
+                "action": None if message.action is None else msgspec.to_builtins(message.action),
                 # a microsecond apart: the messages of one report keep their order when read
                 "created_at": now + timedelta(microseconds=i),
             }
-            for i, (role, text) in enumerate(messages)
+            for i, message in enumerate(messages)
         ],
     )
     return len(messages)
@@ -617,77 +627,6 @@ def _artifact_item(uid: str, at: datetime, artifact: NewArtifact) -> RunArtifact
             title=artifact.title or UNSET,
         )
     return RunArtifact(artifact_type=artifact.artifact_type, created_at=at.isoformat(), data=data)
-
-
-async def report_usage(
-    conn: AsyncConnection,
-    runner: Runner,
-    run_id: str,
-    *,
-    model_id: str | None,
-    input_tokens: int,
-    output_tokens: int,
-    costs: dict[str, float],
-) -> None:
-    """Adds usage to the run's: tokens, and dollars per cost component (one row each; tokens
-    ride on the first, so sums over rows stay right)."""
-    run = await held_run(conn, runner, run_id)
-    now = utcnow()
-    components = list(costs.items()) or [("tokens", 0.0)]
-    about_run = structs.asdict(UsageDimensions.of(run))
-    await conn.execute(
-        insert(t.run_usage),
-        [
-            {
-                "id": ids.new_id("use"),
-                "run_id": run_id,
-                "model_id": model_id,
-                "input_tokens": input_tokens if i == 0 else 0,
-                "output_tokens": output_tokens if i == 0 else 0,
-                "component": component,
-                "cost_usd": dollars,
-                "reported_at": now,
-                **about_run,
-            }
-            for i, (component, dollars) in enumerate(components)
-        ],
-    )
-    await pr_costs.refresh_tree(conn, run.root_run_id)  # the tree's PRs cost more now
-
-
-async def usage_of(conn: AsyncConnection, run_id: str) -> RunUsage:
-    """The run's reported usage summed: tokens, dollars in all and per component and model."""
-    u = t.run_usage
-    rows = (
-        await conn.execute(
-            select(
-                u.c.model_id,
-                u.c.component,
-                func.sum(u.c.input_tokens),
-                func.sum(u.c.output_tokens),
-                func.sum(u.c.cost_usd),
-            )
-            .where(u.c.run_id == run_id)
-            .group_by(u.c.model_id, u.c.component)
-            .order_by(u.c.model_id, u.c.component)
-        )
-    ).all()
-    return RunUsage(
-        run_id=run_id,
-        input_tokens=sum(int(row[2]) for row in rows),
-        output_tokens=sum(int(row[3]) for row in rows),
-        cost_usd=round(sum(float(row[4]) for row in rows), 6),
-        components=[
-            UsageLine(
-                model_id=row[0],
-                component=row[1],
-                input_tokens=int(row[2]),
-                output_tokens=int(row[3]),
-                cost_usd=round(float(row[4]), 6),
-            )
-            for row in rows
-        ],
-    )
 
 
 async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> RunStatus:

@@ -15,6 +15,7 @@ from sqlalchemy import Row
 from gateway.api.fields import Timestamp
 from gateway.errors import InvalidRequest, ServiceError
 from gateway.platform.runs.attachment_models import AttachmentFile
+from gateway.platform.runs.conversation_models import Action
 from gateway.platform.runs.models import AgentConfig, RunRecord, RunState, StatusMessage
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
@@ -25,7 +26,7 @@ MAX_FINISH = 50  # runs per finish call
 MAX_FILE_BYTES = 512 * 1024  # decoded; the 1 MB API body cap holds its base64 and the rest
 ArtifactType = Literal["FILE", "PULL_REQUEST", "TRANSCRIPT"]
 PrState = Literal["open", "closed", "merged"]
-Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+Outcome = Literal["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
 
 
 # --- registering and claiming ------------------------------------------------------------------
@@ -148,7 +149,10 @@ class HeartbeatResult(Struct, kw_only=True):
 
 class Progress(Struct, kw_only=True, forbid_unknown_fields=True):
     runner_uid: Uid
-    state: Literal["INPROGRESS", "BLOCKED"] | None = None
+    state: Annotated[
+        Literal["PENDING", "INPROGRESS", "BLOCKED"] | None,
+        Meta(description="PENDING: accepted but not started (waiting for a sandbox, say)"),
+    ] = None
     status_message: Annotated[str, Meta(max_length=10_000)] | None = None
     session_id: Annotated[str, Meta(max_length=64)] | None = None
     session_link: Annotated[str, Meta(max_length=500, pattern=r"^https?://")] | None = None
@@ -174,7 +178,14 @@ class RunStatus(Struct, kw_only=True):
 
 class ReportedMessage(Struct, forbid_unknown_fields=True):
     role: Literal["agent", "user", "tool", "system"]
-    text: Text
+    text: Text = ""
+    action: Annotated[
+        Action | None,
+        Meta(
+            description='what the agent did: {"type": "read_skill", "input": {"skill_path" '
+            'and/or "bundled_skill_id"}}'
+        ),
+    ] = None
 
 
 class Messages(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -269,15 +280,24 @@ class ArtifactAdded(Struct):
     artifact_type: str
 
 
+Tokens = Annotated[int, Meta(ge=0, le=10**12)]
+
+
 class Usage(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A cumulative snapshot of the current execution's usage of one model: it replaces the
+    previous one of that model; a figure left out is unavailable, not 0."""
+
     runner_uid: Uid
     model_id: Annotated[str, Meta(max_length=200)] | None = None
-    input_tokens: Annotated[int, Meta(ge=0, le=10**12)] = 0
-    output_tokens: Annotated[int, Meta(ge=0, le=10**12)] = 0
-    cost_usd: Annotated[
-        dict[Annotated[str, Meta(min_length=1, max_length=64)], Annotated[float, Meta(ge=0)]],
-        Meta(description='dollars per cost component, e.g. {"llm": 0.42, "compute": 0.03}'),
-    ] = {}
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+    cost_usd: (
+        Annotated[
+            dict[Annotated[str, Meta(min_length=1, max_length=64)], Annotated[float, Meta(ge=0)]],
+            Meta(description='dollars per cost component, e.g. {"llm": 0.42, "compute": 0.03}'),
+        ]
+        | None
+    ) = None
 
 
 class Reported(Struct):
@@ -386,19 +406,24 @@ class Release(Struct, kw_only=True, forbid_unknown_fields=True):
 # --- what users read of runners and usage -------------------------------------------------------
 
 
+Unavailable = Meta(description="null: no snapshot reported it (unavailable, not 0)")
+
+
 class UsageLine(Struct, kw_only=True):
     model_id: str | None
     component: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: Annotated[int | None, Unavailable]
+    output_tokens: Annotated[int | None, Unavailable]
+    cost_usd: Annotated[float | None, Unavailable]
 
 
 class RunUsage(Struct, kw_only=True):
+    """The latest cumulative snapshots, summed over the run's executions and models."""
+
     run_id: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: Annotated[int | None, Unavailable]
+    output_tokens: Annotated[int | None, Unavailable]
+    cost_usd: Annotated[float | None, Unavailable]
     components: list[UsageLine]
 
 

@@ -19,6 +19,7 @@ from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
 from gateway.platform.runners import execution as run_execution
 from gateway.platform.runners import finish as run_finish
+from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.attachment_files import message_files, with_files
 from gateway.platform.runners.models import (
     Appended,
@@ -198,10 +199,7 @@ async def messages_endpoint(request: Request, body: Body[Messages]) -> Appended:
     batch = await body.read()
     async with as_runner(request, principal, batch.runner_uid) as (conn, runner):
         count = await run_execution.append_messages(
-            conn,
-            runner,
-            request.path_params["run_id"],
-            [(m.role, m.text) for m in batch.messages],
+            conn, runner, request.path_params["run_id"], batch.messages
         )
     return Appended(count)
 
@@ -230,22 +228,15 @@ async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> Art
     response=Reported,
     errors=HELD_ERRORS,
     problems=(AGENT_ONLY, LOST),
-    notes="Each report adds to the run's usage.",
+    notes="A cumulative snapshot of the execution's usage of one model: it replaces the "
+    "previous snapshot of that model; a figure left out is unavailable (null), not 0.",
 )
 async def usage_endpoint(request: Request, body: Body[Usage]) -> Reported:
     principal = await principal_of(request)
     usage = await body.read()
     run_id = request.path_params["run_id"]
     async with as_runner(request, principal, usage.runner_uid) as (conn, runner):
-        await run_execution.report_usage(
-            conn,
-            runner,
-            run_id,
-            model_id=usage.model_id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            costs=dict(usage.cost_usd),
-        )
+        await run_usage.report_usage(conn, runner, run_id, usage)
     return Reported(run_id, True)
 
 

@@ -39,19 +39,50 @@ class InterruptResult(Struct):
     interrupted: Annotated[bool, Meta(description="always true")]
 
 
+SkillId = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+
+
+class SkillInput(Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    skill_path: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=1000,
+                description="the path the skill was resolved by (proves no ownership)",
+            ),
+        ]
+        | None
+    ) = None
+    bundled_skill_id: (
+        Annotated[SkillId, Meta(description="a bundled reference the service provides")] | None
+    ) = None
+
+
+class Action(Struct, kw_only=True, forbid_unknown_fields=True):
+    """What the agent did, as its runner reported it (spec 2.3: skill loads are `read_skill`)."""
+
+    type: Literal["read_skill"]
+    input: SkillInput
+
+
 class Message(Struct, kw_only=True):
     id: str
     run_id: str
     role: Literal["user", "agent", "tool", "system"]
     kind: Annotated[
-        Literal["prompt", "follow_up", "message"],
-        Meta(description="the run's prompt, a user's follow-up, or what the runner reported"),
+        Literal["prompt", "follow_up", "message", "action"],
+        Meta(
+            description="the run's prompt, a user's follow-up, what the runner reported, or an "
+            "action the agent took (`action`)"
+        ),
     ]
     text: str
     mode: str | None
     routing: Annotated[str | None, Meta(description="follow-ups: queued, resumed, injected")]
     attachments: list[str]
     created_at: Timestamp
+    action: Action | UnsetType = UNSET
 
 
 class RunConversation(Struct, kw_only=True):

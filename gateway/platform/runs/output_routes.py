@@ -15,6 +15,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Routes
 from gateway.errors import NotFound
 from gateway.platform.runners import execution as run_execution
+from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.models import RunUsage, Workers
 from gateway.platform.runs import timeline as run_timeline
 from gateway.platform.runs.output_models import ArtifactDetails, Timeline
@@ -138,7 +139,7 @@ async def usage_endpoint(request: Request) -> RunUsage:
     principal = await principal_of(request)
     async with services_of(request).database.read() as conn:
         run = await visible_run(conn, principal, request.path_params["run_id"])
-        return await run_execution.usage_of(conn, run.run_id)
+        return await run_usage.usage_of(conn, run.run_id)
 
 
 @routes.get(
