@@ -86,6 +86,9 @@ CLAIMED_COLUMNS = [
 FOLLOW_UPS = ("queued", "resumed", "injected")
 # what a run held by no runner has of its lease
 FREE = {"runner_uid": None, "lease_expires_at": None, "lease_renewed_at": None}
+# a run without a debug session (runners/debug_sessions.py), and the timeline entry of one ending
+NO_DEBUG = {"debug_session": None, "debug_runner_uid": None}
+DEBUG_ENDED = "DEBUG_ENDED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +238,7 @@ async def expire_leases(conn: AsyncConnection) -> None:
     that ended meanwhile (cancelled) only loses its holder."""
     now = utcnow()
     query = (
-        select(r.c.run_id, r.c.state, r.c.attempts, r.c.runner_uid)
+        select(r.c.run_id, r.c.state, r.c.attempts, r.c.runner_uid, r.c.debug_session)
         .where(r.c.lease_expires_at.is_not(None), r.c.lease_expires_at < now)
         .with_for_update(skip_locked=True)
     )
@@ -245,8 +248,18 @@ async def expire_leases(conn: AsyncConnection) -> None:
     ended = [row.run_id for row in expired if row.state in TERMINAL]
     failed = [row for row in expired if row.state not in TERMINAL and row.attempts >= MAX_ATTEMPTS]
     requeued = [row for row in expired if row.state not in TERMINAL and row.attempts < MAX_ATTEMPTS]
-    if ended:
-        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**FREE))
+    if ended:  # a debug session among them is over
+        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**FREE, **NO_DEBUG))
+        lost = [row for row in expired if row.debug_session == "open"]
+        await run_timeline.record_entries(
+            conn,
+            [
+                run_timeline.entry(
+                    row.run_id, DEBUG_ENDED, now, runner_uid=row.runner_uid, reason="lease expired"
+                )
+                for row in lost
+            ],
+        )
     if requeued:
         await conn.execute(
             update(r)
@@ -420,7 +433,9 @@ async def heartbeat(
             t.run_messages.c.created_at > since,
         )
     )
-    injected = await follow_ups(conn, [run_id], since=since, routings=("injected",))
+    # into a live session: injected follow-ups; into a debug session: the debug ones
+    routings = ("debug",) if run.debug_session == "open" else ("injected",)
+    injected = await follow_ups(conn, [run_id], since=since, routings=routings)
     expires = now + timedelta(seconds=lease_s)
     await conn.execute(
         update(r).where(r.c.run_id == run_id).values(lease_expires_at=expires, lease_renewed_at=now)
@@ -635,14 +650,13 @@ async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: st
     run = await held_run(conn, runner, run_id)
     now = utcnow()
     requeued = run.state not in TERMINAL
-    if requeued:
-        await run_timeline.record(
-            conn, [run_id], "QUEUED", now, runner_uid=runner.uid, reason=reason
-        )
+    state = "QUEUED" if requeued else DEBUG_ENDED if run.debug_session == "open" else None
+    if state is not None:
+        await run_timeline.record(conn, [run_id], state, now, runner_uid=runner.uid, reason=reason)
     await conn.execute(
         update(r)
         .where(r.c.run_id == run_id)
-        .values(state="QUEUED" if requeued else r.c.state, updated_at=now, **FREE)
+        .values(state="QUEUED" if requeued else r.c.state, updated_at=now, **FREE, **NO_DEBUG)
     )
     return RunStatus.of(await load_run(conn, run_id))
 

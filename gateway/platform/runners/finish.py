@@ -17,6 +17,7 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import InvalidRequest, ServiceError
+from gateway.platform.runners.debug_sessions import ended_entry
 from gateway.platform.runners.execution import (
     MAX_STATUS,
     Runner,
@@ -45,6 +46,8 @@ WRITTEN = (
     "runner_uid",
     "lease_expires_at",
     "lease_renewed_at",
+    "debug_session",
+    "debug_runner_uid",
 )
 _UPDATE = (
     update(r)
@@ -126,6 +129,10 @@ def _ending(
     freed = structs.replace(
         run, updated_at=now, runner_uid=None, lease_expires_at=None, lease_renewed_at=None
     )
+    if run.debug_session == "open":  # the session ends; the run stays as its failure left it
+        reason = f"{ending.outcome}: {ending.status_message}" if ending.status_message else None
+        events.append(ended_entry(run.run_id, runner.uid, now, reason or ending.outcome))
+        return structs.replace(freed, debug_session=None, debug_runner_uid=None)
     if run.state == "CANCELLED":
         # the cancellation stands whatever the runner reports; what it saw is in the transcript
         return freed

@@ -114,6 +114,13 @@ class ClaimedRun(Struct, kw_only=True):
     messages: Annotated[
         list[RunMessage], Meta(description="the follow-ups users sent to the run, oldest first")
     ]
+    session: Annotated[
+        Literal["run", "debug"],
+        Meta(
+            description="debug: a debug session of the FAILED run in the runner's retained "
+            "session (its messages are the debug follow-ups); finishing it leaves the run FAILED"
+        ),
+    ] = "run"
     attachments: Annotated[
         list[AttachmentFile],
         Meta(

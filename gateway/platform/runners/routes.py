@@ -17,6 +17,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
+from gateway.platform.runners import debug_sessions
 from gateway.platform.runners import execution as run_execution
 from gateway.platform.runners import finish as run_finish
 from gateway.platform.runners import usage as run_usage
@@ -141,6 +142,8 @@ async def _claim(
 ) -> list[ClaimedRun]:
     lease_s = services_of(request).settings.run_lease_s
     claimed = await run_execution.claim(conn, runner, lease_s, max_runs)
+    # then the debug sessions asked of this runner (runners/debug_sessions.py)
+    claimed += await debug_sessions.claim_sessions(conn, runner, lease_s, max_runs - len(claimed))
     await with_files(conn, claimed, attachment_links(request))
     return claimed
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.errors import AttachmentNotUploaded, NotFound, RunNotLive, UnknownAttachment
+from gateway.platform.runners.debug_sessions import request_session
 from gateway.platform.runs import timeline as run_timeline
 from gateway.platform.runs.conversation_models import (
     FollowUp,
@@ -51,6 +52,8 @@ def _routing(run: RunRecord) -> tuple[Routing, RunState]:
         return "queued", run.state
     if run.state in LIVE or run.state == "BLOCKED":
         return "injected", "INPROGRESS" if run.state == "BLOCKED" else run.state
+    if run.state == "FAILED" and run.debug_session == "open":
+        return "debug", "FAILED"  # an open debug session goes on until its runner ends it
     error_code = None if run.status_message is None else run.status_message.error_code
     # measured from the failure, not from updated_at, which each debug follow-up moves (a run
     # made FAILED by a path that does not record failed_at falls back to updated_at)
@@ -64,11 +67,18 @@ def _routing(run: RunRecord) -> tuple[Routing, RunState]:
     return "resumed", "QUEUED"
 
 
-async def follow_up(conn: AsyncConnection, run: RunRecord, request: FollowUp) -> FollowUpResult:
+async def follow_up(
+    conn: AsyncConnection, run: RunRecord, request: FollowUp, lease_s: float
+) -> FollowUpResult:
+    """Routes the follow-up by the run's state; a debug follow-up goes to a debug session of
+    the runner that failed the run (409 `debug_session_unavailable` when none can be opened;
+    `lease_s` tells whether that runner is online)."""
     run = await lock_run(conn, run.run_id)
     attachments = request.attachments or []
     await _check_attachments(conn, run, attachments)
     routing, state = _routing(run)
+    if routing == "debug":
+        await request_session(conn, run, lease_s)
     now = utcnow()
     await conn.execute(
         insert(t.run_messages).values(
@@ -92,6 +102,9 @@ async def follow_up(conn: AsyncConnection, run: RunRecord, request: FollowUp) ->
             started_at=None if resumed else r.c.started_at,
             status_message=None if resumed else r.c.status_message,
             failed_at=None if resumed else r.c.failed_at,
+            # a debug session requested and never opened is moot once the run runs again
+            debug_session=None if resumed else r.c.debug_session,
+            debug_runner_uid=None if resumed else r.c.debug_runner_uid,
         )
     )
     if state != run.state:  # BLOCKED -> INPROGRESS, or ended -> QUEUED: a change of state

@@ -16,7 +16,7 @@ from gateway.platform.runs import conversations
 from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.platform.runs.attachments import forget_files, store_files
 from gateway.platform.runs.conversation_models import FollowUp, FollowUpResult, InterruptResult
-from gateway.platform.runs.conversation_routes import NOT_LIVE, RUN_ERRORS, UNKNOWN_ATTACHMENT
+from gateway.platform.runs.conversation_routes import FOLLOW_UP_PROBLEMS, NOT_LIVE, RUN_ERRORS
 from gateway.platform.runs.creation import Catalog, create_agent_run, files_of
 from gateway.platform.runs.models import RunCreate, RunCreated, RunFilters, RunItem, RunList
 from gateway.platform.runs.records import run_item, run_items, visible_run
@@ -90,15 +90,18 @@ async def get_run_endpoint(request: Request) -> RunItem:
     f"{RUN}/followups",
     "Send a follow-up",
     response=FollowUpResult,
-    errors=(*RUN_ERRORS, 413, 422),
-    problems=UNKNOWN_ATTACHMENT,
+    errors=(*RUN_ERRORS, 409, 413, 422),
+    problems=FOLLOW_UP_PROBLEMS,
 )
 async def followup_endpoint(request: Request, body: Body[FollowUp]) -> FollowUpResult:
     principal = await principal_of(request)
     followup = await body.read()
-    async with services_of(request).database.transaction() as conn:
+    services = services_of(request)
+    async with services.database.transaction() as conn:
         run = await visible_run(conn, principal, request.path_params["run_id"])
-        return await conversations.follow_up(conn, run, followup)
+        routed = await conversations.follow_up(conn, run, followup, services.settings.run_lease_s)
+    services.runs_queued.notify()  # a resumed run, or a debug session, for a waiting runner
+    return routed
 
 
 @routes.post(
