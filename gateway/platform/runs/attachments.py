@@ -117,7 +117,7 @@ async def prepare(
 
 def _row(
     run: RunRecord, attachment_id: str, name: str | None, media_type: str, now: datetime
-) -> dict[str, Any]:
+) -> dict[str, object]:
     return {
         "attachment_id": attachment_id,
         "conversation_id": run.conversation_id,
