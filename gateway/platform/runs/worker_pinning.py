@@ -27,9 +27,16 @@ async def check_worker_host(
     conn: AsyncConnection, team_uid: str | None, config: AgentConfig | None, field: str
 ) -> None:
     """400 naming `field` when the config pins its runs to a worker the team never registered."""
-    worker = pinned_worker(config)
-    if worker is None:
+    await check_worker(conn, team_uid, pinned_worker(config), field)
+
+
+async def check_worker(
+    conn: AsyncConnection, team_uid: str | None, worker: str | None, field: str
+) -> None:
+    """400 naming `field` unless `worker` (None: the pool) is a worker of the team."""
+    if worker is None or worker.strip() in ("", POOL):
         return
+    worker = worker.strip()
     known = select(t.runners.c.uid).where(
         t.runners.c.team_uid == team_uid, t.runners.c.worker_id == worker
     )

@@ -18,7 +18,7 @@ from gateway.security import SecretBox
 from tests.conftest import make_settings
 from tests.platform.runners.test_runner_api import Runner
 from tests.platform.runs.runs_support import new_run, upload
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, eventually
 
 TRACE = b"Traceback (most recent call last):\n  boom\n"
 
@@ -203,3 +203,34 @@ def test_base64_is_not_decoded_on_upload(world: World) -> None:
     world.api("POST", f"/agent/runs/{run['run_id']}/followups", json=body)
     [file] = Runner(world).claim()[0]["attachments"]
     assert _download(world, file["download_url"]).content == raw
+
+
+def test_a_webhook_runs_payload_reaches_its_runner_as_an_attachment(world: World) -> None:
+    factory = f"/factory/{world.factory_uid}"
+    hook = world.api("POST", f"{factory}/webhooks", json={"name": "CI"}).json()
+    trigger = {"provider": "webhook", "event": "received", "filter": {"webhook_ids": [hook["uid"]]}}
+    made = world.api(
+        "POST",
+        f"{factory}/automations",
+        json={"name": "On CI", "prompt": "Look at the build.", "triggers": [trigger]},
+    )
+    assert made.status_code == 201, made.text
+    payload = b'{"build": 42, "status": "failed"}'
+    sent = world.client.post(
+        f"/webhooks/w/{hook['uid']}",
+        content=payload,
+        headers={"Authorization": f"Bearer {hook['secret']}", "Content-Type": "application/json"},
+    )
+    assert sent.status_code == 202, sent.text
+
+    def webhook_run() -> Any:
+        runs = world.api("GET", "/agent/runs", params={"source": "WEBHOOK"}).json()["runs"]
+        return runs[0] if runs else None
+
+    run = eventually(webhook_run)
+    [claimed] = Runner(world).claim()
+    assert claimed["run_id"] == run["run_id"] and claimed["event_payload"] is True
+    [file] = claimed["attachments"]
+    assert (file["name"], file["content_type"]) == ("event-payload.json", "application/json")
+    got = _download(world, file["download_url"])
+    assert got.content == payload and got.headers["content-type"] == "application/json"

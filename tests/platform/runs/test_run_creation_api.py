@@ -183,3 +183,21 @@ def test_a_worker_of_another_team_does_not_count(world: World) -> None:
     Runner(world, theirs, worker_id="their-box")
     answer = _create(world, prompt="p", config={"worker_host": "their-box"})
     assert answer.status_code == 400 and answer.json()["detail"].startswith("config.worker_host")
+
+
+def test_agents_and_schedules_name_only_workers_of_the_team(world: World) -> None:
+    agent = world.api("POST", "/agent/identities", json={"name": "A", "worker_host": "box-9"})
+    assert agent.status_code == 400 and agent.json()["detail"].startswith("worker_host")
+    schedule = {"name": "n", "cron_schedule": "0 3 * * *", "prompt": "p"}
+    pinned = world.api(
+        "POST", "/agent/schedules", json=schedule | {"agent_config": {"worker_host": "box-9"}}
+    )
+    assert pinned.status_code == 400
+    assert pinned.json()["detail"].startswith("agent_config.worker_host")
+    Runner(world, worker_id="box-9")
+    agent = world.api("POST", "/agent/identities", json={"name": "A", "worker_host": " box-9 "})
+    assert agent.status_code == 201 and agent.json()["worker_host"] == "box-9"
+    pinned = world.api(
+        "POST", "/agent/schedules", json=schedule | {"agent_config": {"worker_host": "box-9"}}
+    )
+    assert pinned.status_code == 201, pinned.text
