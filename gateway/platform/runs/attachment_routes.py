@@ -124,7 +124,9 @@ async def content_endpoint(request: Request) -> Response:
         found.data,
         media_type=found.content_type,
         headers={
+            # a download, never a page: uploaded text/html must not run on this origin
             "content-disposition": f'attachment; filename="{name[:200]}"',
+            "x-content-type-options": "nosniff",
             "cache-control": "private, max-age=300",
         },
     )

@@ -82,7 +82,8 @@ def test_an_uploaded_attachment_reaches_the_runner_of_its_run(world: World) -> N
     )
     got = _download(world, file["download_url"])
     assert got.content == TRACE and got.headers["content-type"].startswith("text/plain")
-    assert 'filename="trace.log"' in got.headers["content-disposition"]
+    assert got.headers["content-disposition"] == 'attachment; filename="trace.log"'
+    assert got.headers["x-content-type-options"] == "nosniff"
 
 
 def test_a_file_sent_into_a_live_session_comes_with_its_heartbeat(world: World) -> None:
