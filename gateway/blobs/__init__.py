@@ -1,5 +1,5 @@
 """Where attachment content is kept (GATEWAY_ATTACHMENT_STORE): the SQL store, a directory, or
-an S3-compatible object store, behind one interface (`BlobStore`)."""
+an S3-compatible object store (`gateway.blobs.s3`), behind one interface (`BlobStore`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from gateway.attachment_storage import AttachmentStorage
 from gateway.blobs.contract import BlobStore
 from gateway.blobs.database import DatabaseBlobs
 from gateway.blobs.filesystem import FilesystemBlobs
-from gateway.blobs.s3 import S3Blobs, S3Error
 from gateway.store import Database
 
 
@@ -16,9 +15,12 @@ def open_blob_store(storage: AttachmentStorage, database: Database) -> BlobStore
     if storage.store == "filesystem":
         return FilesystemBlobs(storage.directory)
     if storage.store == "s3":
+        # imported only here: its HTTP client is no cost to processes that keep content elsewhere
+        from gateway.blobs.s3 import S3Blobs
+
         assert storage.s3 is not None  # parse_attachment_storage requires it
         return S3Blobs(storage.s3)
     return DatabaseBlobs(database)
 
 
-__all__ = ["BlobStore", "DatabaseBlobs", "FilesystemBlobs", "S3Blobs", "S3Error", "open_blob_store"]
+__all__ = ["BlobStore", "DatabaseBlobs", "FilesystemBlobs", "open_blob_store"]

@@ -18,7 +18,8 @@ from moto.server import ThreadedMotoServer
 
 from benchmarks.procs import free_port
 from gateway.attachment_storage import AttachmentStorage, S3Config, parse_attachment_storage
-from gateway.blobs import BlobStore, DatabaseBlobs, FilesystemBlobs, S3Blobs, open_blob_store
+from gateway.blobs import BlobStore, DatabaseBlobs, FilesystemBlobs, open_blob_store
+from gateway.blobs.s3 import S3Blobs, S3Error
 from gateway.blobs.sigv4 import signed_headers
 from gateway.store import create_database, migrate
 from tests.conftest import make_settings
@@ -120,8 +121,6 @@ def test_an_s3_compatible_store_keeps_content(s3_endpoint: str) -> None:
 
 
 def test_an_unknown_bucket_is_an_error_not_missing_content(s3_endpoint: str) -> None:
-    from gateway.blobs import S3Error
-
     store = S3Blobs(_s3_config(s3_endpoint, "no-such-bucket"))
 
     async def go() -> None:
