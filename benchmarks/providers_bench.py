@@ -3,7 +3,7 @@
     python -m benchmarks.providers_bench [--quick]
 
 Prints JSON: microseconds per delivery to normalize a GitHub ``issues.labeled`` payload (from
-@octokit/webhooks-examples, installed by scripts/npm-fixtures) and to match its events against
+@octokit/webhooks-examples, installed by scripts/npm-packages) and to match its events against
 10 factories x 10 automations of ``github issue_labeled`` triggers filtered on repos and
 labels; and the same for a Slack ``message.channels`` payload with keyword filters. The
 payload is already parsed (parsing the body is not part of normalizing).
@@ -22,14 +22,12 @@ from typing import Any
 from gateway.providers import EventMatcher, compile_trigger_filter, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = (
-    ROOT / "tests/providers/npm/node_modules/@octokit/webhooks-examples/api.github.com/index.json"
-)
+EXAMPLES = ROOT / "tests/node_modules/@octokit/webhooks-examples/api.github.com/index.json"
 SLACK = ROOT / "tests/fixtures/providers/slack/message_channels.json"
 
 
 def _github_payload() -> dict[str, Any]:
-    subprocess.run(["bash", str(ROOT / "scripts/npm-fixtures")], check=True)
+    subprocess.run(["bash", str(ROOT / "scripts/npm-packages")], check=True)
     catalogue = {e["name"]: e["examples"] for e in json.loads(EXAMPLES.read_text())}
     payload: dict[str, Any] = next(e for e in catalogue["issues"] if e["action"] == "labeled")
     return payload

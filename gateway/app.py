@@ -18,7 +18,7 @@ from starlette.routing import Mount
 from gateway import console, resources, wiring
 from gateway.allocator import map_large_blocks_apart
 from gateway.api import API_PREFIX, health, metrics
-from gateway.errors import ServiceError
+from gateway.errors import MethodNotAllowed, NotFound, ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
 from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
 from gateway.ingress.request_head import HeadLimits, head_error, refuse_head
@@ -120,10 +120,14 @@ async def _service_error(_request: Request, exc: Exception) -> Response:
 
 
 async def _http_error(_request: Request, exc: Exception) -> Response:
+    """The router's 404 and 405, as the problems of the same status everywhere else (one
+    title each: Starlette's own titles are capitalised differently)."""
     assert isinstance(exc, HTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    known = {404: NotFound, 405: MethodNotAllowed}.get(exc.status_code)
+    code = known.code if known is not None else "http_error"
+    title = known.title if known is not None else str(exc.detail)
     detail = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
-    body = problem_body(exc.status_code, code, str(exc.detail), detail)
+    body = problem_body(exc.status_code, code, title, detail)
     return Response(
         body,
         status_code=exc.status_code,

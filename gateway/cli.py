@@ -72,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Claims queued runs of the agent's team from the API at GATEWAY_API_URL "
         "(default http://127.0.0.1:8000) with the agent API key in GATEWAY_RUNNER_KEY, and runs "
         "COMMAND through the shell for each: the prompt on stdin; RUN_ID, RUN_TITLE, "
-        "GATEWAY_API_URL and, for webhook runs, EVENT_PAYLOAD (a file) in its environment. "
+        "GATEWAY_API_URL, RUN_ATTACHMENTS (a directory of the run's files) and, for webhook "
+        "runs, EVENT_PAYLOAD (a file) in its environment. "
         "Exit 0 is SUCCEEDED, anything else FAILED.",
     )
     runner.add_argument("--command", required=True, help="shell command run for each run")
@@ -81,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
         "--concurrency", type=int, default=1, help="runs executed at once (default 1)"
     )
     runner.add_argument("--name", help="shown in the workers list (default: <host>-runner)")
+    runner.add_argument(
+        "--worker-id",
+        help="run as the self-hosted worker of this id: only runs whose config.worker_host names "
+        "it (default: one of the team's pool, for runs pinned to no worker)",
+    )
     runner.add_argument(
         "--grace",
         type=float,
@@ -276,6 +282,7 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         name=args.name,
         grace_s=args.grace,
+        worker_id=args.worker_id,
     )
     return Runner(options).run()
 

@@ -88,6 +88,22 @@ class UnknownAttachment(Unprocessable):
     code, title = "unknown_attachment", "Attachment unknown for the newest run"
 
 
+class AttachmentNotUploaded(Unprocessable):
+    code, title = "attachment_not_uploaded", "Attachment has no content yet"
+
+
+class AttachmentUploaded(Conflict):
+    code, title = "attachment_uploaded", "Attachment content was uploaded already"
+
+
+class UnsupportedMediaType(ServiceError):
+    status, code, title = 415, "unsupported_media_type", "Content type not accepted"
+
+
+class DebugUnavailable(Conflict):
+    code, title = "debug_session_unavailable", "No debug session can be opened"
+
+
 class NotCancellable(Unprocessable):
     code, title = "not_cancellable", "Run type does not support cancellation"
 

@@ -27,6 +27,7 @@ ERROR_TEXT = {
     408: "Body not received in time (`request_timeout`)",
     409: "Conflict",
     413: "Body too large (`payload_too_large`)",
+    415: "Content type not accepted (`unsupported_media_type`)",
     422: "Request cannot be processed",
     429: "Too many requests (`rate_limited`); see Retry-After",
     503: "Temporarily unavailable (`unavailable`); see Retry-After",

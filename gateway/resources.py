@@ -19,6 +19,7 @@ RESOURCE_MODULES = (
     "gateway.deliveries.filter_test_routes",
     "gateway.automations.routes",
     "gateway.platform.runs.routes",
+    "gateway.platform.runs.agent_skill_routes",
     "gateway.platform.factories.dispatch_routes",
     "gateway.platform.tasks.routes",
     "gateway.platform.inbox.routes",

@@ -14,6 +14,7 @@ from gateway.backends.key_cache import KeyCache
 from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
 from gateway.backends.request_budget import RequestBudget
 from gateway.backends.wakeup import Wakeup
+from gateway.blobs import BlobStore
 from gateway.security import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database
@@ -39,6 +40,8 @@ class Services:
     settings: Settings
     database: Database
     secret_box: SecretBox
+    # attachment content (GATEWAY_ATTACHMENT_STORE: the store, a directory or S3)
+    blobs: BlobStore
     # whose forwarded headers are believed (GATEWAY_TRUSTED_PROXIES): ingress and console
     proxies: TrustedProxies = field(default_factory=TrustedProxies)
     config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
@@ -92,14 +95,20 @@ class Services:
 
 
 def build_services(settings: Settings) -> Services:
+    from gateway.blobs import open_blob_store
     from gateway.store import create_database
 
-    return Services(
+    database = create_database(settings.database_url)
+    blobs = open_blob_store(settings.attachments, database)
+    services = Services(
         settings=settings,
-        database=create_database(settings.database_url),
+        database=database,
         secret_box=SecretBox(settings.secret_key),
+        blobs=blobs,
         proxies=TrustedProxies(settings.trusted_proxies),
     )
+    services.closers.append(blobs.close)
+    return services
 
 
 SHUTDOWN_GRACE = 5.0

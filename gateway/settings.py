@@ -6,11 +6,12 @@ import base64
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from gateway.attachment_storage import AttachmentStorage, parse_attachment_storage
 from gateway.catalog import (
     BUILTIN_ENVIRONMENTS,
     BUILTIN_MODELS,
@@ -82,6 +83,8 @@ class Settings:
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
     models: tuple[ModelSpec, ...] = BUILTIN_MODELS
     environments: tuple[EnvironmentSpec, ...] = BUILTIN_ENVIRONMENTS
+    # where attachment content is kept, and what may be uploaded (gateway/attachment_storage)
+    attachments: AttachmentStorage = field(default_factory=AttachmentStorage)
 
     @property
     def uses_redis(self) -> bool:
@@ -138,7 +141,15 @@ def load_settings(
         log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or BUILTIN_ENVIRONMENTS,
+        attachments=_attachments(env),
     )
+
+
+def _attachments(env: Mapping[str, str]) -> AttachmentStorage:
+    try:
+        return parse_attachment_storage(env)
+    except ValueError as exc:
+        raise SettingsError(f"{PREFIX}{exc}") from exc
 
 
 def _redis_cluster(env: Mapping[str, str], redis_url: str | None) -> bool:

@@ -22,10 +22,10 @@ LAYERS: list[set[str]] = [
     {"automations", "webhooks", "ingress"},
     {"api"},
     {"accounts", "services"},
-    {"backends"},
+    {"backends", "blobs"},
     {"store", "signatures", "providers", "openapi"},
     {"problem", "security", "settings", "logs", "metrics", "trusted_proxies"},
-    {"errors", "ids", "types", "catalog", "rejections", "allocator"},
+    {"errors", "ids", "types", "catalog", "attachment_storage", "rejections", "allocator"},
 ]
 # The two products: the webhook gateway reaches the agent platform only through the one module
 # that starts runs (docs/architecture.md, "Two products")

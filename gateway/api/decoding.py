@@ -104,6 +104,9 @@ def validation_detail(message: str, root: str) -> str:
     text, at, where = message.rpartition(_AT)
     if not at:
         text, where = message, "$`"
+    key, in_mapping, mapping = where.partition("` in `")
+    if key == "key" and in_mapping:  # a fault in an object's key: "at `key` in `$.metadata`"
+        where, text = mapping, f"a key: {text[:1].lower()}{text[1:]}"
     path = where.removesuffix("`").removeprefix("$").removeprefix(".")
     if found := _OBJECT.fullmatch(text):
         path = _join(path, found[2])

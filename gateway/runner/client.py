@@ -68,6 +68,7 @@ class RunnerClient:
         factory_uid: str | None = None,
         concurrency: int = 1,
         version: str | None = None,
+        worker_id: str | None = None,
     ) -> Registered:
         spec = {
             "name": name,
@@ -75,6 +76,7 @@ class RunnerClient:
             "factory_uid": factory_uid,
             "concurrency": concurrency,
             "version": version,
+            "worker_id": worker_id,
         }
         answer: Registered = json.loads(self._request("/runner/register", spec))
         self.runner_uid = answer["runner_uid"]
@@ -113,6 +115,21 @@ class RunnerClient:
         return self._request(
             f"/runner/runs/{run_id}/event-payload", {"runner_uid": self.runner_uid}
         )
+
+    def download(self, url: str) -> bytes:
+        """An attachment's content from its signed URL (which needs no credentials: none are
+        sent)."""
+        if not url.startswith(("http://", "https://")):
+            raise ApiError(0, "invalid_url", f"not an http(s) URL: {url!r}")
+        request = urllib.request.Request(url, headers={"User-Agent": "gateway-runner"})  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310
+                data: bytes = response.read()
+                return data
+        except urllib.error.HTTPError as exc:
+            raise _api_error(exc) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ApiError(0, "unreachable", str(exc)) from None
 
     def _held_call(self, path: str, body: Body, wait_s: float = 0.0) -> Any:
         """A call about runs this runner holds: the answer's JSON."""

@@ -1,10 +1,14 @@
 """One claimed run executed as a shell command.
 
 The command gets the run's prompt on stdin, followed by the follow-ups users sent to the run,
-and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), GATEWAY_API_URL, RUN_MESSAGES and
-(webhook runs) EVENT_PAYLOAD in its environment, in a process group of its own. RUN_MESSAGES is a
-file of JSON lines, one per follow-up (`gateway.platform.runners.models.RunMessage`), to which the
-follow-ups sent into the live session are appended as heartbeats bring them. Files the command
+and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), GATEWAY_API_URL, RUN_MESSAGES,
+RUN_ATTACHMENTS and (webhook runs) EVENT_PAYLOAD in its environment, in a process group of its
+own. RUN_MESSAGES is a file of JSON lines, one per follow-up
+(`gateway.platform.runners.models.RunMessage`), to which the follow-ups sent into the live session
+are appended as heartbeats bring them. RUN_ATTACHMENTS is a directory holding the run's files
+(`<attachment id>/<name>`): those it was created with and those follow-ups carry, downloaded from
+their signed URLs before a follow-up naming them is written to RUN_MESSAGES (each of its `files`
+then has the `path`). Files the command
 leaves in the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
 is renewed every third of it (at least every MAX_BEAT_S); a cancel reported by the heartbeat
 terminates the group (SIGTERM, SIGKILL after KILL_AFTER_S) and the run is acknowledged
@@ -34,7 +38,14 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from gateway.runner.client import ApiError, RunnerClient
-from gateway.runner.protocol import ClaimedRun, Ending, FileArtifact, Outcome, RunMessage
+from gateway.runner.protocol import (
+    AttachmentFile,
+    ClaimedRun,
+    Ending,
+    FileArtifact,
+    Outcome,
+    RunMessage,
+)
 
 log = logging.getLogger("gateway.runner")
 
@@ -80,6 +91,7 @@ class Execution:
         self.cancelled = False
         self.lost = False
         self.messages_file: Path | None = None
+        self.attachments_dir: Path | None = None
 
     def execute(self) -> Ended | None:
         """Runs the command to its end; returns how it ended, or None when there is nothing to
@@ -124,6 +136,11 @@ class Execution:
             RUN_MODE=self.run["mode"] or "normal",
             GATEWAY_API_URL=self.client.api.removesuffix("/api/v1"),
         )
+        self.attachments_dir = workdir / "attachments"
+        self.attachments_dir.mkdir()
+        env["RUN_ATTACHMENTS"] = str(self.attachments_dir)
+        for file in self.run.get("attachments", []):
+            self._download(file)
         self.messages_file = workdir / "messages.jsonl"
         self._append_messages(self.run["messages"])
         env["RUN_MESSAGES"] = str(self.messages_file)
@@ -189,8 +206,28 @@ class Execution:
                 log.info("run %s: interrupted; SIGINT to the command", self.run_id)
                 self._signal(signal.SIGINT)
 
+    def _download(self, file: AttachmentFile) -> None:
+        """The file into RUN_ATTACHMENTS (once), its `path` noted; a failure is logged and the
+        file left out (the command sees no path for it)."""
+        assert self.attachments_dir is not None
+        name = _safe_name(file["name"] or file["attachment_id"])
+        path = self.attachments_dir / _safe_name(file["attachment_id"]) / name
+        if not path.exists():
+            try:
+                content = self.client.download(file["download_url"])
+            except ApiError as exc:
+                log.warning("run %s: attachment %s not fetched: %s", self.run_id,
+                            file["attachment_id"], exc)  # fmt: skip
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        file["path"] = str(path)
+
     def _append_messages(self, messages: list[RunMessage]) -> None:
         assert self.messages_file is not None
+        for message in messages:
+            for file in message.get("files", []):
+                self._download(file)
         with self.messages_file.open("a", encoding="utf-8") as out:
             out.writelines(json.dumps(message) + "\n" for message in messages)
 
@@ -289,6 +326,12 @@ def _feed(stream: IO[bytes] | None, prompt: str) -> threading.Thread:
     thread = threading.Thread(target=write, daemon=True)
     thread.start()
     return thread
+
+
+def _safe_name(name: str) -> str:
+    """A file name that stays inside its directory."""
+    kept = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:200].lstrip(".")
+    return kept or "file"
 
 
 def _last_line(stdout: str) -> str:

@@ -43,6 +43,7 @@ class RunnerOptions:
     concurrency: int = 1
     name: str | None = None
     grace_s: float = 30.0
+    worker_id: str | None = None  # a self-hosted worker: only runs pinned to it
 
 
 class Runner:
@@ -67,6 +68,7 @@ class Runner:
                 factory_uid=options.factory_uid,
                 concurrency=options.concurrency,
                 version=VERSION,
+                worker_id=options.worker_id,
             )
         except ApiError as exc:
             log.error("cannot register with %s: %s", options.api_url, exc)

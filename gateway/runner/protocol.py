@@ -17,12 +17,27 @@ class Registered(TypedDict):
     lease_s: float
 
 
+class AttachmentFile(TypedDict):
+    """An attachment of the run with content, fetched from its signed URL. `path`: where the
+    runner put it (added by the runner, for the command)."""
+
+    attachment_id: str
+    name: str | None
+    content_type: str | None
+    size: int | None
+    download_url: str
+    expires_at: str
+    path: NotRequired[str]
+
+
 class RunMessage(TypedDict):
-    """A follow-up a user sent to the run; written as it came to RUN_MESSAGES."""
+    """A follow-up a user sent to the run; written as it came to RUN_MESSAGES (its files with
+    the `path` the runner downloaded each to)."""
 
     id: str
     message: str
     attachments: list[str]
+    files: NotRequired[list[AttachmentFile]]
     mode: str | None
     routing: str
     created_at: str
@@ -43,6 +58,7 @@ class ClaimedRun(TypedDict):
     event_payload: bool  # a webhook run: its payload can be fetched
     mode: str
     messages: list[RunMessage]
+    attachments: NotRequired[list[AttachmentFile]]
 
 
 class Heartbeat(TypedDict):

@@ -266,6 +266,12 @@ runs = Table(
     Column("lease_expires_at", UTCDateTime, nullable=True),
     Column("lease_renewed_at", UTCDateTime, nullable=True),
     Column("attempts", Integer, nullable=False, server_default=text("0")),
+    # the self-hosted worker (runners.worker_id) the run is pinned to; null: the team's pool
+    Column("worker_host", String(200), nullable=True),
+    # a debug session of a failed run: "requested" of debug_runner_uid (the runner that ran
+    # it), then "open" while that runner holds it; null when there is none
+    Column("debug_session", String(16), nullable=True),
+    Column("debug_runner_uid", String(64), nullable=True),
     Index("ux_runs_delivery_automation", "delivery_id", "automation_uid", unique=True),
     # partial: most runs are roots, and few wait for their task (an entry per run in each of
     # these indexes was a write per run for nothing)
@@ -320,8 +326,10 @@ run_messages = Table(
     Column("message", Text, nullable=False),
     Column("attachments", JSON, nullable=True),
     Column("mode", String(32), nullable=True),
-    Column("routing", String(16), nullable=False),  # "queued" | "injected" | "resumed"
+    Column("routing", String(16), nullable=False),  # "queued" | "injected" | "resumed" ...
     Column("created_at", UTCDateTime, nullable=False),
+    # what the agent did, as its runner reported it: {"type": "read_skill", "input": {...}}
+    Column("action", JSON, nullable=True),
 )
 
 attachments = Table(
@@ -338,6 +346,20 @@ attachments = Table(
     Column("created_at", UTCDateTime, nullable=False),
     # a webhook run's event-payload.json: the content is the delivery's payload, stored once
     Column("delivery_id", String(64), nullable=True),
+    # content uploaded to its prepared upload URL (or sent with the run): its key in the
+    # attachment store (gateway/blobs), and when it arrived; null until then
+    Column("blob_key", String(200), nullable=True),
+    Column("uploaded_at", UTCDateTime, nullable=True),
+)
+
+# Content the service stores itself, by key (gateway/blobs: the `database` attachment store)
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("content", LargeBinary, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 tasks = Table(
@@ -392,6 +414,11 @@ runners = Table(
     Column("version", String(64), nullable=True),
     Column("started_at", UTCDateTime, nullable=False),
     Column("last_seen_at", UTCDateTime, nullable=False),
+    # a self-hosted worker's stable id (runs pin to it by worker_host); null: a pool runner
+    Column("worker_id", String(200), nullable=True),
+    # it opens debug sessions of the runs it failed (docs/runs-and-tasks.md)
+    Column("debug_sessions", Boolean, nullable=False, server_default=text("false")),
+    Index("ix_runners_worker_id", "team_uid", "worker_id"),
 )
 
 # Every state change a run makes after it was queued (its creation is the first entry).
@@ -441,6 +468,11 @@ run_usage = Table(
     Column("component", String(64), nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("reported_at", UTCDateTime, nullable=False),
+    # each report is a cumulative snapshot of one claim attempt's usage of one model, replacing
+    # that attempt's earlier rows of the model; `unreported`: the metrics it did not carry
+    # ("input_tokens,output_tokens,cost_usd"), stored as 0 and read as unavailable
+    Column("attempt", Integer, nullable=True),
+    Column("unreported", String(64), nullable=True),
     # copied from the run (fixed at its creation), so spend is windowed and grouped without a
     # join: the run's factory, creation time, tree, source, the user who started it, its agent
     Column("factory_uid", String(64), nullable=True),

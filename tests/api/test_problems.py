@@ -28,3 +28,16 @@ def test_missing_credentials_are_problem_json(world: World) -> None:
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["detail"].startswith("Authorization")
+
+
+def test_one_title_per_status_whoever_answers(world: World) -> None:
+    """The router's 404 and 405 carry the titles of the service's own 404 and 405 problems."""
+    unknown_route = world.api("GET", "/no/such/endpoint")
+    unknown_run = world.api("GET", "/agent/runs/00000000-0000-4000-8000-000000000000")
+    wrong_method = world.api("DELETE", "/agent/runs")
+    assert unknown_route.status_code == unknown_run.status_code == 404
+    assert unknown_route.json()["title"] == unknown_run.json()["title"] == "Not found"
+    assert unknown_route.json()["code"] == unknown_run.json()["code"] == "not_found"
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["title"] == "Method not allowed"
+    assert wrong_method.json()["code"] == "method_not_allowed"

@@ -1,21 +1,18 @@
-"""Real payloads: GitHub's from the npm package @octokit/webhooks-examples (installed by
-scripts/npm-fixtures, never committed), the other providers' documented samples from
+"""Real payloads: GitHub's from the npm package @octokit/webhooks-examples (tests/npm_packages.py,
+never committed), the other providers' documented samples from
 tests/fixtures/providers/ (sources in its README)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.npm_packages import node_modules
+
 ROOT = Path(__file__).resolve().parents[2]
-NPM_FIXTURES = ROOT / "scripts" / "npm-fixtures"
-GITHUB_EXAMPLES = (
-    ROOT / "tests/providers/npm/node_modules/@octokit/webhooks-examples/api.github.com/index.json"
-)
 FIXTURES = ROOT / "tests" / "fixtures" / "providers"
 
 GithubExamples = dict[str, list[dict[str, Any]]]
@@ -25,18 +22,10 @@ GithubExamples = dict[str, list[dict[str, Any]]]
 def github_examples() -> GithubExamples:
     """Every example payload of @octokit/webhooks-examples, by GitHub event name.
 
-    Runs the install helper (a no-op when the pinned lock file is installed); a failed
-    install fails the tests that need the examples, it never skips them."""
-    done = subprocess.run(
-        ["bash", str(NPM_FIXTURES)], capture_output=True, text=True, check=False, timeout=600
-    )
-    if done.returncode != 0 or not GITHUB_EXAMPLES.is_file():
-        pytest.fail(
-            f"scripts/npm-fixtures could not install @octokit/webhooks-examples "
-            f"(exit {done.returncode}):\n{done.stdout}\n{done.stderr}",
-            pytrace=False,
-        )
-    catalogue = json.loads(GITHUB_EXAMPLES.read_text())
+    Installs the tests' npm packages first (a no-op when the pinned lock file is installed); a
+    failed install fails the tests that need the examples, it never skips them."""
+    examples = node_modules() / "@octokit/webhooks-examples/api.github.com/index.json"
+    catalogue = json.loads(examples.read_text())
     return {entry["name"]: entry["examples"] for entry in catalogue}
 
 

@@ -422,3 +422,47 @@ def test_the_command_gets_the_follow_ups_and_the_mode(deployment: Deployment) ->
         ("plan it", "queued"),
         ("live note", "injected"),
     ]
+
+
+def test_the_runs_files_reach_the_command(deployment: Deployment) -> None:
+    """A file the run was created with and one a follow-up carries are in RUN_ATTACHMENTS; the
+    follow-up's line in RUN_MESSAGES names where its file is."""
+    created = deployment.api("POST", "/agent/runs", json={
+        "prompt": "read the files", "attachments": [{
+            "data": base64.b64encode(b"from the run\n").decode(), "file_name": "first.txt",
+            "mime_type": "text/plain"}]})  # fmt: skip
+    run_id = created.json()["run_id"]
+    prepared = deployment.api(
+        "POST", f"/agent/runs/{run_id}/attachments/prepare",
+        json={"files": [{"name": "second.txt", "content_type": "text/plain"}]},
+    ).json()["attachments"][0]  # fmt: skip
+    upload = httpx.put(prepared["upload"]["url"], content=b"from the follow-up\n",
+                       headers=prepared["upload"]["headers"], timeout=10)  # fmt: skip
+    assert upload.status_code == 200, upload.text
+    body = {"message": "and this one", "attachments": [prepared["attachment_id"]]}
+    assert deployment.api("POST", f"/agent/runs/{run_id}/followups", json=body).status_code == 200
+    deployment.runner('cat "$RUN_ATTACHMENTS"/*/first.txt "$RUN_ATTACHMENTS"/*/second.txt; '
+                      'cat "$RUN_MESSAGES"')  # fmt: skip
+    run = wait_for(lambda: (r := deployment.run(run_id))["state"] == "SUCCEEDED" and r,
+                   what="SUCCEEDED")  # fmt: skip
+    transcript = deployment.transcript(run_id)
+    assert "from the run\nfrom the follow-up\n" in transcript, run
+    line = next(x for x in transcript.splitlines() if x.startswith("{") and "and this one" in x)
+    [file] = json.loads(line)["files"]
+    assert file["path"].endswith(f"/{prepared['attachment_id']}/second.txt")
+
+
+def test_a_worker_runs_only_the_runs_pinned_to_it(deployment: Deployment) -> None:
+    worker = deployment.runner("echo on the box", "--worker-id", "box-1", name="box")
+    wait_for(lambda: any(w["worker_id"] == "box-1" for w in
+                         deployment.api("GET", "/agent/workers").json()["workers"]),
+             what="the worker registered")  # fmt: skip
+    pinned = deployment.api("POST", "/agent/runs", json={"prompt": "p",
+                            "config": {"worker_host": "box-1"}}).json()["run_id"]  # fmt: skip
+    pooled = deployment.new_run("for the pool")
+    run = wait_for(lambda: (r := deployment.run(pinned))["state"] == "SUCCEEDED" and r,
+                   what="the pinned run done")  # fmt: skip
+    assert run["status_message"]["message"] == "on the box"
+    time.sleep(1.0)  # the worker would have claimed the pool's run by now, were it its own
+    assert deployment.run(pooled)["state"] == "QUEUED"
+    assert worker.poll() is None

@@ -34,6 +34,7 @@ from gateway.platform.agents.models import (
 from gateway.platform.catalog.environments import check_environment
 from gateway.platform.catalog.llm_models import check_model
 from gateway.platform.runs.skill_specs import parse_skill_spec
+from gateway.platform.runs.worker_pinning import check_worker
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -168,6 +169,7 @@ async def _checked(
     given = {name: value for name in RUN_DEFAULTS if _given(value := getattr(spec, name))}
     if "worker_host" in given:
         given["worker_host"] = str(given["worker_host"]).strip()
+        await check_worker(conn, team_uid, str(given["worker_host"]), "worker_host")
     if spec.base_model:
         check_model(models, spec.base_model, "base_model")
     if spec.environment_id:

@@ -17,11 +17,12 @@ routes = Routes("factories")
     "/factory", "List accessible factories", response=FactoryList, errors=(400, 401, 403), team=True
 )
 async def list_factories_endpoint(request: Request, query: Query[FactoryQuery]) -> FactoryList:
-    principal = await principal_of(request, team_scoped=True)
-    services = services_of(request)
     params = query.read()
     search = params.search or None
     team_uid = params.team_uid or None
+    # team_uid takes precedence over the header (spec 5.4), which is then not read at all
+    principal = await principal_of(request, team_scoped=team_uid is None)
+    services = services_of(request)
     scope = f"factories:{team_uid or principal.active_team_uid}:{search}"
     cursors = cursors_of(request)
     after = cursors.decode_keyset(scope, params.cursor)

@@ -21,26 +21,24 @@ from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, structs
-from sqlalchemy import Select, func, insert, select, update
+from sqlalchemy import Select, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.backends.key_cache import KeyCache
 from gateway.errors import Forbidden, InvalidRequest, LeaseLost, NotFound, ServiceError
-from gateway.platform.analytics import pr_costs, pull_requests
+from gateway.platform.analytics import pull_requests
 from gateway.platform.runners.models import (
     MAX_CLAIM,
     ArtifactAdded,
     ClaimedRun,
     HeartbeatResult,
     NewArtifact,
+    ReportedMessage,
     RunMessage,
     RunStatus,
-    RunUsage,
     StoredArtifact,
-    UsageDimensions,
-    UsageLine,
     Worker,
 )
 from gateway.platform.runs import timeline as run_timeline
@@ -53,12 +51,13 @@ from gateway.platform.runs.models import (
     file_artifact,
 )
 from gateway.platform.runs.records import TERMINAL, find_run, json_column, load_run
+from gateway.platform.runs.worker_pinning import POOL
 from gateway.platform.tasks import tasks
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
-HELD = ("CLAIMED", "INPROGRESS", "BLOCKED")  # states a runner works in
+HELD = ("CLAIMED", "PENDING", "INPROGRESS", "BLOCKED")  # states a runner works in
 MAX_STATUS = 500  # characters of a status message
 PAYLOAD_NAME = "event-payload.json"
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
@@ -88,6 +87,9 @@ CLAIMED_COLUMNS = [
 FOLLOW_UPS = ("queued", "resumed", "injected")
 # what a run held by no runner has of its lease
 FREE = {"runner_uid": None, "lease_expires_at": None, "lease_renewed_at": None}
+# a run without a debug session (runners/debug_sessions.py), and the timeline entry of one ending
+NO_DEBUG = {"debug_session": None, "debug_runner_uid": None}
+DEBUG_ENDED = "DEBUG_ENDED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,8 @@ class Runner:
     team_uid: str
     agent_uid: str
     factory_uid: str | None
+    worker_id: str | None = None  # a self-hosted worker: claims only the runs pinned to it
+    debug_sessions: bool = False  # opens debug sessions of the runs it failed
 
 
 # --- runners ---------------------------------------------------------------------------------
@@ -115,12 +119,16 @@ async def register(
     factory_uid: str | None,
     concurrency: int,
     version: str | None,
+    worker_id: str | None = None,
+    debug_sessions: bool = False,
 ) -> Runner:
     """A new runner of the agent's team (the active team when the key has several)."""
     _agent(principal)
     team_uid = principal.active_team_uid or min(principal.team_uids, default=None)
     if team_uid is None:
         raise Forbidden("Authorization: the agent belongs to no team")
+    if worker_id == POOL:
+        raise InvalidRequest(f"worker_id: {POOL!r} names the team's pool; omit it to join it")
     if factory_uid is not None:
         factory = (
             await conn.execute(select(t.factories).where(t.factories.c.uid == factory_uid))
@@ -141,9 +149,11 @@ async def register(
             version=version,
             started_at=now,
             last_seen_at=now,
+            worker_id=worker_id,
+            debug_sessions=debug_sessions,
         )
     )
-    return Runner(uid, team_uid, principal.uid, factory_uid)
+    return Runner(uid, team_uid, principal.uid, factory_uid, worker_id, debug_sessions)
 
 
 async def runner_of(
@@ -170,7 +180,9 @@ async def runner_of(
             update(t.runners).where(t.runners.c.uid == runner_uid).values(last_seen_at=now)
         )
         seen = now
-    runner = Runner(row.uid, row.team_uid, row.agent_uid, row.factory_uid)
+    runner = Runner(
+        row.uid, row.team_uid, row.agent_uid, row.factory_uid, row.worker_id, row.debug_sessions
+    )
     if seen_lately is not None:  # until its presence is due again (a runner never changes)
         fresh_for = (seen + PRESENCE_PRECISION - now).total_seconds()
         seen_lately.put(runner_uid, runner, runner.agent_uid, generation, ttl_s=fresh_for)
@@ -213,6 +225,7 @@ async def list_runners(conn: AsyncConnection, principal: Principal, lease_s: flo
             last_seen_at=row.last_seen_at,
             online=row.last_seen_at >= online_since,
             runs_held=held.get(row.uid, 0),
+            worker_id=row.worker_id,
         )
         for row in rows
     ]
@@ -226,7 +239,7 @@ async def expire_leases(conn: AsyncConnection) -> None:
     that ended meanwhile (cancelled) only loses its holder."""
     now = utcnow()
     query = (
-        select(r.c.run_id, r.c.state, r.c.attempts, r.c.runner_uid)
+        select(r.c.run_id, r.c.state, r.c.attempts, r.c.runner_uid, r.c.debug_session)
         .where(r.c.lease_expires_at.is_not(None), r.c.lease_expires_at < now)
         .with_for_update(skip_locked=True)
     )
@@ -236,8 +249,18 @@ async def expire_leases(conn: AsyncConnection) -> None:
     ended = [row.run_id for row in expired if row.state in TERMINAL]
     failed = [row for row in expired if row.state not in TERMINAL and row.attempts >= MAX_ATTEMPTS]
     requeued = [row for row in expired if row.state not in TERMINAL and row.attempts < MAX_ATTEMPTS]
-    if ended:
-        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**FREE))
+    if ended:  # a debug session among them is over
+        await conn.execute(update(r).where(r.c.run_id.in_(ended)).values(**FREE, **NO_DEBUG))
+        lost = [row for row in expired if row.debug_session == "open"]
+        await run_timeline.record_entries(
+            conn,
+            [
+                run_timeline.entry(
+                    row.run_id, DEBUG_ENDED, now, runner_uid=row.runner_uid, reason="lease expired"
+                )
+                for row in lost
+            ],
+        )
     if requeued:
         await conn.execute(
             update(r)
@@ -335,6 +358,12 @@ async def _pick(conn: AsyncConnection, runner: Runner, limit: int) -> list[str]:
     )
     if runner.factory_uid is not None:
         pick = pick.where(r.c.factory_uid == runner.factory_uid)
+    # a run pinned to a worker goes to that worker alone; the pool takes the others
+    pick = pick.where(
+        r.c.worker_host.is_(None)
+        if runner.worker_id is None
+        else r.c.worker_host == runner.worker_id
+    )
     pick = (
         pick.order_by(r.c.created_at, r.c.run_id)
         .limit(max(1, min(limit, MAX_CLAIM)))
@@ -405,7 +434,9 @@ async def heartbeat(
             t.run_messages.c.created_at > since,
         )
     )
-    injected = await follow_ups(conn, [run_id], since=since, routings=("injected",))
+    # into a live session: injected follow-ups; into a debug session: the debug ones
+    routings = ("debug",) if run.debug_session == "open" else ("injected",)
+    injected = await follow_ups(conn, [run_id], since=since, routings=routings)
     expires = now + timedelta(seconds=lease_s)
     await conn.execute(
         update(r).where(r.c.run_id == run_id).values(lease_expires_at=expires, lease_renewed_at=now)
@@ -466,22 +497,26 @@ async def progress(
     runner: Runner,
     run_id: str,
     *,
-    state: Literal["INPROGRESS", "BLOCKED"] | None,
+    state: Literal["PENDING", "INPROGRESS", "BLOCKED"] | None,
     status_message: str | None,
     session_id: str | None,
     session_link: str | None,
 ) -> RunStatus:
-    """Moves a held run along (CLAIMED or BLOCKED -> INPROGRESS, INPROGRESS -> BLOCKED) and
+    """Moves a held run along (CLAIMED -> PENDING, CLAIMED, PENDING or BLOCKED -> INPROGRESS,
+    INPROGRESS -> BLOCKED) and
     records what it is doing; a cancelled run keeps its state."""
     run = await held_run(conn, runner, run_id)
     now = utcnow()
     ended = run.state in TERMINAL
     target = None if ended or state == run.state else state
     if target is not None:
-        allowed = {"INPROGRESS": ("CLAIMED", "BLOCKED"), "BLOCKED": ("INPROGRESS",)}[target]
+        allowed = {
+            "PENDING": ("CLAIMED",),
+            "INPROGRESS": ("CLAIMED", "PENDING", "BLOCKED"),
+            "BLOCKED": ("INPROGRESS",),
+        }[target]
         if run.state not in allowed:
             raise InvalidRequest(f"state: a {run.state} run cannot become {target}")
-        await run_timeline.record(conn, [run_id], target, now, runner_uid=runner.uid)
     starts = target == "INPROGRESS" and run.started_at is None
     status = None if ended or status_message is None else status_of(status_message)
     await conn.execute(
@@ -496,6 +531,8 @@ async def progress(
             session_link=r.c.session_link if session_link is None else session_link,
         )
     )
+    if target is not None:  # after the update: the inbox reads the new status message
+        await run_timeline.record(conn, [run_id], target, now, runner_uid=runner.uid)
     return RunStatus.of(await load_run(conn, run_id))
 
 
@@ -504,10 +541,16 @@ def status_of(message: str, error_code: str | None = None) -> StatusMessage:
 
 
 async def append_messages(
-    conn: AsyncConnection, runner: Runner, run_id: str, messages: list[tuple[str, str]]
+    conn: AsyncConnection, runner: Runner, run_id: str, messages: list[ReportedMessage]
 ) -> int:
-    """Conversation messages (role, text) the run produced, in order."""
+    """Conversation messages the run produced (what was said, or an action taken), in order."""
     await held_run(conn, runner, run_id)
+    for i, message in enumerate(messages):
+        skill = None if message.action is None else message.action.input
+        if skill is not None and skill.skill_path is None and skill.bundled_skill_id is None:
+            raise InvalidRequest(
+                f"messages[{i}].action.input: give skill_path, bundled_skill_id or both"
+            )
     now = utcnow()
     await conn.execute(
         insert(t.run_messages),
@@ -515,13 +558,14 @@ async def append_messages(
             {
                 "id": ids.new_id("msg"),
                 "run_id": run_id,
-                "message": text,
-                "mode": role,
+                "message": message.text,
+                "mode": message.role,
                 "routing": "agent",
+                "action": None if message.action is None else msgspec.to_builtins(message.action),
                 # a microsecond apart: the messages of one report keep their order when read
                 "created_at": now + timedelta(microseconds=i),
             }
-            for i, (role, text) in enumerate(messages)
+            for i, message in enumerate(messages)
         ],
     )
     return len(messages)
@@ -601,91 +645,19 @@ def _artifact_item(uid: str, at: datetime, artifact: NewArtifact) -> RunArtifact
     )
 
 
-async def report_usage(
-    conn: AsyncConnection,
-    runner: Runner,
-    run_id: str,
-    *,
-    model_id: str | None,
-    input_tokens: int,
-    output_tokens: int,
-    costs: dict[str, float],
-) -> None:
-    """Adds usage to the run's: tokens, and dollars per cost component (one row each; tokens
-    ride on the first, so sums over rows stay right)."""
-    run = await held_run(conn, runner, run_id)
-    now = utcnow()
-    components = list(costs.items()) or [("tokens", 0.0)]
-    about_run = structs.asdict(UsageDimensions.of(run))
-    await conn.execute(
-        insert(t.run_usage),
-        [
-            {
-                "id": ids.new_id("use"),
-                "run_id": run_id,
-                "model_id": model_id,
-                "input_tokens": input_tokens if i == 0 else 0,
-                "output_tokens": output_tokens if i == 0 else 0,
-                "component": component,
-                "cost_usd": dollars,
-                "reported_at": now,
-                **about_run,
-            }
-            for i, (component, dollars) in enumerate(components)
-        ],
-    )
-    await pr_costs.refresh_tree(conn, run.root_run_id)  # the tree's PRs cost more now
-
-
-async def usage_of(conn: AsyncConnection, run_id: str) -> RunUsage:
-    """The run's reported usage summed: tokens, dollars in all and per component and model."""
-    u = t.run_usage
-    rows = (
-        await conn.execute(
-            select(
-                u.c.model_id,
-                u.c.component,
-                func.sum(u.c.input_tokens),
-                func.sum(u.c.output_tokens),
-                func.sum(u.c.cost_usd),
-            )
-            .where(u.c.run_id == run_id)
-            .group_by(u.c.model_id, u.c.component)
-            .order_by(u.c.model_id, u.c.component)
-        )
-    ).all()
-    return RunUsage(
-        run_id=run_id,
-        input_tokens=sum(int(row[2]) for row in rows),
-        output_tokens=sum(int(row[3]) for row in rows),
-        cost_usd=round(sum(float(row[4]) for row in rows), 6),
-        components=[
-            UsageLine(
-                model_id=row[0],
-                component=row[1],
-                input_tokens=int(row[2]),
-                output_tokens=int(row[3]),
-                cost_usd=round(float(row[4]), 6),
-            )
-            for row in rows
-        ],
-    )
-
-
 async def release(conn: AsyncConnection, runner: Runner, run_id: str, reason: str) -> RunStatus:
     """Gives a held run back (the runner is stopping): QUEUED again for another runner; the
     claim still counts as an attempt. A cancelled run only loses its holder."""
     run = await held_run(conn, runner, run_id)
     now = utcnow()
     requeued = run.state not in TERMINAL
-    if requeued:
-        await run_timeline.record(
-            conn, [run_id], "QUEUED", now, runner_uid=runner.uid, reason=reason
-        )
+    state = "QUEUED" if requeued else DEBUG_ENDED if run.debug_session == "open" else None
+    if state is not None:
+        await run_timeline.record(conn, [run_id], state, now, runner_uid=runner.uid, reason=reason)
     await conn.execute(
         update(r)
         .where(r.c.run_id == run_id)
-        .values(state="QUEUED" if requeued else r.c.state, updated_at=now, **FREE)
+        .values(state="QUEUED" if requeued else r.c.state, updated_at=now, **FREE, **NO_DEBUG)
     )
     return RunStatus.of(await load_run(conn, run_id))
 
@@ -733,21 +705,26 @@ async def artifact(conn: AsyncConnection, artifact_uid: str) -> tuple[StoredArti
     row = (await conn.execute(select(a).where(a.c.artifact_uid == artifact_uid))).first()
     found = StoredArtifact.from_row(row) if row is not None else None
     if found is None and artifact_uid.startswith("att_"):
-        found = await _payload_artifact(conn, artifact_uid)
+        found = await _attachment_artifact(conn, artifact_uid)
     run = None if found is None else await find_run(conn, found.run_id)
     if found is None or run is None:
         raise NotFound(f"artifact_uid: {artifact_uid} not found")
     return found, run
 
 
-async def _payload_artifact(conn: AsyncConnection, attachment_id: str) -> StoredArtifact | None:
-    """A webhook run's event-payload.json as an artifact: its content is the delivery's payload,
-    stored once in the delivery log."""
+async def _attachment_artifact(conn: AsyncConnection, attachment_id: str) -> StoredArtifact | None:
+    """A file a run came with, listed among its artifacts as a FILE: a webhook run's
+    event-payload.json, whose content is the delivery's payload (stored once, in the delivery
+    log), or a file in the attachment store (content None here: it is read from there,
+    gateway/blobs). None for a prepared attachment whose content has not been uploaded."""
     a, d = t.attachments, t.deliveries
     query = (
         select(a, d.c.payload)
         .select_from(a.outerjoin(d, d.c.delivery_id == a.c.delivery_id))
-        .where(a.c.attachment_id == attachment_id, a.c.delivery_id.is_not(None))
+        .where(
+            a.c.attachment_id == attachment_id,
+            or_(a.c.delivery_id.is_not(None), a.c.blob_key.is_not(None)),
+        )
     )
     row = (await conn.execute(query)).first()
     if row is None:

@@ -17,7 +17,9 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import InvalidRequest, ServiceError
+from gateway.platform.runners.debug_sessions import ended_entry
 from gateway.platform.runners.execution import (
+    MAX_STATUS,
     Runner,
     held_runs,
     lease_lost,
@@ -26,7 +28,7 @@ from gateway.platform.runners.execution import (
 )
 from gateway.platform.runners.models import NewArtifact, RunEnding, RunStatus
 from gateway.platform.runs import timeline as run_timeline
-from gateway.platform.runs.models import RunRecord
+from gateway.platform.runs.models import RunRecord, StatusMessage
 from gateway.platform.runs.records import json_column
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -44,6 +46,8 @@ WRITTEN = (
     "runner_uid",
     "lease_expires_at",
     "lease_renewed_at",
+    "debug_session",
+    "debug_runner_uid",
 )
 _UPDATE = (
     update(r)
@@ -59,10 +63,11 @@ async def finish(
     ending: RunEnding,
     transcript_link: Callable[[str], str],
 ) -> RunStatus:
-    """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
-    acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
-    is stored and `session_link` points at it (`transcript_link(run_id)`) unless the runner
-    set one. The runner holds the run no more. Raises 404, 409 `lease_lost` or 400."""
+    """Ends a held run: SUCCEEDED or FAILED (a CLAIMED or PENDING run passes INPROGRESS first),
+    ERROR (the platform failed it: retryable), or acknowledges a cancellation (CANCELLED, the run
+    was cancelled meanwhile). The transcript is stored and `session_link` points at it
+    (`transcript_link(run_id)`) unless the runner set one. The runner holds the run no more.
+    Raises 404, 409 `lease_lost` or 400."""
     (result,) = await finish_runs(conn, runner, [(run_id, ending)], transcript_link)
     if isinstance(result, ServiceError):
         raise result
@@ -124,6 +129,10 @@ def _ending(
     freed = structs.replace(
         run, updated_at=now, runner_uid=None, lease_expires_at=None, lease_renewed_at=None
     )
+    if run.debug_session == "open":  # the session ends; the run stays as its failure left it
+        reason = f"{ending.outcome}: {ending.status_message}" if ending.status_message else None
+        events.append(ended_entry(run.run_id, runner.uid, now, reason or ending.outcome))
+        return structs.replace(freed, debug_session=None, debug_runner_uid=None)
     if run.state == "CANCELLED":
         # the cancellation stands whatever the runner reports; what it saw is in the transcript
         return freed
@@ -133,8 +142,17 @@ def _ending(
             f"(it is {run.state})"
         )
     at = now
-    if run.state == "CLAIMED" or run.state == "BLOCKED":
-        if run.state == "CLAIMED":
+    if ending.outcome == "ERROR":  # the platform failed it, wherever the run was
+        events.append(
+            run_timeline.entry(
+                run.run_id, "ERROR", at, runner_uid=runner.uid, reason=ending.status_message
+            )
+        )
+        message = (ending.status_message or "the platform failed the run")[:MAX_STATUS]
+        status = StatusMessage(message, ending.error_code or "platform_error", True)
+        return structs.replace(freed, state="ERROR", status_message=status)
+    if run.state in ("CLAIMED", "PENDING", "BLOCKED"):
+        if run.state != "BLOCKED":
             freed = structs.replace(freed, started_at=run.started_at or now)
         events.append(run_timeline.entry(run.run_id, "INPROGRESS", at, runner_uid=runner.uid))
         at += timedelta(microseconds=1)  # the timeline orders by time: it ended after

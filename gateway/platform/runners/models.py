@@ -14,6 +14,8 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
 from gateway.errors import InvalidRequest, ServiceError
+from gateway.platform.runs.attachment_models import AttachmentFile
+from gateway.platform.runs.conversation_models import Action
 from gateway.platform.runs.models import AgentConfig, RunRecord, RunState, StatusMessage
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
@@ -24,7 +26,7 @@ MAX_FINISH = 50  # runs per finish call
 MAX_FILE_BYTES = 512 * 1024  # decoded; the 1 MB API body cap holds its base64 and the rest
 ArtifactType = Literal["FILE", "PULL_REQUEST", "TRANSCRIPT"]
 PrState = Literal["open", "closed", "merged"]
-Outcome = Literal["SUCCEEDED", "FAILED", "CANCELLED"]
+Outcome = Literal["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
 
 
 # --- registering and claiming ------------------------------------------------------------------
@@ -36,6 +38,23 @@ class RunnerRegister(Struct, kw_only=True, forbid_unknown_fields=True):
     factory_uid: Annotated[Uid | None, Meta(description="claim only this factory's runs")] = None
     concurrency: Annotated[int, Meta(ge=1, le=1000)] = 1
     version: Annotated[str, Meta(max_length=64)] | None = None
+    worker_id: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=200,
+                pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$",
+                description="a self-hosted worker's stable id: it claims only the runs whose "
+                "config.worker_host names it (not 'warp', the pool's name); absent: a runner of "
+                "the team's pool",
+            ),
+        ]
+        | None
+    ) = None
+    debug_sessions: Annotated[
+        bool, Meta(description="it opens debug sessions of the setup failures it reported")
+    ] = False
 
 
 class RunnerRegistered(Struct):
@@ -56,6 +75,9 @@ class RunMessage(Struct, kw_only=True):
     id: str
     message: str
     attachments: Annotated[list[str], Meta(description="attachment ids prepared for the run")]
+    files: Annotated[
+        list[AttachmentFile], Meta(description="those attachments, each with a download URL")
+    ] = []
     mode: str | None
     routing: Annotated[
         str,
@@ -92,6 +114,21 @@ class ClaimedRun(Struct, kw_only=True):
     messages: Annotated[
         list[RunMessage], Meta(description="the follow-ups users sent to the run, oldest first")
     ]
+    session: Annotated[
+        Literal["run", "debug"],
+        Meta(
+            description="debug: a debug session of the FAILED run in the runner's retained "
+            "session (its messages are the debug follow-ups); finishing it leaves the run FAILED"
+        ),
+    ] = "run"
+    attachments: Annotated[
+        list[AttachmentFile],
+        Meta(
+            description="every attachment of the run with content (the files it was created "
+            "with, a webhook run's event-payload.json, uploaded follow-up files), oldest first, "
+            "each with a download URL"
+        ),
+    ] = []
 
 
 class Claimed(Struct):
@@ -119,7 +156,10 @@ class HeartbeatResult(Struct, kw_only=True):
 
 class Progress(Struct, kw_only=True, forbid_unknown_fields=True):
     runner_uid: Uid
-    state: Literal["INPROGRESS", "BLOCKED"] | None = None
+    state: Annotated[
+        Literal["PENDING", "INPROGRESS", "BLOCKED"] | None,
+        Meta(description="PENDING: accepted but not started (waiting for a sandbox, say)"),
+    ] = None
     status_message: Annotated[str, Meta(max_length=10_000)] | None = None
     session_id: Annotated[str, Meta(max_length=64)] | None = None
     session_link: Annotated[str, Meta(max_length=500, pattern=r"^https?://")] | None = None
@@ -145,7 +185,14 @@ class RunStatus(Struct, kw_only=True):
 
 class ReportedMessage(Struct, forbid_unknown_fields=True):
     role: Literal["agent", "user", "tool", "system"]
-    text: Text
+    text: Text = ""
+    action: Annotated[
+        Action | None,
+        Meta(
+            description='what the agent did: {"type": "read_skill", "input": {"skill_path" '
+            'and/or "bundled_skill_id"}}'
+        ),
+    ] = None
 
 
 class Messages(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -240,15 +287,24 @@ class ArtifactAdded(Struct):
     artifact_type: str
 
 
+Tokens = Annotated[int, Meta(ge=0, le=10**12)]
+
+
 class Usage(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A cumulative snapshot of the current execution's usage of one model: it replaces the
+    previous one of that model; a figure left out is unavailable, not 0."""
+
     runner_uid: Uid
     model_id: Annotated[str, Meta(max_length=200)] | None = None
-    input_tokens: Annotated[int, Meta(ge=0, le=10**12)] = 0
-    output_tokens: Annotated[int, Meta(ge=0, le=10**12)] = 0
-    cost_usd: Annotated[
-        dict[Annotated[str, Meta(min_length=1, max_length=64)], Annotated[float, Meta(ge=0)]],
-        Meta(description='dollars per cost component, e.g. {"llm": 0.42, "compute": 0.03}'),
-    ] = {}
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+    cost_usd: (
+        Annotated[
+            dict[Annotated[str, Meta(min_length=1, max_length=64)], Annotated[float, Meta(ge=0)]],
+            Meta(description='dollars per cost component, e.g. {"llm": 0.42, "compute": 0.03}'),
+        ]
+        | None
+    ) = None
 
 
 class Reported(Struct):
@@ -357,19 +413,24 @@ class Release(Struct, kw_only=True, forbid_unknown_fields=True):
 # --- what users read of runners and usage -------------------------------------------------------
 
 
+Unavailable = Meta(description="null: no snapshot reported it (unavailable, not 0)")
+
+
 class UsageLine(Struct, kw_only=True):
     model_id: str | None
     component: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: Annotated[int | None, Unavailable]
+    output_tokens: Annotated[int | None, Unavailable]
+    cost_usd: Annotated[float | None, Unavailable]
 
 
 class RunUsage(Struct, kw_only=True):
+    """The latest cumulative snapshots, summed over the run's executions and models."""
+
     run_id: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: Annotated[int | None, Unavailable]
+    output_tokens: Annotated[int | None, Unavailable]
+    cost_usd: Annotated[float | None, Unavailable]
     components: list[UsageLine]
 
 
@@ -385,6 +446,9 @@ class Worker(Struct, kw_only=True):
     last_seen_at: Timestamp
     online: Annotated[bool, Meta(description="seen within one lease (may be briefly stale)")]
     runs_held: int
+    worker_id: Annotated[
+        str | None, Meta(description="runs pin to it by config.worker_host; null: the pool")
+    ] = None
 
 
 class Workers(Struct):

@@ -17,8 +17,11 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
+from gateway.platform.runners import debug_sessions
 from gateway.platform.runners import execution as run_execution
 from gateway.platform.runners import finish as run_finish
+from gateway.platform.runners import usage as run_usage
+from gateway.platform.runners.attachment_files import message_files, with_files
 from gateway.platform.runners.models import (
     Appended,
     ArtifactAdded,
@@ -42,6 +45,7 @@ from gateway.platform.runners.models import (
     RunStatus,
     Usage,
 )
+from gateway.platform.runs.attachment_routes import attachment_links
 
 
 @asynccontextmanager
@@ -85,6 +89,8 @@ async def register_endpoint(request: Request, body: Body[RunnerRegister]) -> Run
             factory_uid=spec.factory_uid,
             concurrency=spec.concurrency,
             version=spec.version,
+            worker_id=spec.worker_id,
+            debug_sessions=spec.debug_sessions,
         )
     return RunnerRegistered(runner.uid, runner.team_uid, services.settings.run_lease_s)
 
@@ -151,7 +157,11 @@ async def _claim(
     request: Request, conn: AsyncConnection, runner: run_execution.Runner, max_runs: int
 ) -> list[ClaimedRun]:
     lease_s = services_of(request).settings.run_lease_s
-    return await run_execution.claim(conn, runner, lease_s, max_runs)
+    claimed = await run_execution.claim(conn, runner, lease_s, max_runs)
+    # then the debug sessions asked of this runner (runners/debug_sessions.py)
+    claimed += await debug_sessions.claim_sessions(conn, runner, lease_s, max_runs - len(claimed))
+    await with_files(conn, claimed, attachment_links(request))
+    return claimed
 
 
 @routes.post(
@@ -167,7 +177,9 @@ async def heartbeat_endpoint(request: Request, body: Body[Held]) -> HeartbeatRes
     held = await body.read()
     lease_s = services_of(request).settings.run_lease_s
     async with as_runner(request, principal, held.runner_uid) as (conn, runner):
-        return await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
+        beat = await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
+        await message_files(conn, beat.messages, attachment_links(request))
+    return beat
 
 
 @routes.post(
@@ -206,10 +218,7 @@ async def messages_endpoint(request: Request, body: Body[Messages]) -> Appended:
     batch = await body.read()
     async with as_runner(request, principal, batch.runner_uid) as (conn, runner):
         count = await run_execution.append_messages(
-            conn,
-            runner,
-            request.path_params["run_id"],
-            [(m.role, m.text) for m in batch.messages],
+            conn, runner, request.path_params["run_id"], batch.messages
         )
     return Appended(count)
 
@@ -238,22 +247,15 @@ async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> Art
     response=Reported,
     errors=HELD_ERRORS,
     problems=(AGENT_ONLY, LOST),
-    notes="Each report adds to the run's usage.",
+    notes="A cumulative snapshot of the execution's usage of one model: it replaces the "
+    "previous snapshot of that model; a figure left out is unavailable (null), not 0.",
 )
 async def usage_endpoint(request: Request, body: Body[Usage]) -> Reported:
     principal = await principal_of(request)
     usage = await body.read()
     run_id = request.path_params["run_id"]
     async with as_runner(request, principal, usage.runner_uid) as (conn, runner):
-        await run_execution.report_usage(
-            conn,
-            runner,
-            run_id,
-            model_id=usage.model_id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            costs=dict(usage.cost_usd),
-        )
+        await run_usage.report_usage(conn, runner, run_id, usage)
     return Reported(run_id, True)
 
 

@@ -1,6 +1,6 @@
-"""The shapes of conversations: follow-ups, interrupts and prepared attachments (addressed by run
-or by conversation), what runs said (normalized messages), the skills agents offer, and the
-handoff snapshot and shared-session lookups."""
+"""The shapes of conversations: follow-ups and interrupts (addressed by run or by
+conversation), what runs said (normalized messages), the skills agents offer, and the handoff
+snapshot and shared-session lookups."""
 
 from __future__ import annotations
 
@@ -39,32 +39,31 @@ class InterruptResult(Struct):
     interrupted: Annotated[bool, Meta(description="always true")]
 
 
-class FileSpec(Struct, kw_only=True, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(min_length=1, max_length=300)] | None = None
+SkillId = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 
 
-class AttachmentsPrepare(Struct, kw_only=True, forbid_unknown_fields=True):
-    files: (
+class SkillInput(Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    skill_path: (
         Annotated[
-            list[FileSpec],
-            Meta(min_length=1, max_length=20, description="absent: one attachment without a name"),
+            str,
+            Meta(
+                min_length=1,
+                max_length=1000,
+                description="the path the skill was resolved by (proves no ownership)",
+            ),
         ]
         | None
     ) = None
-
-    def names(self) -> list[str | None]:
-        return [None] if self.files is None else [file.name for file in self.files]
-
-
-class PreparedAttachment(Struct):
-    attachment_id: str
-    name: str | None
+    bundled_skill_id: (
+        Annotated[SkillId, Meta(description="a bundled reference the service provides")] | None
+    ) = None
 
 
-class PreparedAttachments(Struct):
-    attachments: list[PreparedAttachment]
-    run_id: Annotated[str, Meta(description="the run the ids are valid for")]
-    conversation_id: str
+class Action(Struct, kw_only=True, forbid_unknown_fields=True):
+    """What the agent did, as its runner reported it (spec 2.3: skill loads are `read_skill`)."""
+
+    type: Literal["read_skill"]
+    input: SkillInput
 
 
 class Message(Struct, kw_only=True):
@@ -72,14 +71,18 @@ class Message(Struct, kw_only=True):
     run_id: str
     role: Literal["user", "agent", "tool", "system"]
     kind: Annotated[
-        Literal["prompt", "follow_up", "message"],
-        Meta(description="the run's prompt, a user's follow-up, or what the runner reported"),
+        Literal["prompt", "follow_up", "message", "action"],
+        Meta(
+            description="the run's prompt, a user's follow-up, what the runner reported, or an "
+            "action the agent took (`action`)"
+        ),
     ]
     text: str
     mode: str | None
     routing: Annotated[str | None, Meta(description="follow-ups: queued, resumed, injected")]
     attachments: list[str]
     created_at: Timestamp
+    action: Action | UnsetType = UNSET
 
 
 class RunConversation(Struct, kw_only=True):

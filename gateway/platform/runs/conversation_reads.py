@@ -10,13 +10,22 @@ conversation's messages are those of its runs, oldest run first, each run's in t
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NotFound
 from gateway.platform.runners.execution import FOLLOW_UPS
-from gateway.platform.runs.conversation_models import Conversation, Message, RunConversation, Skill
+from gateway.platform.runs.conversation_models import (
+    Action,
+    Conversation,
+    Message,
+    RunConversation,
+    Skill,
+)
 from gateway.platform.runs.models import RunRecord
 from gateway.platform.runs.records import can_view, visible_run
 from gateway.platform.runs.skill_specs import parse_skill_spec
@@ -59,23 +68,29 @@ async def run_messages(conn: AsyncConnection, runs: list[RunRecord]) -> list[Mes
         .order_by(m.c.created_at, m.c.id)
     )
     for row in await conn.execute(query):
-        from_user = row.routing in USER_ROUTINGS
-        found[row.run_id].append(
-            Message(
-                id=row.id,
-                run_id=row.run_id,
-                # a runner's message: the role it reported (agent, user, tool, system), kept in
-                # `mode`
-                role="user" if from_user else (row.mode or "agent"),
-                kind="follow_up" if from_user else "message",
-                text=row.message,
-                mode=row.mode if from_user else None,
-                routing=row.routing if from_user else None,
-                attachments=(row.attachments or []) if from_user else [],
-                created_at=row.created_at,
-            )
-        )
+        found[row.run_id].append(_message(row))
     return [message for run in runs for message in found[run.run_id]]
+
+
+def _message(row: Any) -> Message:
+    """A follow-up a user sent, or what the runner reported (said, or an action taken)."""
+    from_user = row.routing in USER_ROUTINGS
+    message = Message(
+        id=row.id,
+        run_id=row.run_id,
+        # a runner's message: the role it reported (agent, user, tool, system), kept in `mode`
+        role="user" if from_user else (row.mode or "agent"),
+        kind="follow_up" if from_user else "message",
+        text=row.message,
+        mode=row.mode if from_user else None,
+        routing=row.routing if from_user else None,
+        attachments=(row.attachments or []) if from_user else [],
+        created_at=row.created_at,
+    )
+    if row.action is not None:  # a skill load (spec 2.3), as the runner reported it
+        message.kind = "action"
+        message.action = msgspec.convert(row.action, Action)
+    return message
 
 
 def _prompt(run: RunRecord) -> Message:

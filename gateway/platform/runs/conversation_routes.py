@@ -11,7 +11,18 @@ from gateway.platform.runs import conversations
 from gateway.platform.runs.conversation_models import FollowUp, FollowUpResult, InterruptResult
 
 RUN_ERRORS = (400, 401, 404)  # a run the caller cannot see is a 404, never a 403
-UNKNOWN_ATTACHMENT = ((422, "`unknown_attachment`: not prepared for the receiving run"),)
+FOLLOW_UP_PROBLEMS = (
+    (
+        409,
+        "`debug_session_unavailable`: a debug follow-up to a failed run, and no debug session "
+        "can be opened (its runner does not open them, or is offline); nothing was stored",
+    ),
+    (
+        422,
+        "`unknown_attachment`: not prepared for the receiving run; `attachment_not_uploaded`: "
+        "its content was not uploaded",
+    ),
+)
 NOT_LIVE = ((409, "`run_not_live`: only a CLAIMED or INPROGRESS cloud run"),)
 routes = Routes("runs")
 BASE = "/agent/conversations/{conversation_id}"
@@ -21,17 +32,20 @@ BASE = "/agent/conversations/{conversation_id}"
     f"{BASE}/followups",
     "Follow-up to the newest run",
     response=FollowUpResult,
-    errors=(*RUN_ERRORS, 413, 422),
-    problems=UNKNOWN_ATTACHMENT,
+    errors=(*RUN_ERRORS, 409, 413, 422),
+    problems=FOLLOW_UP_PROBLEMS,
 )
 async def followup_endpoint(request: Request, body: Body[FollowUp]) -> FollowUpResult:
     principal = await principal_of(request)
     followup = await body.read()
-    async with services_of(request).database.transaction() as conn:
+    services = services_of(request)
+    async with services.database.transaction() as conn:
         run = await conversations.conversation_run(
             conn, principal, request.path_params["conversation_id"]
         )
-        return await conversations.follow_up(conn, run, followup)
+        routed = await conversations.follow_up(conn, run, followup, services.settings.run_lease_s)
+    services.runs_queued.notify()  # a resumed run, or a debug session, for a waiting runner
+    return routed
 
 
 @routes.post(

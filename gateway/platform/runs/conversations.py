@@ -17,15 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal
-from gateway.errors import NotFound, RunNotLive, UnknownAttachment
+from gateway.errors import AttachmentNotUploaded, NotFound, RunNotLive, UnknownAttachment
+from gateway.platform.runners.debug_sessions import request_session
 from gateway.platform.runs import timeline as run_timeline
 from gateway.platform.runs.conversation_models import (
-    AttachmentsPrepare,
     FollowUp,
     FollowUpResult,
     InterruptResult,
-    PreparedAttachment,
-    PreparedAttachments,
     Routing,
 )
 from gateway.platform.runs.models import CANCELLABLE_TYPES, RunRecord, RunState
@@ -54,6 +52,8 @@ def _routing(run: RunRecord) -> tuple[Routing, RunState]:
         return "queued", run.state
     if run.state in LIVE or run.state == "BLOCKED":
         return "injected", "INPROGRESS" if run.state == "BLOCKED" else run.state
+    if run.state == "FAILED" and run.debug_session == "open":
+        return "debug", "FAILED"  # an open debug session goes on until its runner ends it
     error_code = None if run.status_message is None else run.status_message.error_code
     # measured from the failure, not from updated_at, which each debug follow-up moves (a run
     # made FAILED by a path that does not record failed_at falls back to updated_at)
@@ -67,11 +67,18 @@ def _routing(run: RunRecord) -> tuple[Routing, RunState]:
     return "resumed", "QUEUED"
 
 
-async def follow_up(conn: AsyncConnection, run: RunRecord, request: FollowUp) -> FollowUpResult:
+async def follow_up(
+    conn: AsyncConnection, run: RunRecord, request: FollowUp, lease_s: float
+) -> FollowUpResult:
+    """Routes the follow-up by the run's state; a debug follow-up goes to a debug session of
+    the runner that failed the run (409 `debug_session_unavailable` when none can be opened;
+    `lease_s` tells whether that runner is online)."""
     run = await lock_run(conn, run.run_id)
     attachments = request.attachments or []
     await _check_attachments(conn, run, attachments)
     routing, state = _routing(run)
+    if routing == "debug":
+        await request_session(conn, run, lease_s)
     now = utcnow()
     await conn.execute(
         insert(t.run_messages).values(
@@ -95,6 +102,9 @@ async def follow_up(conn: AsyncConnection, run: RunRecord, request: FollowUp) ->
             started_at=None if resumed else r.c.started_at,
             status_message=None if resumed else r.c.status_message,
             failed_at=None if resumed else r.c.failed_at,
+            # a debug session requested and never opened is moot once the run runs again
+            debug_session=None if resumed else r.c.debug_session,
+            debug_runner_uid=None if resumed else r.c.debug_runner_uid,
         )
     )
     if state != run.state:  # BLOCKED -> INPROGRESS, or ended -> QUEUED: a change of state
@@ -108,15 +118,20 @@ async def _check_attachments(
     if not attachment_ids:
         return
     a = t.attachments
-    query = select(a.c.attachment_id).where(
+    query = select(a.c.attachment_id, a.c.uploaded_at).where(
         a.c.attachment_id.in_(attachment_ids), a.c.run_id == run.run_id
     )
-    known = set((await conn.execute(query)).scalars())
+    known = {row.attachment_id: row.uploaded_at for row in await conn.execute(query)}
     for i, attachment_id in enumerate(attachment_ids):
         if attachment_id not in known:
             raise UnknownAttachment(
                 f"attachments[{i}]: {attachment_id} was not prepared for run {run.run_id}, "
                 "the newest run of this conversation; prepare the attachments again"
+            )
+        if known[attachment_id] is None:  # a file that never reaches the agent: refuse it
+            raise AttachmentNotUploaded(
+                f"attachments[{i}]: {attachment_id} has no content yet; PUT it to the upload "
+                "URL prepare answered, then send the follow-up"
             )
 
 
@@ -137,25 +152,3 @@ async def interrupt(conn: AsyncConnection, run: RunRecord) -> InterruptResult:
         )
     )
     return InterruptResult(run.run_id, run.state, True)
-
-
-async def prepare_attachments(
-    conn: AsyncConnection, run: RunRecord, request: AttachmentsPrepare
-) -> PreparedAttachments:
-    """Attachment ids for the given run (the conversation's newest, at this moment)."""
-    now = utcnow()
-    prepared = [PreparedAttachment(ids.new_id("att"), name) for name in request.names()]
-    await conn.execute(
-        insert(t.attachments),
-        [
-            {
-                "attachment_id": p.attachment_id,
-                "conversation_id": run.conversation_id,
-                "run_id": run.run_id,
-                "file_name": p.name,
-                "created_at": now,
-            }
-            for p in prepared
-        ],
-    )
-    return PreparedAttachments(prepared, run.run_id, run.conversation_id)

@@ -15,6 +15,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
 from gateway.api.pagination import PageInfo
+from gateway.platform.runs.attachment_models import FileAttachment, ImageAttachment
 from gateway.types import JsonObject
 
 RUN_STATES = (
@@ -189,6 +190,9 @@ class RunRecord(Struct, kw_only=True, frozen=True):
     lease_expires_at: datetime | None
     lease_renewed_at: datetime | None
     attempts: int
+    worker_host: str | None = None
+    debug_session: str | None = None
+    debug_runner_uid: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> RunRecord:
@@ -263,10 +267,54 @@ def known(value: T | None) -> T | UnsetType:
 ONE_OF = "give at most one of parent_run_id and conversation_id"
 
 
+MetadataKey = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
+MetadataValue = Annotated[str, Meta(max_length=256)]
+Mode = Literal["normal", "plan", "orchestrate"]
+
+
 class RunCreate(Struct, kw_only=True, forbid_unknown_fields=True):
-    prompt: Annotated[str, Meta(min_length=1, max_length=MAX_PROMPT, pattern=r"\S")]
+    """POST /agent/runs (and /agent/run, the TypeScript client's path): the official clients'
+    body. `prompt` may be left out when a skill names the work or `conversation_id` continues a
+    conversation (a handoff)."""
+
+    prompt: Annotated[str, Meta(min_length=1, max_length=MAX_PROMPT, pattern=r"\S")] | None = None
     title: Annotated[str, Meta(min_length=1, max_length=500, pattern=r"\S")] | None = None
     config: AgentConfig | None = None
+    skill: (
+        Annotated[
+            str,
+            Meta(
+                max_length=500,
+                description="owner/repo:skill (or repo:skill, the repository of an environment "
+                "you may use); wins over config.skill_spec",
+            ),
+        ]
+        | None
+    ) = None
+    mode: Mode | None = None
+    metadata: Annotated[dict[MetadataKey, MetadataValue], Meta(max_length=20)] | None = None
+    attachments: (
+        Annotated[list[FileAttachment], Meta(max_length=5, description="files for the agent")]
+        | None
+    ) = None
+    images: (
+        Annotated[list[ImageAttachment], Meta(max_length=5, description="images for the agent")]
+        | None
+    ) = None
+    team: Annotated[bool, Meta(description="runs here are team-owned: omit it, or true")] | None = (
+        None
+    )
+    agent_identity_uid: (
+        Annotated[str, Meta(max_length=64, description="an agent of the run's team executes it")]
+        | None
+    ) = None
+    interactive: (
+        Annotated[bool, Meta(description="accepted; every run here takes follow-ups")] | None
+    ) = None
+    on_behalf_of: (
+        Annotated[str, Meta(max_length=320, description="refused: no agent may act for a user")]
+        | None
+    ) = None
     parent_run_id: (
         Annotated[
             str,

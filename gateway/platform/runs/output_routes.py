@@ -15,8 +15,10 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Routes
 from gateway.errors import NotFound
 from gateway.platform.runners import execution as run_execution
+from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.models import RunUsage, Workers
 from gateway.platform.runs import timeline as run_timeline
+from gateway.platform.runs.attachment_routes import attachment_links
 from gateway.platform.runs.output_models import ArtifactDetails, Timeline
 from gateway.platform.runs.records import can_view, visible_run
 from gateway.security import SecretBox
@@ -39,7 +41,10 @@ async def artifact_endpoint(request: Request) -> ArtifactDetails:
         artifact, run = await run_execution.artifact(conn, request.path_params["artifact_uid"])
     if not can_view(principal, run):
         raise NotFound(f"artifact_uid: {artifact.artifact_uid} not found")
-    return ArtifactDetails.of(artifact, signed_url(request, artifact.artifact_uid))
+    uid = artifact.artifact_uid
+    if artifact.content is None and uid.startswith("att_"):  # in the attachment store
+        return ArtifactDetails.of(artifact, attachment_links(request).download(uid))
+    return ArtifactDetails.of(artifact, signed_url(request, uid))
 
 
 def signed_url(request: Request, artifact_uid: str) -> tuple[str, datetime]:
@@ -138,7 +143,7 @@ async def usage_endpoint(request: Request) -> RunUsage:
     principal = await principal_of(request)
     async with services_of(request).database.read() as conn:
         run = await visible_run(conn, principal, request.path_params["run_id"])
-        return await run_execution.usage_of(conn, run.run_id)
+        return await run_usage.usage_of(conn, run.run_id)
 
 
 @routes.get(

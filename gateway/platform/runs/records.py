@@ -16,6 +16,7 @@ from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.errors import NotFound
 from gateway.platform.runs.models import AgentConfig, Creator, RunArtifact, RunItem, RunRecord
+from gateway.platform.runs.worker_pinning import pinned_worker
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -99,6 +100,7 @@ def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, object]:
         "task_pending": new.task_pending,
         "agent_uid": new.agent_uid,
         "mode": new.mode,
+        "worker_host": pinned_worker(new.agent_config),
     }
 
 

@@ -14,30 +14,48 @@ from gateway.api.pagination import page_info
 from gateway.api.routing import Body, Query, Routes
 from gateway.platform.runs import conversations
 from gateway.platform.runs import lifecycle as run_lifecycle
+from gateway.platform.runs.attachments import forget_files, store_files
 from gateway.platform.runs.conversation_models import FollowUp, FollowUpResult, InterruptResult
-from gateway.platform.runs.conversation_routes import NOT_LIVE, RUN_ERRORS, UNKNOWN_ATTACHMENT
+from gateway.platform.runs.conversation_routes import FOLLOW_UP_PROBLEMS, NOT_LIVE, RUN_ERRORS
+from gateway.platform.runs.creation import Catalog, create_agent_run, files_of
 from gateway.platform.runs.models import RunCreate, RunCreated, RunFilters, RunItem, RunList
 from gateway.platform.runs.records import run_item, run_items, visible_run
-from gateway.platform.runs.standalone import create_agent_run, list_runs, run_query
+from gateway.platform.runs.standalone import list_runs, run_query
 
 routes = Routes("runs")
 RUN = "/agent/runs/{run_id}"
 
 
+CREATE = {
+    "response": RunCreated,
+    "errors": (400, 401, 403, 413),
+    "team": True,
+    "problems": (
+        (403, "`forbidden`: X-Service-Team-Uid is not a team of the caller; or on_behalf_of"),
+    ),
+}
+
+
+@routes.post("/agent/runs", "Create a run", **CREATE)
 @routes.post(
-    "/agent/runs",
-    "Create a run",
-    response=RunCreated,
-    errors=(400, 401, 403, 413),
-    team=True,
-    problems=((403, "`forbidden`: X-Service-Team-Uid is not a team of the caller"),),
+    "/agent/run",
+    "Create a run (the TypeScript client's path)",
+    notes="The same operation as POST /agent/runs.",
+    **CREATE,
 )
 async def create_run_endpoint(request: Request, body: Body[RunCreate]) -> RunCreated:
     principal = await principal_of(request, team_scoped=True)
     spec = await body.read()
     services = services_of(request)
-    async with services.database.transaction() as conn:
-        created = await create_agent_run(conn, principal, spec, services.settings.models)
+    settings = services.settings
+    stored = await store_files(services.blobs, files_of(spec, settings.attachments))
+    catalog = Catalog(settings.models, settings.environments)
+    try:
+        async with services.database.transaction() as conn:
+            created = await create_agent_run(conn, principal, spec, catalog, stored)
+    except BaseException:
+        await forget_files(services.blobs, stored)  # the run was not created: nothing holds them
+        raise
     services.runs_queued.notify()
     return created
 
@@ -72,15 +90,18 @@ async def get_run_endpoint(request: Request) -> RunItem:
     f"{RUN}/followups",
     "Send a follow-up",
     response=FollowUpResult,
-    errors=(*RUN_ERRORS, 413, 422),
-    problems=UNKNOWN_ATTACHMENT,
+    errors=(*RUN_ERRORS, 409, 413, 422),
+    problems=FOLLOW_UP_PROBLEMS,
 )
 async def followup_endpoint(request: Request, body: Body[FollowUp]) -> FollowUpResult:
     principal = await principal_of(request)
     followup = await body.read()
-    async with services_of(request).database.transaction() as conn:
+    services = services_of(request)
+    async with services.database.transaction() as conn:
         run = await visible_run(conn, principal, request.path_params["run_id"])
-        return await conversations.follow_up(conn, run, followup)
+        routed = await conversations.follow_up(conn, run, followup, services.settings.run_lease_s)
+    services.runs_queued.notify()  # a resumed run, or a debug session, for a waiting runner
+    return routed
 
 
 @routes.post(

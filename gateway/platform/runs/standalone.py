@@ -1,4 +1,4 @@
-"""POST /agent/runs and GET /agent/runs: standalone cloud agent runs, created and listed."""
+"""GET /agent/runs, and the agent config every way of creating a run checks (parse_config)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
-from gateway.errors import InvalidRequest
 from gateway.platform.catalog.llm_models import check_model
-from gateway.platform.runs.models import AgentConfig, RunCreate, RunCreated, RunFilters, RunRecord
-from gateway.platform.runs.records import NewRun, can_view, find_run, insert_run, newest_root_run
+from gateway.platform.runs.models import AgentConfig, RunFilters, RunRecord
 from gateway.platform.runs.skill_specs import parse_skill_spec
 from gateway.store import tables as t
 
@@ -41,42 +39,6 @@ def parse_config(
         if config.name is UNSET:
             config.name = skill.name
     return config
-
-
-async def create_agent_run(
-    conn: AsyncConnection, principal: Principal, spec: RunCreate, models: Sequence[ModelSpec]
-) -> RunCreated:
-    """A QUEUED cloud run. Extensions beyond the official body: `parent_run_id` (a child in the
-    parent's tree and conversation) and `conversation_id` (a new top-level run continuing it)."""
-    parent_id, conversation = spec.parent_run_id, spec.conversation_id
-    if parent_id and conversation:
-        raise InvalidRequest("conversation_id: give either parent_run_id or conversation_id")
-    parent = None
-    if parent_id is not None:
-        parent = await find_run(conn, parent_id)
-        if parent is None or not can_view(principal, parent):
-            raise InvalidRequest(f"parent_run_id: no visible run {parent_id}")
-    if conversation is not None:
-        current = await newest_root_run(conn, conversation)
-        if current is None or not can_view(principal, current):
-            raise InvalidRequest(f"conversation_id: no visible conversation {conversation}")
-    team = principal.active_team_uid or min(principal.team_uids, default=None)
-    if parent is not None and parent.team_uid in principal.team_uids:
-        team = parent.team_uid  # a child stays in its tree's team
-    new = NewRun(
-        prompt=spec.prompt,
-        title=spec.title,
-        team_uid=team,
-        creator=principal,
-        agent_config=parse_config(spec.config, models),
-        parent=parent,
-        conversation_id=conversation,
-        factory_uid=None if parent is None else parent.factory_uid,
-        # an agent key attributes the run to that agent (spec 5), which executes it
-        agent_uid=principal.uid if principal.kind == "agent" else None,
-    )
-    run = await insert_run(conn, new)
-    return RunCreated(run.run_id, run.run_id, run.state)
 
 
 @dataclass(frozen=True, slots=True)

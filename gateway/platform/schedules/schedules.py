@@ -24,6 +24,7 @@ from gateway.catalog import ModelSpec
 from gateway.errors import Forbidden, InvalidRequest, NotFound
 from gateway.platform.runs.models import MAX_PROMPT
 from gateway.platform.runs.standalone import parse_config
+from gateway.platform.runs.worker_pinning import check_worker_host
 from gateway.platform.schedules import cron
 from gateway.platform.schedules.models import ScheduleCreate, ScheduledAgent, ScheduleUpdate
 from gateway.platform.tasks.run_items import profiles
@@ -204,6 +205,7 @@ async def _checked(
     if spec.agent_config is not None:
         # the stored config is the runs' own form of it (runs.standalone.parse_config)
         parsed = parse_config(spec.agent_config, models, "agent_config")
+        await check_worker_host(conn, team, parsed, "agent_config.worker_host")
         config = None if parsed is None else msgspec.to_builtins(parsed)
     prompt = spec.prompt or None
     if prompt is None and not (config or {}).get("skill_spec"):

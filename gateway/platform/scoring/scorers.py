@@ -3,7 +3,8 @@ version). Creating one needs manage access to the factory; reading, access to it
 
 A scorer scores the runs of every agent of the factory (`all_agents`) or of the agents it names
 (`selected_agents`). `benchmark_managed` scorers belong to a benchmark suite; no API operation
-sets the flag (benchmark suites are not part of this service), and manual dispatch refuses them.
+sets the flag (this service's benchmark suites judge trials by their outcome, not by scorers), and
+manual dispatch refuses them.
 """
 
 from __future__ import annotations

@@ -79,3 +79,19 @@ def test_unknown_route_and_method_are_problems(world: World) -> None:
     response = world.api("DELETE", f"/factory/{world.factory_uid}")
     assert response.status_code == 405
     assert response.json()["status"] == 405
+
+
+def test_team_uid_query_takes_precedence_over_the_team_header(world: World) -> None:
+    """A header naming a team the caller is not in does not matter when team_uid names one it
+    is in (spec 5.4: the parameter overrides the header)."""
+    foreign_header = {**world.user, "X-Service-Team-Uid": world.other_team_uid}
+    response = world.api(
+        "GET", "/factory", headers=foreign_header, params={"team_uid": world.team_uid}
+    )
+    assert response.status_code == 200, response.text
+    assert [f["uid"] for f in response.json()["factories"]] == [world.factory_uid]
+    unknown_header = {**world.user, "X-Service-Team-Uid": "team_nope"}
+    response = world.api(
+        "GET", "/factory", headers=unknown_header, params={"team_uid": world.team_uid}
+    )
+    assert response.status_code == 200, response.text

@@ -8,6 +8,7 @@ from typing import Any
 from gateway.accounts import identities
 from gateway.platform.factories.foreman import set_foreman as assign_foreman
 from gateway.services import Services
+from tests.platform.runners.test_runner_api import Runner
 from tests.platform.runs.runs_support import advance, new_run
 from tests.support import World, eventually
 
@@ -60,6 +61,18 @@ def test_failed_and_blocked_runs_notify_the_team_until_resolved(world: World) ->
     standalone = world.api("POST", "/agent/runs", json={"prompt": "p"}).json()
     advance(world, standalone["run_id"], "start", "fail")
     assert len(_inbox(world)["notifications"]) == 1
+
+
+def test_a_run_that_its_runner_reports_blocked_notifies_with_its_question(world: World) -> None:
+    """The runner's status message is the notice's detail: written before the notice is made."""
+    run = _dispatch(world, "Asks")
+    runner = Runner(world)
+    # its task is bound in the background, under a row lock a claim skips: claim until it comes
+    assert [claimed["run_id"] for claimed in eventually(runner.claim)] == [run["run_id"]]
+    runner.on(run["run_id"], "progress", state="INPROGRESS")
+    runner.on(run["run_id"], "progress", state="BLOCKED", status_message="Which branch?")
+    found = _inbox(world)["notifications"]
+    assert [(n["kind"], n["detail"]) for n in found] == [("run_needs_input", "Which branch?")]
 
 
 def test_a_follow_up_that_answers_or_resumes_the_run_resolves_its_notice(world: World) -> None:

@@ -87,8 +87,9 @@ def test_a_run_goes_from_queued_to_succeeded_through_a_runner(world: World) -> N
     runner.on(run_id, "messages", messages=[{"role": "agent", "text": "looking"}])
     runner.on(run_id, "usage", model_id="m-1", input_tokens=100, output_tokens=20,
               cost_usd={"llm": 0.5, "compute": 0.25})  # fmt: skip
-    runner.on(run_id, "usage", model_id="m-1", input_tokens=1, output_tokens=1,
-              cost_usd={"llm": 0.125})  # fmt: skip
+    # a cumulative snapshot: it replaces the one before
+    runner.on(run_id, "usage", model_id="m-1", input_tokens=101, output_tokens=21,
+              cost_usd={"llm": 0.625, "compute": 0.25})  # fmt: skip
     finished = runner.on(
         run_id, "finish", outcome="SUCCEEDED", status_message="all done", transcript="out\nerr\n"
     )

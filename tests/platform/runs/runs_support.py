@@ -45,3 +45,24 @@ def new_run(world: World, headers: dict[str, str] | None = None, **body: Any) ->
         "GET", f"/agent/runs/{created.json()['run_id']}", headers=headers
     ).json()
     return run
+
+
+def upload(world: World, prepared: dict[str, Any], content: bytes = b"log line\n") -> Any:
+    """PUTs `content` to a prepared attachment's upload URL (no credentials: the URL is one)."""
+    target = prepared["upload"]
+    answer = world.client.request(
+        target["method"], target["url"], content=content, headers=target["headers"]
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def prepare_uploaded(world: World, path: str, *names: str) -> list[str]:
+    """Attachment ids prepared at `path` (.../attachments/prepare), each uploaded."""
+    files = [{"name": name, "content_type": "text/plain"} for name in names]
+    prepared = world.api("POST", path, json={"files": files} if files else None)
+    assert prepared.status_code == 200, prepared.text
+    attachments = prepared.json()["attachments"]
+    for attachment in attachments:
+        upload(world, attachment)
+    return [attachment["attachment_id"] for attachment in attachments]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.platform.runs.runs_support import advance, new_run
+from tests.platform.runs.runs_support import advance, new_run, prepare_uploaded, upload
 from tests.support import World
 
 
@@ -12,6 +12,7 @@ def test_prepare_then_follow_up(world: World) -> None:
     body = prepared.json()
     assert body["run_id"] == run["run_id"] and len(body["attachments"]) == 1
     attachment = body["attachments"][0]["attachment_id"]
+    upload(world, body["attachments"][0])
     ok = world.api(
         "POST", f"{base}/followups", json={"message": "see", "attachments": [attachment]}
     )
@@ -23,6 +24,7 @@ def test_attachment_of_an_older_run_is_unknown(world: World) -> None:
     run = new_run(world)
     base = f"/agent/conversations/{run['conversation_id']}"
     old = world.api("POST", f"{base}/attachments/prepare").json()["attachments"][0]
+    upload(world, old)
     newer = new_run(world, conversation_id=run["conversation_id"])
     response = world.api(
         "POST", f"{base}/followups", json={"message": "x", "attachments": [old["attachment_id"]]}
@@ -31,6 +33,7 @@ def test_attachment_of_an_older_run_is_unknown(world: World) -> None:
     assert response.json()["detail"].startswith("attachments")
     fresh = world.api("POST", f"{base}/attachments/prepare").json()
     assert fresh["run_id"] == newer["run_id"]
+    upload(world, fresh["attachments"][0])
     response = world.api(
         "POST",
         f"{base}/followups",
@@ -65,6 +68,8 @@ def test_prepare_by_run(world: World) -> None:
     assert body["run_id"] == run["run_id"] and body["conversation_id"] == run["conversation_id"]
     assert [a["name"] for a in body["attachments"]] == ["log.txt", None]
     ids = [a["attachment_id"] for a in body["attachments"]]
+    for attachment in body["attachments"]:
+        upload(world, attachment)
     followup = f"/agent/runs/{run['run_id']}/followups"
     accepted = world.api("POST", followup, json={"message": "see", "attachments": ids})
     assert accepted.status_code == 200 and accepted.json()["run_id"] == run["run_id"]
@@ -80,17 +85,17 @@ def test_ids_prepared_for_an_older_run_stay_unknown_to_the_conversation(world: W
     older one of the conversation answer 422 unknown_attachment, as ids prepared by
     conversation before the newer run appeared do."""
     run = new_run(world)
-    older = world.api("POST", f"/agent/runs/{run['run_id']}/attachments/prepare").json()
+    older = prepare_uploaded(world, f"/agent/runs/{run['run_id']}/attachments/prepare")
     newer = new_run(world, conversation_id=run["conversation_id"])
-    attachment = older["attachments"][0]["attachment_id"]
-    body = {"message": "x", "attachments": [attachment]}
+    body = {"message": "x", "attachments": older}
     refused = world.api(
         "POST", f"/agent/conversations/{run['conversation_id']}/followups", json=body
     )
     assert refused.status_code == 422 and refused.json()["code"] == "unknown_attachment"
     # by run, for the newest run, they work through the conversation
-    fresh = world.api("POST", f"/agent/runs/{newer['run_id']}/attachments/prepare").json()
-    body["attachments"] = [fresh["attachments"][0]["attachment_id"]]
+    body["attachments"] = prepare_uploaded(
+        world, f"/agent/runs/{newer['run_id']}/attachments/prepare"
+    )
     accepted = world.api(
         "POST", f"/agent/conversations/{run['conversation_id']}/followups", json=body
     )

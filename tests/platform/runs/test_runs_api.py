@@ -175,7 +175,7 @@ def test_followups_are_routed_by_state(world: World) -> None:
     resumed = world.api("POST", path, json={"message": "again"}).json()
     assert resumed["routing"] == "resumed" and resumed["state"] == "QUEUED"
     assert world.api("GET", f"/agent/runs/{run['run_id']}").json()["state"] == "QUEUED"
-    advance(world, run["run_id"], "start", "fail", error_code="environment_setup_failed")
+    fail_setup(world, run["run_id"])
     debug = world.api("POST", path, json={"message": "why?"}).json()
     assert debug["routing"] == "debug" and debug["state"] == "FAILED"
     for bad in (
@@ -251,12 +251,21 @@ def _shift_back(world: World, run_id: str, minutes: int) -> None:
     world.client.run(go)
 
 
+def fail_setup(world: World, run_id: str) -> None:
+    """A runner that opens debug sessions claims the run and fails its environment set-up."""
+    from tests.platform.runners.test_runner_api import Runner
+
+    runner = Runner(world, debug_sessions=True)
+    assert run_id in [claimed["run_id"] for claimed in runner.claim(50)]
+    runner.on(run_id, "finish", outcome="FAILED", error_code="environment_setup_failed")
+
+
 def test_debug_follow_ups_do_not_extend_the_debug_window(world: World) -> None:
     """The window is an hour from the failure: a debug follow-up 59 minutes after it updates the
     run, and one 2 minutes later (61 after the failure) resumes the run instead."""
     run = new_run(world)
     path = f"/agent/runs/{run['run_id']}/followups"
-    advance(world, run["run_id"], "start", "fail", error_code="environment_setup_failed")
+    fail_setup(world, run["run_id"])
     _shift_back(world, run["run_id"], 59)
     debug = world.api("POST", path, json={"message": "why?"}).json()
     assert debug["routing"] == "debug" and debug["state"] == "FAILED"
