@@ -293,7 +293,8 @@ def test_scorers_skills_and_suites_are_stored(world: World) -> None:
         "  - {value: bad, score: 0}\npassingScore: 0.5\nmodel: claude-4-5-haiku\n---\nJudge it.\n",
         "skills/review/SKILL.md": "---\nname: Review\ndescription: How we review\n---\nBe kind.\n",
         "agents/boss/skills/lead/SKILL.md": "---\n---\nLead well.\n",
-        "benchmarks/smoke/suite.yaml": "name: Smoke\nagent: boss\ntasks: [first, second]\n",
+        "agents/helper/agent.md": "---\n---\nHelp.\n",
+        "benchmarks/smoke/suite.yaml": "name: Smoke\nagent: helper\ntasks: [first, second]\n",
         "benchmarks/smoke/tasks/first.yaml": _task("First", "Do one"),
         "benchmarks/smoke/tasks/second.yaml": _task("Second", "Do two"),
     }
@@ -311,7 +312,8 @@ def test_scorers_skills_and_suites_are_stored(world: World) -> None:
     ]
     suites = world.api("GET", f"/factory/{factory_uid}/benchmark-suites").json()["suites"]
     (suite,) = suites
-    assert suite["name"] == "Smoke" and suite["agent_uid"] == stored[("agent", "boss")]["uid"]
+    helper = stored[("agent", "helper")]["uid"]
+    assert suite["name"] == "Smoke" and suite["agent_uid"] == helper
     tasks = world.api("GET", f"/factory/{factory_uid}/benchmark-suites/{suite['uid']}").json()
     assert [task["title"] for task in tasks["tasks"]] == ["First", "Second"]
     files["benchmarks/smoke/tasks/first.yaml"] = (
@@ -324,6 +326,28 @@ def test_scorers_skills_and_suites_are_stored(world: World) -> None:
         {"kind": "benchmark_suite", "name": "smoke", "action": "update", "fields": ["tasks"]}
     ]  # two titles swapped: unique titles hold throughout
     assert post(world, "plan", minimal("extras", files)).json()["changes"] == []
+
+    launched = world.api("POST", f"/factory/{factory_uid}/benchmark-suites/{suite['uid']}/runs")
+    assert launched.status_code == 201, launched.json()
+    trials = world.api(
+        "GET", f"/factory/{factory_uid}/benchmark-runs/{launched.json()['uid']}/trials"
+    ).json()
+    run_ids = [trial["agent_run_id"] for trial in trials["data"]]
+    assert len(run_ids) == 2 and _agents_of(world, run_ids) == {helper}  # not the foreman
+
+
+def _agents_of(world: World, run_ids: list[str]) -> set[str | None]:
+    from sqlalchemy import select
+
+    from gateway.store import tables as t
+
+    async def read(services: Any) -> set[str | None]:
+        async with services.database.read() as conn:
+            query = select(t.runs.c.agent_uid).where(t.runs.c.run_id.in_(run_ids))
+            return set((await conn.execute(query)).scalars())
+
+    found: set[str | None] = world.client.run(read)
+    return found
 
 
 def test_who_may_plan_and_apply(world: World) -> None:
