@@ -51,6 +51,7 @@ class Operation:
     media_type: str = "application/json"
     body: Any = None
     body_required: bool = True
+    body_limit: int | None = None  # bytes a body may have (None: the API's 1 MB)
     query: Any = None
     errors: tuple[int, ...] = (400, 401, 403, 404)
     problems: tuple[tuple[int, str], ...] = ()

@@ -393,3 +393,14 @@ def test_a_tree_posted_from_the_repository_root(world: World) -> None:
     two = tree | {f"other/{path}": text for path, text in minimal("two", {}).items()}
     (problem,) = _diagnostics(post(world, "plan", two))
     assert problem["code"] == "FF_MISSING_FACTORY" and "other/factory.yaml" in problem["message"]
+
+
+def test_a_tree_larger_than_other_bodies_is_accepted_up_to_its_limits(world: World) -> None:
+    prompt = "Review with care.\n" * 13_000  # ~230 KB a prompt, under 256 KiB a file
+    files = {f"agents/helper-{n}/agent.md": f"---\n---\n{prompt}" for n in range(6)}
+    tree = minimal("large", files)
+    assert sum(len(text) for text in tree.values()) > 1_048_576  # more than other API bodies
+    assert applied(world, tree)["changes"][0]["action"] == "create"
+    oversized = {f"agents/more-{n}/agent.md": "x" * 200_000 for n in range(50)}
+    response = post(world, "plan", tree | oversized)
+    assert response.status_code == 413, response.status_code
