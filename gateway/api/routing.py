@@ -80,6 +80,7 @@ class ApiRoute(Route):
     def __init__(self, method: str, path: str, handler: Handler, operation: Operation) -> None:
         self.method = method
         self.operation = operation
+        self.handler = handler
         super().__init__(
             path, _endpoint(handler, operation), methods=[method], name=handler.__name__
         )
@@ -89,7 +90,7 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
     body_type, query_type = operation.body, operation.query
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
     names: QueryFields = () if query_type is None else query_fields(query_type)
-    declared = operation.response if isinstance(operation.response, type) else None
+    declared = answer_type(operation)
     body_limit = operation.body_limit or MAX_API_BODY
 
     async def endpoint(request: Request) -> Response:
@@ -146,6 +147,13 @@ class Routes(list[BaseRoute]):
             return handler
 
         return register
+
+
+def answer_type(operation: Operation) -> type | None:
+    """The class a handler's JSON answer must be an instance of, when the operation declares one
+    (not `Any`, a generic alias or an annotated free-form value)."""
+    response = operation.response
+    return response if isinstance(response, type) and response is not Any else None
 
 
 def _inner(hint: Any) -> Any:

@@ -12,29 +12,29 @@ from sqlalchemy import delete, insert, update
 from factory_format import Agent, Skill
 from gateway import ids
 from gateway.automations.models import json_form
+from gateway.platform.agents.models import RunDefaults
 from gateway.platform.factory_files.writing import Writing
 from gateway.store import tables as t
+from gateway.types import JsonObject
 
 
-def run_defaults(agent: Agent) -> dict[str, Any] | None:
+def run_defaults(agent: Agent) -> RunDefaults:
     """agents.run_defaults of a file agent: its prompt and resolved configuration. The model is
     its harness's for oz (a Warp model id); a credential strategy it does not set is the
     factory's, read where runs start."""
     effective = agent.effective
-    defaults: dict[str, Any] = {
-        "prompt": agent.prompt or None,
-        "base_model": effective.harness.model if effective.harness.type == "oz" else None,
-        "environment_id": effective.environment_id,
-        "worker_host": effective.worker_host,
-        "credential_strategy": effective.credential_strategy,
-        "mcp_servers": mcp_configs(effective.mcp_servers),
-        "secrets": list(effective.secrets) or None,
-    }
-    kept = {key: value for key, value in defaults.items() if value is not None}
-    return kept or None
+    return RunDefaults(
+        prompt=agent.prompt or None,
+        base_model=effective.harness.model if effective.harness.type == "oz" else None,
+        environment_id=effective.environment_id,
+        worker_host=effective.worker_host,
+        credential_strategy=effective.credential_strategy,
+        mcp_servers=mcp_configs(effective.mcp_servers),
+        secrets=list(effective.secrets),
+    )
 
 
-def mcp_configs(servers: dict[str, str]) -> dict[str, Any] | None:
+def mcp_configs(servers: dict[str, str]) -> dict[str, JsonObject] | None:
     """{name: warpId} as run configurations hold MCP servers: {name: {"warp_id": id}}."""
     return {name: {"warp_id": warp_id} for name, warp_id in servers.items()} or None
 
@@ -55,7 +55,7 @@ def _columns(agent: Agent) -> dict[str, Any]:
         "name": agent.name,
         "description": agent.description,
         "agent_type": agent.agent_type,
-        "run_defaults": run_defaults(agent),
+        "run_defaults": run_defaults(agent).to_stored(),
         "definition_name": agent.name,
         "definition": _definition(agent),
     }

@@ -20,6 +20,7 @@ from sqlalchemy import select, update
 from benchmarks.postgres import temporary_database
 from gateway.accounts import identities
 from gateway.platform.schedules import schedules
+from gateway.platform.schedules.models import ScheduleCreate
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -57,12 +58,12 @@ async def _prepare(database: Any) -> list[str]:
         team = await identities.create_team(conn, "T")
         user, _ = await identities.create_user(conn, team, "owner@example.com")
         owner = identities.Principal("user", user, "owner", None, frozenset({team}))
-        body = {"cron_schedule": "0 0 1 1 *", "prompt": "p"}  # yearly: only the test's slots
-        rows = [
-            await schedules.create_schedule(conn, owner, body | {"name": f"s{i}"}, ())
-            for i in range(SCHEDULES)
+        yearly = "0 0 1 1 *"  # only the test's slots
+        specs = [
+            ScheduleCreate(name=f"s{i}", cron_schedule=yearly, prompt="p") for i in range(SCHEDULES)
         ]
-    return [row.uid for row in rows]
+        created = [await schedules.create_schedule(conn, owner, spec, ()) for spec in specs]
+    return [schedule.id for schedule in created]
 
 
 async def _make_due(database: Any) -> None:
