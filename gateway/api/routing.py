@@ -24,7 +24,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.api.decoding import (
-    MAX_API_BODY,
     QueryFields,
     decode_body,
     decode_query,
@@ -33,7 +32,7 @@ from gateway.api.decoding import (
     reject_nul,
 )
 from gateway.api.http import JSONResponse
-from gateway.openapi import Documented, Operation
+from gateway.openapi import MAX_API_BODY, Documented, Operation
 
 T = TypeVar("T")
 Handler = Callable[..., Awaitable[Any]]
@@ -91,7 +90,7 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
     names: QueryFields = () if query_type is None else query_fields(query_type)
     declared = answer_type(operation)
-    body_limit = operation.body_limit or MAX_API_BODY
+    body_limit = operation.body_limit
 
     async def endpoint(request: Request) -> Response:
         reject_nul(request)
