@@ -404,3 +404,23 @@ def test_a_tree_larger_than_other_bodies_is_accepted_up_to_its_limits(world: Wor
     oversized = {f"agents/more-{n}/agent.md": "x" * 200_000 for n in range(50)}
     response = post(world, "plan", tree | oversized)
     assert response.status_code == 413, response.status_code
+
+
+def test_a_factory_made_through_the_api_takes_the_tree_and_its_foreman(world: World) -> None:
+    """World's factory has an API-made foreman: the tree's FOREMAN replaces it, the old agent
+    stays an agent of the team."""
+    tree = minimal("Factory A", {})
+    plan = post(world, "plan", tree, factory_uid=world.factory_uid).json()["changes"]
+    factory_change = plan[0]
+    assert factory_change["kind"] == "factory" and factory_change["action"] == "update"
+    assert "foreman" in factory_change["fields"] and "repositories" in factory_change["fields"]
+    assert plan[1:] == [
+        {"kind": "runner", "name": "small", "action": "create"},
+        {"kind": "agent", "name": "boss", "action": "create"},
+    ]
+    applied(world, tree, factory_uid=world.factory_uid)
+    stored = definition(world, world.factory_uid)
+    factory = world.api("GET", f"/factory/{world.factory_uid}").json()
+    assert factory["foreman_agent_uid"] == stored[("agent", "boss")]["uid"]
+    assert world.api("GET", f"/agent/identities/{world.agent_uid}").status_code == 200
+    assert post(world, "plan", tree, factory_uid=world.factory_uid).json()["changes"] == []
