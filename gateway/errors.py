@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.types import JsonObject
-
 
 class ServiceError(Exception):
     """Base of every error the service answers with. Subclasses set status, code and title."""
@@ -20,7 +18,7 @@ class ServiceError(Exception):
         self.detail = detail or self.title
         self.headers = headers or {}
 
-    def members(self) -> JsonObject:
+    def members(self) -> dict[str, Any]:
         """Extension members of its problem document (RFC 9457 section 3.2), JSON values."""
         return {}
 
@@ -114,7 +112,7 @@ class InvalidFactoryTree(Unprocessable):
         super().__init__(f"{where}: {first.message}{more}")
         self.diagnostics = list(diagnostics)
 
-    def members(self) -> JsonObject:
+    def members(self) -> dict[str, Any]:
         import msgspec
 
         return {"diagnostics": msgspec.to_builtins(self.diagnostics)}
