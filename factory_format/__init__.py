@@ -22,6 +22,7 @@ from .diagnostics import Diagnostic
 from .directory import (
     DefinitionRootError,
     DirectoryTree,
+    definition_roots_below,
     find_definition_root,
     parse_directory,
     read_directory,
@@ -57,6 +58,7 @@ from .schemas import (
 from .sources import MAX_FILE_BYTES, MAX_FILES, MAX_TREE_BYTES
 from .triggers.matchers import Matcher
 from .triggers.model import Schedule, Trigger
+from .triggers.plain import PlainProblem, PlainReference, PlainTriggers, check_plain_triggers
 
 __all__ = [
     "CODE_SUMMARIES",
@@ -82,6 +84,9 @@ __all__ = [
     "InheritanceError",
     "Matcher",
     "ParseResult",
+    "PlainProblem",
+    "PlainReference",
+    "PlainTriggers",
     "Resource",
     "ResourceKey",
     "RunConfig",
@@ -92,7 +97,9 @@ __all__ = [
     "Trigger",
     "Webhook",
     "changed_fields",
+    "check_plain_triggers",
     "comparable",
+    "definition_roots_below",
     "find_definition_root",
     "parse_directory",
     "parse_tree",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class ServiceError(Exception):
     """Base of every error the service answers with. Subclasses set status, code and title."""
@@ -14,6 +17,10 @@ class ServiceError(Exception):
         super().__init__(detail or self.title)
         self.detail = detail or self.title
         self.headers = headers or {}
+
+    def members(self) -> dict[str, Any]:
+        """Extension members of its problem document (RFC 9457 section 3.2), JSON values."""
+        return {}
 
 
 class InvalidRequest(ServiceError):
@@ -106,6 +113,25 @@ class DebugUnavailable(Conflict):
 
 class NotCancellable(Unprocessable):
     code, title = "not_cancellable", "Run type does not support cancellation"
+
+
+class InvalidFactoryTree(Unprocessable):
+    """A factory definition tree that cannot apply: every problem of it, as diagnostics
+    (Structs with path, line, column, code and message: factory_format.Diagnostic)."""
+
+    code, title = "invalid_factory_tree", "The factory definition tree has problems"
+
+    def __init__(self, diagnostics: Sequence[Any]) -> None:
+        first = diagnostics[0]
+        where = first.path if first.line is None else f"{first.path}:{first.line}"
+        more = f" (and {len(diagnostics) - 1} more)" if len(diagnostics) > 1 else ""
+        super().__init__(f"{where}: {first.message}{more}")
+        self.diagnostics = list(diagnostics)
+
+    def members(self) -> dict[str, Any]:
+        import msgspec
+
+        return {"diagnostics": msgspec.to_builtins(self.diagnostics)}
 
 
 class RateLimited(ServiceError):

@@ -18,6 +18,7 @@ import msgspec
 from gateway.problem import Problem
 
 Schema = dict[str, Any]
+MAX_API_BODY = 1_048_576  # what an API body may hold unless its operation says otherwise
 REF = "#/components/schemas/{name}"
 ERROR_TEXT = {
     400: "Invalid request (`invalid_request`); `detail` names the offending field",
@@ -52,6 +53,7 @@ class Operation:
     media_type: str = "application/json"
     body: Any = None
     body_required: bool = True
+    body_limit: int = MAX_API_BODY  # bytes a body may have, read while streaming
     query: Any = None
     errors: tuple[int, ...] = (400, 401, 403, 404)
     problems: tuple[tuple[int, str], ...] = ()
@@ -91,7 +93,7 @@ def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
     for _, _, op in operations:  # query Structs become parameters, not components
         if op.query is not None:
             components.pop(op.query.__name__, None)
-    return {
+    document = {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "info": {"title": "Agent Run, Factory and Webhook Platform API", "version": "1.0.0"},
@@ -103,6 +105,9 @@ def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+    # as JSON data: defaults of tuple fields (`()`) become the lists the served document holds
+    plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(document))
+    return plain
 
 
 def _unique(types: list[Any]) -> list[Any]:
@@ -125,6 +130,7 @@ def _operation(method: str, path: str, op: Operation, described: dict[Any, Schem
         operation["requestBody"] = {
             "required": op.body_required,
             "content": {"application/json": {"schema": described[op.body]}},
+            "x-max-bytes": op.body_limit,  # a larger body is a 413 payload_too_large
         }
     return operation
 

@@ -32,7 +32,7 @@ from gateway.api.decoding import (
     reject_nul,
 )
 from gateway.api.http import JSONResponse
-from gateway.openapi import Documented, Operation
+from gateway.openapi import MAX_API_BODY, Documented, Operation
 
 T = TypeVar("T")
 Handler = Callable[..., Awaitable[Any]]
@@ -42,13 +42,20 @@ H = TypeVar("H", bound=Handler)
 class Body(Generic[T]):
     """The JSON body, decoded into T on `await body.read()`."""
 
-    def __init__(self, request: Request, decoder: msgspec.json.Decoder[T], required: bool) -> None:
+    def __init__(
+        self,
+        request: Request,
+        decoder: msgspec.json.Decoder[T],
+        required: bool,
+        limit: int = MAX_API_BODY,
+    ) -> None:
         self._request = request
         self._decoder = decoder
         self._required = required
+        self._limit = limit
 
     async def read(self) -> T:
-        raw = await read_capped(self._request)
+        raw = await read_capped(self._request, self._limit)
         value: T = decode_body(raw, self._decoder, required=self._required)
         return value
 
@@ -83,12 +90,13 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
     names: QueryFields = () if query_type is None else query_fields(query_type)
     declared = answer_type(operation)
+    body_limit = operation.body_limit
 
     async def endpoint(request: Request) -> Response:
         reject_nul(request)
         inputs: dict[str, Any] = {}
         if decoder is not None:
-            inputs["body"] = Body(request, decoder, operation.body_required)
+            inputs["body"] = Body(request, decoder, operation.body_required, body_limit)
         if query_type is not None:
             inputs["query"] = Query(request, query_type, names)
         answer = await handler(request, **inputs)

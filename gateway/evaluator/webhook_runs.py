@@ -55,6 +55,7 @@ RUNS = BulkInsert(
         *("run_id", "team_uid", "factory_uid", "conversation_id", "root_run_id", "title"),
         *("prompt", "state", "source", "run_type", "metadata", "artifacts", "created_at"),
         *("updated_at", "task_pending", "delivery_id", "automation_uid", "agent_uid"),
+        "agent_config",
     ),
 )
 ATTACHMENTS = BulkInsert(
@@ -293,7 +294,9 @@ def _start(
     run = (
         *(run_id, hook.team_uid, hook.factory_uid, conversation_id, run_id, automation.name),
         *(prompt, "QUEUED", "WEBHOOK", "cloud", encode.json(metadata), encode.json([artifact])),
-        *(at, at, False, delivery.delivery_id, automation.uid, hook.foreman_agent_uid),
+        *(at, at, False, delivery.delivery_id, automation.uid),
+        automation.agent_uid or hook.foreman_agent_uid,
+        automation.agent_config,  # encoded once, when the automation was loaded
     )
     attachment = (
         *(attachment_id, conversation_id, run_id, PAYLOAD_NAME, "application/json", size),

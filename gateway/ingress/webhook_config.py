@@ -117,12 +117,15 @@ def _identity_header(uid: str, name: str | None) -> str | None:
 
 
 def _secret(row: Row[Any], box: SecretBox) -> str | None:
+    """The webhook's own secret first: a webhook a definition file declares keeps the value
+    its managed secret had when the file applied (an API webhook naming a managed secret has
+    none of its own, and follows the secret)."""
+    if row.secret_encrypted:
+        return box.decrypt(row.secret_encrypted)
     if row.secret_name:
         if row.team_secret is None:
             raise ValueError(f"team secret {row.secret_name!r} does not exist")
         return box.decrypt(row.team_secret)
-    if row.secret_encrypted:
-        return box.decrypt(row.secret_encrypted)
     return None
 
 

@@ -78,7 +78,11 @@ def add_webhook(
                     auth_mode=mode,
                     signature_scheme=scheme,
                     token_hash=None if signed or secret_name else hash_token(value),
-                    secret_encrypted=services.secret_box.encrypt(value) if signed else None,
+                    # as the API stores them: a webhook naming a managed secret keeps no
+                    # secret of its own (one a definition file declares keeps the value it read)
+                    secret_encrypted=(
+                        services.secret_box.encrypt(value) if signed and not secret_name else None
+                    ),
                     secret_name=secret_name,
                     delivery_id_header=delivery_id_header,
                     enabled=True,

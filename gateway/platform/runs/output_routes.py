@@ -17,6 +17,7 @@ from gateway.errors import NotFound
 from gateway.platform.runners import execution as run_execution
 from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.models import RunUsage, Workers
+from gateway.platform.runners.waiting import waiting_workers
 from gateway.platform.runs import timeline as run_timeline
 from gateway.platform.runs.attachment_routes import attachment_links
 from gateway.platform.runs.output_models import ArtifactDetails, Timeline
@@ -152,12 +153,13 @@ async def usage_endpoint(request: Request) -> RunUsage:
     response=Workers,
     errors=(400, 401),
     notes="Runners seen within two leases; `online` from their last call (may be a few seconds "
-    "stale).",
+    "stale). `waiting`: the workerHost names factory definitions give that no runner of that "
+    "name was seen for.",
 )
 async def workers_endpoint(request: Request) -> Workers:
     principal = await principal_of(request)
     services = services_of(request)
     async with services.database.read() as conn:
-        return Workers(
-            await run_execution.list_runners(conn, principal, services.settings.run_lease_s)
-        )
+        seen = await run_execution.list_runners(conn, principal, services.settings.run_lease_s)
+        names = {worker.name for worker in seen}
+        return Workers(seen, await waiting_workers(conn, principal.team_uids, names))

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
+from gateway.errors import InvalidRequest
 from gateway.platform.catalog.llm_models import check_model
 from gateway.platform.runs.models import AgentConfig, RunFilters, RunRecord
 from gateway.platform.runs.skill_specs import parse_skill_spec
@@ -32,6 +33,9 @@ def parse_config(
     for name in config.__struct_fields__:
         if getattr(config, name) is None:
             setattr(config, name, UNSET)
+    for name in AgentConfig.SERVICE_SET:
+        if getattr(config, name) is not UNSET:
+            raise InvalidRequest(f"{field}.{name}: set by the service, not by a request")
     if isinstance(config.model_id, str):
         check_model(models, config.model_id, f"{field}.model_id")
     if isinstance(config.skill_spec, str):
