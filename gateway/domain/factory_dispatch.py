@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.domain.factories import Factory
 from gateway.domain.identities import Principal
-from gateway.domain.run_records import NewRun, insert_run, insert_runs
+from gateway.domain.run_records import NewRun, insert_run
 from gateway.domain.tasks import create_seed_task
 from gateway.errors import InvalidRequest, NoForeman
 from gateway.store import Database
@@ -106,14 +105,6 @@ async def dispatch_run(
         factory, request, creator=creator, source=source, metadata=metadata, artifacts=artifacts
     )
     return await insert_run(conn, new, run_id)
-
-
-async def dispatch_runs(
-    conn: AsyncConnection, runs: Sequence[tuple[NewRun, str]]
-) -> list[dict[str, Any]]:
-    """Inserts many dispatched runs (from `dispatch_request`) in one statement; their tasks come
-    later. Returns the inserted values, in order."""
-    return await insert_runs(conn, runs)
 
 
 async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int:

@@ -210,6 +210,7 @@ def test_code_forge_webhooks_add_pr_detail(world: World) -> None:
             event = _pull_request_event(url, 500)
             return await pull_requests.record_forge_detail(conn, event, foreign)
 
+    assert not world.client.run(through_another_factory)  # not its factory's PR
     hook = _webhook(world, world.factory_uid)
     bearer = {"Authorization": f"Bearer {hook['secret']}"}
     sent = world.client.post(
