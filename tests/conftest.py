@@ -1,14 +1,24 @@
-"""Shared fixtures: real PostgreSQL (a database of this run's own), real Redis (a key prefix of
-this run's own), the embedded SQLite default, and a bootstrapped world of team, user, agent and
-factory. Set GATEWAY_TEST_POSTGRES_URL / GATEWAY_TEST_REDIS_URL to point elsewhere."""
+"""Shared fixtures: real PostgreSQL (a database of this test process's own), real Redis (a key
+prefix of this process's own), the embedded SQLite default, and a bootstrapped world of team,
+user, agent and factory. Set GATEWAY_TEST_POSTGRES_URL / GATEWAY_TEST_REDIS_URL to point
+elsewhere.
+
+The suite runs in several processes (pytest-xdist, `scripts/test`); each has its own RUN_ID,
+so its own PostgreSQL database, Redis prefix and Redis Cluster ports. Stores are migrated once
+per process: every test that wants a SQLite store gets a copy of a migrated template file (a
+copy takes ~1 ms, migrating ~0.2-1 s), and the process's PostgreSQL database is migrated when
+first asked for and shared by its tests, which make their own teams and ids (a copy per test,
+CREATE DATABASE ... TEMPLATE, measured 0.26-0.33 s plus the drop)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +29,16 @@ from benchmarks.postgres import temporary_database
 from benchmarks.redis_cluster import ClusterServers
 from benchmarks.redis_cluster import redis_cluster as start_redis_cluster
 from gateway.settings import Settings, load_settings
+from gateway.store import create_database, migrate
 from tests.support import GatewayClient, World
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+# "gw0", "gw1", ... under pytest-xdist; a run in one process is worker 0
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+WORKER_INDEX = int(WORKER.removeprefix("gw")) if WORKER.startswith("gw") else 0
 RUN_ID = f"{os.getpid()}_{secrets.token_hex(4)}"
 
 # Property tests assert behaviour, never speed: no per-example deadline (hypothesis' default
@@ -36,11 +50,57 @@ hypothesis_settings.load_profile("gateway")
 POSTGRES_SERVER = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
 
 
+def migrate_store(url: str) -> None:
+    """Brings the store at `url` (GATEWAY_DATABASE_URL form) to the newest revision."""
+
+    async def run() -> None:
+        database = create_database(make_settings(url).database_url)
+        try:
+            await migrate(database)
+        finally:
+            await database.close()
+
+    asyncio.run(run())
+
+
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A database created for this test run and dropped afterwards."""
-    with temporary_database(f"gwtest_{RUN_ID}", POSTGRES_SERVER) as url:
+def postgres_template() -> Iterator[str]:
+    """The name of a PostgreSQL database migrated once for this test process, never used
+    itself (a template has no connections): databases are made as copies of it."""
+    with temporary_database(f"gwtest_{RUN_ID}_template", POSTGRES_SERVER) as url:
+        migrate_store(url)
+        yield url.rsplit("/", 1)[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_template: str) -> Iterator[str]:
+    """This test process's database, migrated: its tests share it (each makes its own teams
+    and ids); dropped at the end."""
+    with temporary_database(f"gwtest_{RUN_ID}", POSTGRES_SERVER, template=postgres_template) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite store migrated once for this test process; tests get copies (`sqlite_store`)."""
+    path = tmp_path_factory.mktemp("template") / "gateway.db"
+    migrate_store(f"sqlite:///{path}")
+    assert not path.with_name(path.name + "-wal").exists()  # all in the one file: a copy is whole
+    return path
+
+
+@pytest.fixture
+def sqlite_store(sqlite_template: Path, tmp_path: Path) -> Callable[..., str]:
+    """`sqlite_store(name="gw.db", directory=tmp_path)`: the URL of a fresh copy of the migrated
+    template, for a test that names its store's file (a gateway run without this migrates a new
+    file through every revision)."""
+
+    def copy(name: str = "gw.db", directory: Path = tmp_path) -> str:
+        target = directory / name
+        shutil.copyfile(sqlite_template, target)
+        return f"sqlite:///{target}"
+
+    return copy
 
 
 @pytest.fixture(scope="session")
@@ -61,27 +121,62 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-# the tests' Redis Clusters: on the first free loopback ports from here up to 39 above it
-# (cluster bus: port + 10000); another test run on the machine takes the next free ones
-CLUSTER_BASE_PORT = int(os.environ.get("GATEWAY_TEST_CLUSTER_PORT", "18500"))
+# the tests' Redis Clusters: each test process on the first free loopback ports of a range of
+# 40 of its own (cluster bus: port + 10000), worker N from base + 40 N; another test run on the
+# machine takes the next free ones in the range
+CLUSTER_BASE_PORT = int(os.environ.get("GATEWAY_TEST_CLUSTER_PORT", "18500")) + 40 * WORKER_INDEX
 CLUSTER_LAST_PORT = CLUSTER_BASE_PORT + 39
 
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[ClusterServers]:
-    """A 3-master Redis Cluster started for this test run (redis-server and redis-cli must be
-    installed: without them the tests that use it fail, they are never skipped). Tests share
+    """A 3-master Redis Cluster started for this test process (redis-server and redis-cli must
+    be installed: without them the tests that use it fail, they are never skipped). Tests share
     it under key prefixes of their own; it is stopped and its files removed at the end."""
     with start_redis_cluster(CLUSTER_BASE_PORT, 3, last_port=CLUSTER_LAST_PORT) as servers:
         yield servers
 
 
+@pytest.fixture
+def own_store(
+    request: pytest.FixtureRequest, sqlite_store: Callable[..., str]
+) -> Iterator[Callable[[str], str]]:
+    """`own_store("sqlite" | "postgresql")`: the URL of a migrated store no other test uses (a
+    copy of the template; a PostgreSQL copy is dropped after the test), for tests that count
+    every row or run processes that see the whole store."""
+    with contextlib.ExitStack() as stack:
+
+        def make(kind: str) -> str:
+            if kind == "sqlite":
+                return sqlite_store(f"own-{secrets.token_hex(3)}.db")
+            template: str = request.getfixturevalue("postgres_template")
+            own = temporary_database(f"gwtest_{RUN_ID}_own", POSTGRES_SERVER, template=template)
+            return stack.enter_context(own)
+
+        yield make
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def database_url(request: pytest.FixtureRequest, sqlite_store: Callable[..., str]) -> str:
+    """Both stores, migrated: a copy of the SQLite template, or this process's database."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/gateway.db"
+        return sqlite_store("gateway.db")
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+CLUSTER_PARAM = "redis-cluster"  # the backend parameter whose tests ask for `redis_cluster`
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks `cluster` every test that starts or uses the Redis Cluster: by the fixture, or by
+    a "redis-cluster" parameter (fixtures that ask for the cluster while running). `scripts/test
+    --fast` deselects them (pytest counts them as deselected)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        if "redis_cluster" in getattr(item, "fixturenames", ()) or CLUSTER_PARAM in params:
+            item.add_marker(pytest.mark.cluster)
 
 
 def make_settings(

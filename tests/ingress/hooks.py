@@ -126,11 +126,11 @@ def backend_settings(
 
 @contextmanager
 def gateway_on_own_redis(
-    tmp_path: Path, *redis_args: str
+    database_url: str, *redis_args: str
 ) -> Iterator[tuple[GatewayClient, Hook, RedisServer]]:
     """A gateway (evaluator off) on a Redis of its own, with one token webhook."""
     with redis_server(*redis_args) as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        settings = make_settings(database_url, server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             yield gw, add_webhook(gw, World.create(gw)), server
 

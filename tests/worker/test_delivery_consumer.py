@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,9 +36,13 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def gwc(
-    request: pytest.FixtureRequest, kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
+    request: pytest.FixtureRequest,
+    kind: str,
+    sqlite_store: Callable[..., str],
+    redis_url: str,
+    redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    db = f"sqlite:///{tmp_path}/gw.db"
+    db = sqlite_store()
     if request.param == "postgresql":
         db = request.getfixturevalue("postgres_url")
     url = redis_url_for(kind, request, redis_url)
