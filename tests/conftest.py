@@ -211,6 +211,19 @@ def world(client: GatewayClient) -> World:
     return World.create(client)
 
 
+@pytest.fixture(scope="module")
+def shared_world(
+    sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[World]:
+    """One embedded gateway (SQLite) and world for all the tests of a module that only make
+    requests the API refuses before the store has a say (validation, body caps): what cannot
+    differ between stores runs once, without a gateway started per test."""
+    store = tmp_path_factory.mktemp("shared") / "gateway.db"
+    shutil.copyfile(sqlite_template, store)
+    with GatewayClient.running(make_settings(f"sqlite:///{store}")) as gateway_client:
+        yield World.create(gateway_client)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _remove_idle_cgroups() -> Iterator[None]:
     """Evaluators this run killed outright (SIGKILL) cannot leave their `cpu.idle` cgroups
