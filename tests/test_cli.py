@@ -81,6 +81,16 @@ def gateway(tmp_path: Path, *args: str, check: bool = True) -> subprocess.Comple
     )
 
 
+def admin(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """`python -m gateway admin ...` in a process of its own: for tests of what another process
+    sees of the change."""
+    result = gateway(tmp_path, "admin", *args)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout
+    value: dict[str, Any] = json.loads(lines[0])
+    return value
+
+
 def test_bootstrap_commands_print_one_json_object(cli: Cli) -> None:
     team = cli.admin("create-team", "--name", "Ops")["team_uid"]
     user = cli.admin("create-user", "--team", team, "--email", "ops@example.com")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import insert, select, update
 
 from benchmarks.redis_server import RedisServer, redis_server
@@ -26,6 +27,11 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World
+
+# Request handling no backend takes part in (parsing, authentication, signatures, identities):
+# tested on the embedded backend only. What a backend does (de-duplication, rate limits, the
+# failed-auth budget, configuration changes, the records it writes) runs on all three.
+REQUEST_HANDLING = pytest.mark.parametrize("backend_kind", ["memory"])
 
 
 @dataclass

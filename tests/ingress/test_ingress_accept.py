@@ -5,7 +5,7 @@ import hashlib
 import orjson
 import pytest
 
-from tests.ingress.hooks import add_webhook, change_webhook
+from tests.ingress.hooks import REQUEST_HANDLING, add_webhook, change_webhook
 from tests.support import GatewayClient, World
 
 
@@ -22,6 +22,7 @@ def test_token_delivery_is_accepted_once(gw: GatewayClient, gw_world: World) -> 
     assert other.status_code == 202 and other.json()["delivery_id"] != delivery_id
 
 
+@REQUEST_HANDLING
 def test_identity_preference(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world, delivery_id_header="X-Event-Id")
     send = lambda body, **h: gw.post(hook.path, content=body, headers={**hook.auth, **h})  # noqa: E731
@@ -33,6 +34,7 @@ def test_identity_preference(gw: GatewayClient, gw_world: World) -> None:
     assert send(b"4", **{"X-Service-Delivery-Id": "s-1"}).json() == b
 
 
+@REQUEST_HANDLING
 def test_any_json_value_and_content_type_not_enforced(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world)
     for body in (b"[1,2]", b'"text"', b"null", b"3.5", b"true", b'{"deep":{"x":[1]}}'):
@@ -42,6 +44,7 @@ def test_any_json_value_and_content_type_not_enforced(gw: GatewayClient, gw_worl
         assert response.status_code == 202, body
 
 
+@REQUEST_HANDLING
 def test_check_order_and_problems(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world)
 
@@ -92,6 +95,7 @@ def test_rotation_takes_effect_immediately(gw: GatewayClient, gw_world: World) -
     assert gw.post(hook.path, content=b"1", headers=fresh).status_code == 202
 
 
+@REQUEST_HANDLING
 def test_url_token_mode(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world, "url_token")
     assert gw.post(hook.path, content=b"{}").status_code == 202
@@ -102,6 +106,7 @@ def test_url_token_mode(gw: GatewayClient, gw_world: World) -> None:
     assert gw.post(f"/webhooks/w/{hook.uid}", content=b"{}", headers=bearer).status_code == 401
 
 
+@REQUEST_HANDLING
 def test_managed_team_secret(gw: GatewayClient, gw_world: World) -> None:
     from gateway.domain import identities
 
@@ -142,6 +147,7 @@ def test_failed_auth_budget_is_per_source(gw: GatewayClient, gw_world: World) ->
     assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
 
 
+@REQUEST_HANDLING
 @pytest.mark.parametrize("header", ["Authorization", "authorization"])
 def test_header_names_case_insensitive(gw: GatewayClient, gw_world: World, header: str) -> None:
     hook = add_webhook(gw, gw_world)
@@ -149,7 +155,7 @@ def test_header_names_case_insensitive(gw: GatewayClient, gw_world: World, heade
     assert response.status_code == 202
 
 
-def test_body_hash_identity(gw: GatewayClient, gw_world: World) -> None:
+def test_body_hash_identity() -> None:
     from gateway.ingress.delivery_identity import delivery_identity
 
     body = b'{"k":"v"}'
