@@ -165,7 +165,8 @@ def database_url(request: pytest.FixtureRequest, sqlite_store: Callable[..., str
     return url
 
 
-CLUSTER_PARAM = "redis-cluster"  # the backend parameter whose tests ask for `redis_cluster`
+# a parameter naming the backend (alone or "+store") whose tests ask for `redis_cluster`
+CLUSTER_PARAM = "redis-cluster"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -175,7 +176,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
-        if "redis_cluster" in getattr(item, "fixturenames", ()) or CLUSTER_PARAM in params:
+        on_cluster = any(str(value).partition("+")[0] == CLUSTER_PARAM for value in params)
+        if "redis_cluster" in getattr(item, "fixturenames", ()) or on_cluster:
             item.add_marker(pytest.mark.cluster)
 
 
@@ -193,6 +195,34 @@ def make_settings(
     if redis_url:
         environ["GATEWAY_REDIS_URL"] = redis_url
     return load_settings(environ)
+
+
+# the deployment shapes docs/operations.md supports, as one process holds them: the embedded
+# backend on a SQLite file, Redis beside PostgreSQL (Redis Cluster: tests/cluster)
+SHAPES = ("embedded", "redis")
+
+
+@pytest.fixture(params=SHAPES)
+def shape(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@pytest.fixture
+def shape_settings(
+    request: pytest.FixtureRequest, shape: str, sqlite_store: Callable[..., str]
+) -> Callable[..., Settings]:
+    """`shape_settings(**env)`: settings of the `shape` under test: a copy of the migrated SQLite
+    template, or this process's PostgreSQL database with Redis under a key prefix of its own."""
+
+    def make(**env: str) -> Settings:
+        if shape == "embedded":
+            return make_settings(sqlite_store(), **env)
+        prefix = f"{request.getfixturevalue('redis_prefix')}:{secrets.token_hex(8)}"
+        url = request.getfixturevalue("postgres_url")
+        return make_settings(url, request.getfixturevalue("redis_url"), prefix=prefix, **env)
+
+    return make
 
 
 @pytest.fixture
