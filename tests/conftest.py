@@ -176,7 +176,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
-        on_cluster = any(str(value).partition("+")[0] == CLUSTER_PARAM for value in params)
+        on_cluster = any(
+            isinstance(value, str) and value.partition("+")[0] == CLUSTER_PARAM for value in params
+        )
         if "redis_cluster" in getattr(item, "fixturenames", ()) or on_cluster:
             item.add_marker(pytest.mark.cluster)
 
