@@ -30,7 +30,7 @@ from benchmarks.redis_cluster import ClusterServers
 from benchmarks.redis_cluster import redis_cluster as start_redis_cluster
 from gateway.settings import Settings, load_settings
 from gateway.store import create_database, migrate
-from tests.support import GatewayClient, World
+from tests.support import CLI_SECRET_KEY, Cli, GatewayClient, World
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -241,6 +241,23 @@ def client(settings: Settings) -> Iterator[GatewayClient]:
 @pytest.fixture
 def world(client: GatewayClient) -> World:
     return World.create(client)
+
+
+@pytest.fixture
+def cli(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sqlite_store: Callable[..., str],
+) -> Cli:
+    """The CLI in this process, on a migrated copy at tmp_path/cli.db, in tmp_path (where a .env
+    would be read), with no GATEWAY_* variable but the store and the key."""
+    for name in [name for name in os.environ if name.startswith("GATEWAY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GATEWAY_DATABASE_URL", sqlite_store("cli.db"))
+    monkeypatch.setenv("GATEWAY_SECRET_KEY", CLI_SECRET_KEY)
+    return Cli(capsys, tmp_path / "cli.db")
 
 
 @pytest.fixture(scope="module")

@@ -4,62 +4,19 @@ in this process (`gateway.cli.main`, as `python -m gateway` calls it, ~2 s less 
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gateway.cli import main
-
-SECRET_KEY = base64.urlsafe_b64encode(b"c" * 32).decode()
-
-
-@dataclass
-class Cli:
-    """`gateway ...` on a migrated SQLite store (cli.db in the test's directory)."""
-
-    capsys: pytest.CaptureFixture[str]
-    store: Path
-
-    def run(self, *args: str) -> tuple[int, str, str]:
-        """(exit code, stdout, stderr) of one command."""
-        try:
-            code = main(list(args))
-        except SystemExit as exit:  # argparse: --help, --version, usage errors
-            code = int(exit.code or 0)
-        out, err = self.capsys.readouterr()
-        return code, out, err
-
-    def admin(self, *args: str) -> dict[str, Any]:
-        code, out, err = self.run("admin", *args)
-        assert code == 0, err
-        lines = out.strip().splitlines()
-        assert len(lines) == 1, out
-        value: dict[str, Any] = json.loads(lines[0])
-        return value
-
-
-@pytest.fixture
-def cli(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    sqlite_store: Callable[..., str],
-) -> Cli:
-    for name in [name for name in os.environ if name.startswith("GATEWAY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # where a .env would be read from
-    monkeypatch.setenv("GATEWAY_DATABASE_URL", sqlite_store("cli.db"))
-    monkeypatch.setenv("GATEWAY_SECRET_KEY", SECRET_KEY)
-    return Cli(capsys, tmp_path / "cli.db")
+from tests.support import CLI_SECRET_KEY as SECRET_KEY
+from tests.support import Cli
 
 
 def gateway(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

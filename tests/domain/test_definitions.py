@@ -1,18 +1,16 @@
-"""`gateway apply DIR`: create, then update in place with stable uids; errors name file and key."""
+"""`gateway apply DIR`: create, then update in place with stable uids; errors name file and key.
+The commands run in this process (the `cli` fixture)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli import admin, gateway
+from tests.support import Cli
 
 
-def apply(tmp_path: Path, folder: Path, factory: str) -> dict[str, Any]:
-    result = gateway(tmp_path, "apply", str(folder), "--factory", factory)
-    value: dict[str, Any] = json.loads(result.stdout)
-    return value
+def apply(cli: Cli, folder: Path, factory: str) -> dict[str, Any]:
+    return cli.json("apply", str(folder), "--factory", factory)
 
 
 def write(path: Path, text: str) -> None:
@@ -20,8 +18,8 @@ def write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def test_apply_creates_then_updates_in_place(tmp_path: Path) -> None:
-    demo = admin(tmp_path, "demo")
+def test_apply_creates_then_updates_in_place(cli: Cli, tmp_path: Path) -> None:
+    demo = cli.admin("demo")
     factory = demo["factory_uid"]
     folder = tmp_path / "defs"
     write(folder / "webhooks" / "plain.yaml", "authMode: token\n")
@@ -30,7 +28,7 @@ def test_apply_creates_then_updates_in_place(tmp_path: Path) -> None:
         "authMode: signature\nsignatureScheme: stripe\nsecretName: demo-secret\n",
     )
 
-    first = apply(tmp_path, folder, factory)
+    first = apply(cli, folder, factory)
     by_name = {w["name"]: w for w in first["webhooks"]}
     assert {w["action"] for w in first["webhooks"]} == {"created"}
     assert by_name["plain"]["secret"].startswith("wht_")  # generated, shown once
@@ -43,7 +41,7 @@ def test_apply_creates_then_updates_in_place(tmp_path: Path) -> None:
         f"    filter:\n      webhook_ids: [{plain_uid}]\n"
         "      payload:\n        action: [opened]\n",
     )
-    second = apply(tmp_path, folder, factory)
+    second = apply(cli, folder, factory)
     assert [w["action"] for w in second["webhooks"]] == ["unchanged", "unchanged"]
     assert [w["uid"] for w in second["webhooks"]] == [w["uid"] for w in first["webhooks"]]
     assert second["automations"][0]["action"] == "created"
@@ -53,7 +51,7 @@ def test_apply_creates_then_updates_in_place(tmp_path: Path) -> None:
         folder / "webhooks" / "plain.yaml",
         "authMode: token\nenabled: false\ndeliveryIdHeader: X-Event-Id\n",
     )
-    third = apply(tmp_path, folder, factory)
+    third = apply(cli, folder, factory)
     assert {w["name"]: w["action"] for w in third["webhooks"]} == {
         "plain": "updated",
         "stripe": "unchanged",
@@ -63,23 +61,23 @@ def test_apply_creates_then_updates_in_place(tmp_path: Path) -> None:
     ]
 
 
-def test_errors_name_the_file_and_key_and_change_nothing(tmp_path: Path) -> None:
-    demo = admin(tmp_path, "demo")
+def test_errors_name_the_file_and_key_and_change_nothing(cli: Cli, tmp_path: Path) -> None:
+    demo = cli.admin("demo")
     folder = tmp_path / "defs"
     write(folder / "webhooks" / "a.yaml", "authMode: token\n")
     write(folder / "webhooks" / "b.yaml", "authMode: signature\n")  # scheme missing
-    result = gateway(tmp_path, "apply", str(folder), "--factory", demo["factory_uid"], check=False)
-    assert result.returncode == 1
-    assert "b.yaml" in result.stderr and "signatureScheme" in result.stderr
+    code, _, err = cli.run("apply", str(folder), "--factory", demo["factory_uid"])
+    assert code == 1
+    assert "b.yaml" in err and "signatureScheme" in err
 
     write(folder / "webhooks" / "b.yaml", "authMode: token\nsecretName: no-such-secret\n")
-    result = gateway(tmp_path, "apply", str(folder), "--factory", demo["factory_uid"], check=False)
-    assert result.returncode == 1
-    assert "webhooks/b.yaml: secret_name" in result.stderr
+    code, _, err = cli.run("apply", str(folder), "--factory", demo["factory_uid"])
+    assert code == 1
+    assert "webhooks/b.yaml: secret_name" in err
 
     (folder / "webhooks" / "b.yaml").unlink()
-    created = apply(tmp_path, folder, demo["factory_uid"])
+    created = apply(cli, folder, demo["factory_uid"])
     assert created["webhooks"][0]["action"] == "created"  # the failed runs left nothing behind
 
-    result = gateway(tmp_path, "apply", str(folder), "--factory", "fac_missing", check=False)
-    assert result.returncode == 1 and "--factory" in result.stderr
+    code, _, err = cli.run("apply", str(folder), "--factory", "fac_missing")
+    assert code == 1 and "--factory" in err
