@@ -276,13 +276,20 @@ def test_an_expired_lease_requeues_the_run_then_fails_it(short_lease: World) -> 
     assert states(world, run_id) == ["QUEUED"] + ["CLAIMED", "QUEUED"] * 2 + ["CLAIMED", "FAILED"]
 
 
-def test_heartbeats_keep_the_lease(short_lease: World) -> None:
-    world = short_lease
+@pytest.fixture
+def one_second_lease(database_url: str) -> Iterator[World]:
+    """Room for a heartbeat's round trip on a busy host (0.7 s past each 0.3 s wait)."""
+    with GatewayClient.running(make_settings(database_url, run_lease_s="1.0")) as client:
+        yield World.create(client)
+
+
+def test_heartbeats_keep_the_lease(one_second_lease: World) -> None:
+    world = one_second_lease
     run_id = new_run(world)
     runner = Runner(world)
     runner.claim()
-    for _ in range(4):  # 0.8 s in all, twice the lease
-        time.sleep(0.2)
+    for _ in range(7):  # 2.1 s in all, twice the lease
+        time.sleep(0.3)
         runner.on(run_id, "heartbeat")
     assert Runner(world).claim() == []
     assert runner.on(run_id, "finish", outcome="SUCCEEDED")["state"] == "SUCCEEDED"
