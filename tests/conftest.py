@@ -156,10 +156,21 @@ def own_store(
         yield make
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, sqlite_store: Callable[..., str]) -> str:
-    """Both stores, migrated: a copy of the SQLite template, or this process's database."""
-    if request.param == "sqlite":
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """The store the tests of `database_url`, `settings`, `client` and `world` run on: each
+    runs on both (one parameter, whichever of them a test asks for)."""
+    kind: str = request.param
+    return kind
+
+
+@pytest.fixture
+def database_url(
+    request: pytest.FixtureRequest, store_kind: str, sqlite_store: Callable[..., str]
+) -> str:
+    """A migrated store: a copy of the SQLite template of the test's own, or this process's
+    PostgreSQL database."""
+    if store_kind == "sqlite":
         return sqlite_store("gateway.db")
     url: str = request.getfixturevalue("postgres_url")
     return url
@@ -232,14 +243,31 @@ def settings(database_url: str) -> Settings:
     return make_settings(database_url)
 
 
-@pytest.fixture
-def client(settings: Settings) -> Iterator[GatewayClient]:
-    with GatewayClient.running(settings) as gateway_client:
+@pytest.fixture(scope="module")
+def client(
+    request: pytest.FixtureRequest,
+    store_kind: str,
+    sqlite_template: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[GatewayClient]:
+    """A gateway (embedded backend, evaluator inline) shared by a module's tests on each store:
+    a test makes its own team, users and factory (`world`), as on the PostgreSQL database its
+    process's tests share, and leaves the gateway as it found it. Starting and stopping one per
+    test took a third of the suite's time. Its store is its own (not `database_url`'s): a
+    test's own gateway on `database_url` never shares a SQLite file with it."""
+    if store_kind == "sqlite":
+        store = tmp_path_factory.mktemp("client") / "gateway.db"
+        shutil.copyfile(sqlite_template, store)
+        url = f"sqlite:///{store}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    with GatewayClient.running(make_settings(url)) as gateway_client:
         yield gateway_client
 
 
 @pytest.fixture
 def world(client: GatewayClient) -> World:
+    """A team of the test's own (user, agent, factory, and a stranger's team)."""
     return World.create(client)
 
 

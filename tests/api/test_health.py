@@ -31,8 +31,14 @@ def test_readyz_names_every_failing_check(client: GatewayClient) -> None:
     async def add(services: Services) -> None:
         services.probes["broken"] = broken
 
+    async def remove(services: Services) -> None:
+        del services.probes["broken"]
+
     client.run(add)
-    answer = client.get("/readyz")
+    try:
+        answer = client.get("/readyz")
+    finally:
+        client.run(remove)  # the module's tests share the gateway
     assert answer.status_code == 503
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["code"] == "not_ready"
