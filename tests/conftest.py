@@ -4,11 +4,14 @@ user, agent and factory. Set GATEWAY_TEST_POSTGRES_URL / GATEWAY_TEST_REDIS_URL 
 elsewhere.
 
 The suite runs in several processes (pytest-xdist, `scripts/test`); each has its own RUN_ID,
-so its own PostgreSQL database, Redis prefix and Redis Cluster ports. Stores are migrated once
+so its own PostgreSQL databases, Redis prefix and Redis Cluster ports. Stores are migrated once
 per process: every test that wants a SQLite store gets a copy of a migrated template file (a
-copy takes ~1 ms, migrating ~0.2-1 s), and the process's PostgreSQL database is migrated when
-first asked for and shared by its tests, which make their own teams and ids (a copy per test,
-CREATE DATABASE ... TEMPLATE, measured 0.26-0.33 s plus the drop)."""
+copy takes ~1 ms, migrating ~0.2-1 s), and PostgreSQL databases are copies of a template
+database migrated once (CREATE DATABASE ... TEMPLATE: 0.26-0.33 s, plus 0.05-0.6 s to drop).
+The process's PostgreSQL database is shared by its tests, which make their own teams and ids; a
+copy per test would cost those 0.3-0.9 s each, so only tests that count every row or run
+processes over the whole store get one (`own_store`). The `client` gateway is shared by a
+module's tests on each store in the same way (`world` is a team of the test's own)."""
 
 from __future__ import annotations
 
