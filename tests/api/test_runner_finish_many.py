@@ -16,9 +16,9 @@ from gateway.backends.key_cache import KeyCache
 from gateway.security import hash_token
 from gateway.services import Services
 from gateway.store import tables as t
-from tests.api.test_runner_api import Runner, get_run, new_run, states
+from tests.api.test_runner_api import Runner, claim_dispatched, get_run, new_run, states
 from tests.conftest import make_settings
-from tests.support import GatewayClient, World, eventually
+from tests.support import GatewayClient, World
 
 
 def finish_many(runner: Runner, runs: list[dict[str, Any]], status: int = 200, **more: Any) -> Any:
@@ -222,14 +222,7 @@ def test_runs_failed_in_one_call_each_reach_the_factory_inbox(world: World) -> N
         assert answer.status_code == 201, answer.text
         dispatched.append(answer.json()["run_id"])
     runner = Runner(world)
-    held: list[str] = []
-
-    def claimed_all() -> bool:
-        # a run whose row the task binder holds locked is skipped (SKIP LOCKED): claimed next time
-        held.extend(run["run_id"] for run in runner.claim(3 - len(held)))
-        return len(held) == 3
-
-    eventually(claimed_all, timeout=10)
+    held = claim_dispatched(runner, 3)
     assert sorted(held) == sorted(dispatched)
     outcomes = [
         {"run_id": held[0], "outcome": "FAILED", "status_message": "tests failed"},
