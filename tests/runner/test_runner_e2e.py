@@ -251,6 +251,8 @@ def test_a_killed_runner_loses_nothing_its_run_is_executed_again(deployment: Dep
     )
     run_id = deployment.new_run("survive a crash")
     wait_for(lambda: executions.exists(), what="the first execution")
+    # the command may start before the runner has reported it: killed once it has
+    wait_for(lambda: deployment.run(run_id)["state"] == "INPROGRESS", what="INPROGRESS")
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     deployment.runner(f"echo $RUN_ID >> {executions}; echo recovered", name="second")
