@@ -4,6 +4,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY gateway ./gateway
 COPY filters ./filters
+COPY factory_format ./factory_format
 RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim

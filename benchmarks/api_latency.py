@@ -117,7 +117,7 @@ class App:
 
 
 async def _world(gateway: App) -> tuple[str, str, str]:
-    from gateway.domain import factories, identities
+    from gateway.accounts import factories, identities
 
     services = gateway.state.get("services") or gateway.app.state.services  # before: app.state
     async with services.database.transaction() as conn:

@@ -47,11 +47,11 @@ from sqlalchemy import func, select, text
 from benchmarks.postgres import temporary_database
 from gateway import ids, wiring
 from gateway.backends.contract import Submission, Target, shard_of
+from gateway.evaluator.delivery_consumer import Consumer
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services, build_services
 from gateway.settings import Settings, load_settings
 from gateway.store import tables as t
-from gateway.worker.delivery_consumer import Consumer
 
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10

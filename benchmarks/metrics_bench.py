@@ -28,8 +28,8 @@ from typing import Any
 from sqlalchemy import event, text
 
 from benchmarks.postgres import temporary_database
+from gateway.accounts import factories, identities
 from gateway.app import create_app
-from gateway.domain import factories, identities
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate

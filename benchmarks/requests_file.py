@@ -5,7 +5,7 @@ Format (read by lua/cycle.lua):
     n_bodies  x ("<len>\n" + body bytes)
     n_requests x ("<body_index> <len>\n" + head bytes, ending in CRLF CRLF)
 A request is head + body. Heads carry the webhook uid, a unique delivery id and, for signed
-webhooks, a standard-webhooks signature made when the file is written (just before each run).
+webhooks, a Standard Webhooks signature made when the file is written (just before each run).
 """
 
 from __future__ import annotations

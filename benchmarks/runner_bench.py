@@ -38,9 +38,9 @@ from sqlalchemy import func, select
 
 from benchmarks.postgres import temporary_database
 from benchmarks.procs import cpu_seconds, free_port, process_tree, spawn, stop, wait_port
-from gateway.domain import factories, identities
-from gateway.domain.run_records import NewRun, insert_runs
+from gateway.accounts import factories, identities
 from gateway.ids import new_uuid
+from gateway.platform.runs.records import NewRun, insert_runs
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate

@@ -28,7 +28,7 @@ CHUNK = 5_000
 @dataclass(frozen=True, slots=True)
 class Webhook:
     uid: str
-    credential: str  # the bearer token, or the standard-webhooks secret "whsec_..."
+    credential: str  # the bearer token, or the standard_webhooks secret "whsec_..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,7 @@ def _webhook_row(
         "factory_uid": factory_uid,
         "name": uid,
         "auth_mode": auth_mode,
-        "signature_scheme": "standard-webhooks" if signed else None,
+        "signature_scheme": "standard_webhooks" if signed else None,
         "token_hash": None if signed else hash_token(credential),
         "secret_encrypted": box.encrypt(credential) if signed else None,
         "enabled": True,

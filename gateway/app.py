@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from gateway import api, console, wiring
+from gateway import console, resources, wiring
 from gateway.allocator import map_large_blocks_apart
-from gateway.api import health, metrics
+from gateway.api import API_PREFIX, health, metrics
 from gateway.errors import ServiceError
 from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
 from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
@@ -63,10 +63,8 @@ def create_app(settings: Settings) -> ASGIApp:
         finally:
             await services.close()
 
-    routes = api.routes(ELSEWHERE)
-    mounted = (
-        [Mount(api.API_PREFIX, routes=routes), *console.routes()] if settings.serves_api else []
-    )
+    routes = resources.routes(ELSEWHERE)
+    mounted = [Mount(API_PREFIX, routes=routes), *console.routes()] if settings.serves_api else []
     app = Starlette(
         routes=[*health.routes, *metrics.routes, *mounted],
         exception_handlers={
@@ -84,7 +82,7 @@ def create_app(settings: Settings) -> ASGIApp:
 def openapi_document() -> dict[str, Any]:
     """The document GET /api/v1/openapi.json serves: the API's routes, the ingress and the
     health endpoints."""
-    return api.openapi_document(ELSEWHERE)
+    return resources.openapi_document(ELSEWHERE)
 
 
 class IngressDispatcher:

@@ -8,13 +8,17 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
+import msgspec
 import orjson
 
 from gateway.services import Services, build_services
 from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
 from gateway.store import migrate
+from gateway.types import JsonObject
+
+R = TypeVar("R")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,7 +158,7 @@ def _serve_with_metrics_dir(settings: Settings, args: argparse.Namespace) -> int
     evaluator = None
     _exit_on_stop_signals()
     if settings.evaluator == "process":
-        from gateway.worker.evaluator_child import EvaluatorProcess
+        from gateway.evaluator.child_process import EvaluatorProcess
 
         evaluator = EvaluatorProcess()
         evaluator.start()
@@ -327,9 +331,13 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _apply(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.domain.definitions import DefinitionError, apply_definitions, load_directory
+    from gateway.platform.factory_files.apply import (
+        DefinitionError,
+        apply_definitions,
+        load_directory,
+    )
 
-    async def run(services: Services) -> dict[str, Any]:
+    async def run(services: Services) -> JsonObject:
         return await apply_definitions(services, args.factory, *files)
 
     try:
@@ -349,9 +357,7 @@ async def _migrate_only(settings: Settings) -> None:
         await services.close()
 
 
-async def _with_services(
-    settings: Settings, run: Callable[[Services], Awaitable[dict[str, Any]]]
-) -> dict[str, Any]:
+async def _with_services(settings: Settings, run: Callable[[Services], Awaitable[R]]) -> R:
     from gateway import wiring
 
     services = build_services(settings)
@@ -362,11 +368,7 @@ async def _with_services(
         await services.close()
 
 
-def _admin(
-    settings: Settings,
-    args: argparse.Namespace,
-    run: Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]],
-) -> int:
+def _admin(settings: Settings, args: argparse.Namespace, run: AdminCommand) -> int:
     from gateway.errors import ServiceError
 
     try:
@@ -381,77 +383,114 @@ def _admin(
     return 0
 
 
-def _print(value: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+def _print(value: msgspec.Struct | JsonObject) -> None:
+    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
 
 
-def _print_exports(value: dict[str, Any]) -> None:
+def _print_exports(value: msgspec.Struct) -> None:
     """`export NAME=value` lines (names upper-cased), quoted for a POSIX shell."""
     import shlex
 
-    for name, item in value.items():
+    for name, item in msgspec.structs.asdict(value).items():
         sys.stdout.write(f"export {name.upper()}={shlex.quote(str(item))}\n")
 
 
-async def _create_team(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+class TeamCreated(msgspec.Struct):
+    team_uid: str
+
+
+class UserCreated(msgspec.Struct):
+    user_uid: str
+    api_key: str
+
+
+class AgentCreated(msgspec.Struct):
+    agent_uid: str
+    api_key: str
+
+
+class FactoryCreated(msgspec.Struct):
+    uid: str
+
+
+class ForemanSet(msgspec.Struct):
+    uid: str
+    foreman_agent_uid: str | None
+
+
+class SecretSet(msgspec.Struct):
+    name: str
+
+
+class Demo(msgspec.Struct, kw_only=True):
+    team_uid: str
+    user_uid: str
+    user_api_key: str
+    agent_uid: str
+    agent_api_key: str
+    factory_uid: str
+    secret_name: str
+
+
+async def _create_team(services: Services, args: argparse.Namespace) -> TeamCreated:
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
-        return {"team_uid": await identities.create_team(conn, args.name)}
+        return TeamCreated(await identities.create_team(conn, args.name))
 
 
-async def _create_user(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+async def _create_user(services: Services, args: argparse.Namespace) -> UserCreated:
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         uid, key = await identities.create_user(conn, args.team, args.email)
-    return {"user_uid": uid, "api_key": key}
+    return UserCreated(uid, key)
 
 
-async def _create_agent(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+async def _create_agent(services: Services, args: argparse.Namespace) -> AgentCreated:
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         uid, key = await identities.create_agent(conn, args.team, args.name)
-    return {"agent_uid": uid, "api_key": key}
+    return AgentCreated(uid, key)
 
 
-async def _create_factory(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import factories
+async def _create_factory(services: Services, args: argparse.Namespace) -> FactoryCreated:
+    from gateway.accounts import factories
 
     async with services.database.transaction() as conn:
         uid = await factories.create_factory(conn, args.team, args.name, args.alias, args.foreman)
-    return {"uid": uid}
+    return FactoryCreated(uid)
 
 
-async def _set_foreman(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import factories
+async def _set_foreman(services: Services, args: argparse.Namespace) -> ForemanSet:
+    from gateway.platform.factories import foreman
 
     async with services.database.transaction() as conn:
-        await factories.set_foreman(conn, args.factory, args.agent)
-    return {"uid": args.factory, "foreman_agent_uid": args.agent}
+        await foreman.set_foreman(conn, args.factory, args.agent)
+    return ForemanSet(args.factory, args.agent)
 
 
-async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import identities
+async def _set_secret(services: Services, args: argparse.Namespace) -> SecretSet:
+    from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         await identities.set_team_secret(
             conn, services.secret_box, args.team, args.name, args.value
         )
     await _secret_changed(services, args.team, args.name)
-    return {"name": args.name}
+    return SecretSet(args.name)
 
 
 async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
     """Webhooks that read this managed secret must pick up the new value at once."""
-    from gateway.domain.webhooks import team_secret_changed
+    from gateway.webhooks.management import team_secret_changed
 
     await team_secret_changed(services, team_uid, name)
 
 
-async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]:
-    from gateway.domain import factories, identities
+async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
+    from gateway.accounts import factories, identities
 
     async with services.database.transaction() as conn:
         team = await identities.create_team(conn, "Demo team")
@@ -461,19 +500,19 @@ async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]
         await identities.set_team_secret(
             conn, services.secret_box, team, "demo-secret", "demo-value"
         )
-    return {
-        "team_uid": team,
-        "user_uid": user,
-        "user_api_key": user_key,
-        "agent_uid": agent,
-        "agent_api_key": agent_key,
-        "factory_uid": factory,
-        "secret_name": "demo-secret",
-    }
+    return Demo(
+        team_uid=team,
+        user_uid=user,
+        user_api_key=user_key,
+        agent_uid=agent,
+        agent_api_key=agent_key,
+        factory_uid=factory,
+        secret_name="demo-secret",  # noqa: S106 -- the secret's name, not its value
+    )
 
 
 OPTIONAL = ("alias", "foreman", "agent")  # set-foreman without --agent leaves none
-AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]
+AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[msgspec.Struct]]
 TEAM = ("team", "uid of the team")
 _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]] = [
     ("create-team", "create a team", (("name", "the team's name"),), _create_team),

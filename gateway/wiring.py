@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING
 
 from gateway.backends.config_changes import LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
-from gateway.domain.factory_dispatch import task_binder
-from gateway.domain.webhook_runs import RunStarter
+from gateway.evaluator.delivery_consumer import Consumer, Source
+from gateway.evaluator.webhook_runs import RunStarter
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
 from gateway.metrics import export as metrics
 from gateway.metrics.counts import COUNTS
+from gateway.platform.factories.dispatch import task_binder
+from gateway.platform.schedules.scheduler import scheduler
 from gateway.services import Services
 from gateway.store import migrate
-from gateway.worker.delivery_consumer import Consumer, Source
-from gateway.worker.scheduler import scheduler
 
 if TYPE_CHECKING:
     from gateway.backends.outbox import Outbox
@@ -227,7 +227,7 @@ async def _memory_backend(services: Services, outbox: Outbox | None) -> IngressB
 
 
 def _stream_source(services: Services, redis: Redis, dedicated: bool) -> Source:
-    from gateway.worker.stream_source import StreamSource
+    from gateway.evaluator.stream_source import StreamSource
 
     # sharing the event loop with ingress, the evaluator reads small batches so that it never
     # stalls requests for long; in a process of its own, larger batches mean fewer commits
@@ -246,7 +246,7 @@ def _pending_source(
     services: Services, backend: IngressBackend | None, dedicated: bool, outbox: Outbox | None
 ) -> Source:
     from gateway.backends.embedded import MemoryBackend
-    from gateway.worker.pending_source import PendingSource
+    from gateway.evaluator.pending_source import PendingSource
 
     if outbox is not None:
         return _outbox_source(outbox, backend, dedicated)
@@ -267,7 +267,7 @@ def _pending_source(
 
 def _outbox_source(outbox: Outbox, backend: IngressBackend | None, dedicated: bool) -> Source:
     from gateway.backends.embedded import MemoryBackend
-    from gateway.worker.outbox_source import OutboxSource
+    from gateway.evaluator.outbox_source import OutboxSource
 
     if dedicated or not isinstance(backend, MemoryBackend):
         # ingress in another process appends: look for its rows

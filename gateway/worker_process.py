@@ -10,11 +10,11 @@ import signal
 
 from gateway import logs, wiring
 from gateway.allocator import map_large_blocks_apart
+from gateway.evaluator.cpu_priority import leave_idle_cgroup, lower_priority
 from gateway.services import build_services
 from gateway.settings import Settings
-from gateway.worker.cpu_priority import leave_idle_cgroup, lower_priority
 
-log = logging.getLogger("gateway.worker")
+log = logging.getLogger("gateway.evaluator")
 
 PARENT_CHECK_S = 1.0
 

@@ -310,7 +310,7 @@ def _remove_idle_cgroups() -> Iterator[None]:
     themselves: remove this run's (named after its key prefixes) at the end when empty (rmdir
     refuses while a process is inside). Other gateways' groups on the host are never touched."""
     yield
-    from gateway.worker.cpu_priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
+    from gateway.evaluator.cpu_priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
 
     for base in _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
         for group in base.glob(idle_cgroup_name(f"gwtest:{RUN_ID}") + "*"):

@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 import pytest
 from starlette.testclient import TestClient
 
+from gateway.accounts import factories, identities
 from gateway.app import create_app
 from gateway.cli import main
-from gateway.domain import factories, identities
 from gateway.services import Services
 from gateway.settings import Settings
 

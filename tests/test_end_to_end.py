@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 import standardwebhooks
 
-from gateway.domain import run_lifecycle
+from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.services import Services
 from gateway.settings import Settings
 from tests.support import GatewayClient, World, eventually
@@ -30,7 +30,7 @@ def test_signed_delivery_to_cancelled_run(e2e_client: GatewayClient) -> None:
     hook = world.api(
         "POST",
         f"{factory}/webhooks",
-        json={"name": "issues", "auth_mode": "signature", "signature_scheme": "standard-webhooks"},
+        json={"name": "issues", "auth_mode": "signature", "signature_scheme": "standard_webhooks"},
     ).json()
     for name, action in (("triage", "opened"), ("closer", "closed")):
         trigger = {

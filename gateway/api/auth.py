@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from gateway.accounts.identities import Principal, authenticate
 from gateway.api.pagination import Cursors
-from gateway.domain.identities import Principal, authenticate
 from gateway.errors import Unauthenticated
 from gateway.security import hash_token
 from gateway.services import Services

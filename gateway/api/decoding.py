@@ -55,13 +55,6 @@ def decode_body(raw: bytes, decoder: msgspec.json.Decoder[Any], *, required: boo
 QueryFields = tuple[tuple[str, bool], ...]  # (name, repeatable?) of each parameter
 
 
-def given_fields(body: msgspec.Struct) -> dict[str, Any]:
-    """The fields a decoded body gave (those left UNSET are absent; an explicit null is kept),
-    nested Structs as plain dicts."""
-    given: dict[str, Any] = msgspec.to_builtins(body)
-    return given
-
-
 def decode_query(params: QueryParams, query_type: Any, names: QueryFields) -> Any:
     values: dict[str, Any] = {}
     for name, repeatable in names:

@@ -60,5 +60,5 @@ class Cursors:
             raise InvalidRequest("cursor: invalid, or issued for a different listing") from exc
 
 
-def page_info(next_cursor: str | None) -> dict[str, Any]:
-    return {"has_next_page": next_cursor is not None, "next_cursor": next_cursor}
+def page_info(next_cursor: str | None) -> PageInfo:
+    return PageInfo(has_next_page=next_cursor is not None, next_cursor=next_cursor)

@@ -3,11 +3,14 @@
     routes = Routes("webhooks")
 
     @routes.post("/factory/{uid}/webhooks", "Create a webhook", ok=201, response=Webhook)
-    async def create(request: Request, body: Body[WebhookCreate]) -> Response: ...
+    async def create(request: Request, body: Body[WebhookCreate]) -> Webhook: ...
 
 The handler's `body: Body[T]` and `query: Query[T]` parameters name the Structs that validate
 the request; the same Structs, the path and the declared answers make its OpenAPI operation.
 Both are decoded only when the handler asks, so authentication and access checks come first.
+A handler returns an instance of the declared `response` type, sent as JSON with the `ok`
+status (anything else is a bug, refused at once), or a Response of its own (204, redirects,
+text).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from gateway.api.decoding import (
     read_capped,
     reject_nul,
 )
+from gateway.api.http import JSONResponse
 from gateway.openapi import Documented, Operation
 
 T = TypeVar("T")
-Handler = Callable[..., Awaitable[Response]]
+Handler = Callable[..., Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
 
 
@@ -68,6 +72,7 @@ class ApiRoute(Route):
     def __init__(self, method: str, path: str, handler: Handler, operation: Operation) -> None:
         self.method = method
         self.operation = operation
+        self.handler = handler
         super().__init__(
             path, _endpoint(handler, operation), methods=[method], name=handler.__name__
         )
@@ -77,6 +82,7 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
     body_type, query_type = operation.body, operation.query
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
     names: QueryFields = () if query_type is None else query_fields(query_type)
+    declared = answer_type(operation)
 
     async def endpoint(request: Request) -> Response:
         reject_nul(request)
@@ -85,7 +91,14 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
             inputs["body"] = Body(request, decoder, operation.body_required)
         if query_type is not None:
             inputs["query"] = Query(request, query_type, names)
-        return await handler(request, **inputs)
+        answer = await handler(request, **inputs)
+        if isinstance(answer, Response):
+            return answer
+        if declared is not None and not isinstance(answer, declared):
+            raise TypeError(
+                f"{handler.__name__} answered a {type(answer).__name__}, not {declared}"
+            )
+        return JSONResponse(answer, status_code=operation.ok)
 
     return endpoint
 
@@ -125,6 +138,13 @@ class Routes(list[BaseRoute]):
             return handler
 
         return register
+
+
+def answer_type(operation: Operation) -> type | None:
+    """The class a handler's JSON answer must be an instance of, when the operation declares one
+    (not `Any`, a generic alias or an annotated free-form value)."""
+    response = operation.response
+    return response if isinstance(response, type) and response is not Any else None
 
 
 def _inner(hint: Any) -> Any:

@@ -1,64 +1,56 @@
-"""HTML of the console: every dynamic value goes through `escape` (or `attr`), here only."""
+"""HTML of the console: the Jinja2 templates in gateway/console/templates/, with autoescape on.
+Every value a template prints is HTML-escaped; markup comes from the templates alone (no
+template marks a value safe), so a payload, a header or a name cannot inject any."""
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 import orjson
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from msgspec import UNSET
 
 from gateway.console.session import PATH
+from gateway.deliveries.models import MAX_WINDOW
+
+LIVE_EVERY_S = 3  # how often console.js refreshes a webhook's deliveries
 
 
-def escape(value: Any) -> str:
-    if isinstance(value, datetime):
-        value = value.isoformat(timespec="seconds")
-    return html.escape("" if value is None else str(value), quote=True)
+def _moment(value: datetime) -> str:
+    return value.isoformat(timespec="seconds")
 
 
-def link(href: str, text: Any, **attrs: str) -> str:
-    extra = "".join(f' {name}="{escape(value)}"' for name, value in attrs.items())
-    return f'<a href="{escape(href)}"{extra}>{escape(text)}</a>'
+def _pretty_json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
-def table(headings: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
-    """`rows` hold cells already rendered (escape their text with `escape`)."""
-    return table_around(headings, rows_html(rows))
+def _finalize(value: Any) -> Any:
+    return "" if value is None else value
 
 
-def table_around(headings: Iterable[str], body: str, body_attrs: str = "") -> str:
-    """A table whose rows are rendered already; `body_attrs`: the tbody's, rendered too."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in headings)
-    return f"<table><thead><tr>{head}</tr></thead><tbody{body_attrs}>{body}</tbody></table>"
+_templates = Environment(
+    loader=PackageLoader("gateway.console", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,  # a name a template gets wrong fails, not renders as ""
+    finalize=_finalize,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    auto_reload=False,  # shipped with the package: read once
+)
+_templates.globals.update(console=PATH, max_window=MAX_WINDOW, live_every_s=LIVE_EVERY_S)
+_templates.filters.update(moment=_moment, pretty_json=_pretty_json)
+_templates.tests["unset"] = lambda value: value is UNSET
 
 
-def rows_html(rows: Iterable[Iterable[str]]) -> str:
-    return "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+def render(template: str, **context: Any) -> str:
+    """A fragment (a template that extends nothing), e.g. a table's rows."""
+    return _templates.get_template(template).render(context)
 
 
-def pretty_json(value: Any) -> str:
-    return f"<pre>{escape(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())}</pre>"
-
-
-def csrf_field(token: str) -> str:
-    return f'<input type="hidden" name="csrf" value="{escape(token)}">'
-
-
-def page(title: str, body: str, *, signed_in: bool = True, csrf: str = "") -> str:
-    logout = (
-        f'<form method="post" action="{PATH}/logout" class="logout">{csrf_field(csrf)}'
-        '<button type="submit">Log out</button></form>'
-        if signed_in
-        else ""
-    )
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)} · Delivery console</title>"
-        f'<link rel="stylesheet" href="{PATH}/static/console.css">'
-        f'<script defer src="{PATH}/static/console.js"></script></head><body>'
-        f'<header><a href="{PATH}" class="brand">Delivery console</a>{logout}</header>'
-        f"<main><h1>{escape(title)}</h1>{body}</main></body></html>"
-    )
+def page(
+    template: str, title: str, *, signed_in: bool = True, csrf: str = "", **context: Any
+) -> str:
+    """A whole page: `template` extends base.html, which puts `title` in the head and as the
+    heading, and the log-out form (carrying `csrf`) in the header when `signed_in`."""
+    return render(template, title=title, signed_in=signed_in, csrf=csrf, **context)

@@ -5,9 +5,9 @@ the API, with the logged-in key's access."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
@@ -15,17 +15,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from filters import FilterError
+from gateway.accounts.factories import get_accessible_factory, list_factories
+from gateway.accounts.identities import Principal, authenticate
 from gateway.console import session
-from gateway.console.html import escape, link, page
-from gateway.console.views import backtest_view, delivery_rows, delivery_view, webhook_view
-from gateway.domain import delivery_log
-from gateway.domain import filter_backtest as backtests
-from gateway.domain.delivery_replay import Replayer
-from gateway.domain.factories import get_accessible_factory, list_factories
-from gateway.domain.identities import Principal, authenticate
-from gateway.domain.webhooks import get_webhook_row, list_webhook_rows
+from gateway.console.html import page, render
+from gateway.deliveries import filter_backtest as backtests
+from gateway.deliveries import log as delivery_log
+from gateway.deliveries.models import MAX_WINDOW, Delivery
+from gateway.deliveries.replay import Replayer
 from gateway.errors import ServiceError
 from gateway.services import Services
+from gateway.webhooks.management import get_webhook_row, list_webhooks
 
 P = session.PATH
 MAX_FORM_BYTES = 64 * 1024
@@ -48,8 +48,23 @@ def _html(body: str, status: int = 200) -> HTMLResponse:
 
 
 def _problem(title: str, detail: str, status: int, signed_in: bool = True) -> HTMLResponse:
-    body = f'<p class="problem">{escape(detail)}</p><p>{link(P, "Back to the console")}</p>'
-    return _html(page(title, body, signed_in=signed_in), status)
+    body = _problem_page(title, detail, P, "Back to the console", signed_in=signed_in)
+    return _html(body, status)
+
+
+def _problem_page(
+    title: str, detail: str, back: str, back_text: str, *, signed_in: bool = True, csrf: str = ""
+) -> str:
+    """`detail` above a link to `back`."""
+    return page(
+        "problem.html",
+        title,
+        signed_in=signed_in,
+        csrf=csrf,
+        detail=detail,
+        back=back,
+        back_text=back_text,
+    )
 
 
 def signed_in(handler: Page) -> Callable[[Request], Awaitable[Response]]:
@@ -89,14 +104,7 @@ async def login_form(request: Request) -> Response:
 
 
 def _login_page(problem: str) -> str:
-    note = f'<p class="problem">{escape(problem)}</p>' if problem else ""
-    body = (
-        f'{note}<form method="post" action="{P}/login" class="login">'
-        '<label>API key <input type="password" name="api_key" autocomplete="off" required '
-        'autofocus></label> <button type="submit">Log in</button></form>'
-        "<p>The key is kept in an encrypted, HttpOnly cookie for 12 hours.</p>"
-    )
-    return page("Log in", body, signed_in=False)
+    return page("login.html", "Log in", signed_in=False, problem=problem)
 
 
 async def login(request: Request) -> Response:
@@ -130,9 +138,8 @@ async def home(request: Request, services: Services, principal: Principal) -> Re
         found, _more = await list_factories(
             conn, principal, team_uid=None, search=None, limit=100, after=None
         )
-    items = "".join(f"<li>{link(f'{P}/f/{f.uid}', f.name)}</li>" for f in found)
-    body = f"<ul class=list>{items or '<li>No factory yet.</li>'}</ul>"
-    return _html(page("Factories", body, csrf=session.csrf_token(services.secret_box, request)))
+    csrf = session.csrf_token(services.secret_box, request)
+    return _html(page("factories.html", "Factories", csrf=csrf, factories=found))
 
 
 @signed_in
@@ -140,20 +147,15 @@ async def factory(request: Request, services: Services, principal: Principal) ->
     uid = request.path_params["uid"]
     async with services.database.read() as conn:
         found = await get_accessible_factory(conn, principal, uid)
-        hooks = await list_webhook_rows(conn, uid)
-    items = "".join(
-        f"<li>{link(f'{P}/f/{uid}/w/{w.uid}', w.name)} "
-        f"<span class=muted>{escape(w.uid)}{'' if w.enabled else ' · disabled'}</span></li>"
-        for w in hooks
-    )
-    body = f"<ul class=list>{items or '<li>No webhook yet.</li>'}</ul>"
+        hooks = await list_webhooks(conn, services, uid)
     csrf = session.csrf_token(services.secret_box, request)
-    return _html(page(f"Webhooks of {found.name}", body, csrf=csrf))
+    title = f"Webhooks of {found.name}"
+    return _html(page("webhooks.html", title, csrf=csrf, factory_uid=uid, hooks=hooks))
 
 
 async def _deliveries(
     services: Services, principal: Principal, uid: str, webhook_uid: str
-) -> tuple[str, list[dict[str, Any]]]:
+) -> tuple[str, list[Delivery]]:
     """The webhook's name and its newest 50 deliveries."""
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
@@ -168,8 +170,9 @@ async def webhook(request: Request, services: Services, principal: Principal) ->
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
     name, items = await _deliveries(services, principal, uid, webhook_uid)
     csrf = session.csrf_token(services.secret_box, request)
-    body = webhook_view(f"{P}/f/{uid}/w/{webhook_uid}", items, csrf)
-    return _html(page(f"Deliveries of {name}", body, csrf=csrf))
+    base = f"{P}/f/{uid}/w/{webhook_uid}"
+    title = f"Deliveries of {name}"
+    return _html(page("webhook.html", title, csrf=csrf, base=base, items=items))
 
 
 @signed_in
@@ -177,7 +180,7 @@ async def webhook_rows(request: Request, services: Services, principal: Principa
     """The rows of the deliveries table alone: console.js swaps them in every few seconds."""
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
     _name, items = await _deliveries(services, principal, uid, webhook_uid)
-    return _html(delivery_rows(f"{P}/f/{uid}/w/{webhook_uid}", items))
+    return _html(render("delivery_rows.html", base=f"{P}/f/{uid}/w/{webhook_uid}", items=items))
 
 
 @signed_in
@@ -191,7 +194,9 @@ async def delivery(request: Request, services: Services, principal: Principal) -
         item = await delivery_log.get_delivery(conn, webhook_uid, delivery_id, found)
     base = f"{P}/f/{uid}/w/{webhook_uid}"
     csrf = session.csrf_token(services.secret_box, request)
-    return _html(page(f"Delivery {delivery_id}", delivery_view(base, item, csrf), csrf=csrf))
+    nonce = secrets.token_urlsafe(16)  # keys this form's replay (see `replay`)
+    title = f"Delivery {delivery_id}"
+    return _html(page("delivery.html", title, csrf=csrf, base=base, item=item, nonce=nonce))
 
 
 @signed_in
@@ -224,17 +229,23 @@ async def filter_test(request: Request, services: Services, principal: Principal
     try:
         raw = orjson.loads(form.get("filter") or "{}")
         filters = backtests.filter_of(raw)
-        last = min(max(int(form.get("last") or 50), 1), backtests.MAX_WINDOW)
+        last = min(max(int(form.get("last") or 50), 1), MAX_WINDOW)
     except (orjson.JSONDecodeError, FilterError, ValueError) as exc:
         detail = f"filter: {exc}"
-        return _html(page("Filter backtest", _back(base, detail), csrf=csrf), 400)
+        body = _problem_page("Filter backtest", detail, base, "Back to the deliveries", csrf=csrf)
+        return _html(body, 400)
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
         await delivery_log.require_webhook(conn, uid, webhook_uid)
         result = await backtests.backtest(conn, webhook_uid, filters, backtests.Window(last))
-    body = backtest_view(base, form.get("filter") or "{}", last, result, csrf)
-    return _html(page("Filter backtest", body, csrf=csrf))
-
-
-def _back(base: str, detail: str) -> str:
-    return f'<p class="problem">{escape(detail)}</p><p>{link(base, "Back to the deliveries")}</p>'
+    raw_filter = form.get("filter") or "{}"
+    body = page(
+        "backtest.html",
+        "Filter backtest",
+        csrf=csrf,
+        base=base,
+        raw_filter=raw_filter,
+        last=last,
+        result=result,
+    )
+    return _html(body)

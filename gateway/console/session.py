@@ -23,7 +23,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.domain.identities import Principal, authenticate
+from gateway.accounts.identities import Principal, authenticate
 from gateway.security import SecretBox
 from gateway.services import Services
 

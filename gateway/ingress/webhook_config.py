@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import Target, shard_of
 from gateway.rejections import Reason
 from gateway.security import SecretBox, hash_token
-from gateway.signatures import SCHEMES, SignatureError, SignatureScheme
+from gateway.signatures import SignatureError, SignatureScheme, get_scheme
 from gateway.signatures.identity_headers import identity_header_refusal
 from gateway.store import tables as t
 
@@ -127,7 +127,8 @@ def _secret(row: Row[Any], box: SecretBox) -> str | None:
 
 
 def _verifier(scheme_name: str | None, secret: str) -> Verifier:
-    scheme = SCHEMES[scheme_name or ""]
+    # get_scheme takes an alias too: a row written by a process older than revision 0014
+    scheme = get_scheme(scheme_name or "")
     return SignatureCheck(scheme, scheme.prepare_key(secret))
 
 

@@ -28,7 +28,7 @@ class Latency:
 
 
 class Evaluator(Protocol):
-    """The delivery consumer's own counters (gateway/worker/delivery_consumer.py)."""
+    """The delivery consumer's own counters (gateway/evaluator/delivery_consumer.py)."""
 
     processed: int
     runs_started: int

@@ -51,12 +51,15 @@ class Verified:
     """A delivery whose signature checked out."""
 
     delivery_id: str | None  # the provider's own delivery id header, when the scheme has one
+    # the body as parsed JSON, when verifying had to parse it (a timestamp signed inside the
+    # body): the caller need not parse it again
+    payload: object = None
 
 
 class SignatureScheme(Protocol):
     name: str
-    # every header `verify` reads that carries the signature or its timestamp (never a
-    # delivery id: a webhook's delivery id header may not name one of these)
+    # every header that carries the signature or a timestamp of the request, read by `verify`
+    # or not (never a delivery id: a webhook's delivery id header may not name one of these)
     signature_headers: tuple[str, ...]
     # the provider's own delivery id headers `verify` reads and returns, if any
     delivery_id_headers: tuple[str, ...]
@@ -80,6 +83,11 @@ def hmac_sha256(key: bytes, head: bytes, body: bytes) -> bytes:
     mac = _hmac_new(key, head, "sha256")
     mac.update(body)
     return mac.digest()
+
+
+def hmac_of_body(key: bytes, body: bytes, algorithm: str) -> bytes:
+    """HMAC(key, body) in OpenSSL with `algorithm` ("sha256", "sha1"), in one call."""
+    return _hmac_new(key, body, algorithm).digest()
 
 
 def utf8_key(secret: str) -> bytes:
@@ -111,9 +119,9 @@ def check_timestamp(value: str | None, now: float) -> str:
     return value
 
 
-def hex_digest(value: str, what: str) -> bytes:
-    """A 64-character hex SHA-256 signature -> its 32 raw bytes."""
-    if len(value) != 64:
+def hex_digest(value: str, what: str, size: int = 32) -> bytes:
+    """A hex signature of a `size`-byte digest (SHA-256 by default) -> its raw bytes."""
+    if len(value) != 2 * size:
         raise SignatureError(f"malformed {what}", Reason.HEADER_MALFORMED)
     try:
         return binascii.a2b_hex(value)

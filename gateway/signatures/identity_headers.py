@@ -5,7 +5,7 @@ Domain (webhook validation) and ingress (config load) both ask."""
 
 from __future__ import annotations
 
-from gateway.signatures import SCHEMES
+from gateway.signatures import PROVIDER_VERIFIERS, SCHEMES
 
 # Headers that carry a credential
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
@@ -21,7 +21,7 @@ def identity_header_refusal(name: str) -> str | None:
     lower = name.lower()
     if lower in CREDENTIAL_HEADERS:
         return "carries credentials"
-    for scheme in SCHEMES.values():
+    for scheme in (*SCHEMES.values(), *PROVIDER_VERIFIERS.values()):
         if lower in scheme.signature_headers:
             return f"carries the {scheme.name} signature or its timestamp"
     words = set(lower.split("-"))

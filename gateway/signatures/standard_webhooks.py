@@ -34,7 +34,7 @@ _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 
 
 class StandardWebhooks:
-    name = "standard-webhooks"
+    name = "standard_webhooks"
     signature_headers: tuple[str, ...] = tuple(name for family in _FAMILIES for name in family[1:])
     delivery_id_headers: tuple[str, ...] = tuple(family[0] for family in _FAMILIES)
 

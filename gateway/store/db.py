@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from gateway.store.checkpoints import WalCheckpointer
 from gateway.store.file_lock import FileWriteLock
+
+AfterCommit = Callable[[], Awaitable[None]]
+_AFTER_COMMIT = "gateway.after_commit"
 
 
 class WriteGate:
@@ -113,7 +116,20 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self, *, urgent: bool = False) -> AsyncIterator[AsyncConnection]:
-        """`urgent`: on SQLite, ahead of this process's other waiting writers (ingress)."""
+        """`urgent`: on SQLite, ahead of this process's other waiting writers (ingress). What
+        the transaction's work asked for with `after_commit` runs once it has committed."""
+        callbacks: list[AfterCommit] = []
+        async with self._begin(urgent) as conn:
+            conn.info[_AFTER_COMMIT] = callbacks
+            try:
+                yield conn
+            finally:
+                conn.info.pop(_AFTER_COMMIT, None)
+        for callback in callbacks:
+            await callback()
+
+    @asynccontextmanager
+    async def _begin(self, urgent: bool) -> AsyncIterator[AsyncConnection]:
         if self.write_gate is None:
             async with self.engine.begin() as conn:
                 yield conn
@@ -143,6 +159,15 @@ class Database:
         """Pragmas for every new SQLite connection of this process (see `sqlite_pragmas`)."""
         checkpoints = self.background_checkpoints
         sqlite_pragmas(dbapi_connection, _record, background_checkpoints=checkpoints)
+
+
+def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
+    """Run `callback` once the transaction of `conn` (a `Database.transaction`) has committed:
+    what others must hear of a change (ingress caches) only after it is visible to them."""
+    try:
+        conn.info[_AFTER_COMMIT].append(callback)
+    except KeyError:
+        raise RuntimeError("after_commit: not inside Database.transaction()") from None
 
 
 def create_database(url: str, **engine_options: Any) -> Database:

@@ -8,7 +8,7 @@ from tests.support import World
 
 
 def test_internal_errors_leak_no_internals(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gateway.api.factories as factories_api
+    import gateway.platform.factories.routes as factories_api
 
     async def explode(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("password=hunter2 at /srv/secret/path.py")

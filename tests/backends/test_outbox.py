@@ -19,13 +19,13 @@ from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox
 from gateway.backends.seen_deliveries import MIN_EXACT
-from gateway.domain.webhook_runs import RunStarter
+from gateway.evaluator.delivery_consumer import Consumer
+from gateway.evaluator.outbox_source import OutboxSource
+from gateway.evaluator.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import create_database
 from gateway.store import tables as t
-from gateway.worker.delivery_consumer import Consumer
-from gateway.worker.outbox_source import OutboxSource
 from tests.backends.outbox_support import (
     append_to_outbox,
     gateway_with_least_memory,
@@ -34,9 +34,9 @@ from tests.backends.outbox_support import (
     store_with_outbox,
 )
 from tests.conftest import make_settings
+from tests.evaluator.test_delivery_consumer import automation_for_everything, runs_of
 from tests.ingress.hooks import add_webhook
 from tests.support import GatewayClient, World
-from tests.worker.test_delivery_consumer import automation_for_everything, runs_of
 
 
 def _record(i: int) -> DeliveryRecord:

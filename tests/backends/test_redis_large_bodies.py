@@ -17,7 +17,7 @@ from gateway.backends.contract import Submission, Target
 from gateway.backends.redis_backend import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBackend
 from gateway.backends.resp_client import RespClient
 from gateway.errors import Unavailable
-from gateway.worker.stream_source import StreamSource
+from gateway.evaluator.stream_source import StreamSource
 from tests.ingress.hooks import gateway_on_own_redis
 
 

@@ -19,9 +19,9 @@ from gateway.backends.redis_backend import KeySpace
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.conftest import CLUSTER_BASE_PORT, CLUSTER_LAST_PORT, make_settings
+from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import Hook, add_webhook
 from tests.support import GatewayClient, World
-from tests.worker.test_delivery_consumer import drain
 
 # a cluster of its own (3 masters, a replica each), so that the shared one keeps its shape
 FAILOVER_BASE_PORT = CLUSTER_BASE_PORT + 20

@@ -21,9 +21,9 @@ from gateway.services import Services
 from gateway.settings import Settings
 from gateway.store import tables as t
 from tests.conftest import make_settings
+from tests.evaluator.test_delivery_consumer import automation_for_everything, drain, runs_of
 from tests.ingress.hooks import Hook, add_webhook, change_webhook
 from tests.support import GatewayClient, World
-from tests.worker.test_delivery_consumer import automation_for_everything, drain, runs_of
 
 
 def cluster_settings(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from gateway import console
 from gateway.app import create_app
 from tests.support import GatewayClient, World, eventually
 
@@ -124,3 +126,26 @@ def test_the_same_replay_form_sent_twice_replays_once(world: World) -> None:
     assert third.headers["location"] != first.headers["location"]
     replays = world.api("GET", f"/factory/{world.factory_uid}/webhooks/{made['uid']}/replays")
     assert len(replays.json()["replays"]) == 2
+
+
+def test_names_and_an_echoed_filter_are_escaped_wherever_they_appear(world: World) -> None:
+    client = world.client
+    name = '<img src=x onerror="alert(1)">'
+    made = world.api("POST", f"/factory/{world.factory_uid}/webhooks", json={"name": name}).json()
+    login(client, world.user_key)
+    base = f"/console/f/{world.factory_uid}/w/{made['uid']}"
+    for path in (f"/console/f/{world.factory_uid}", base):
+        page = client.get(path)
+        assert page.status_code == 200 and "<img" not in page.text and "&lt;img" in page.text
+    sent = '{"a": ["</textarea><script>x()</script>"]}'
+    form = {"filter": sent, "csrf": csrf_of(client, base)}
+    echoed = client.post(f"{base}/filter-test", data=form)
+    assert echoed.status_code == 200 and "<script>x()" not in echoed.text
+    assert "&lt;/textarea&gt;&lt;script&gt;x()" in echoed.text
+
+
+def test_no_template_turns_escaping_off() -> None:
+    templates = sorted((Path(console.__file__).parent / "templates").glob("*.html"))
+    assert templates
+    unsafe = re.compile(r"\|\s*safe\b|autoescape\s+false|markup\(", re.IGNORECASE)
+    assert [p.name for p in templates if unsafe.search(p.read_text())] == []

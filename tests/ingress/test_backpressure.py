@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import add_webhook, backend_settings
 from tests.support import GatewayClient, World
-from tests.worker.test_delivery_consumer import drain
 
 
 @pytest.fixture(params=["memory", "redis", "memory+postgresql"])

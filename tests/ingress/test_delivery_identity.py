@@ -10,11 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.domain.webhooks import check_identity_header
 from gateway.errors import InvalidRequest
 from gateway.ingress.delivery_identity import MAX_IDENTITY, delivery_identity
-from gateway.signatures import SCHEMES, SignatureError
+from gateway.signatures import PROVIDER_VERIFIERS, SCHEMES, SignatureError
 from gateway.signatures.identity_headers import identity_header_refusal
+from gateway.webhooks.management import check_identity_header
+
+# every verifier: the custom webhook schemes and the provider connections' ones
+VERIFIERS = SCHEMES | {f"provider {name}": v for name, v in PROVIDER_VERIFIERS.items()}
 
 PREFIX = "evt_" + "x" * 400
 LENGTHS = (299, 300, 301, 10_240)
@@ -57,7 +60,7 @@ def test_long_ids_differing_anywhere_differ(value: str, tail: str) -> None:
         "X-Webhook-Secret",
         "X-Api-Key",
         "X-Hub-Signature",
-        *sorted({h for s in SCHEMES.values() for h in s.signature_headers}),
+        *sorted({h for s in VERIFIERS.values() for h in s.signature_headers}),
     ],
 )
 def test_credential_and_signature_headers_are_refused_with_the_field_named(name: str) -> None:
@@ -70,7 +73,14 @@ def test_credential_and_signature_headers_are_refused_with_the_field_named(name:
 
 @pytest.mark.parametrize(
     "name",
-    ["X-Event-Id", "X-GitHub-Delivery", "webhook-id", "svix-id", "Idempotency-Key", "X-Author"],
+    [
+        "X-Event-Id",
+        "webhook-id",
+        "svix-id",
+        "Request-ID",
+        "X-Author",
+        *sorted({h for s in VERIFIERS.values() for h in s.delivery_id_headers}),
+    ],
 )
 def test_event_id_headers_are_allowed(name: str) -> None:
     check_identity_header(name)  # no refusal
@@ -100,7 +110,7 @@ class Recording(Mapping[str, str]):
 
 
 ALL_NAMES = sorted(
-    {h for s in SCHEMES.values() for h in (*s.signature_headers, *s.delivery_id_headers)}
+    {h for s in VERIFIERS.values() for h in (*s.signature_headers, *s.delivery_id_headers)}
 )
 VALUES = st.sampled_from(
     [
@@ -112,15 +122,17 @@ VALUES = st.sampled_from(
         "0" * 64,
         "A" * 43 + "=",
         "id_1",
+        "v1=" + "0" * 64,
+        "0" * 40,
     ]
 )
 
 
-@given(st.dictionaries(st.sampled_from(ALL_NAMES), VALUES), st.sampled_from(sorted(SCHEMES)))
+@given(st.dictionaries(st.sampled_from(ALL_NAMES), VALUES), st.sampled_from(sorted(VERIFIERS)))
 def test_schemes_read_only_the_headers_they_declare(values: dict[str, str], name: str) -> None:
     """The refusal list is taken from the schemes' declarations: a scheme that read a header it
     does not declare would let that header be configured as the delivery identity."""
-    scheme = SCHEMES[name]
+    scheme = VERIFIERS[name]
     headers = Recording(values)
     key = scheme.prepare_key("whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY")
     with contextlib.suppress(SignatureError):

@@ -108,7 +108,7 @@ def test_url_token_mode(gw: GatewayClient, gw_world: World) -> None:
 
 @REQUEST_HANDLING
 def test_managed_team_secret(gw: GatewayClient, gw_world: World) -> None:
-    from gateway.domain import identities
+    from gateway.accounts import identities
 
     async def secret(services):  # type: ignore[no-untyped-def]
         async with services.database.transaction() as conn:

@@ -1,6 +1,7 @@
 """Signature mode end to end: deliveries signed by the providers' own libraries (standardwebhooks,
-stripe, slack_sdk; GitHub with hmac, as GitHub documents) are accepted; tampered, unsigned,
-expired and future-dated ones get 401; the provider's delivery id de-duplicates."""
+stripe, slack_sdk; GitHub, PagerDuty, Sentry and Vercel with hmac, as they document it) are
+accepted; tampered, unsigned, expired and future-dated ones get 401; the provider's delivery id
+de-duplicates, or the body digest where the provider sends none."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -39,7 +41,7 @@ def _sw_headers(msg_id: str, body: str, when: datetime, prefix: str = "webhook")
 
 
 def test_standard_webhooks(gw: GatewayClient, gw_world: World) -> None:
-    hook = add_webhook(gw, gw_world, "signature", scheme="standard-webhooks", secret=SW_SECRET)
+    hook = add_webhook(gw, gw_world, "signature", scheme="standard_webhooks", secret=SW_SECRET)
     now = datetime.now(UTC)
     first = _post(gw, hook, BODY, _sw_headers("msg_1", BODY, now))
     assert first.status_code == 202, first.text
@@ -112,11 +114,94 @@ def test_github_delivery_header_deduplicates(gw: GatewayClient, gw_world: World)
     assert _post(gw, hook, BODY, wrong).status_code == 401
 
 
-@pytest.mark.parametrize("scheme", ["standard-webhooks", "stripe", "github", "slack"])
+def test_a_row_still_holding_the_hyphenated_name_verifies(
+    gw: GatewayClient, gw_world: World
+) -> None:
+    # written by a process older than the rename (revision 0014): loaded under the alias
+    hook = add_webhook(gw, gw_world, "signature", scheme="standard-webhooks", secret=SW_SECRET)
+    accepted = _post(gw, hook, BODY, _sw_headers("msg_old", BODY, datetime.now(UTC)))
+    assert accepted.status_code == 202, accepted.text
+    assert _post(gw, hook, BODY, {}).status_code == 401
+
+
+def _pagerduty_headers(secret: str, body: str, webhook_id: str) -> dict[str, str]:
+    digest = hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()
+    return {"X-PagerDuty-Signature": f"v1={digest}", "X-Webhook-Id": webhook_id}
+
+
+def test_pagerduty(gw: GatewayClient, gw_world: World) -> None:
+    secret = "pagerduty-subscription-secret"
+    hook = add_webhook(gw, gw_world, "signature", scheme="pagerduty", secret=secret)
+    first = _post(gw, hook, BODY, _pagerduty_headers(secret, BODY, "wh-1"))
+    assert first.status_code == 202, first.text
+    # X-Webhook-Id is the identity: PagerDuty's retry of wh-1 is the same delivery
+    retry = _post(gw, hook, BODY, _pagerduty_headers(secret, BODY, "wh-1"))
+    assert retry.status_code == 202 and retry.json() == first.json()
+    other = _post(gw, hook, BODY, _pagerduty_headers(secret, BODY, "wh-2"))
+    assert other.status_code == 202 and other.json() != first.json()
+    # while a secret rotates PagerDuty signs with both: either matching is enough
+    rotating = _pagerduty_headers("old-secret", BODY, "wh-3")
+    rotating["X-PagerDuty-Signature"] += (
+        "," + _pagerduty_headers(secret, BODY, "")["X-PagerDuty-Signature"]
+    )
+    assert _post(gw, hook, BODY, rotating).status_code == 202
+    tampered = _pagerduty_headers(secret, BODY, "wh-4")
+    assert _post(gw, hook, BODY.replace("in_1", "in_2"), tampered).status_code == 401
+    assert _post(gw, hook, BODY, _pagerduty_headers("wrong", BODY, "wh-5")).status_code == 401
+    assert _post(gw, hook, BODY, {"X-Webhook-Id": "wh-6"}).status_code == 401
+
+
+def test_sentry(gw: GatewayClient, gw_world: World) -> None:
+    secret = "sentry-integration-client-secret"
+
+    def sentry_headers(body: str, key: str = secret) -> dict[str, str]:
+        digest = hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()
+        return {
+            "Sentry-Hook-Signature": digest,
+            "Sentry-Hook-Resource": "issue",
+            "Sentry-Hook-Timestamp": "1",  # unsigned: not checked
+            "Request-ID": str(uuid.uuid4()),  # new on every send: not the identity
+        }
+
+    hook = add_webhook(gw, gw_world, "signature", scheme="sentry", secret=secret)
+    first = _post(gw, hook, BODY, sentry_headers(BODY))
+    assert first.status_code == 202, first.text
+    resent = _post(gw, hook, BODY, sentry_headers(BODY))  # same event, new Request-ID
+    assert resent.status_code == 202 and resent.json() == first.json()
+    changed = BODY.replace("in_1", "in_2")
+    other = _post(gw, hook, changed, sentry_headers(changed))
+    assert other.status_code == 202 and other.json() != first.json()
+    assert _post(gw, hook, changed, sentry_headers(BODY)).status_code == 401
+    assert _post(gw, hook, BODY, sentry_headers(BODY, "wrong")).status_code == 401
+    assert _post(gw, hook, BODY, {"Sentry-Hook-Resource": "issue"}).status_code == 401
+
+
+def test_vercel(gw: GatewayClient, gw_world: World) -> None:
+    secret = "vercel-webhook-secret"
+
+    def vercel_headers(body: str, key: str = secret) -> dict[str, str]:
+        return {"X-Vercel-Signature": hmac.new(key.encode(), body.encode(), "sha1").hexdigest()}
+
+    hook = add_webhook(gw, gw_world, "signature", scheme="vercel", secret=secret)
+    first = _post(gw, hook, BODY, vercel_headers(BODY))
+    assert first.status_code == 202, first.text
+    resent = _post(gw, hook, BODY, vercel_headers(BODY))
+    assert resent.status_code == 202 and resent.json() == first.json()
+    changed = BODY.replace("in_1", "in_2")
+    assert _post(gw, hook, changed, vercel_headers(changed)).json() != first.json()
+    assert _post(gw, hook, changed, vercel_headers(BODY)).status_code == 401
+    sha256 = hmac.new(secret.encode(), BODY.encode(), hashlib.sha256).hexdigest()
+    assert _post(gw, hook, BODY, {"X-Vercel-Signature": sha256}).status_code == 401
+    assert _post(gw, hook, BODY, {}).status_code == 401
+
+
+@pytest.mark.parametrize(
+    "scheme", ["standard_webhooks", "stripe", "github", "slack", "pagerduty", "sentry", "vercel"]
+)
 def test_unsigned_is_401_and_counts_toward_the_failed_auth_budget(
     gw: GatewayClient, gw_world: World, scheme: str
 ) -> None:
-    secret = SW_SECRET if scheme == "standard-webhooks" else "some-secret"
+    secret = SW_SECRET if scheme == "standard_webhooks" else "some-secret"
     hook = add_webhook(gw, gw_world, "signature", scheme=scheme, secret=secret)
     statuses = [_post(gw, hook, BODY, {}).status_code for _ in range(11)]
     assert statuses == [401] * 10 + [429]

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from benchmarks.procs import free_port
-from gateway.domain import factories, identities
+from gateway.accounts import factories, identities
 from gateway.ingress.cache import NEGATIVE_TTL
 from gateway.services import build_services
 from gateway.settings import Settings

@@ -90,7 +90,7 @@ AUTH_CASES: dict[Reason, tuple[dict[str, Any], Send]] = {
         lambda gw, h: gw.post(h.path, content=BODY, headers={"Stripe-Signature": "garbage"}),
     ),
     Reason.SIGNATURE_MISMATCH: (
-        {"mode": "signature", "scheme": "standard-webhooks", "secret": SW_SECRET},
+        {"mode": "signature", "scheme": "standard_webhooks", "secret": SW_SECRET},
         lambda gw, h: gw.post(h.path, content=BODY + " ", headers=_standard("m1", BODY)),
     ),
     Reason.TIMESTAMP_STALE: (
@@ -178,7 +178,7 @@ def test_refusals_after_authentication_have_their_reasons(
 def test_accepted_keeps_redacted_headers_and_duplicates_name_the_first(
     gw: GatewayClient, gw_world: World
 ) -> None:
-    hook = add_webhook(gw, gw_world, "signature", scheme="standard-webhooks", secret=SW_SECRET)
+    hook = add_webhook(gw, gw_world, "signature", scheme="standard_webhooks", secret=SW_SECRET)
     msg_id = f"msg_{uuid.uuid4().hex}"
     headers = {**_standard(msg_id, BODY), "X-Trace": "abc", "X-Api-Key": "k-123"}
     first = gw.post(hook.path, content=BODY, headers={**headers, "Authorization": "Basic Zm9v"})

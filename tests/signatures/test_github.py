@@ -1,4 +1,5 @@
-"""github scheme; expected signatures computed here with hmac, independently of the module."""
+"""github scheme: GitHub's documented example, `@octokit/webhooks-methods` (GitHub's own
+JavaScript library) as the oracle, and signatures computed here with hmac."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.signatures import SignatureError, Verified, get_scheme
+from tests.signatures import vendor_oracle
 
 SCHEME = get_scheme("github")
 SECRET = "It's a Secret to Everybody"
@@ -31,6 +33,52 @@ def test_github_docs_example() -> None:
     sig = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     h = {"x-hub-signature-256": sig, "x-github-delivery": DELIVERY}
     assert verify(h, body=b"Hello, World!").delivery_id == DELIVERY
+
+
+# secrets and payloads for the oracle (which refuses an empty payload): short, unicode, long,
+# JSON with escapes and characters beyond the BMP
+ORACLE_SECRETS = ["s", SECRET, "caf\u00e9 \u2603 secret", "x" * 300]
+ORACLE_PAYLOADS = [
+    "Hello, World!",
+    BODY.decode(),
+    '{"comment":{"body":"caf\u00e9 \\u00e9 \\n \U0001f600"}}',
+    "{}" * 5000,
+]
+
+
+def test_agrees_with_octokit_webhooks_methods() -> None:
+    """Whatever GitHub's library signs, the scheme accepts; what the library refuses (another
+    secret, another payload), the scheme refuses."""
+    cases = [(s, p) for s in ORACLE_SECRETS for p in ORACLE_PAYLOADS]
+    signed = vendor_oracle.ask([{"op": "github_sign", "secret": s, "payload": p} for s, p in cases])
+    checks = []
+    for (secret, payload), answer in zip(cases, signed, strict=True):
+        signature = answer["signature"]
+        assert signature == gh_sign(payload.encode(), secret)  # GitHub's documented algorithm
+        assert verify({"x-hub-signature-256": signature}, payload.encode(), secret) == Verified(
+            None
+        )
+        with pytest.raises(SignatureError, match="no matching"):
+            verify({"x-hub-signature-256": signature}, (payload + " ").encode(), secret)
+        with pytest.raises(SignatureError, match="no matching"):
+            verify({"x-hub-signature-256": signature}, payload.encode(), secret + "!")
+        checks += [
+            {"op": "github_verify", "secret": secret, "payload": payload, "signature": signature},
+            {
+                "op": "github_verify",
+                "secret": secret,
+                "payload": payload + " ",
+                "signature": signature,
+            },
+            {
+                "op": "github_verify",
+                "secret": secret + "!",
+                "payload": payload,
+                "signature": signature,
+            },
+        ]
+    verdicts = [answer["valid"] for answer in vendor_oracle.ask(checks)]
+    assert verdicts == [True, False, False] * len(cases)
 
 
 def test_valid_signature_accepted_with_delivery_id() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from gateway.signatures import SignatureError, Verified, get_scheme
 
-SCHEME = get_scheme("standard-webhooks")
+SCHEME = get_scheme("standard_webhooks")
 SECRET = "whsec_" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()
 NOW = 1_700_000_000.0
 BODY = '{"type":"invoice.paid","data":{"id":"in_1","amount":1200,"note":"caf\u00e9"}}'

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from gateway.domain import delivery_log
+from gateway.deliveries import log as delivery_log
 from gateway.store.db import create_database
 from gateway.store.migrate import migrate
 

@@ -1,0 +1,46 @@
+"""The stable, comparable form of a resource, and the fields that differ between two forms:
+what apply stores, and what its plan shows as changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Struct, UnsetType
+from msgspec.structs import fields
+
+__all__ = ["changed_fields", "comparable"]
+
+_LOCATION_FIELDS = frozenset({"path"})
+
+
+def comparable(value: Any) -> Any:
+    """JSON-compatible plain data: Structs become mappings by their encoded field names
+    (every field but the file `path`, which is where a resource is written, not what it is;
+    undeclared (UNSET) fields left out), tuples become lists. Equal resources give equal
+    forms, whichever file order or list order (of sets) the tree was written in."""
+    if isinstance(value, Struct):
+        return {
+            f.encode_name: comparable(getattr(value, f.name))
+            for f in fields(value)
+            if f.name not in _LOCATION_FIELDS and not isinstance(getattr(value, f.name), UnsetType)
+        }
+    if isinstance(value, dict):
+        return {str(k): comparable(v) for k, v in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [comparable(v) for v in value]
+    return value
+
+
+def changed_fields(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of what differs between two comparable forms (`effective.harness.model`,
+    `triggers`); mappings are compared key by key, anything else as a whole."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        changed: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            where = f"{prefix}.{key}" if prefix else key
+            if key not in old or key not in new:
+                changed.append(where)
+            else:
+                changed.extend(changed_fields(old[key], new[key], where))
+        return changed
+    return [] if old == new else [prefix or "."]

@@ -1,0 +1,73 @@
+"""A diagnostic: one problem of a tree, where it is and how to fix it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from msgspec import Struct
+
+from .codes import Code
+
+__all__ = ["Diagnostic", "Diagnostics", "Position", "show"]
+
+
+class Position(Struct, frozen=True):
+    """1-based line and column in a file."""
+
+    line: int
+    column: int
+
+
+class Diagnostic(Struct, frozen=True, kw_only=True):
+    """`line` and `column` are 1-based; both null when the problem is about a whole file or
+    the whole tree (a missing factory.yaml, a file over the size limit)."""
+
+    path: str
+    line: int | None
+    column: int | None
+    code: str
+    message: str
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.line or 0, self.column or 0, self.code, self.message)
+
+
+class Diagnostics:
+    """Collects the diagnostics of one parse, in any order; `sorted()` gives them by file
+    and position."""
+
+    def __init__(self) -> None:
+        self._items: list[Diagnostic] = []
+
+    def add(self, path: str, where: Position | None, code: Code, message: str) -> None:
+        self._items.append(
+            Diagnostic(
+                path=path,
+                line=where.line if where else None,
+                column=where.column if where else None,
+                code=code.value,
+                message=message,
+            )
+        )
+
+    def extend(self, items: list[Diagnostic]) -> None:
+        self._items.extend(items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def sorted(self) -> tuple[Diagnostic, ...]:
+        return tuple(sorted(set(self._items), key=Diagnostic.sort_key))
+
+
+def show(value: Any) -> str:
+    """A value for a message, as the author would write it, short."""
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return json.dumps(text, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value)

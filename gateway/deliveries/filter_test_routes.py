@@ -1,0 +1,75 @@
+"""Filter backtests: POST /factory/{uid}/webhooks/{webhook_uid}/filter-test, and
+POST /factory/{uid}/automations/dry-run (an automation checked against the deliveries its
+triggers' webhooks already received, before it is saved)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from gateway.accounts.factories import get_accessible_factory
+from gateway.api.auth import principal_of, services_of
+from gateway.api.routing import Body, Routes
+from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate
+from gateway.deliveries import filter_backtest as backtests
+from gateway.deliveries.log import require_webhook
+from gateway.deliveries.models import DryRun, FilterTest, FilterTestResult, TriggerTest
+
+routes = Routes("deliveries")
+
+
+@routes.post(
+    "/factory/{uid}/webhooks/{webhook_uid}/filter-test",
+    "Backtest a payload filter against stored deliveries",
+    response=FilterTestResult,
+    errors=(400, 401, 403, 404, 413),
+    notes="Uses the evaluator's own filter code: what it reports is what live evaluation "
+    "decides for the same payload and filter. Window: the newest `last` accepted deliveries, "
+    "received at or after `since` when given.",
+)
+async def filter_test(request: Request, body: Body[FilterTest]) -> FilterTestResult:
+    principal = await principal_of(request)
+    services = services_of(request)
+    factory_uid = request.path_params["uid"]
+    webhook_uid = request.path_params["webhook_uid"]
+    wanted = await body.read()
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, factory_uid)
+        await require_webhook(conn, factory_uid, webhook_uid)
+        if isinstance(wanted.automation_uid, str):
+            filters = await backtests.automation_filters(
+                conn, factory_uid, wanted.automation_uid, webhook_uid
+            )
+        else:
+            filters = backtests.filter_of(wanted.payload or None)
+        window = backtests.Window(wanted.last, wanted.since)
+        return await backtests.backtest(conn, webhook_uid, filters, window)
+
+
+@routes.post(
+    "/factory/{uid}/automations/dry-run",
+    "Validate an automation and backtest its triggers, without saving it",
+    response=DryRun,
+    errors=(400, 401, 403, 404, 413),
+    notes="Takes the body of POST /factory/{uid}/automations; answers as that would fail (400 "
+    "naming the field), else with each trigger's backtest over the newest 50 deliveries of "
+    "its webhook.",
+)
+async def dry_run(request: Request, body: Body[AutomationCreate]) -> DryRun:
+    principal = await principal_of(request)
+    services = services_of(request)
+    factory_uid = request.path_params["uid"]
+    automation = await body.read()
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, factory_uid)
+        await automations.check_triggers(conn, factory_uid, automation.triggers)
+        tested = []
+        for trigger in automation.triggers:
+            filters = backtests.filter_of(trigger.payload_filter)
+            result = await backtests.backtest(
+                conn, trigger.webhook_uid, filters, backtests.Window()
+            )
+            tested.append(
+                TriggerTest(trigger.webhook_uid, result.tested, result.matched, result.deliveries)
+            )
+    return DryRun(True, tested)

@@ -1,1 +1,0 @@
-"""Domain rules; no HTTP here. Functions take a connection and plain values."""

@@ -1,0 +1,73 @@
+"""Embedded source: accepted deliveries the log holds as pending (written there before the 202).
+
+The oldest pending rows are read; the batch transaction claims them (pending -> evaluated), so a
+row is evaluated once even if another process reads it too. The consumer plans the next batch
+while one is being written, so reads continue after the last row read (rows in flight are not
+read twice); once caught up, the next read starts from the oldest again (a row committed late
+with an earlier time, a batch that failed). The ingress writer wakes the source after each
+commit, so a delivery waits for no poll interval; with nothing to do the source still looks
+every `idle_wait` seconds (rows another process wrote). `PolledSource`: that and the linger after
+a short read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.deliveries import log as delivery_log
+from gateway.deliveries.trace import TraceWrites
+from gateway.evaluator.delivery_consumer import Claim, Entry
+from gateway.evaluator.polled_source import PolledSource
+from gateway.store import Database
+
+
+class PendingSource(PolledSource):
+    def __init__(
+        self,
+        database: Database,
+        *,
+        batch: int = 256,
+        idle_wait: float = 0.5,
+        linger: float = 0.0,
+        wake: asyncio.Event | None = None,
+        on_evaluated: Callable[[int], None] | None = None,
+    ) -> None:
+        super().__init__(
+            batch=batch, idle_wait=idle_wait, linger=linger, wake=wake, on_evaluated=on_evaluated
+        )
+        self.database = database
+        self._after: delivery_log.Position | None = None
+
+    async def read(self) -> list[Entry]:
+        await self._before_read()
+        async with self.database.read() as conn:
+            records = await delivery_log.read_pending(conn, self.batch, self._after)
+        self._after_read(len(records))
+        fresh = [Entry(None, r) for r in records if not self._is_in_flight(r.delivery_id)]
+        if records:
+            self._after = (records[-1].received_at, records[-1].delivery_id)
+        elif self._after is not None:
+            self._after = None  # caught up: from the oldest again, at once
+            return []
+        return self._take(fresh) if fresh else await self._idle()
+
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
+        wanted = [e.record.delivery_id for e in entries]
+
+        async def claim(conn: AsyncConnection) -> set[str]:
+            claimed = await delivery_log.claim_pending(conn, wanted)
+            self._claimed = len(claimed)
+            return claimed
+
+        return claim
+
+    async def retry_later(self, entries: Sequence[Entry]) -> None:
+        self._release(entries)
+        self._after = None  # rows stay pending; a read from the oldest finds them
+        await asyncio.sleep(self.idle_wait)

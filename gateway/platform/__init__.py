@@ -1,0 +1,3 @@
+"""The agent platform: runs, runners, tasks, factories, factory files, scoring, benchmark
+suites, schedules, the inbox and analytics. Each sub-package holds its rules and its /api/v1
+handlers (`routes`) side by side. The webhook gateway reaches it only through `run_start`."""

@@ -1,0 +1,1 @@
+"""The team's agents (/agent/identities) and their API keys."""

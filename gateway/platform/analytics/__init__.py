@@ -1,0 +1,1 @@
+"""Factory analytics: metrics, costs, pull requests and run counts, aggregated in SQL."""

@@ -1,0 +1,1 @@
+"""Benchmark suites of a factory, their tasks, runs and trials."""

@@ -1,0 +1,1 @@
+"""Factory repositories: the definition files a team keeps as code, planned and applied."""

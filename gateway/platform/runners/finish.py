@@ -1,0 +1,164 @@
+"""A runner finishing the runs it holds: one per call, or several in one (docs/runs-and-tasks.md,
+"Runners"). A run is finished exactly once: the caller must hold it, and finishing frees it, so
+a second finish of it answers 409 `lease_lost` and changes nothing.
+
+Several runs finish in one transaction with a statement count that does not grow with them: one
+SELECT (locking the runs), one INSERT of timeline rows, one UPDATE sent with every run's values
+(executemany), plus a transcript's rows for each run that reports one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from msgspec import structs
+from sqlalchemy import bindparam, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.errors import InvalidRequest, ServiceError
+from gateway.platform.runners.execution import (
+    Runner,
+    held_runs,
+    lease_lost,
+    status_of,
+    store_artifact,
+)
+from gateway.platform.runners.models import NewArtifact, RunEnding, RunStatus
+from gateway.platform.runs import timeline as run_timeline
+from gateway.platform.runs.models import RunRecord
+from gateway.platform.runs.records import json_column
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+r = t.runs
+# the columns a finish writes: every run's UPDATE of a batch sets all of them (the ones its
+# ending leaves alone to the value read under the lock), so one statement serves them all
+WRITTEN = (
+    "state",
+    "started_at",
+    "failed_at",
+    "status_message",
+    "session_link",
+    "updated_at",
+    "runner_uid",
+    "lease_expires_at",
+    "lease_renewed_at",
+)
+_UPDATE = (
+    update(r)
+    .where(r.c.run_id == bindparam("w_run_id"), r.c.runner_uid == bindparam("w_holder"))
+    .values({name: bindparam(f"w_{name}", type_=r.c[name].type) for name in WRITTEN})
+)
+
+
+async def finish(
+    conn: AsyncConnection,
+    runner: Runner,
+    run_id: str,
+    ending: RunEnding,
+    transcript_link: Callable[[str], str],
+) -> RunStatus:
+    """Ends a held run: SUCCEEDED or FAILED (a CLAIMED run passes INPROGRESS first), or
+    acknowledges a cancellation (CANCELLED, the run was cancelled meanwhile). The transcript
+    is stored and `session_link` points at it (`transcript_link(run_id)`) unless the runner
+    set one. The runner holds the run no more. Raises 404, 409 `lease_lost` or 400."""
+    (result,) = await finish_runs(conn, runner, [(run_id, ending)], transcript_link)
+    if isinstance(result, ServiceError):
+        raise result
+    return RunStatus.of(result)
+
+
+async def finish_runs(
+    conn: AsyncConnection,
+    runner: Runner,
+    endings: list[tuple[str, RunEnding]],
+    transcript_link: Callable[[str], str],
+) -> list[RunRecord | ServiceError]:
+    """`finish` for each (run id, ending), in order: the run as it is now, or the error
+    finishing it alone would have raised (the others finish all the same). A run named twice
+    finishes once; the second answers `lease_lost`."""
+    held = await held_runs(conn, runner, list(dict.fromkeys(run_id for run_id, _ in endings)))
+    now = utcnow()
+    events: list[run_timeline.Entry] = []
+    results: list[RunRecord | ServiceError] = []
+    for run_id, ending in endings:
+        run = held[run_id]
+        if isinstance(run, ServiceError):
+            results.append(run)
+            continue
+        try:
+            ended = _ending(run, ending, runner, now, events)
+        except InvalidRequest as exc:
+            results.append(exc)
+            continue
+        held[run_id] = lease_lost(runner, run_id, ended.state)
+        if ending.transcript is not None:
+            await store_artifact(conn, run, _transcript(ending.transcript))
+            if run.session_link is None:
+                ended = structs.replace(ended, session_link=transcript_link(run_id))
+        results.append(ended)
+    await run_timeline.record_entries(conn, events)
+    # one UPDATE binds every written column of each run (the JSON one as the store takes it)
+    writes = [
+        {"w_run_id": ended.run_id, "w_holder": runner.uid}
+        | {f"w_{name}": getattr(ended, name) for name in WRITTEN}
+        | {"w_status_message": json_column(ended.status_message)}
+        for ended in results
+        if isinstance(ended, RunRecord)
+    ]
+    if writes:
+        await conn.execute(_UPDATE, writes)
+    return results
+
+
+def _ending(
+    run: RunRecord,
+    ending: RunEnding,
+    runner: Runner,
+    now: datetime,
+    events: list[run_timeline.Entry],
+) -> RunRecord:
+    """The run as the ending leaves it; its timeline rows appended to `events`. Raises
+    InvalidRequest (before appending anything) for an outcome the run's state does not allow."""
+    freed = structs.replace(
+        run, updated_at=now, runner_uid=None, lease_expires_at=None, lease_renewed_at=None
+    )
+    if run.state == "CANCELLED":
+        # the cancellation stands whatever the runner reports; what it saw is in the transcript
+        return freed
+    if ending.outcome == "CANCELLED":
+        raise InvalidRequest(
+            f"outcome: CANCELLED acknowledges a cancel; run {run.run_id} was not cancelled "
+            f"(it is {run.state})"
+        )
+    at = now
+    if run.state == "CLAIMED" or run.state == "BLOCKED":
+        if run.state == "CLAIMED":
+            freed = structs.replace(freed, started_at=run.started_at or now)
+        events.append(run_timeline.entry(run.run_id, "INPROGRESS", at, runner_uid=runner.uid))
+        at += timedelta(microseconds=1)  # the timeline orders by time: it ended after
+    events.append(
+        run_timeline.entry(
+            run.run_id, ending.outcome, at, runner_uid=runner.uid, reason=ending.status_message
+        )
+    )
+    if ending.outcome == "FAILED":
+        status = status_of(
+            ending.status_message or "the run failed", ending.error_code or "run_failed"
+        )
+        return structs.replace(freed, state="FAILED", failed_at=at, status_message=status)
+    if ending.status_message is not None:
+        freed = structs.replace(freed, status_message=status_of(ending.status_message))
+    return structs.replace(freed, state=ending.outcome)
+
+
+def _transcript(text: str) -> NewArtifact:
+    content = text.encode()
+    return NewArtifact(
+        artifact_type="TRANSCRIPT",
+        filename="transcript.txt",
+        mime_type="text/plain; charset=utf-8",
+        size=len(content),
+        content=content,
+    )

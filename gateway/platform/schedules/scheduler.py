@@ -1,0 +1,48 @@
+"""The scheduler: starts the due slots of scheduled agents. It runs wherever deliveries are
+evaluated (`gateway worker`, and the evaluator of `gateway serve`); any number may run at once,
+each slot still starts one run (gateway.platform.schedules.slot_runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from gateway.platform.schedules import slot_runs as schedule_runs
+from gateway.store import Database
+from gateway.store.types import utcnow
+
+log = logging.getLogger("gateway.scheduler")
+
+# cron slots are whole minutes: looking every few seconds starts a run within that of its slot
+POLL_S = 5.0
+
+
+async def start_due(database: Database) -> int:
+    """Starts every slot due now; returns how many runs this call started."""
+    started = 0
+    while True:
+        async with database.read() as conn:
+            due = await schedule_runs.due_slots(conn, utcnow())
+        started_now = 0
+        for slot in due:
+            async with database.transaction() as conn:
+                run_id = await schedule_runs.start_slot(conn, slot)
+            if run_id is not None:
+                started_now += 1
+                log.info("schedule %s: started run %s", slot.schedule_uid, run_id)
+        started += started_now
+        # a full batch may hide more due slots; one that started nothing leaves them to others
+        if len(due) < schedule_runs.DUE_BATCH or started_now == 0:
+            return started
+
+
+async def scheduler(database: Database, interval_s: float = POLL_S) -> None:
+    """Background loop: start due slots every `interval_s` seconds until cancelled."""
+    while True:
+        try:
+            await start_due(database)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the store may be back in a moment; keep the loop alive
+            log.warning("scheduler: %s", exc, exc_info=True)
+        await asyncio.sleep(interval_s)

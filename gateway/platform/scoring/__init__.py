@@ -1,0 +1,1 @@
+"""Scorers of a factory's runs, their dispatch and what scoring jobs found."""

@@ -1,0 +1,1 @@
+"""Factory tasks: one live task per conversation, moving through stages."""

@@ -1,0 +1,57 @@
+"""Every resource of /api/v1: the route modules of both products, in the document's order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import import_module
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from gateway.api.openapi import document, openapi_routes
+from gateway.openapi import Documented
+
+RESOURCE_MODULES = (
+    "gateway.platform.factories.routes",
+    "gateway.webhooks.routes",
+    "gateway.deliveries.routes",
+    "gateway.deliveries.replay_routes",
+    "gateway.deliveries.filter_test_routes",
+    "gateway.automations.routes",
+    "gateway.platform.runs.routes",
+    "gateway.platform.factories.dispatch_routes",
+    "gateway.platform.tasks.routes",
+    "gateway.platform.inbox.routes",
+    "gateway.platform.schedules.routes",
+    "gateway.platform.runs.handoff_routes",
+    "gateway.platform.runs.conversation_routes",
+    "gateway.platform.runs.conversation_read_routes",
+    "gateway.platform.runs.attachment_routes",
+    "gateway.platform.runners.routes",
+    "gateway.platform.runs.output_routes",
+    "gateway.platform.agents.routes",
+    "gateway.platform.catalog.environment_routes",
+    "gateway.platform.catalog.model_routes",
+    "gateway.platform.scoring.scorer_routes",
+    "gateway.platform.scoring.result_routes",
+    "gateway.platform.benchmark_suites.routes",
+    "gateway.platform.factory_files.routes",
+    "gateway.platform.analytics.metrics_routes",
+    "gateway.platform.analytics.insight_routes",
+    "gateway.platform.catalog.networking_routes",
+)
+
+
+def routes(documented_elsewhere: Sequence[Documented] = ()) -> list[BaseRoute]:
+    """Every API route, /openapi.json included (documenting also `documented_elsewhere`)."""
+    collected: list[BaseRoute] = []
+    for name in RESOURCE_MODULES:
+        collected += import_module(name).routes
+    return [*collected, *openapi_routes(collected, documented_elsewhere)]
+
+
+def openapi_document(documented_elsewhere: Sequence[Documented] = ()) -> dict[str, Any]:
+    return document(routes(documented_elsewhere), documented_elsewhere)
+
+
+__all__ = ["RESOURCE_MODULES", "openapi_document", "routes"]

@@ -1,0 +1,1 @@
+"""Custom webhooks: their management (create, change, rotate, delete) and its API."""

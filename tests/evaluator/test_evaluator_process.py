@@ -1,0 +1,128 @@
+"""GATEWAY_EVALUATOR=process: `gateway serve` runs the evaluator as a supervised child process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from benchmarks.procs import free_port
+from gateway.evaluator import child_process as evaluator_child
+from gateway.evaluator.child_process import EvaluatorProcess
+from gateway.evaluator.cpu_priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
+from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
+from tests.support import eventually
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited, unreaped
+
+
+def _children(pid: int) -> list[int]:
+    task = Path(f"/proc/{pid}/task")
+    return [int(c) for t in task.iterdir() for c in (t / "children").read_text().split()]
+
+
+def test_a_child_that_dies_is_restarted_and_stop_ends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(evaluator_child, "FIRST_RESTART_DELAY_S", 0.05)
+    process = EvaluatorProcess(SLEEPER, stop_timeout=5)
+    process.start()
+    try:
+        first = eventually(lambda: process.pid, timeout=5)
+        os.kill(first, signal.SIGKILL)
+        second = eventually(lambda: process.pid if process.pid != first else None, timeout=5)
+        assert process.restarts == 1 and _alive(second)
+    finally:
+        process.stop()
+    assert not _alive(second)
+    time.sleep(0.2)
+    assert process.pid == second, "no restart after stop()"
+
+
+def test_a_child_that_ignores_sigterm_is_killed_on_stop() -> None:
+    stubborn = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+    ]
+    process = EvaluatorProcess(stubborn, stop_timeout=0.5)
+    process.start()
+    pid = eventually(lambda: process.pid, timeout=5)
+    time.sleep(0.3)  # the child has installed its handler
+    started = time.monotonic()
+    process.stop()
+    assert not _alive(pid)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
+    tmp_path: Path, postgres_url: str, redis_url: str, redis_prefix: str
+) -> None:
+    deployment = f"{redis_prefix}:{uuid.uuid4().hex}"
+    idle_cgroup = idle_cgroup_name(deployment)  # this deployment's own: no other gateway's
+    env = gateway_env(
+        database_url=postgres_url,
+        redis_url=redis_url,
+        redis_prefix=deployment,
+        secret_key="a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        log_level="info",
+    )
+    assert "GATEWAY_EVALUATOR" not in env  # the default with Redis is `process`
+
+    # stopped in order: SIGTERM to the server stops its evaluator too
+    server = serve_gateway(env, free_port(), tmp_path / "serve.log")
+    try:
+        child = eventually(lambda: _children(server.pid)[0] if _children(server.pid) else None)
+        cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        assert cmdline[-4:-1] == [b"worker", b"--parent-pid", str(server.pid).encode()]
+        eventually(lambda: b"gateway worker running" in (tmp_path / "serve.log").read_bytes())
+        assert os.getpriority(os.PRIO_PROCESS, child) == 19
+        assert os.sched_getscheduler(child) == os.SCHED_IDLE
+        log = (tmp_path / "serve.log").read_text()
+        if os.geteuid() == 0 and _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
+            # root on a host with a CPU cgroup: the child runs in the cpu.idle group
+            assert f"/{idle_cgroup}" in Path(f"/proc/{child}/cgroup").read_text()
+            assert "idle cgroup /" in log
+        else:
+            assert "no idle cgroup (not permitted)" in log
+    finally:
+        stop_gateway(server, grace=60)  # its idle child, too, needs CPU time to stop
+    assert not _alive(child)
+    # a clean stop removes the idle cgroup again
+    assert not any((base / idle_cgroup).exists() for base in _cpu_cgroups(
+        Path("/proc/self/cgroup").read_text(), CGROUP_ROOT
+    ))  # fmt: skip
+
+    # killed outright: the orphaned evaluator notices (within a second or two, given CPU) and stops
+    server = serve_gateway(env, free_port(), tmp_path / "serve.log")
+    child = eventually(lambda: _children(server.pid)[0] if _children(server.pid) else None)
+    eventually(lambda: (tmp_path / "serve.log").read_bytes().count(b"gateway worker running") == 2)
+    server.kill()
+    server.wait(10)
+    # it stops: how soon is the CPU's to say (at idle priority, on a busy host, it waits)
+    eventually(lambda: not _alive(child), timeout=60)
+
+
+def test_a_worker_started_for_a_server_that_is_already_gone_stops(tmp_path: Path) -> None:
+    """The server died while its child was still starting: the child is someone else's now."""
+    env = gateway_env(database_url=f"sqlite:///{tmp_path}/gw.db", log_level="info")
+    env["GATEWAY_SECRET_KEY"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
+    gone = [sys.executable, "-m", "gateway", "worker", "--parent-pid", str(os.getpid() + 10**6)]
+    done = subprocess.run(gone, env=env, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert b"is gone; stopping" in done.stderr

@@ -1,0 +1,281 @@
+"""RunStarter: accepted deliveries -> factory runs, on SQLite and PostgreSQL.
+
+`evaluate` does what the delivery consumer does with a batch: plan on a read connection, then
+claim the deliveries in the log and write the runs in one transaction."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import orjson
+from sqlalchemy import func, select
+
+from gateway.accounts import factories
+from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate, AutomationPatch
+from gateway.backends.contract import DeliveryRecord, Label
+from gateway.deliveries import log as delivery_log
+from gateway.evaluator.webhook_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.services import Services
+from gateway.store import tables as t
+from gateway.webhooks import management as webhooks
+from gateway.webhooks.models import WebhookCreate, WebhookPatch
+from tests.support import GatewayClient, World
+
+
+def _trigger(webhook_uid: str, payload: Any = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"webhook_ids": [webhook_uid]}
+    if payload is not None:
+        spec["payload"] = payload
+    return {"provider": "webhook", "event": "received", "filter": spec}
+
+
+async def _webhook(services: Services, factory_uid: str, team_uid: str, name: str) -> str:
+    async with services.database.transaction() as conn:
+        created = await webhooks.create_webhook(
+            conn, services, factory_uid, team_uid, WebhookCreate(name=name)
+        )
+    return created.uid
+
+
+async def _automation(
+    services: Services, factory_uid: str, name: str, triggers: list[Any], enabled: bool = True
+) -> str:
+    body = {"name": name, "prompt": f"Prompt of {name}.", "enabled": enabled, "triggers": triggers}
+    async with services.database.transaction() as conn:
+        made = await automations.create_automation(
+            conn, factory_uid, msgspec.convert(body, AutomationCreate)
+        )
+    return made.uid
+
+
+def _delivery(webhook_uid: str, delivery_id: str, payload: bytes) -> AcceptedDelivery:
+    return AcceptedDelivery(delivery_id, webhook_uid, datetime.now(UTC), payload)
+
+
+async def evaluate(
+    services: Services, starter: RunStarter, batch: list[AcceptedDelivery]
+) -> dict[str, list[RunRef]]:
+    """Evaluates `batch` as the consumer does; the runs each delivery has (in match order)."""
+    records = [
+        DeliveryRecord(
+            d.delivery_id, d.webhook_uid, d.received_at, len(d.payload), Label.ACCEPTED,
+            payload=d.payload,
+        )
+        for d in batch
+    ]  # fmt: skip
+    async with services.database.read() as conn:
+        planned = await starter.plan(conn, batch)
+    async with services.database.transaction() as conn:
+        claimed = await delivery_log.log_new(conn, delivery_log.prepare_log(conn.dialect, records))
+        await planned.write(conn, claimed)
+    r = t.runs
+    query = (
+        select(r.c.delivery_id, r.c.automation_uid, r.c.run_id)
+        .where(r.c.delivery_id.in_([d.delivery_id for d in batch]))
+        .order_by(r.c.created_at)
+    )
+    refs: dict[str, list[RunRef]] = {}
+    async with services.database.read() as conn:
+        for row in await conn.execute(query):
+            refs.setdefault(row.delivery_id, []).append(RunRef(row.automation_uid, row.run_id))
+    return refs
+
+
+async def _start(
+    services: Services, starter: RunStarter, delivery: AcceptedDelivery
+) -> list[RunRef]:
+    return (await evaluate(services, starter, [delivery])).get(delivery.delivery_id, [])
+
+
+async def _count(services: Services, table: Any, *where: Any) -> int:
+    """Rows of `table` matching `where` (the PostgreSQL database is shared by the session)."""
+    async with services.database.read() as conn:
+        query = select(func.count()).select_from(table).where(*where)
+        return int((await conn.execute(query)).scalar_one())
+
+
+def test_matching_idempotency_and_envelope(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        hook = await _webhook(services, world.factory_uid, world.team_uid, "GitHub events")
+        opened = await _automation(
+            services, world.factory_uid, "opened", [_trigger(hook, {"action": ["opened"]})]
+        )
+        anything = await _automation(services, world.factory_uid, "anything", [_trigger(hook)])
+        await _automation(
+            services, world.factory_uid, "closed", [_trigger(hook, {"action": ["closed"]})]
+        )
+        await _automation(services, world.factory_uid, "off", [_trigger(hook)], enabled=False)
+        starter = RunStarter()
+        body = orjson.dumps({"action": "opened", "number": 7})
+        refs = await _start(services, starter, _delivery(hook, "dlv_1", body))
+        assert sorted(r.automation_uid for r in refs) == sorted([opened, anything])
+        assert len({r.run_id for r in refs}) == 2
+        # again (a redelivered stream entry): nothing new, the same refs
+        assert await _start(services, starter, _delivery(hook, "dlv_1", body)) == refs
+        assert await _count(services, t.runs, t.runs.c.factory_uid == world.factory_uid) == 2
+        assert starter.compilations == 1  # the matcher was reused
+
+        async with services.database.read() as conn:
+            run = (
+                await conn.execute(select(t.runs).where(t.runs.c.run_id == refs[0].run_id))
+            ).one()
+            stored = (
+                await conn.execute(
+                    select(t.attachments).where(t.attachments.c.run_id == run.run_id)
+                )
+            ).one()
+            logged = (
+                await conn.execute(
+                    select(t.deliveries.c.payload).where(t.deliveries.c.delivery_id == "dlv_1")
+                )
+            ).scalar_one()
+        assert run.source == "WEBHOOK" and run.state == "QUEUED"
+        assert run.factory_uid == world.factory_uid and run.team_uid == world.team_uid
+        assert run.creator_uid is None
+        assert run.metadata == {
+            "automation_id": refs[0].automation_uid,
+            "webhook_uid": hook,
+            "delivery_id": "dlv_1",
+        }
+        first = "opened" if refs[0].automation_uid == opened else "anything"
+        assert run.prompt.startswith(f"Prompt of {first}.")
+        for needle in ("GitHub events", hook, "dlv_1", "event-payload.json", "untrusted"):
+            assert needle in run.prompt
+        assert "number" not in run.prompt  # the payload travels as an attachment only
+        assert run.artifacts == [
+            {
+                "type": "attachment",
+                "name": "event-payload.json",
+                "content_type": "application/json",
+                "size": len(body),
+                "attachment_id": stored.attachment_id,
+            }
+        ]
+        # the payload is stored once, in the delivery log, and the attachment points at it
+        assert stored.content is None and stored.delivery_id == "dlv_1"
+        assert logged == body and stored.size == len(body)
+
+        # non-object body: only the automation without a payload filter fires
+        refs2 = await _start(services, starter, _delivery(hook, "dlv_2", b"[1, 2]"))
+        assert [r.automation_uid for r in refs2] == [anything]
+
+        # each run has its factory task at once (a webhook run is already asynchronous)
+        assert await _count(services, t.tasks, t.tasks.c.factory_uid == world.factory_uid) == 3
+
+    client.run(scenario)
+
+
+def test_disabled_or_deleted_webhooks_and_no_foreman(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        off = await _webhook(services, world.factory_uid, world.team_uid, "off")
+        gone = await _webhook(services, world.factory_uid, world.team_uid, "gone")
+        await _automation(services, world.factory_uid, "a", [_trigger(off), _trigger(gone)])
+        async with services.database.transaction() as conn:
+            await webhooks.update_webhook(
+                conn, services, world.factory_uid, off, WebhookPatch(enabled=False)
+            )
+            await webhooks.delete_webhook(conn, services, world.factory_uid, gone)
+            lonely = await factories.create_factory(conn, world.team_uid, "No foreman", None, None)
+        lonely_hook = await _webhook(services, lonely, world.team_uid, "lonely")
+        await _automation(services, lonely, "b", [_trigger(lonely_hook)])
+        starter = RunStarter()
+        for hook in (off, gone, lonely_hook):
+            assert await _start(services, starter, _delivery(hook, f"d_{hook}", b"{}")) == []
+        hooks = (off, gone, lonely_hook)
+        keys = [f"d_{hook}" for hook in hooks]
+        assert await _count(services, t.runs, t.runs.c.delivery_id.in_(keys)) == 0
+        assert await _count(services, t.runs, t.runs.c.team_uid == world.team_uid) == 0
+
+    client.run(scenario)
+
+
+def test_changed_automation_is_recompiled(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
+        uid = await _automation(services, world.factory_uid, "a", [_trigger(hook, {"x": [1]})])
+        starter = RunStarter()
+        assert await _start(services, starter, _delivery(hook, "d1", b'{"x": 2}')) == []
+        async with services.database.transaction() as conn:
+            patch = msgspec.convert({"triggers": [_trigger(hook, {"x": [2]})]}, AutomationPatch)
+            await automations.update_automation(conn, world.factory_uid, uid, patch)
+        refs = await _start(services, starter, _delivery(hook, "d2", b'{"x": 2}'))
+        assert [r.automation_uid for r in refs] == [uid]
+        assert starter.compilations == 2
+
+    client.run(scenario)
+
+
+def test_concurrent_evaluators_start_one_run(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        import asyncio
+
+        hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
+        await _automation(services, world.factory_uid, "a", [_trigger(hook)])
+        delivery = _delivery(hook, f"race_{hook}", b"{}")
+        results = await asyncio.gather(
+            *(_start(services, RunStarter(), delivery) for _ in range(4))
+        )
+        assert all(refs == results[0] and len(refs) == 1 for refs in results)
+        runs = t.runs.c.factory_uid == world.factory_uid
+        assert await _count(services, t.runs, runs) == 1
+
+    client.run(scenario)
+
+
+def test_a_webhook_run_has_its_task_at_once(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
+        await _automation(services, world.factory_uid, "a", [_trigger(hook)])
+        refs = await _start(services, RunStarter(), _delivery(hook, f"b_{hook}", b"{}"))
+        runs = select(t.runs).where(t.runs.c.run_id == refs[0].run_id)
+        async with services.database.read() as conn:
+            run = (await conn.execute(runs)).one()
+            bound = t.tasks.c.conversation_id == run.conversation_id
+            task = (await conn.execute(select(t.tasks).where(bound))).one()
+        assert not run.task_pending
+        assert task.title == "a" and task.stage == "TRIAGE" and task.created_by_uid is None
+        assert task.factory_uid == world.factory_uid and task.deleted_at is None
+
+    client.run(scenario)
+
+
+def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: GatewayClient) -> None:
+    world = World.create(client)
+
+    async def scenario(services: Services) -> None:
+        factory, team = world.factory_uid, world.team_uid
+        live = await _webhook(services, factory, team, "live")
+        off = await _webhook(services, factory, team, "off")
+        gone = await _webhook(services, factory, team, "gone")
+        opened = await _automation(
+            services, factory, "opened", [_trigger(live, {"action": ["opened"]})]
+        )
+        await _automation(services, factory, "off", [_trigger(off), _trigger(gone)])
+        async with services.database.transaction() as conn:
+            await webhooks.update_webhook(conn, services, factory, off, WebhookPatch(enabled=False))
+            await webhooks.delete_webhook(conn, services, factory, gone)
+
+        starter = RunStarter()
+        assert await starter.index.warm_up(services.database) >= 1
+        cached = starter.index._hooks
+        assert live in cached and off not in cached and gone not in cached
+        compiled = starter.compilations
+        body = orjson.dumps({"action": "opened"})
+        refs = await _start(services, starter, _delivery(live, "dlv_warm", body))
+        assert [r.automation_uid for r in refs] == [opened]
+        assert starter.compilations == compiled  # nothing left to compile at the first delivery
+
+    client.run(scenario)

@@ -1,0 +1,78 @@
+"""The evaluator builds a webhook run's rows as encoded tuples (webhook_runs._start); they must
+be exactly what the general run and task code makes of the same run, on both drivers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
+
+from gateway.automations.index import Automation, LiveHook
+from gateway.evaluator import webhook_runs as wr
+from gateway.platform.runs.models import RunArtifact
+from gateway.platform.runs.records import NewRun, run_values
+from gateway.platform.tasks.models import TaskSeed
+from gateway.platform.tasks.tasks import task_values
+
+DIALECTS = [sqlite.dialect(), postgresql.asyncpg.dialect()]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -> None:
+    hook = LiveHook("whk_1", "Forge events", "fac_1", "team_1", "agt_foreman")
+    automation = Automation("aut_1", "Triage", "Look at this.", 0)
+    delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b'{"a": 1}')
+    at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
+    encode = wr._Encoders.of(dialect)
+    prompt = automation.prompt + wr.envelope(hook.name, hook.uid, delivery.delivery_id)
+
+    started = wr._start(delivery, hook, automation, prompt, encode.time(at), encode)
+
+    run = dict(zip(wr.RUNS.columns, started.run, strict=True))
+    attachment = dict(zip(wr.ATTACHMENTS.columns, started.attachment, strict=True))
+    task = dict(zip(wr.TASKS.columns, started.task, strict=True))
+    new = NewRun(
+        prompt=prompt,
+        title=automation.name,
+        team_uid=hook.team_uid,
+        factory_uid=hook.factory_uid,
+        source="WEBHOOK",
+        metadata={"automation_id": "aut_1", "webhook_uid": "whk_1", "delivery_id": "dlv_1"},
+        artifacts=[
+            RunArtifact(
+                type="attachment",
+                name=wr.PAYLOAD_NAME,
+                content_type="application/json",
+                size=len(delivery.payload),
+                attachment_id=attachment["attachment_id"],
+            )
+        ],
+        agent_uid=hook.foreman_agent_uid,
+        conversation_id=run["conversation_id"],
+    )
+    expected_run = run_values(new, run["run_id"], at) | {
+        "delivery_id": "dlv_1",
+        "automation_uid": "aut_1",
+    }
+    assert started.run == wr.RUNS.encode(dialect, [expected_run])[0]
+    seed = TaskSeed(
+        expected_run["conversation_id"], expected_run["creator_uid"], expected_run["ticket_ref"]
+    )
+    expected_task = task_values(hook.factory_uid, automation.name, "TRIAGE", seed, at)
+    expected_task["uid"] = task["uid"]
+    assert started.task == wr.TASKS.encode(dialect, [expected_task])[0]
+    expected_attachment = {
+        "attachment_id": attachment["attachment_id"],
+        "conversation_id": run["conversation_id"],
+        "run_id": run["run_id"],
+        "file_name": wr.PAYLOAD_NAME,
+        "content_type": "application/json",
+        "size": len(delivery.payload),
+        "delivery_id": "dlv_1",
+        "created_at": at,
+    }
+    assert started.attachment == wr.ATTACHMENTS.encode(dialect, [expected_attachment])[0]
+    assert run["agent_uid"] == "agt_foreman"  # the foreman executes webhook runs
+    assert run["run_id"] != run["conversation_id"]

@@ -1,0 +1,130 @@
+"""Cron in robfig/cron's standard grammar, UTC only."""
+
+from __future__ import annotations
+
+import pytest
+
+from factory_format.triggers import CronError, parse_cron
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes", "hours", "days", "months", "weekdays"),
+    [
+        ("0 9 * * 1", (0,), (9,), range(1, 32), range(1, 13), (1,)),
+        (
+            "*/15 * * * MON-FRI",
+            (0, 15, 30, 45),
+            range(24),
+            range(1, 32),
+            range(1, 13),
+            (1, 2, 3, 4, 5),
+        ),
+        ("5/20 1-5/2 ? JAN,jul *", (5, 25, 45), (1, 3, 5), range(1, 32), (1, 7), range(7)),
+        ("0 0 1,15 * sun", (0,), (0,), (1, 15), range(1, 13), (0,)),
+        ("59 23 31 12 6", (59,), (23,), (31,), (12,), (6,)),
+        ("  0   9  *  *  1  ", (0,), (9,), range(1, 32), range(1, 13), (1,)),
+    ],
+)
+def test_five_fields(
+    text: str, minutes: object, hours: object, days: object, months: object, weekdays: object
+) -> None:
+    cron = parse_cron(text)
+    assert cron.every_seconds is None
+    assert cron.minutes == tuple(minutes)  # type: ignore[arg-type]
+    assert cron.hours == tuple(hours)  # type: ignore[arg-type]
+    assert cron.days_of_month == tuple(days)  # type: ignore[arg-type]
+    assert cron.months == tuple(months)  # type: ignore[arg-type]
+    assert cron.days_of_week == tuple(weekdays)  # type: ignore[arg-type]
+    assert cron.expression == " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "same_as"),
+    [
+        ("@yearly", "0 0 1 1 *"),
+        ("@annually", "0 0 1 1 *"),
+        ("@monthly", "0 0 1 * *"),
+        ("@weekly", "0 0 * * 0"),
+        ("@daily", "0 0 * * *"),
+        ("@midnight", "0 0 * * *"),
+        ("@hourly", "0 * * * *"),
+    ],
+)
+def test_descriptors(text: str, same_as: str) -> None:
+    cron, fields = parse_cron(text), parse_cron(same_as)
+    assert cron.expression == text
+    assert (cron.minutes, cron.hours, cron.days_of_month, cron.months, cron.days_of_week) == (
+        fields.minutes,
+        fields.hours,
+        fields.days_of_month,
+        fields.months,
+        fields.days_of_week,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("@every 1h", 3600),
+        ("@every 90m", 5400),
+        ("@every 1h30m", 5400),
+        ("@every 1.5h", 5400),
+        ("@every 60s", 60),
+        ("@every 2h0m0s", 7200),
+        ("@every 90000ms", 90),
+    ],
+)
+def test_every(text: str, seconds: int) -> None:
+    assert parse_cron(text).every_seconds == seconds
+
+
+def test_day_fields_record_whether_they_are_restricted() -> None:
+    both = parse_cron("0 0 13 * 5")  # robfig: the 13th OR a Friday
+    assert not both.day_of_month_star and not both.day_of_week_star
+    assert parse_cron("0 0 ? * 5").day_of_month_star
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "empty"),
+        ("0 9 * *", "exactly 5 fields"),
+        ("0 0 9 * * *", "seconds field"),
+        ("CRON_TZ=UTC 0 9 * * *", "UTC"),
+        ("TZ=Europe/Paris 0 9 * * *", "UTC"),
+        ("60 * * * *", "0-59"),
+        ("* 24 * * *", "0-23"),
+        ("* * 0 * *", "1-31"),
+        ("* * * 13 *", "1-12"),
+        ("0 0 * * 7", "Sunday is 0"),
+        ("5-1 * * * *", "starts after it ends"),
+        ("*/0 * * * *", "positive"),
+        ("1/2/3 * * * *", "slashes"),
+        ("1-2-3 * * * *", "hyphens"),
+        ("*-5 * * * *", "cannot start"),
+        ("a * * * *", "not a number"),
+        ("-1 * * * *", "not a number"),
+        ("0 0 * FOO *", "not a number or a name"),
+        ("0 0 31 2 *", "never matches"),
+        ("0 0 30 2,4 *", None),
+        ("@Daily", "unknown descriptor"),
+        ("@reboot", "unknown descriptor"),
+        ("@every", "needs a duration"),
+        ("@every 30s", "at least 1m"),
+        ("@every -1h", "positive"),
+        ("@every 1d", "not a duration"),
+        ("@every h", "not a duration"),
+        ("x" * 201, "longer than"),
+    ],
+)
+def test_refused(text: str, words: str | None) -> None:
+    if words is None:  # 30 April exists: accepted
+        parse_cron(text)
+        return
+    with pytest.raises(CronError, match=words):
+        parse_cron(text)
+
+
+def test_a_never_matching_day_is_accepted_when_the_weekday_is_restricted() -> None:
+    # robfig ORs restricted day fields: every Monday still fires
+    assert parse_cron("0 0 31 2 1").days_of_week == (1,)

@@ -1,0 +1,49 @@
+"""filters/ and factory_format/ are libraries the gateway uses, never the other way round:
+neither imports gateway, a web framework, a database or Redis (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FORBIDDEN = {
+    "gateway",
+    "starlette",
+    "uvicorn",
+    "granian",
+    "redis",
+    "sqlalchemy",
+    "asyncpg",
+    "aiosqlite",
+    "alembic",
+}
+ALLOWED_THIRD_PARTY = {
+    "filters": set(),
+    "factory_format": {"filters", "jsonschema", "msgspec", "referencing", "yaml"},
+}
+
+
+def imported_roots(path: Path) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED_THIRD_PARTY))
+def test_a_library_imports_no_gateway_framework_or_store(package: str) -> None:
+    import sys
+
+    modules = sorted((ROOT / package).rglob("*.py"))
+    assert modules
+    for module in modules:
+        roots = imported_roots(module) - {"__future__", package}
+        assert not roots & FORBIDDEN, module
+        third_party = {r for r in roots if r not in sys.stdlib_module_names}
+        assert third_party <= ALLOWED_THIRD_PARTY[package], (module, third_party)
