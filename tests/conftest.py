@@ -23,6 +23,7 @@ import secrets
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -195,6 +196,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if "redis_cluster" in getattr(item, "fixturenames", ()) or on_cluster:
             item.add_marker(pytest.mark.cluster)
+
+
+# pytest-xdist reports no deselected tests: each worker counts those -m left out (they all
+# collect the same tests) and the controller says how many, so `--fast` hides nothing
+DESELECTED = "gateway_deselected"
+_deselected = pytest.StashKey[int]()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        stash = items[0].config.stash
+        stash[_deselected] = stash.get(_deselected, 0) + len(items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # an xdist worker: handed to the controller
+        output[DESELECTED] = session.config.stash.get(_deselected, 0)
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    stash = node.config.stash
+    stash[_deselected] = max(stash.get(_deselected, 0), node.workeroutput.get(DESELECTED, 0))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    count = config.stash.get(_deselected, 0)
+    if count and config.getoption("numprocesses", None):  # without xdist pytest says it
+        expression = config.getoption("markexpr")
+        terminalreporter.write_line(f"{count} deselected by -m {expression!r}, not run")
 
 
 def make_settings(
