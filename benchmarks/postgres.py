@@ -24,10 +24,14 @@ async def admin(sql: str, server: str = SERVER) -> None:
 
 
 @contextmanager
-def temporary_database(tag: str, server: str = SERVER) -> Iterator[str]:
-    """The URL of a new, empty database; dropped (with its connections) on exit."""
+def temporary_database(
+    tag: str, server: str = SERVER, *, template: str | None = None
+) -> Iterator[str]:
+    """The URL of a new database, empty or a copy of the database named `template` (which
+    nobody may be connected to); dropped (with its connections) on exit."""
     name = f"{tag}_{os.getpid()}_{secrets.token_hex(3)}"
-    asyncio.run(admin(f'CREATE DATABASE "{name}"', server))
+    copy = f' TEMPLATE "{template}"' if template else ""
+    asyncio.run(admin(f'CREATE DATABASE "{name}"{copy}', server))
     try:
         yield f"{server.rstrip('/')}/{name}"
     finally:

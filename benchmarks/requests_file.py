@@ -1,6 +1,6 @@
 """Pre-generated request files: raw HTTP heads (one per delivery) plus a few shared bodies.
 
-Format (read by lua/cycle.lua and by `read_requests`):
+Format (read by lua/cycle.lua):
     "<n_bodies> <n_requests>\n"
     n_bodies  x ("<len>\n" + body bytes)
     n_requests x ("<body_index> <len>\n" + head bytes, ending in CRLF CRLF)
@@ -32,12 +32,6 @@ class Plan:
 
     name: str
     targets: tuple[tuple[int, str], ...]  # (webhook index, delivery id)
-
-    def max_per_webhook(self) -> int:
-        counts: dict[int, int] = {}
-        for index, _ in self.targets:
-            counts[index] = counts.get(index, 0) + 1
-        return max(counts.values(), default=0)
 
 
 def spread_plan(
@@ -131,27 +125,6 @@ def write_requests(
             head = ("\r\n".join(lines) + "\r\n\r\n").encode()
             out.write(b"%d %d\n" % (body_index + 1, len(head)))  # Lua tables count from 1
             out.write(head)
-
-
-def read_requests(path: Path) -> list[bytes]:
-    """Every request of a file as raw bytes (head + body)."""
-    data = path.read_bytes()
-    pos = data.index(b"\n")
-    n_bodies, n_requests = (int(x) for x in data[:pos].split())
-    pos += 1
-    bodies: list[bytes] = []
-    for _ in range(n_bodies):
-        end = data.index(b"\n", pos)
-        size = int(data[pos:end])
-        bodies.append(data[end + 1 : end + 1 + size])
-        pos = end + 1 + size
-    out: list[bytes] = []
-    for _ in range(n_requests):
-        end = data.index(b"\n", pos)
-        body_index, size = (int(x) for x in data[pos:end].split())
-        out.append(data[end + 1 : end + 1 + size] + bodies[body_index - 1])
-        pos = end + 1 + size
-    return out
 
 
 def signed_at() -> float:

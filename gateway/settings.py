@@ -30,6 +30,8 @@ EvaluatorMode = Literal["process", "inline", "off"]
 EVALUATOR_MODES: tuple[EvaluatorMode, ...] = ("process", "inline", "off")
 EvaluatorPriority = Literal["idle", "low", "normal"]
 EVALUATOR_PRIORITIES: tuple[EvaluatorPriority, ...] = ("idle", "low", "normal")
+LogLevel = Literal["debug", "info", "warning", "error"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 # the HTTP server `gateway serve` runs (gateway/http_server.py)
@@ -37,17 +39,46 @@ HttpServer = Literal["uvicorn", "granian"]
 HTTP_SERVERS: tuple[HttpServer, ...] = ("uvicorn", "granian")
 Choice = TypeVar("Choice", bound=str)
 Item = TypeVar("Item")
-DEFAULT_DATABASE_URL = "sqlite:///./data/gateway.db"
+# as Settings holds a store URL: with its driver (GATEWAY_DATABASE_URL may leave it out)
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/gateway.db"
 DEFAULT_KEY_FILE = Path("data/secret.key")
-DEFAULT_EGRESS_RANGES = ("203.0.113.0/24", "2001:db8::/32")
 
 
 class SettingsError(ValueError):
     """A setting is missing or invalid; the message names the variable and the value."""
 
 
+def in_memory(database_url: str) -> bool:
+    if not database_url.startswith("sqlite"):
+        return False
+    path = database_url.split("://", 1)[-1].lstrip("/")
+    return path in ("", ":memory:") or "mode=memory" in database_url
+
+
+def default_evaluator(database_url: str, uses_redis: bool) -> EvaluatorMode:
+    """A process of its own beside the server, which reads what ingress wrote (the Redis
+    streams, or the delivery log the embedded backend writes); inline only where no other
+    process can read that (an in-memory SQLite database)."""
+    return "process" if uses_redis or not in_memory(database_url) else "inline"
+
+
+def default_priority(uses_redis: bool) -> EvaluatorPriority:
+    """Idle beside Redis. Without Redis the evaluator takes the SQLite file's write lock in
+    turns with ingress: at idle priority it would be preempted while holding it, so ingress
+    commits would wait on a process that gets no CPU (measured: p99 up, backlog 5x)."""
+    return "idle" if uses_redis else "low"
+
+
+# the evaluator's defaults for the default store (a SQLite file) without Redis
+EMBEDDED_EVALUATOR = default_evaluator(DEFAULT_DATABASE_URL, uses_redis=False)
+EMBEDDED_PRIORITY = default_priority(uses_redis=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Each field's default is the one place that default is written: `load_settings` takes it
+    from here (`DEFAULTS`) for every variable that is not set."""
+
     database_url: str = DEFAULT_DATABASE_URL
     redis_url: str | None = None
     redis_prefix: str = "gw"
@@ -59,12 +90,13 @@ class Settings:
     secret_key: bytes = b""
     secret_key_source: str = "GATEWAY_SECRET_KEY"  # noqa: S105 -- where the key came from
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
-    egress_ranges: tuple[str, ...] = DEFAULT_EGRESS_RANGES
+    egress_ranges: tuple[str, ...] = ("203.0.113.0/24", "2001:db8::/32")
     body_timeout: float = 10.0
     header_timeout: float = 10.0
     server: HttpServer = "uvicorn"
-    evaluator: EvaluatorMode = "inline"
-    evaluator_priority: EvaluatorPriority = "idle"
+    # derived from the store and Redis (load_settings applies the same rules to those given)
+    evaluator: EvaluatorMode = EMBEDDED_EVALUATOR
+    evaluator_priority: EvaluatorPriority = EMBEDDED_PRIORITY
     auth_failure_limit: int = 10
     # accepted deliveries waiting for the evaluator before ingress answers 503 backlog_full
     max_backlog: int = 100_000
@@ -78,7 +110,7 @@ class Settings:
     ready_max_lag_s: float = 60.0
     # how often the scheduler looks for due slots of scheduled agents (docs/schedules.md)
     scheduler_poll_s: float = 5.0
-    log_level: str = "info"
+    log_level: LogLevel = "info"
     log_format: LogFormat = "text"
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
     models: tuple[ModelSpec, ...] = BUILTIN_MODELS
@@ -99,48 +131,55 @@ class Settings:
         return self.role in ("all", "ingress")
 
 
+DEFAULTS = Settings()
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None, *, env_file: str | None = ".env"
 ) -> Settings:
-    """Build settings from `environ` (default: os.environ plus an optional .env file)."""
+    """Build settings from `environ` (default: os.environ plus an optional .env file); a
+    variable not set takes its field's default (GATEWAY_BODY_TIMEOUT -> `body_timeout`)."""
     values: dict[str, str] = {}
     if env_file and environ is None and Path(env_file).is_file():
         values.update(_read_env_file(Path(env_file)))
     values.update(os.environ if environ is None else environ)
     env = {k[len(PREFIX) :]: v for k, v in values.items() if k.startswith(PREFIX)}
-    redis_url = _optional_url(env, "REDIS_URL", ("redis://", "rediss://", "unix://"))
-    base_url = _optional_url(env, "WEBHOOK_BASE_URL", ("http://", "https://"))
+    redis_url = _optional_url(env, "redis_url", ("redis://", "rediss://", "unix://"))
+    base_url = _optional_url(env, "webhook_base_url", ("http://", "https://"))
+    database_url = env.get("DATABASE_URL", DEFAULTS.database_url)
     return Settings(
-        database_url=_database_url(env.get("DATABASE_URL", DEFAULT_DATABASE_URL)),
+        database_url=_database_url(database_url),
         redis_url=redis_url,
-        redis_prefix=_identifier(env, "REDIS_PREFIX", "gw"),
+        redis_prefix=_identifier(env, "redis_prefix"),
         redis_cluster=_redis_cluster(env, redis_url),
-        webhook_base_url=base_url or "http://127.0.0.1:8000",
+        webhook_base_url=base_url or DEFAULTS.webhook_base_url,
         webhook_base_url_given=base_url is not None,
-        role=_role(env.get("ROLE", "all")),
+        role=_choice(env, "role", ROLES),
         secret_key=_secret_key(env),
-        secret_key_source="GATEWAY_SECRET_KEY" if env.get("SECRET_KEY") else str(DEFAULT_KEY_FILE),
+        secret_key_source=DEFAULTS.secret_key_source
+        if env.get("SECRET_KEY")
+        else str(DEFAULT_KEY_FILE),
         trusted_proxies=_networks(env, "TRUSTED_PROXIES"),
         egress_ranges=tuple(str(n) for n in _networks(env, "EGRESS_RANGES"))
-        or DEFAULT_EGRESS_RANGES,
-        body_timeout=_positive_float(env, "BODY_TIMEOUT", 10.0),
+        or DEFAULTS.egress_ranges,
+        body_timeout=_positive_float(env, "body_timeout"),
         header_timeout=_header_timeout(env),
-        server=_choice(env, "SERVER", "uvicorn", HTTP_SERVERS),
-        evaluator=_evaluator(env),
+        server=_choice(env, "server", HTTP_SERVERS),
+        evaluator=_evaluator(env, database_url, redis_url is not None),
         evaluator_priority=_choice(
-            env, "EVALUATOR_PRIORITY", _default_priority(redis_url), EVALUATOR_PRIORITIES
+            env, "evaluator_priority", EVALUATOR_PRIORITIES, default_priority(bool(redis_url))
         ),
-        auth_failure_limit=_positive_int(env, "AUTH_FAILURE_LIMIT", 10),
-        max_backlog=_positive_int(env, "MAX_BACKLOG", 100_000),
-        dedup_memory=_positive_int(env, "DEDUP_MEMORY", 65_536),
-        run_lease_s=_positive_float(env, "RUN_LEASE_S", 30.0),
-        metrics_rate_limit=_positive_int(env, "METRICS_RATE_LIMIT", 60),
-        ready_max_lag_s=_positive_float(env, "READY_MAX_LAG_S", 60.0),
-        scheduler_poll_s=_positive_float(env, "SCHEDULER_POLL_S", 5.0),
-        log_level=_choice(env, "LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
-        log_format=_choice(env, "LOG_FORMAT", "text", LOG_FORMATS),
-        models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or BUILTIN_MODELS,
-        environments=_catalog(env, "ENVIRONMENTS", parse_environments) or BUILTIN_ENVIRONMENTS,
+        auth_failure_limit=_positive_int(env, "auth_failure_limit"),
+        max_backlog=_positive_int(env, "max_backlog"),
+        dedup_memory=_positive_int(env, "dedup_memory"),
+        run_lease_s=_positive_float(env, "run_lease_s"),
+        metrics_rate_limit=_positive_int(env, "metrics_rate_limit"),
+        ready_max_lag_s=_positive_float(env, "ready_max_lag_s"),
+        scheduler_poll_s=_positive_float(env, "scheduler_poll_s"),
+        log_level=_choice(env, "log_level", LOG_LEVELS),
+        log_format=_choice(env, "log_format", LOG_FORMATS),
+        models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or DEFAULTS.models,
+        environments=_catalog(env, "ENVIRONMENTS", parse_environments) or DEFAULTS.environments,
         attachments=_attachments(env),
     )
 
@@ -153,19 +192,12 @@ def _attachments(env: Mapping[str, str]) -> AttachmentStorage:
 
 
 def _redis_cluster(env: Mapping[str, str], redis_url: str | None) -> bool:
-    value = env.get("REDIS_CLUSTER", "0").strip()
+    value = env.get("REDIS_CLUSTER", "").strip()
     if value not in ("0", "1", ""):
         raise SettingsError(f"GATEWAY_REDIS_CLUSTER must be 0 or 1, not {value!r}")
     if value == "1" and (redis_url is None or redis_url.startswith("unix://")):
         raise SettingsError("GATEWAY_REDIS_CLUSTER=1 needs GATEWAY_REDIS_URL naming a TCP node")
-    return value == "1"
-
-
-def _default_priority(redis_url: str | None) -> EvaluatorPriority:
-    """Idle beside Redis. Without Redis the evaluator takes the SQLite file's write lock in
-    turns with ingress: at idle priority it would be preempted while holding it, so ingress
-    commits would wait on a process that gets no CPU (measured: p99 up, backlog 5x)."""
-    return "idle" if redis_url else "low"
+    return DEFAULTS.redis_cluster if value == "" else value == "1"
 
 
 def _catalog(
@@ -221,7 +253,8 @@ def _database_url(value: str) -> str:
     raise _fail("DATABASE_URL", value, "expected a sqlite:/// or postgresql:// URL")
 
 
-def _optional_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
+def _optional_url(env: Mapping[str, str], field: str, schemes: tuple[str, ...]) -> str | None:
+    name = field.upper()
     value = env.get(name, "").strip()
     if not value:
         return None
@@ -230,44 +263,26 @@ def _optional_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -
     return value.rstrip("/")
 
 
-def _identifier(env: Mapping[str, str], name: str, default: str) -> str:
-    value = env.get(name, default)
+def _identifier(env: Mapping[str, str], field: str) -> str:
+    name = field.upper()
+    value: str = env.get(name, getattr(DEFAULTS, field))
     if not value or not all(c.isalnum() or c in "-_:" for c in value):
         raise _fail(name, value, "use letters, digits, '-', '_' or ':'")
     return value
 
 
-def _role(value: str) -> Role:
-    for role in ROLES:
-        if value == role:
-            return role
-    raise _fail("ROLE", value, f"expected one of {', '.join(ROLES)}")
-
-
-def _evaluator(env: Mapping[str, str]) -> EvaluatorMode:
-    """Default: a process of its own beside the server, which reads what ingress wrote (the Redis
-    streams, or the delivery log the embedded backend writes); inline only where no other
-    process can read that (an in-memory SQLite database)."""
-    shared = not _in_memory(env.get("DATABASE_URL", DEFAULT_DATABASE_URL))
-    uses_redis = bool(env.get("REDIS_URL", "").strip())
-    default: EvaluatorMode = "process" if shared or uses_redis else "inline"
-    mode = _choice(env, "EVALUATOR", default, EVALUATOR_MODES)
-    if mode == "process" and not (shared or uses_redis):
+def _evaluator(env: Mapping[str, str], database_url: str, uses_redis: bool) -> EvaluatorMode:
+    default = default_evaluator(database_url, uses_redis)
+    mode = _choice(env, "evaluator", EVALUATOR_MODES, default)
+    if mode == "process" and default != "process":
         raise _fail("EVALUATOR", mode, "'process' cannot read an in-memory database; use inline")
     return mode
-
-
-def _in_memory(database_url: str) -> bool:
-    if not database_url.startswith("sqlite"):
-        return False
-    path = database_url.split("://", 1)[-1].lstrip("/")
-    return path in ("", ":memory:") or "mode=memory" in database_url
 
 
 def _header_timeout(env: Mapping[str, str]) -> float:
     """Seconds a sender has to deliver the request line and headers; granian takes whole
     milliseconds up to 60 s."""
-    value = _positive_float(env, "HEADER_TIMEOUT", 10.0)
+    value = _positive_float(env, "header_timeout")
     if not 0.001 <= value <= 60:
         raise _fail("HEADER_TIMEOUT", str(env["HEADER_TIMEOUT"]), "expected 0.001 to 60 seconds")
     return value
@@ -312,10 +327,11 @@ def _networks(
         raise _fail(name, value, "expected comma-separated IP addresses or CIDR ranges") from exc
 
 
-def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
+def _positive_float(env: Mapping[str, str], field: str) -> float:
+    name = field.upper()
     value = env.get(name)
     if value is None:
-        return default
+        return float(getattr(DEFAULTS, field))
     try:
         number = float(value)
     except ValueError:
@@ -325,20 +341,26 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
     return number
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+def _positive_int(env: Mapping[str, str], field: str) -> int:
+    name = field.upper()
     value = env.get(name)
     if value is None:
-        return default
+        return int(getattr(DEFAULTS, field))
     if not value.isdigit() or int(value) < 1:
         raise _fail(name, value, "expected a positive whole number")
     return int(value)
 
 
 def _choice(
-    env: Mapping[str, str], name: str, default: Choice, choices: tuple[Choice, ...]
+    env: Mapping[str, str],
+    field: str,
+    choices: tuple[Choice, ...],
+    default: Choice | None = None,
 ) -> Choice:
-    """One of `choices` (matched case-insensitively), typed as narrowly as they are."""
-    value = env.get(name, default).lower()
+    """One of `choices` (matched case-insensitively), typed as narrowly as they are; unset:
+    `default`, else the field's own default."""
+    name = field.upper()
+    value = env.get(name, default or getattr(DEFAULTS, field)).lower()
     for choice in choices:
         if value == choice:
             return choice

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from starlette.testclient import TestClient
 
 from gateway.accounts import factories, identities
 from gateway.app import create_app
+from gateway.cli import main
 from gateway.services import Services
 from gateway.settings import Settings
 
@@ -103,3 +108,36 @@ def eventually(probe: Callable[[], Any], timeout: float = 20.0) -> Any:
             return value
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+CLI_SECRET_KEY = base64.urlsafe_b64encode(b"c" * 32).decode()
+
+
+@dataclass
+class Cli:
+    """`gateway ...` run in this process (`gateway.cli.main`, as `python -m gateway` calls it)
+    on a migrated SQLite store, cli.db in the test's directory: the `cli` fixture."""
+
+    capsys: pytest.CaptureFixture[str]
+    store: Path
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) of one command."""
+        try:
+            code = main(list(args))
+        except SystemExit as exit:  # argparse: --help, --version, usage errors
+            code = int(exit.code or 0)
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def admin(self, *args: str) -> dict[str, Any]:
+        return self.json("admin", *args)
+
+    def json(self, *args: str) -> dict[str, Any]:
+        """The one JSON object a command that succeeds prints."""
+        code, out, err = self.run(*args)
+        assert code == 0, err
+        lines = out.strip().splitlines()
+        assert len(lines) == 1, out
+        value: dict[str, Any] = json.loads(lines[0])
+        return value

@@ -5,8 +5,7 @@ cancels the run. Runs on SQLite and PostgreSQL, with the embedded backend and wi
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -14,21 +13,14 @@ import standardwebhooks
 
 from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.services import Services
-from tests.conftest import make_settings
+from gateway.settings import Settings
 from tests.support import GatewayClient, World, eventually
 
 
-@pytest.fixture(params=["embedded", "redis"])
-def e2e_client(
-    request: pytest.FixtureRequest, database_url: str, redis_url: str, redis_prefix: str
-) -> Iterator[GatewayClient]:
-    if request.param == "redis":
-        settings = make_settings(
-            database_url, redis_url, prefix=f"{redis_prefix}:{uuid.uuid4().hex}"
-        )
-    else:
-        settings = make_settings(database_url)
-    with GatewayClient.running(settings) as client:
+@pytest.fixture
+def e2e_client(shape_settings: Callable[..., Settings]) -> Iterator[GatewayClient]:
+    """Each supported shape: embedded on SQLite, Redis on PostgreSQL."""
+    with GatewayClient.running(shape_settings()) as client:
         yield client
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -23,10 +23,12 @@ async def _stubborn() -> None:
 
 
 async def test_stuck_steps_do_not_block_shutdown(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    sqlite_store: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setattr(gateway.services, "SHUTDOWN_GRACE", 0.2)
-    services = build_services(make_settings(f"sqlite:///{tmp_path}/g.db"))
+    services = build_services(make_settings(sqlite_store("g.db")))
     services.spawn(_stubborn(), name="stubborn")
     closed: list[str] = []
 
@@ -47,8 +49,10 @@ async def test_stuck_steps_do_not_block_shutdown(
         task.get_coro().close()  # type: ignore[union-attr]
 
 
-async def test_stoppers_finish_work_in_hand_before_anything_is_cancelled(tmp_path: Path) -> None:
-    services = build_services(make_settings(f"sqlite:///{tmp_path}/g.db"))
+async def test_stoppers_finish_work_in_hand_before_anything_is_cancelled(
+    sqlite_store: Callable[..., str],
+) -> None:
+    services = build_services(make_settings(sqlite_store("g.db")))
     stop = asyncio.Event()
     finished: list[str] = []
 

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 
 import pytest
 
-from gateway.settings import SettingsError, load_settings
+from gateway.settings import DEFAULTS, SettingsError, load_settings
 
 KEY = base64.urlsafe_b64encode(b"x" * 32).decode()
 
@@ -19,6 +20,14 @@ def test_defaults_are_the_embedded_setup() -> None:
     assert s.redis_url is None and not s.uses_redis
     assert s.role == "all" and s.serves_api and s.serves_ingress
     assert s.secret_key == b"x" * 32
+
+
+def test_an_empty_environment_takes_every_default_of_the_settings_type() -> None:
+    """The defaults are written once, on `Settings`: nothing unset is decided elsewhere (the
+    evaluator's mode and priority once disagreed with the type's)."""
+    loaded = dataclasses.replace(settings(), secret_key=DEFAULTS.secret_key)
+    assert loaded == DEFAULTS
+    assert (loaded.evaluator, loaded.evaluator_priority) == ("process", "low")
 
 
 def test_http_server_and_header_deadline() -> None:

@@ -131,11 +131,6 @@ def _aware_time(value: datetime) -> datetime:
     return value
 
 
-async def count_pending(conn: AsyncConnection) -> int:
-    query = select(func.count()).select_from(d).where(d.c.evaluation == PENDING)
-    return int((await conn.execute(query)).scalar_one())
-
-
 def _record(row: Any) -> DeliveryRecord:
     return DeliveryRecord(
         row.delivery_id,

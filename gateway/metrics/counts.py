@@ -26,10 +26,6 @@ class Latency:
         self.buckets = [0] * (len(LATENCY_BOUNDS) + 1)
         self.total = 0.0
 
-    def observe(self, seconds: float) -> None:
-        self.buckets[bisect_left(LATENCY_BOUNDS, seconds)] += 1
-        self.total += seconds
-
 
 class Evaluator(Protocol):
     """The delivery consumer's own counters (gateway/evaluator/delivery_consumer.py)."""

@@ -1,5 +1,6 @@
 """API bodies are capped while streaming: a declared Content-Length or the streamed bytes past
-1 MB are a 413 problem, and the server reads no more of the body than the cap and one chunk."""
+1 MB are a 413 problem, and the server reads no more of the body than the cap and one chunk.
+Refused before the store is asked: one gateway (SQLite) for the module."""
 
 from __future__ import annotations
 
@@ -87,10 +88,10 @@ def test_every_json_endpoint_is_covered() -> None:
 
 @pytest.mark.parametrize(("method", "path"), BODY_OPERATIONS)
 def test_streamed_body_over_the_cap_is_413_before_more_is_read(
-    world: World, method: str, path: str
+    shared_world: World, method: str, path: str
 ) -> None:
     stream = Stream()
-    status, headers, body = _post(world, method, path, stream, declared=None)
+    status, headers, body = _post(shared_world, method, path, stream, declared=None)
     assert status == 413, body
     assert headers[b"content-type"] == b"application/problem+json"
     assert b'"code":"payload_too_large"' in body
@@ -100,15 +101,15 @@ def test_streamed_body_over_the_cap_is_413_before_more_is_read(
 
 @pytest.mark.parametrize(("method", "path"), BODY_OPERATIONS)
 def test_declared_length_over_the_cap_is_413_without_reading(
-    world: World, method: str, path: str
+    shared_world: World, method: str, path: str
 ) -> None:
     stream = Stream()
-    status, _, body = _post(world, method, path, stream, declared=HUGE)
+    status, _, body = _post(shared_world, method, path, stream, declared=HUGE)
     assert status == 413 and b'"code":"payload_too_large"' in body
     assert stream.consumed == 0
 
 
-def test_a_body_at_the_cap_is_read_whole(world: World) -> None:
+def test_a_body_at_the_cap_is_read_whole(shared_world: World) -> None:
     """The cap is not a limit on ordinary bodies: exactly 1 MB is parsed (and found invalid)."""
 
     class Exact(Stream):
@@ -119,6 +120,6 @@ def test_a_body_at_the_cap_is_read_whole(world: World) -> None:
             return {"type": "http.request", "body": b" " * piece, "more_body": left > piece}
 
     stream = Exact()
-    status, _, body = _post(world, "POST", "/agent/runs", stream, declared=MAX_API_BODY)
+    status, _, body = _post(shared_world, "POST", "/agent/runs", stream, declared=MAX_API_BODY)
     assert status == 400 and b"body: not valid JSON" in body
     assert stream.consumed == MAX_API_BODY

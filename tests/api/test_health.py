@@ -4,8 +4,7 @@ evaluator's lag), on the embedded backend and with Redis."""
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from redis.asyncio import Redis
@@ -13,8 +12,8 @@ from redis.asyncio import Redis
 from benchmarks.procs import free_port
 from gateway.backends import readiness
 from gateway.services import Services
+from gateway.settings import Settings
 from gateway.store import create_database
-from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 
 
@@ -32,26 +31,25 @@ def test_readyz_names_every_failing_check(client: GatewayClient) -> None:
     async def add(services: Services) -> None:
         services.probes["broken"] = broken
 
+    async def remove(services: Services) -> None:
+        del services.probes["broken"]
+
     client.run(add)
-    answer = client.get("/readyz")
+    try:
+        answer = client.get("/readyz")
+    finally:
+        client.run(remove)  # the module's tests share the gateway
     assert answer.status_code == 503
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["code"] == "not_ready"
     assert answer.json()["detail"] == "broken: disk on fire"
 
 
-@pytest.fixture(params=["embedded", "redis"])
-def idle_evaluator(
-    request: pytest.FixtureRequest, database_url: str, redis_url: str, redis_prefix: str
-) -> Iterator[GatewayClient]:
-    """A gateway whose evaluator runs elsewhere (off here) and may lag half a second."""
-    extra = {"evaluator": "off", "ready_max_lag_s": "0.5"}
-    if request.param == "redis":
-        prefix = f"{redis_prefix}:{uuid.uuid4().hex}"
-        settings = make_settings(database_url, redis_url, prefix=prefix, **extra)
-    else:
-        settings = make_settings(database_url, **extra)
-    with GatewayClient.running(settings) as client:
+@pytest.fixture
+def idle_evaluator(shape_settings: Callable[..., Settings]) -> Iterator[GatewayClient]:
+    """A gateway whose evaluator runs elsewhere (off here) and may lag half a second, in each
+    supported shape."""
+    with GatewayClient.running(shape_settings(evaluator="off", ready_max_lag_s="0.5")) as client:
         yield client
 
 

@@ -6,7 +6,7 @@ the document does not name, or miss one it does."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -46,7 +46,7 @@ def _walk(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]
 
 
 def served(tmp_path: Path) -> set[tuple[str, str]]:
-    app: Any = create_app(make_settings(f"sqlite:///{tmp_path}/gw.db"))
+    app: Any = create_app(make_settings(f"sqlite:///{tmp_path}/gw.db"))  # never started
     assert app.ingress is not None  # role "all": the dispatcher sends /webhooks/w/ to ingress
     pairs = set(_walk(app.api.routes))
     # The ingress is one raw ASGI endpoint behind a path prefix, not a router: its two shapes
@@ -99,8 +99,8 @@ def test_document_is_well_formed() -> None:
             assert "500" in op["responses"]
 
 
-def test_openapi_json_is_served_without_credentials(tmp_path: Path) -> None:
-    settings = make_settings(f"sqlite:///{tmp_path}/gw.db")
+def test_openapi_json_is_served_without_credentials(sqlite_store: Callable[..., str]) -> None:
+    settings = make_settings(sqlite_store())
     with GatewayClient.running(settings) as client:
         response = client.get("/api/v1/openapi.json")
     assert response.status_code == 200

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import ExitStack, asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from sqlalchemy.dialects import sqlite
 
-from benchmarks.postgres import temporary_database
 from gateway import ids
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
@@ -23,7 +22,7 @@ from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import Database, create_database, migrate
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.conftest import make_settings
 from tests.support import GatewayClient
 
 
@@ -90,12 +89,9 @@ async def send_numbered(
 
 
 @contextmanager
-def gateway_with_least_memory(tmp_path: Path, store: str) -> Iterator[GatewayClient]:
-    """An embedded gateway on a SQLite file (`store` "sqlite") or a PostgreSQL database of its
-    own, evaluator off, holding the fewest de-duplication entries exactly (MIN_EXACT)."""
-    with ExitStack() as stack:
-        url = f"sqlite:///{tmp_path}/gw.db"
-        if store == "postgresql":
-            url = stack.enter_context(temporary_database(f"dd_{RUN_ID}", POSTGRES_SERVER))
-        settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
-        yield stack.enter_context(GatewayClient.running(settings))
+def gateway_with_least_memory(url: str) -> Iterator[GatewayClient]:
+    """An embedded gateway on the store at `url` (a SQLite file, or a PostgreSQL database of the
+    test's own), evaluator off, holding the fewest de-duplication entries exactly (MIN_EXACT)."""
+    settings = make_settings(url, evaluator="off", dedup_memory=str(MIN_EXACT))
+    with GatewayClient.running(settings) as client:
+        yield client

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from benchmarks.postgres import temporary_database
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
@@ -23,7 +22,7 @@ from gateway.backends.delivery_writer import PRUNE_EVERY_S, DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.conftest import make_settings
 
 
 def _record(i: int, label: Label = Label.ACCEPTED) -> DeliveryRecord:
@@ -203,10 +202,9 @@ async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def own_postgres() -> Iterator[str]:
+def own_postgres(own_store: Callable[[str], str]) -> str:
     """A PostgreSQL database of this test's own: it counts every row of the log."""
-    with temporary_database(f"writer_{RUN_ID}", POSTGRES_SERVER) as url:
-        yield url
+    return own_store("postgresql")
 
 
 async def test_writer_logs_pending_in_the_store_without_an_outbox(own_postgres: str) -> None:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy.dialects import sqlite
 
-from benchmarks.postgres import temporary_database
 from gateway import ids
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
@@ -28,7 +26,7 @@ from tests.backends.outbox_support import (
     send_numbered,
     store_with_outbox,
 )
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.conftest import make_settings
 
 T0 = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
 _TIME = DELIVERIES.encoder(sqlite.dialect(), "received_at")
@@ -76,7 +74,7 @@ async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_the_writer_finds_each_first_copy_in_the_log_in_one_call(
-    tmp_path: Path, store: str
+    own_store: Callable[[str], str], store: str
 ) -> None:
     """On a SQLite file on the outbox writer's thread; on PostgreSQL in one query."""
 
@@ -100,11 +98,7 @@ def test_the_writer_finds_each_first_copy_in_the_log_in_one_call(
             await writer.close()
             await database.close()
 
-    with ExitStack() as stack:
-        url = f"sqlite:///{tmp_path}/g.db"
-        if store == "postgresql":
-            url = stack.enter_context(temporary_database(f"fl_{RUN_ID}", POSTGRES_SERVER))
-        asyncio.run(check(url))
+    asyncio.run(check(own_store(store)))
 
 
 async def test_lookups_arriving_together_form_one_batch_and_share_its_failure() -> None:
@@ -155,12 +149,12 @@ def test_memory_tells_how_recent_the_keys_it_let_go_were() -> None:
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_a_flood_of_lookups_neither_stalls_ingress_nor_opens_connections(
-    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+    own_store: Callable[[str], str], store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Day filters that answer MAYBE for every key (as once a busy day has filled them): each
     new delivery is looked up, and its copies sent again are still found."""
     monkeypatch.setattr(DayFilter, "may_hold", lambda self, key: True)
-    with gateway_with_least_memory(tmp_path, store) as gwc:
+    with gateway_with_least_memory(own_store(store)) as gwc:
         first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT)))
         threads = threading.active_count()
         # memory is full: from here on every new key is a MAYBE, looked up in the store

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from contextlib import ExitStack
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from benchmarks.postgres import temporary_database
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.delivery_writer import _firsts_in_log
 from gateway.backends.first_copies import Wanted
 from gateway.backends.outbox import _FIRST_IN_LOG
 from gateway.store import create_database, migrate
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.conftest import make_settings
 
 NOW = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
 WEEK_AGO = NOW - timedelta(days=7)
@@ -48,7 +47,9 @@ def test_a_lookup_beside_a_sqlite_file_reads_the_identity_index(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_a_batch_of_lookups_reads_the_identity_index(tmp_path: Path, store: str) -> None:
+def test_a_batch_of_lookups_reads_the_identity_index(
+    own_store: Callable[[str], str], store: str
+) -> None:
     """The one-query batch (PostgreSQL, a SQLite store the outbox does not stand beside), on a
     log of 20,000 deliveries whose statistics PostgreSQL has taken."""
 
@@ -83,7 +84,7 @@ def test_a_batch_of_lookups_reads_the_identity_index(tmp_path: Path, store: str)
             event.remove(database.engine.sync_engine, "before_cursor_execute", capture)
             ((sql, params),) = statements
             if store == "sqlite":
-                return found, _sqlite_plan(tmp_path / "g.db", sql, params)
+                return found, _sqlite_plan(Path(url.split(":///", 1)[1]), sql, params)
             async with database.read() as conn:
                 raw = await conn.get_raw_connection()
                 plan = await raw.driver_connection.fetch(f"EXPLAIN {sql}", *params)  # type: ignore[union-attr]
@@ -91,11 +92,7 @@ def test_a_batch_of_lookups_reads_the_identity_index(tmp_path: Path, store: str)
         finally:
             await database.close()
 
-    with ExitStack() as stack:
-        url = f"sqlite:///{tmp_path}/g.db"
-        if store == "postgresql":
-            url = stack.enter_context(temporary_database(f"fp_{RUN_ID}", POSTGRES_SERVER))
-        found, plan = asyncio.run(look_up(url))
+    found, plan = asyncio.run(look_up(own_store(store)))
     assert found == ["d-7", "d-19999", None]
     assert "ix_deliveries_identity" in plan, plan
     assert "ix_deliveries_received" not in plan and "webhook_received" not in plan, plan

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -90,8 +91,10 @@ async def test_prune_goes_slice_by_slice_up_to_what_the_evaluator_moved(tmp_path
         assert await reader.count_waiting() == len(left)
 
 
-def test_a_batch_moved_again_after_a_crash_starts_no_second_run(tmp_path: Path) -> None:
-    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off")
+def test_a_batch_moved_again_after_a_crash_starts_no_second_run(
+    sqlite_store: Callable[..., str],
+) -> None:
+    settings = make_settings(sqlite_store(), evaluator="off")
     with GatewayClient.running(settings) as gwc:
         world = World.create(gwc)
         hook = add_webhook(gwc, world)
@@ -151,9 +154,11 @@ def test_the_evaluator_sees_the_outbox_file_of_the_store(tmp_path: Path) -> None
     asyncio.run(database.close())
 
 
-def test_a_restart_remembers_deliveries_still_in_the_outbox(tmp_path: Path) -> None:
+def test_a_restart_remembers_deliveries_still_in_the_outbox(
+    sqlite_store: Callable[..., str],
+) -> None:
     """De-duplication and the backlog count come back from the outbox, not only from the log."""
-    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off")
+    settings = make_settings(sqlite_store(), evaluator="off")
     sent = {"X-Service-Delivery-Id": "evt-1"}
     with GatewayClient.running(settings) as gwc:
         hook = add_webhook(gwc, World.create(gwc))
@@ -173,11 +178,11 @@ def test_a_restart_remembers_deliveries_still_in_the_outbox(tmp_path: Path) -> N
 
 
 def test_requests_meeting_a_backlog_recount_wait_for_it_instead_of_being_refused(
-    tmp_path: Path,
+    sqlite_store: Callable[..., str],
 ) -> None:
     """The in-memory count reached the limit, but an evaluator in another process has drained
     the outbox: every request that arrives while the one SQL recount runs is accepted."""
-    settings = make_settings(f"sqlite:///{tmp_path}/gw.db", evaluator="off", max_backlog="100")
+    settings = make_settings(sqlite_store(), evaluator="off", max_backlog="100")
     with GatewayClient.running(settings) as gwc:
         hook = add_webhook(gwc, World.create(gwc))
 
@@ -198,11 +203,11 @@ def test_requests_meeting_a_backlog_recount_wait_for_it_instead_of_being_refused
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_duplicates_older_than_the_memory_are_found_in_the_store(
-    tmp_path: Path, store: str
+    own_store: Callable[[str], str], store: str
 ) -> None:
     """Past GATEWAY_DEDUP_MEMORY entries, de-duplication goes on through the per-day filters
     and the store: the outbox beside a SQLite file, the delivery log on PostgreSQL."""
-    with gateway_with_least_memory(tmp_path, store) as gwc:
+    with gateway_with_least_memory(own_store(store)) as gwc:
         first = gwc.run(lambda services: send_numbered(services, range(MIN_EXACT + 1000)))
         assert {verdict for verdict, _ in first} == {"ACCEPTED"}
         # the oldest left memory: sent again (ten per webhook: its limit leaves room for

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from redis.exceptions import OutOfMemoryError
@@ -19,9 +19,9 @@ def _commandstats(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {name: int(value["calls"]) for name, value in stats.items()}
 
 
-def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
+def test_one_round_trip_per_accepted_delivery(sqlite_store: Callable[..., str]) -> None:
     with redis_server() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        settings = make_settings(sqlite_store(), server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hook = add_webhook(gw, world)
@@ -59,8 +59,10 @@ def test_one_round_trip_per_accepted_delivery(tmp_path: Path) -> None:
             redis.close()
 
 
-def test_scripts_flushed_on_a_live_connection_are_loaded_again(tmp_path: Path) -> None:
-    with gateway_on_own_redis(tmp_path) as (gw, hook, server):
+def test_scripts_flushed_on_a_live_connection_are_loaded_again(
+    sqlite_store: Callable[..., str],
+) -> None:
+    with gateway_on_own_redis(sqlite_store()) as (gw, hook, server):
         redis = server.client()
         large = b'{"pad":"%b"}' % (b"x" * 40_000)  # travels beside the script
         for n, body in enumerate([b'{"n":1}', large, b'{"n":2}', large + b" "]):
@@ -72,9 +74,9 @@ def test_scripts_flushed_on_a_live_connection_are_loaded_again(tmp_path: Path) -
         redis.close()
 
 
-def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
+def test_redis_outage_fails_closed_and_recovers(sqlite_store: Callable[..., str]) -> None:
     with redis_server() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        settings = make_settings(sqlite_store(), server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hook = add_webhook(gw, world)
@@ -100,9 +102,9 @@ def test_redis_outage_fails_closed_and_recovers(tmp_path: Path) -> None:
             redis.close()
 
 
-def test_oom_refusal_is_a_503_and_writes_nothing(tmp_path: Path) -> None:
+def test_oom_refusal_is_a_503_and_writes_nothing(sqlite_store: Callable[..., str]) -> None:
     with redis_server("--maxmemory", "1mb", "--maxmemory-policy", "noeviction") as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        settings = make_settings(sqlite_store(), server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hook = add_webhook(gw, world)
@@ -119,12 +121,12 @@ def test_oom_refusal_is_a_503_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_config_changes_reach_another_process(
-    tmp_path: Path, redis_url: str, redis_prefix: str
+    sqlite_store: Callable[..., str], redis_url: str, redis_prefix: str
 ) -> None:
     import uuid
 
     settings = make_settings(
-        f"sqlite:///{tmp_path}/gw.db",
+        sqlite_store(),
         redis_url,
         prefix=f"{redis_prefix}:{uuid.uuid4().hex}",
         evaluator="off",
@@ -147,13 +149,15 @@ def test_config_changes_reach_another_process(
         assert two.post(hook.path, content=b"6", headers=rotated).status_code == 404
 
 
-def test_request_state_of_preloaded_webhooks_is_built_at_start(tmp_path: Path) -> None:
+def test_request_state_of_preloaded_webhooks_is_built_at_start(
+    sqlite_store: Callable[..., str],
+) -> None:
     """Built lazily, 10,000 webhooks' request state lands after gc.freeze() and full
     collections scan it (p99 stalls); built at start, requests add nothing long-lived."""
     from gateway.backends.redis_backend import RedisBackend
 
     with redis_server() as server:
-        settings = make_settings(f"sqlite:///{tmp_path}/gw.db", server.url, evaluator="off")
+        settings = make_settings(sqlite_store(), server.url, evaluator="off")
         with GatewayClient.running(settings) as gw:
             world = World.create(gw)
             hooks = [add_webhook(gw, world) for _ in range(5)]

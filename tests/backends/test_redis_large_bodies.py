@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from pathlib import Path
+from collections.abc import Callable
 
 import orjson
 import pytest
@@ -38,8 +38,10 @@ def _stream_fields(redis) -> list[dict[bytes, bytes]]:  # type: ignore[no-untype
     return entries
 
 
-def test_accepted_large_body_is_kept_until_the_evaluator_logged_it(tmp_path: Path) -> None:
-    with gateway_on_own_redis(tmp_path) as (gw, hook, server):
+def test_accepted_large_body_is_kept_until_the_evaluator_logged_it(
+    sqlite_store: Callable[..., str],
+) -> None:
+    with gateway_on_own_redis(sqlite_store()) as (gw, hook, server):
         redis = server.client()
         body = _large_json(1)
         response = gw.post(hook.path, content=body, headers=hook.auth)
@@ -69,8 +71,8 @@ def test_accepted_large_body_is_kept_until_the_evaluator_logged_it(tmp_path: Pat
         redis.close()
 
 
-def test_refused_large_bodies_leave_no_key(tmp_path: Path) -> None:
-    with gateway_on_own_redis(tmp_path) as (gw, hook, server):
+def test_refused_large_bodies_leave_no_key(sqlite_store: Callable[..., str]) -> None:
+    with gateway_on_own_redis(sqlite_store()) as (gw, hook, server):
         redis = server.client()
 
         def send(seq: int, delivery: str) -> int:

@@ -7,8 +7,7 @@ tests/ingress (backend_kind "redis-cluster")."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 from redis.crc import key_slot
@@ -100,9 +99,9 @@ def test_every_shard_on_every_node_is_accepted_and_evaluated_once(
 
 
 def test_config_versions_published_on_any_node_reach_every_process(
-    tmp_path: Path, redis_cluster: ClusterServers, redis_prefix: str
+    sqlite_store: Callable[..., str], redis_cluster: ClusterServers, redis_prefix: str
 ) -> None:
-    settings = cluster_settings(f"sqlite:///{tmp_path}/gw.db", redis_cluster, redis_prefix)
+    settings = cluster_settings(sqlite_store(), redis_cluster, redis_prefix)
     with GatewayClient.running(settings) as one, GatewayClient.running(settings) as two:
         hooks = hooks_on_every_shard(one, World.create(one))
         prefix = settings.redis_prefix
@@ -118,12 +117,10 @@ def test_config_versions_published_on_any_node_reach_every_process(
 
 
 def test_the_backlog_is_bounded_per_shard(
-    tmp_path: Path, redis_cluster: ClusterServers, redis_prefix: str
+    sqlite_store: Callable[..., str], redis_cluster: ClusterServers, redis_prefix: str
 ) -> None:
     # 32 across 16 shards: 2 waiting deliveries per shard
-    settings = cluster_settings(
-        f"sqlite:///{tmp_path}/gw.db", redis_cluster, redis_prefix, max_backlog="32"
-    )
+    settings = cluster_settings(sqlite_store(), redis_cluster, redis_prefix, max_backlog="32")
     with GatewayClient.running(settings) as gw:
         world = World.create(gw)
         first = add_webhook(gw, world)

@@ -10,7 +10,6 @@ import pytest
 
 from gateway import console
 from gateway.app import create_app
-from gateway.settings import Settings
 from tests.support import GatewayClient, World, eventually
 
 
@@ -26,8 +25,9 @@ def csrf_of(client: GatewayClient, path: str) -> str:
 
 
 @pytest.fixture
-def https_client(settings: Settings) -> Iterator[GatewayClient]:
-    app = create_app(settings)
+def https_client(world: World) -> Iterator[GatewayClient]:
+    """A second app on the world's store, reached over https from afar."""
+    app = create_app(world.client.services.settings)
     with GatewayClient(app, base_url="https://gateway.example", client=("203.0.113.7", 4000)) as c:
         yield c
 

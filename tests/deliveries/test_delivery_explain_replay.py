@@ -5,7 +5,7 @@ the evaluator handles them like live deliveries."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,22 +15,17 @@ from sqlalchemy import func, insert, select
 from gateway.deliveries import log as delivery_log
 from gateway.platform.factories.foreman import set_foreman as assign_foreman
 from gateway.services import Services
+from gateway.settings import Settings
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 
 
-@pytest.fixture(params=["embedded", "redis"])
-def app(
-    request: pytest.FixtureRequest, database_url: str, redis_url: str, redis_prefix: str
-) -> Iterator[GatewayClient]:
-    if request.param == "redis":
-        prefix = f"{redis_prefix}:{uuid.uuid4().hex}"
-        settings = make_settings(database_url, redis_url, prefix=prefix)
-    else:
-        settings = make_settings(database_url)
-    with GatewayClient.running(settings) as client:
+@pytest.fixture
+def app(shape_settings: Callable[..., Settings]) -> Iterator[GatewayClient]:
+    """Each supported shape: embedded on SQLite, Redis on PostgreSQL."""
+    with GatewayClient.running(shape_settings()) as client:
         yield client
 
 

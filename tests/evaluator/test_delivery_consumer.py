@@ -1,4 +1,4 @@
-"""The delivery consumer on both backends and both stores: every outcome logged, runs started
+"""The delivery consumer on each way deliveries wait for it: every outcome logged, runs started
 once, the log API (pending first, then evaluated), pagination and retention."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -31,20 +30,21 @@ from gateway.store.types import utcnow
 from tests.ingress.hooks import add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World
 
+# where deliveries wait, with the store each waits for: the outbox beside a SQLite file, the
+# delivery log itself (the embedded backend on PostgreSQL), the Redis streams and the Redis
+# Cluster's streams (beside PostgreSQL, as deployed)
+TRANSPORTS = ["memory+sqlite", "memory+postgresql", "redis+postgresql", "redis-cluster+postgresql"]
 
-@pytest.fixture(params=["memory", "redis", "redis-cluster"])
-def kind(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
 
-
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=TRANSPORTS)
 def gwc(
-    request: pytest.FixtureRequest, kind: str, tmp_path: Path, redis_url: str, redis_prefix: str
+    request: pytest.FixtureRequest,
+    sqlite_store: Callable[..., str],
+    redis_url: str,
+    redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    db = f"sqlite:///{tmp_path}/gw.db"
-    if request.param == "postgresql":
-        db = request.getfixturevalue("postgres_url")
+    kind, _, store = request.param.partition("+")
+    db = request.getfixturevalue("postgres_url") if store == "postgresql" else sqlite_store()
     url = redis_url_for(kind, request, redis_url)
     with GatewayClient.running(backend_settings(kind, db, url, redis_prefix)) as client:
         yield client

@@ -101,20 +101,21 @@ def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
         else:
             assert "no idle cgroup (not permitted)" in log
     finally:
-        stop_gateway(server)
+        stop_gateway(server, grace=60)  # its idle child, too, needs CPU time to stop
     assert not _alive(child)
     # a clean stop removes the idle cgroup again
     assert not any((base / idle_cgroup).exists() for base in _cpu_cgroups(
         Path("/proc/self/cgroup").read_text(), CGROUP_ROOT
     ))  # fmt: skip
 
-    # killed outright: the orphaned evaluator notices within a second or two and stops
+    # killed outright: the orphaned evaluator notices (within a second or two, given CPU) and stops
     server = serve_gateway(env, free_port(), tmp_path / "serve.log")
     child = eventually(lambda: _children(server.pid)[0] if _children(server.pid) else None)
     eventually(lambda: (tmp_path / "serve.log").read_bytes().count(b"gateway worker running") == 2)
     server.kill()
     server.wait(10)
-    eventually(lambda: not _alive(child), timeout=10)
+    # it stops: how soon is the CPU's to say (at idle priority, on a busy host, it waits)
+    eventually(lambda: not _alive(child), timeout=60)
 
 
 def test_a_worker_started_for_a_server_that_is_already_gone_stops(tmp_path: Path) -> None:

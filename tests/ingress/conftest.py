@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,12 +18,12 @@ def backend_kind(request: pytest.FixtureRequest) -> str:
 def gw(
     request: pytest.FixtureRequest,
     backend_kind: str,
-    tmp_path: Path,
+    sqlite_store: Callable[..., str],
     redis_url: str,
     redis_prefix: str,
 ) -> Iterator[GatewayClient]:
     url = redis_url_for(backend_kind, request, redis_url)
-    settings = backend_settings(backend_kind, f"sqlite:///{tmp_path}/gw.db", url, redis_prefix)
+    settings = backend_settings(backend_kind, sqlite_store(), url, redis_prefix)
     with GatewayClient.running(settings) as client:
         yield client
 

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from benchmarks.postgres import temporary_database
-from tests.conftest import POSTGRES_SERVER, RUN_ID
 from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import add_webhook, backend_settings
 from tests.support import GatewayClient, World
@@ -20,19 +16,21 @@ from tests.support import GatewayClient, World
 
 @pytest.fixture(params=["memory", "redis", "memory+postgresql"])
 def gwc(
-    request: pytest.FixtureRequest, tmp_path: Path, redis_url: str, redis_prefix: str
+    request: pytest.FixtureRequest,
+    sqlite_store: Callable[..., str],
+    own_store: Callable[[str], str],
+    redis_url: str,
+    redis_prefix: str,
 ) -> Iterator[GatewayClient]:
     """Embedded on a SQLite file (deliveries wait in its outbox), Redis, and embedded on
     PostgreSQL (they wait in the delivery log as pending)."""
     kind, _, store = request.param.partition("+")
-    with ExitStack() as stack:
-        db = f"sqlite:///{tmp_path}/gw.db"
-        if store:  # a database of its own: no other test's pending deliveries count here
-            db = stack.enter_context(temporary_database(f"bp_{RUN_ID}", POSTGRES_SERVER))
-        settings = backend_settings(kind, db, redis_url, redis_prefix, max_backlog="50")
-        assert settings.evaluator == "off" and settings.max_backlog == 50
-        with GatewayClient.running(settings) as client:
-            yield client
+    # PostgreSQL: a database of its own, where no other test's pending deliveries count
+    db = own_store(store) if store else sqlite_store()
+    settings = backend_settings(kind, db, redis_url, redis_prefix, max_backlog="50")
+    assert settings.evaluator == "off" and settings.max_backlog == 50
+    with GatewayClient.running(settings) as client:
+        yield client
 
 
 def test_backlog_limit_refuses_exactly_past_it_and_recovers(gwc: GatewayClient) -> None:

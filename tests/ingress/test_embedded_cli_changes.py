@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -30,11 +30,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[httpx.Client]:
-    """`gateway serve` on the same SQLite file and key the CLI helpers use."""
-    admin(tmp_path, "create-team", "--name", "warm-up")  # migrate before the server starts
+def server(sqlite_store: Callable[..., str]) -> Iterator[httpx.Client]:
+    """`gateway serve` on the same SQLite file (migrated) and key the CLI helpers use."""
     env = gateway_env(
-        database_url=f"sqlite:///{tmp_path}/cli.db",
+        database_url=sqlite_store("cli.db"),
         secret_key=base64.urlsafe_b64encode(b"c" * 32).decode(),
         log_level="warning",
     )

@@ -7,7 +7,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.ingress.hooks import add_webhook, backend_settings, change_webhook, redis_url_for
+from tests.ingress.hooks import (
+    REQUEST_HANDLING,
+    add_webhook,
+    backend_settings,
+    change_webhook,
+    redis_url_for,
+)
 from tests.support import GatewayClient, World
 
 
@@ -24,6 +30,7 @@ def test_token_delivery_is_accepted_once(gw: GatewayClient, gw_world: World) -> 
     assert other.status_code == 202 and other.json()["delivery_id"] != delivery_id
 
 
+@REQUEST_HANDLING
 def test_identity_preference(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world, delivery_id_header="X-Event-Id")
     send = lambda body, **h: gw.post(hook.path, content=body, headers={**hook.auth, **h})  # noqa: E731
@@ -35,6 +42,7 @@ def test_identity_preference(gw: GatewayClient, gw_world: World) -> None:
     assert send(b"4", **{"X-Service-Delivery-Id": "s-1"}).json() == b
 
 
+@REQUEST_HANDLING
 def test_any_json_value_and_content_type_not_enforced(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world)
     for body in (b"[1,2]", b'"text"', b"null", b"3.5", b"true", b'{"deep":{"x":[1]}}'):
@@ -44,6 +52,7 @@ def test_any_json_value_and_content_type_not_enforced(gw: GatewayClient, gw_worl
         assert response.status_code == 202, body
 
 
+@REQUEST_HANDLING
 def test_check_order_and_problems(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world)
 
@@ -94,6 +103,7 @@ def test_rotation_takes_effect_immediately(gw: GatewayClient, gw_world: World) -
     assert gw.post(hook.path, content=b"1", headers=fresh).status_code == 202
 
 
+@REQUEST_HANDLING
 def test_url_token_mode(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world, "url_token")
     assert gw.post(hook.path, content=b"{}").status_code == 202
@@ -104,6 +114,7 @@ def test_url_token_mode(gw: GatewayClient, gw_world: World) -> None:
     assert gw.post(f"/webhooks/w/{hook.uid}", content=b"{}", headers=bearer).status_code == 401
 
 
+@REQUEST_HANDLING
 def test_managed_team_secret(gw: GatewayClient, gw_world: World) -> None:
     from gateway.accounts import identities
 
@@ -191,6 +202,7 @@ def test_forwarded_for_from_an_untrusted_peer_is_ignored_and_warned_about_once(
     assert len(warned) == 1 and warned[0].startswith("X-Forwarded-For from testclient, ")
 
 
+@REQUEST_HANDLING
 @pytest.mark.parametrize("header", ["Authorization", "authorization"])
 def test_header_names_case_insensitive(gw: GatewayClient, gw_world: World, header: str) -> None:
     hook = add_webhook(gw, gw_world)
@@ -198,7 +210,7 @@ def test_header_names_case_insensitive(gw: GatewayClient, gw_world: World, heade
     assert response.status_code == 202
 
 
-def test_body_hash_identity(gw: GatewayClient, gw_world: World) -> None:
+def test_body_hash_identity() -> None:
     from gateway.ingress.delivery_identity import delivery_identity
 
     body = b'{"k":"v"}'

@@ -18,8 +18,10 @@ from slack_sdk.signature import SignatureVerifier
 from standardwebhooks.webhooks import Webhook
 from stripe import WebhookSignature
 
-from tests.ingress.hooks import Hook, add_webhook
+from tests.ingress.hooks import REQUEST_HANDLING, Hook, add_webhook
 from tests.support import GatewayClient, World
+
+pytestmark = REQUEST_HANDLING
 
 SW_SECRET = "whsec_" + base64.b64encode(b"standard-webhooks-test-key-32byt").decode()
 BODY = '{"type":"invoice.paid","data":{"id":"in_1"}}'

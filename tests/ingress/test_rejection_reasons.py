@@ -1,7 +1,9 @@
-"""Rejection reason codes, each produced by a real signed or unsigned request on the embedded and
-the Redis backend: one info line per rejected delivery naming its reason, the reason on the
-delivery record (never in the answer to the sender), and on the record of accepted deliveries
-their request headers with credentials redacted, of duplicates the first delivery's id."""
+"""Rejection reason codes, each produced by a real signed or unsigned request: one info line per
+rejected delivery naming its reason, the reason on the delivery record (never in the answer to
+the sender), and on the record of accepted deliveries their request headers with credentials
+redacted, of duplicates the first delivery's id. The records travel the way each supported
+shape carries them (embedded: the outbox into SQLite; Redis and Redis Cluster: the streams into
+PostgreSQL); what the request path alone decides runs on the embedded one."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from stripe import WebhookSignature
 
 from gateway.ingress.body import MAX_BODY
 from gateway.rejections import Reason
-from tests.ingress.hooks import Hook, add_webhook, backend_settings, redis_url_for
+from tests.ingress.hooks import REQUEST_HANDLING, Hook, add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World, eventually
 
 SW_SECRET = "whsec_" + base64.b64encode(b"standard-webhooks-test-key-32byt").decode()
@@ -32,15 +34,16 @@ AUTH_FAILURE_LIMIT = 3
 def gw(
     request: pytest.FixtureRequest,
     backend_kind: str,
-    database_url: str,
+    sqlite_store: Callable[..., str],
     redis_url: str,
     redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    """Embedded, Redis and Redis Cluster backends, each on SQLite and PostgreSQL."""
+    """The embedded backend on SQLite; Redis and Redis Cluster on PostgreSQL."""
+    store = sqlite_store() if backend_kind == "memory" else request.getfixturevalue("postgres_url")
     # the evaluator runs, so that rejections logged to Redis streams reach the SQL log
     settings = backend_settings(
         backend_kind,
-        database_url,
+        store,
         redis_url_for(backend_kind, request, redis_url),
         redis_prefix,
         evaluator="inline",
@@ -197,6 +200,7 @@ def test_accepted_keeps_redacted_headers_and_duplicates_name_the_first(
     assert record["reason"] is None and record["duplicate_of"] is None
 
 
+@REQUEST_HANDLING
 def test_the_url_token_is_redacted_wherever_it_appears(gw: GatewayClient, gw_world: World) -> None:
     hook = add_webhook(gw, gw_world, "url_token")
     echoed = {"X-Original-URI": hook.path, "X-Forwarded-For": "192.0.2.7"}
@@ -210,6 +214,7 @@ def test_the_url_token_is_redacted_wherever_it_appears(gw: GatewayClient, gw_wor
     assert hook.secret not in str(record)
 
 
+@REQUEST_HANDLING
 def test_stale_signature_window_is_the_tolerance(gw: GatewayClient, gw_world: World) -> None:
     """Inside the tolerance a delivery is accepted, so the stale/future codes above come from
     the timestamp alone."""

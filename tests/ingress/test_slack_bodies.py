@@ -1,6 +1,7 @@
 """Slack end to end, signed by the official SDK: the url_verification handshake answers its
 challenge and records nothing; slash commands and interactivity (form-encoded) are stored as
-JSON; an unsigned handshake is a 401 like any other delivery. On both backends."""
+JSON; an unsigned handshake is a 401 like any other delivery. Request handling: on the
+embedded backend (the backends' part is tested in test_ingress_accept)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from urllib.parse import urlencode
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
-from tests.ingress.hooks import Hook, add_webhook
+from tests.ingress.hooks import REQUEST_HANDLING, Hook, add_webhook
 from tests.support import GatewayClient, World, eventually
+
+pytestmark = REQUEST_HANDLING
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}

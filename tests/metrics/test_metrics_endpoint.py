@@ -6,37 +6,29 @@ prometheus_client renders it from the plain counts."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from prometheus_client import generate_latest
 
 from gateway.metrics.counts import LATENCY_BOUNDS, ProcessCounts
 from gateway.metrics.export import CONTENT_TYPE, Exporter
-from tests.ingress.hooks import add_webhook, backend_settings
+from gateway.settings import Settings
+from tests.ingress.hooks import add_webhook
 from tests.metrics.scrape import names, parse, value
 from tests.support import GatewayClient, World
 
 DELIVERIES = "gateway_ingress_deliveries_total"
 # what the backlog holds after the requests below, and so where it is set full: two accepted
 # deliveries; on Redis also the duplicate's and the 401's log entries, which wait in the streams
-BACKLOG = {"memory": 2, "redis": 4}
+BACKLOG = {"embedded": 2, "redis": 4}
 
 
-@pytest.fixture(params=["memory", "redis"])
-def gw(
-    request: pytest.FixtureRequest, database_url: str, redis_url: str, redis_prefix: str
-) -> Iterator[GatewayClient]:
-    """Embedded and Redis backends, each on SQLite and PostgreSQL (the gauges read either)."""
+@pytest.fixture
+def gw(shape: str, shape_settings: Callable[..., Settings]) -> Iterator[GatewayClient]:
+    """Each supported shape: embedded on SQLite, Redis on PostgreSQL."""
     # evaluator off: what enters the backlog stays there
-    settings = backend_settings(
-        request.param,
-        database_url,
-        redis_url,
-        redis_prefix,
-        evaluator="off",
-        max_backlog=str(BACKLOG[request.param]),
-    )
+    settings = shape_settings(evaluator="off", max_backlog=str(BACKLOG[shape]))
     with GatewayClient.running(settings) as client:
         yield client
 
@@ -82,7 +74,7 @@ def test_a_scrape_counts_what_ingress_answered(
     assert added("gateway_ingress_responses_total", status="503") == 1
     assert added("gateway_ingress_request_duration_seconds_count") == 6
     assert added("gateway_ingress_request_duration_seconds_bucket", le="+Inf") == 6
-    kind = "redis" if gw.services.settings.uses_redis else "memory"
+    kind = "redis" if gw.services.settings.uses_redis else "embedded"
     assert value(after, "gateway_evaluator_backlog") == BACKLOG[kind]
     assert 0 <= value(after, "gateway_evaluator_lag_seconds") < 60
     # counters with no labels are shown from the start, at 0 while nothing ran

@@ -58,19 +58,20 @@ def served(tmp_path: Path, redis_url: str, redis_prefix: str) -> Iterator[tuple[
         redis_prefix=prefix,
         secret_key=base64.urlsafe_b64encode(b"t" * 32).decode(),
         evaluator="process",
+        # counted, not ranked: at idle priority the evaluator gets no CPU on a busy test host
+        evaluator_priority="low",
         log_level="warning",
     ) | {MULTIPROC_ENV: str(metrics_dir)}
     port = _free_port()
     argv = [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--workers", "2"]
-    log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    with (tmp_path / "serve.log").open("wb") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
     try:
         eventually(lambda: _answers(base), timeout=30)
         yield base, uid, metrics_dir
     finally:
         stop_gateway(proc)
-        log.close()
 
 
 def _answers(base: str) -> bool:

@@ -1,7 +1,11 @@
-"""`gateway runner` against `gateway serve`, both real processes (SQLite and PostgreSQL): a
-webhook delivery becomes a run that a real command executes; failures, cancels, a runner killed
-mid-run, a runner stopped by SIGTERM, and 200 runs over 4 runners executed exactly once; the
-runner's calls, counted by a proxy in front of the server: one POST /runner/finish per run."""
+"""`gateway runner` against `gateway serve`, both real processes: a webhook delivery becomes a
+run that a real command executes; failures, cancels, a runner killed mid-run, a runner stopped
+by SIGTERM, and 200 runs over 4 runners executed exactly once; the runner's calls, counted by a
+proxy in front of the server: one POST /runner/finish per run.
+
+The runner protocol is the same whatever the deployment: its tests run on the embedded shape
+(SQLite). Claiming is where the stores differ (SQLite's one writer, PostgreSQL's row locks):
+the 200 runs are claimed on both supported shapes, embedded and Redis + PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -101,11 +106,32 @@ def wait_for(probe: Callable[[], Any], timeout: float = 30.0, what: str = "") ->
     raise AssertionError(f"not in {timeout} s: {what}")
 
 
+SHAPES = ["embedded", "redis+postgresql"]
+
+
+@pytest.fixture(params=["embedded"])
+def shape(request: pytest.FixtureRequest) -> str:
+    """The deployment shape (docs/operations.md); a test parametrizes it to run on others."""
+    value: str = request.param
+    return value
+
+
 @pytest.fixture
-def deployment(database_url: str, tmp_path: Path) -> Iterator[Deployment]:
+def deployment(
+    shape: str, request: pytest.FixtureRequest, sqlite_store: Callable[..., str], tmp_path: Path
+) -> Iterator[Deployment]:
     port = free_port()
+    if shape == "embedded":
+        stores = {"database_url": sqlite_store("gateway.db")}
+    else:
+        prefix = f"{request.getfixturevalue('redis_prefix')}:{uuid.uuid4().hex}"
+        stores = {
+            "database_url": request.getfixturevalue("postgres_url"),
+            "redis_url": request.getfixturevalue("redis_url"),
+            "redis_prefix": prefix,
+        }
     env = gateway_env(
-        database_url=database_url,
+        **stores,
         webhook_base_url=f"http://127.0.0.1:{port}",
         secret_key=base64.urlsafe_b64encode(b"r" * 32).decode(),
         run_lease_s=LEASE_S,
@@ -244,6 +270,8 @@ def test_a_killed_runner_loses_nothing_its_run_is_executed_again(deployment: Dep
     )
     run_id = deployment.new_run("survive a crash")
     wait_for(lambda: executions.exists(), what="the first execution")
+    # the command may start before the runner has reported it: killed once it has
+    wait_for(lambda: deployment.run(run_id)["state"] == "INPROGRESS", what="INPROGRESS")
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     deployment.runner(f"echo $RUN_ID >> {executions}; echo recovered", name="second")
@@ -285,6 +313,7 @@ def test_an_idle_runner_stops_without_sitting_out_its_long_poll(deployment: Depl
     assert deployment.run(run_id)["state"] == "QUEUED"
 
 
+@pytest.mark.parametrize("shape", SHAPES)
 def test_200_runs_over_4_runners_are_each_executed_exactly_once(deployment: Deployment) -> None:
     executions = deployment.tmp / "executions"
     run_ids = {deployment.new_run(f"job {n}") for n in range(200)}

@@ -148,8 +148,10 @@ def test_provider_secret_is_never_echoed(world: World) -> None:
         ({"colour": "red"}, "colour"),
     ],
 )
-def test_invalid_bodies_name_the_field(world: World, body: dict[str, Any], field: str) -> None:
-    response = create(world, **body)
+def test_invalid_bodies_name_the_field(
+    shared_world: World, body: dict[str, Any], field: str
+) -> None:
+    response = create(shared_world, **body)
     assert response.status_code == 400
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["detail"].startswith(field)

@@ -117,9 +117,9 @@ def test_default_range_is_the_last_30_days(world: World) -> None:
     ],
 )  # fmt: skip
 def test_invalid_parameters_are_400_naming_the_field(
-    world: World, path: str, params: dict[str, str], field: str
+    shared_world: World, path: str, params: dict[str, str], field: str
 ) -> None:
-    response = _get(world, path, **params)
+    response = _get(shared_world, path, **params)
     assert response.status_code == 400, response.text
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["detail"].startswith(f"{field}:"), response.json()
@@ -211,6 +211,7 @@ def test_code_forge_webhooks_add_pr_detail(world: World) -> None:
             event = _pull_request_event(url, 500)
             return await pull_requests.record_forge_detail(conn, event, foreign)
 
+    assert not world.client.run(through_another_factory)  # not its factory's PR
     hook = _webhook(world, world.factory_uid)
     bearer = {"Authorization": f"Bearer {hook['secret']}"}
     sent = world.client.post(

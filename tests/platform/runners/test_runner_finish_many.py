@@ -18,7 +18,13 @@ from gateway.services import Services
 from gateway.store import tables as t
 from tests.conftest import make_settings
 from tests.metrics.scrape import parse, value
-from tests.platform.runners.test_runner_api import Runner, get_run, new_run, states
+from tests.platform.runners.test_runner_api import (
+    Runner,
+    claim_dispatched,
+    get_run,
+    new_run,
+    states,
+)
 from tests.support import GatewayClient, World
 
 
@@ -205,8 +211,11 @@ def test_a_deleted_agents_key_stops_working_at_once(world: World) -> None:
     assert answer.status_code == 401 and answer.json()["code"] == "unauthenticated"
 
 
-def test_a_key_deleted_elsewhere_stops_working_within_the_ttl(world: World) -> None:
-    world.client.services.agent_keys = KeyCache(ttl_s=0.3)  # the bound, made short
+def test_a_key_deleted_elsewhere_stops_working_within_the_ttl(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bound, made short (and given back: the module's tests share the gateway)
+    monkeypatch.setattr(world.client.services, "agent_keys", KeyCache(ttl_s=0.3))
     runner = Runner(world)
     assert runner.claim() == []  # cached now
 
@@ -240,7 +249,7 @@ def test_runs_failed_in_one_call_each_reach_the_factory_inbox(world: World) -> N
         assert answer.status_code == 201, answer.text
         dispatched.append(answer.json()["run_id"])
     runner = Runner(world)
-    held = [run["run_id"] for run in runner.claim(3)]
+    held = claim_dispatched(runner, 3)
     assert sorted(held) == sorted(dispatched)
     outcomes = [
         {"run_id": held[0], "outcome": "FAILED", "status_message": "tests failed"},

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from benchmarks.postgres import temporary_database
 from gateway.accounts import identities
 from gateway.platform.schedules import schedules
 from gateway.platform.schedules.models import ScheduleCreate
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.types import utcnow
-from tests.conftest import POSTGRES_SERVER, RUN_ID, make_settings
+from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env
 
 SCHEDULES = 8
@@ -32,13 +31,9 @@ ROUNDS = 3
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def store_url(request: pytest.FixtureRequest, own_store: Callable[[str], str]) -> str:
     """A store of this test's own: the workers must see no other test's work."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/gateway.db"
-        return
-    with temporary_database(f"gwtest_{RUN_ID}_sched", POSTGRES_SERVER) as url:
-        yield url
+    return own_store(request.param)
 
 
 def _run(url: str, job: Any) -> Any:
