@@ -50,7 +50,7 @@ def upgrade() -> None:
     op.add_column("runners", sa.Column("worker_id", sa.String(length=200), nullable=True))
     op.add_column(
         "runners",
-        sa.Column("debug_sessions", sa.Boolean(), nullable=False, server_default=sa.false()),
+        sa.Column("debug_sessions", sa.Boolean(), nullable=False, server_default=sa.text("false")),
     )
     op.create_index("ix_runners_worker_id", "runners", ["team_uid", "worker_id"])
     op.add_column("run_messages", sa.Column("action", sa.JSON(), nullable=True))
