@@ -78,7 +78,8 @@ def test_signed_delivery_to_cancelled_run(e2e_client: GatewayClient) -> None:
     assert run["prompt"].startswith("Please triage.")
     assert hook["uid"] in run["prompt"] and delivery_id in run["prompt"]
     assert "event-payload.json" in run["prompt"] and "untrusted" in run["prompt"]
-    assert any(a.get("name") == "event-payload.json" for a in run["artifacts"])
+    (payload,) = [a for a in run["artifacts"] if a["data"]["filename"] == "event-payload.json"]
+    assert payload["artifact_type"] == "FILE"
 
     task = eventually(
         lambda: (

@@ -98,7 +98,7 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
     encode = wr._Encoders.of(dialect)
 
-    started = wr._start(delivery, hook, automation, "p", encode.time(at), encode)
+    started = wr._start(delivery, hook, automation, "p", at, encode)
 
     run = dict(zip(wr.RUNS.columns, started.run, strict=True))
     assert run["agent_uid"] == "agt_reviewer"  # the automation's agent, not the foreman
