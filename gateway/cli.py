@@ -10,10 +10,12 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import msgspec
 import orjson
 
 from gateway.services import Services, build_services
 from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
+from gateway.signatures import PROVIDER_VERIFIERS
 from gateway.store import migrate
 
 
@@ -99,7 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     for name, summary, options, run in _ADMIN_COMMANDS:
         cmd = commands.add_parser(name, help=summary, description=summary)
         for option, meaning in options:
-            optional = option in OPTIONAL
+            if option in POSITIONAL:
+                cmd.add_argument(option, choices=POSITIONAL[option], help=meaning)
+                continue
+            optional = option in OPTIONAL or (name, option) in OPTIONAL
             cmd.add_argument(
                 f"--{option}",
                 required=not optional,
@@ -448,10 +453,33 @@ async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str,
 
 
 async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
-    """Webhooks that read this managed secret must pick up the new value at once."""
+    """Webhooks and provider connections that read this managed secret must pick up the new
+    value at once."""
+    from gateway.connections import management as connections
     from gateway.webhooks.management import team_secret_changed
 
     await team_secret_changed(services, team_uid, name)
+    async with services.database.transaction() as conn:
+        await connections.team_secret_changed(conn, services, team_uid, name)
+
+
+async def _connect(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+    from gateway.accounts.identities import require_team
+    from gateway.connections.management import connect
+    from gateway.connections.models import ConnectionCreate
+    from gateway.errors import InvalidRequest
+
+    asked = {"provider": args.provider, "name": args.name, "secret_name": args.secret_name}
+    try:  # the API's own validation
+        spec = msgspec.convert(asked, ConnectionCreate)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequest(str(exc)) from exc
+    async with services.database.transaction() as conn:
+        await require_team(conn, args.team)
+        connection = await connect(conn, services, args.team, spec)
+    answer: dict[str, Any] = msgspec.to_builtins(connection)
+    answer.setdefault("secret", None)  # the contract's answer names it: null when not generated
+    return answer
 
 
 async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]:
@@ -476,7 +504,11 @@ async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]
     }
 
 
-OPTIONAL = ("alias", "foreman", "agent")  # set-foreman without --agent leaves none
+OPTIONAL: tuple[str | tuple[str, str], ...] = (
+    *("alias", "foreman", "agent"),  # set-foreman without --agent leaves none
+    *(("connect", "name"), ("connect", "secret-name")),
+)
+POSITIONAL = {"provider": tuple(PROVIDER_VERIFIERS)}
 AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]
 TEAM = ("team", "uid of the team")
 _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]] = [
@@ -493,5 +525,9 @@ _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]
      _set_foreman),
     ("set-secret", "create or replace a managed team secret",
      (TEAM, ("name", "the secret's name"), ("value", "the secret")), _set_secret),
+    ("connect", "connect a provider for a team; prints its ingress URL (and secret, once)",
+     (("provider", "the provider"), TEAM,
+      ("name", "the connection's name (default: the provider's)"),
+      ("secret-name", "a team secret holding the provider's signing secret")), _connect),
     ("demo", "a team, user, agent, factory and secret, with their keys", (), _demo),
 ]  # fmt: skip

@@ -18,6 +18,7 @@ RESOURCE_MODULES = (
     "gateway.deliveries.replay_routes",
     "gateway.deliveries.filter_test_routes",
     "gateway.automations.routes",
+    "gateway.connections.routes",
     "gateway.platform.runs.routes",
     "gateway.platform.factories.dispatch_routes",
     "gateway.platform.tasks.routes",

@@ -149,6 +149,29 @@ automation_triggers = Table(
     Column("payload_filter", JSON, nullable=True),
 )
 
+# A team's connection to a provider (GitHub, GitLab, Slack, Linear, Jira): the provider's native
+# webhooks arrive at /webhooks/p/{uid}, are verified with the provider's own scheme, and start the
+# provider triggers of every factory of the team. Its deliveries share the delivery log with
+# custom webhooks (`deliveries.webhook_uid` holds the connection uid). `bot`: the connection's
+# own account (GitLab bot username, Slack bot user id, Jira agent account id), for the events
+# that depend on it.
+provider_connections = Table(
+    "provider_connections",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False, index=True),
+    Column("provider", String(16), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("secret_encrypted", Text, nullable=True),
+    Column("secret_name", String(200), nullable=True),
+    Column("bot", String(200), nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("config_version", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+)
+
 # The webhook delivery log: every outcome, the payload of accepted deliveries. `evaluation` is
 # "pending" until the evaluator has matched an accepted delivery against the automations (the
 # embedded backend writes accepted deliveries here before its 202, so this table is also its

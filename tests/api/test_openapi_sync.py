@@ -296,6 +296,18 @@ def _replays_and_backtests(check: Checker, at: dict[str, str], automation: Any) 
     check("POST", "/factory/{uid}/automations/dry-run", 200, json=automation)
 
 
+def _provider_connections(check: Checker) -> None:
+    connections = "/provider-connections"
+    one = connections + "/{connection_uid}"
+    github = check("POST", connections, 201, json={"provider": "github", "bot": "octo-bot"})
+    at = {"connection_uid": github["uid"]}
+    check("GET", connections, 200)
+    check("GET", one, 200, at=at)
+    check("PATCH", one, 200, at=at, json={"name": "Acme", "bot": None})
+    check("POST", one + "/rotate-secret", 200, at=at)
+    check("DELETE", one, 204, at=at)
+
+
 def _runs(check: Checker, webhook_run_id: str) -> dict[str, Any]:
     webhook_run = check("GET", RUN, 200, at={"run_id": webhook_run_id})
     assert webhook_run["artifacts"] and webhook_run["metadata"]  # documented optional fields
@@ -607,6 +619,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _benchmarks(check)
     _inbox(check, check("POST", "/factory/{uid}/runs", 201, json={"prompt": "Inbox"}))
     _schedules(check)
+    _provider_connections(check)
     _schemas_and_attachments(check, run)
     _runner(check, record["runs"][0]["run_id"])
     _metrics(check)
