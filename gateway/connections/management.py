@@ -32,7 +32,7 @@ from gateway.store import after_commit
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
-UID_PREFIX = "pcn"
+UID_PREFIX = ids.CONNECTION_PREFIX
 c = t.provider_connections
 
 

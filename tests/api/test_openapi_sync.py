@@ -20,10 +20,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from gateway.api.routing import ApiRoute
 from gateway.app import create_app, openapi_document
 from gateway.console.session import PATH as CONSOLE_PATH
-from gateway.ingress.endpoint import INGRESS_PREFIX
+from gateway.ingress.endpoint import INGRESS_PREFIX, PROVIDER_PREFIX
 from gateway.platform.tasks import tasks
 from gateway.services import Services
 from tests.conftest import make_settings
+from tests.connections import signing
 from tests.platform.runs.runs_support import advance
 from tests.support import GatewayClient, World
 
@@ -50,7 +51,8 @@ def served(tmp_path: Path) -> set[tuple[str, str]]:
     pairs = set(_walk(app.api.routes))
     # The ingress is one raw ASGI endpoint behind a path prefix, not a router: its two shapes
     ingress = INGRESS_PREFIX + "{webhook_uid}"
-    return pairs | {("POST", ingress), ("POST", ingress + "/{token}")}
+    connection = PROVIDER_PREFIX + "{connection_uid}"
+    return pairs | {("POST", ingress), ("POST", ingress + "/{token}"), ("POST", connection)}
 
 
 def documented() -> set[tuple[str, str]]:
@@ -304,7 +306,10 @@ def _provider_connections(check: Checker) -> None:
     check("GET", connections, 200)
     check("GET", one, 200, at=at)
     check("PATCH", one, 200, at=at, json={"name": "Acme", "bot": None})
-    check("POST", one + "/rotate-secret", 200, at=at)
+    secret = check("POST", one + "/rotate-secret", 200, at=at)["secret"]
+    signed = signing.github(secret, "issues", {"action": "opened"})
+    ingress = "/webhooks/p/{connection_uid}"
+    check("POST", ingress, 202, at=at, headers=signed.headers, content=signed.body)
     check("DELETE", one, 204, at=at)
 
 
