@@ -57,6 +57,7 @@ from .schemas import (
 from .sources import MAX_FILE_BYTES, MAX_FILES, MAX_TREE_BYTES
 from .triggers.matchers import Matcher
 from .triggers.model import Schedule, Trigger
+from .triggers.plain import PlainProblem, PlainReference, PlainTriggers, check_plain_triggers
 
 __all__ = [
     "CODE_SUMMARIES",
@@ -82,6 +83,9 @@ __all__ = [
     "InheritanceError",
     "Matcher",
     "ParseResult",
+    "PlainProblem",
+    "PlainReference",
+    "PlainTriggers",
     "Resource",
     "ResourceKey",
     "RunConfig",
@@ -92,6 +96,7 @@ __all__ = [
     "Trigger",
     "Webhook",
     "changed_fields",
+    "check_plain_triggers",
     "comparable",
     "find_definition_root",
     "parse_directory",

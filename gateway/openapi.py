@@ -90,7 +90,7 @@ def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
     for _, _, op in operations:  # query Structs become parameters, not components
         if op.query is not None:
             components.pop(op.query.__name__, None)
-    return {
+    document = {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "info": {"title": "Agent Run, Factory and Webhook Platform API", "version": "1.0.0"},
@@ -102,6 +102,9 @@ def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+    # as JSON data: defaults of tuple fields (`()`) become the lists the served document holds
+    plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(document))
+    return plain
 
 
 def _unique(types: list[Any]) -> list[Any]:

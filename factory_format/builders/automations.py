@@ -14,7 +14,7 @@ from ..triggers.model import Trigger
 from .context import BuildContext
 from .run_config import read_run_config
 
-__all__ = ["AutomationDraft", "draft_automation"]
+__all__ = ["AutomationDraft", "check_schedule_names", "draft_automation"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def draft_automation(doc: Document, ctx: BuildContext) -> AutomationDraft | None
     raw_triggers = doc.value.get("triggers")
     count = len(raw_triggers) if isinstance(raw_triggers, list) else 0
     checked = [check_trigger(doc, i, ctx) for i in range(count)]
-    ok = _check_schedule_names(doc, checked, ctx) & _check_agent(doc, ctx)
+    ok = check_schedule_names(doc, checked, ctx) & _check_agent(doc, ctx)
     if not (doc.body or "").strip():
         doc.report(
             ctx.sink,
@@ -70,7 +70,7 @@ def _check_agent(doc: Document, ctx: BuildContext) -> bool:
     return True
 
 
-def _check_schedule_names(doc: Document, triggers: list[Trigger | None], ctx: BuildContext) -> bool:
+def check_schedule_names(doc: Document, triggers: list[Trigger | None], ctx: BuildContext) -> bool:
     """A schedule's name is its identity within the automation: unique, and at most one
     schedule without one."""
     seen: set[str | None] = set()

@@ -65,6 +65,11 @@ class EventSpec(Struct, frozen=True, kw_only=True):
     def alias(self, name: str) -> KeyAlias | None:
         return next((a for a in self.aliases if a.name == name), None)
 
+    def name_alias(self, canonical: str) -> KeyAlias | None:
+        """The by-name alias of a canonical key (Slack `channels` of `channel_ids`): what a
+        matcher of names is written under."""
+        return next((a for a in self.aliases if a.canonical == canonical and a.by_name), None)
+
     def key_names(self) -> tuple[str, ...]:
         return tuple(k.name for k in self.keys) + (("payload",) if self.payload else ())
 

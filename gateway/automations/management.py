@@ -1,17 +1,23 @@
-"""Automations: a prompt plus webhook triggers whose payload filters decide when a run starts.
+"""Automations: a prompt plus triggers (webhook deliveries, provider events, schedules) that
+decide when a run starts.
 
 The rules take the request Structs of `models` and return `models.Automation`; callers pass a
-connection of `Database.transaction()` for changes."""
+connection of `Database.transaction()` for changes. Triggers are checked by factory_format's
+rules (one rule set for the API and for files) and stored in its canonical form; the webhook
+ones are indexed in automation_triggers for the evaluator.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from msgspec import UNSET
+from msgspec import UNSET, Struct
 from sqlalchemy import Select, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from factory_format import PlainReference, check_plain_triggers
+from factory_format import Trigger as CanonicalTrigger
 from gateway import ids
 from gateway.automations.models import MAX_PROMPT as MAX_PROMPT
 from gateway.automations.models import MAX_TRIGGERS as MAX_TRIGGERS
@@ -19,13 +25,28 @@ from gateway.automations.models import (
     Automation,
     AutomationCreate,
     AutomationPatch,
-    Trigger,
+    FileLayers,
     encode_triggers,
+    json_form,
+    webhook_uids,
 )
 from gateway.errors import InvalidRequest, NotFound
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from gateway.types import JsonObject
+
+
+class AutomationRecord(Struct, kw_only=True):
+    """What an automation row holds, checked: what the API and definition files write."""
+
+    name: str
+    prompt: str
+    enabled: bool
+    triggers: list[CanonicalTrigger]
+    definition_name: str | None = None
+    agent_uid: str | None = None
+    agent_config: JsonObject | None = None  # what its runs carry in runs.agent_config
+    layers: FileLayers | None = None
 
 
 def filter_fault(payload: JsonObject) -> str | None:
@@ -39,89 +60,150 @@ def filter_fault(payload: JsonObject) -> str | None:
     return None
 
 
-def check_filters(triggers: Sequence[Trigger]) -> None:
-    """A 400 naming the first trigger whose payload filter does not compile."""
-    for i, trigger in enumerate(triggers):
-        payload = trigger.payload_filter
-        if payload and (fault := filter_fault(payload)):
-            raise InvalidRequest(f"triggers[{i}].filter.payload: {fault}")
+def checked_shape(raw: list[Any]) -> tuple[list[CanonicalTrigger], tuple[PlainReference, ...]]:
+    """`triggers` of a request, canonical, with the references the store resolves; a 400
+    naming the first fault (by its JSON path) otherwise."""
+    checked = check_plain_triggers(raw)
+    if checked.problems or checked.triggers is None:
+        first = checked.problems[0]
+        raise InvalidRequest(f"{shown_path(first.path)}: {_plain(first.message)}")
+    return list(checked.triggers), checked.references
 
 
-async def check_webhooks(
-    conn: AsyncConnection, factory_uid: str, triggers: Sequence[Trigger]
+def shown_path(path: tuple[str | int, ...]) -> str:
+    """("triggers", 0, "filter", "repos") -> "triggers[0].filter.repos"; inside a payload
+    filter, its own JSON path: "triggers[0].filter.payload: $.pull_request.labels.in[1]"."""
+    head: tuple[str | int, ...] = path
+    rest: tuple[str | int, ...] = ()
+    if len(path) > 4 and path[2:4] == ("filter", "payload"):
+        head, rest = path[:4], path[4:]
+    shown = ""
+    for part in head:
+        shown += f"[{part}]" if isinstance(part, int) else (f".{part}" if shown else part)
+    if rest:
+        shown += ": $" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest)
+    return shown
+
+
+def _plain(message: str) -> str:
+    return message.removeprefix("payload pattern: ")
+
+
+async def check_references(
+    conn: AsyncConnection, factory_uid: str, references: Sequence[PlainReference]
 ) -> None:
-    """A 400 naming the first trigger whose webhook is not a live one of this factory."""
-    wanted = {trigger.webhook_uid for trigger in triggers}
-    found = set(
-        (
-            await conn.execute(
-                select(t.webhooks.c.uid).where(
-                    t.webhooks.c.uid.in_(wanted),
-                    t.webhooks.c.factory_uid == factory_uid,
-                    t.webhooks.c.deleted_at.is_(None),
-                )
-            )
-        ).scalars()
-    )
-    for i, trigger in enumerate(triggers):
-        if trigger.webhook_uid not in found:
+    """A 400 naming the first webhook that is not a live one of this factory, or schedule that
+    is not a scheduled agent of its team. Names of Linear and Slack objects are kept by name."""
+    webhooks = {r.value for r in references if r.kind == "webhook"}
+    schedules = {r.value for r in references if r.kind == "schedule"}
+    live = await _live_webhooks(conn, factory_uid, webhooks) if webhooks else set()
+    known = await _team_schedules(conn, factory_uid, schedules) if schedules else set()
+    for reference in references:
+        if reference.kind == "webhook" and reference.value not in live:
             raise InvalidRequest(
-                f"triggers[{i}].filter.webhook_ids: "
-                f"no webhook {trigger.webhook_uid!r} in this factory"
+                f"{shown_path(reference.path)}: no webhook {reference.value!r} in this factory"
             )
+        if reference.kind == "schedule" and reference.value not in known:
+            raise InvalidRequest(
+                f"{shown_path(reference.path)}: no scheduled agent {reference.value!r} in the "
+                "factory's team"
+            )
+
+
+async def _live_webhooks(conn: AsyncConnection, factory_uid: str, wanted: set[str]) -> set[str]:
+    w = t.webhooks
+    query = select(w.c.uid).where(
+        w.c.uid.in_(sorted(wanted)), w.c.factory_uid == factory_uid, w.c.deleted_at.is_(None)
+    )
+    return set((await conn.execute(query)).scalars())
+
+
+async def _team_schedules(conn: AsyncConnection, factory_uid: str, wanted: set[str]) -> set[str]:
+    s, f = t.scheduled_agents, t.factories
+    team = select(f.c.team_uid).where(f.c.uid == factory_uid).scalar_subquery()
+    query = select(s.c.uid).where(s.c.uid.in_(sorted(wanted)), s.c.team_uid == team)
+    return set((await conn.execute(query)).scalars())
 
 
 async def check_triggers(
-    conn: AsyncConnection, factory_uid: str, triggers: Sequence[Trigger]
-) -> None:
-    """What saving these triggers needs: filters that compile, live webhooks of the factory."""
-    check_filters(triggers)
-    await check_webhooks(conn, factory_uid, triggers)
+    conn: AsyncConnection, factory_uid: str, raw: list[Any]
+) -> list[CanonicalTrigger]:
+    """What saving these triggers needs: valid triggers, live webhooks of the factory, known
+    schedules. The canonical triggers."""
+    triggers, references = checked_shape(raw)
+    await check_references(conn, factory_uid, references)
+    return triggers
 
 
-async def _write_triggers(
-    conn: AsyncConnection, automation_uid: str, triggers: Sequence[Trigger]
+async def write_trigger_index(
+    conn: AsyncConnection, automation_uid: str, triggers: Sequence[CanonicalTrigger]
 ) -> None:
+    """One automation_triggers row per webhook a trigger listens to."""
     await conn.execute(
         delete(t.automation_triggers).where(
             t.automation_triggers.c.automation_uid == automation_uid
         )
     )
     rows = [
-        {
-            "automation_uid": automation_uid,
-            "position": i,
-            "webhook_uid": trigger.webhook_uid,
-            "payload_filter": trigger.payload_filter,
-        }
-        for i, trigger in enumerate(triggers)
+        {"webhook_uid": uid, "payload_filter": trigger.payload}
+        for trigger in triggers
+        for uid in webhook_uids(trigger)
     ]
-    await conn.execute(insert(t.automation_triggers), rows)
+    if rows:
+        await conn.execute(
+            insert(t.automation_triggers),
+            [
+                {"automation_uid": automation_uid, "position": i, **row}
+                for i, row in enumerate(rows)
+            ],
+        )
 
 
-async def create_automation(
-    conn: AsyncConnection,
-    factory_uid: str,
-    spec: AutomationCreate,
-    *,
-    definition_name: str | None = None,
-) -> Automation:
-    await check_triggers(conn, factory_uid, spec.triggers)
+def _columns(record: AutomationRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "prompt": record.prompt,
+        "enabled": record.enabled,
+        "triggers": encode_triggers(record.triggers),
+        "definition_name": record.definition_name,
+        "agent_uid": record.agent_uid,
+        "agent_config": record.agent_config,
+        "definition": None if record.layers is None else json_form(record.layers),
+    }
+
+
+async def insert_automation(
+    conn: AsyncConnection, factory_uid: str, record: AutomationRecord
+) -> str:
+    """Writes a checked automation; its uid."""
     uid, now = ids.new_id("auto"), utcnow()
     await conn.execute(
         insert(t.automations).values(
-            uid=uid,
-            factory_uid=factory_uid,
-            name=spec.name,
-            prompt=spec.prompt,
-            enabled=spec.enabled,
-            triggers=encode_triggers(spec.triggers),
-            definition_name=definition_name,
-            created_at=now,
-            updated_at=now,
+            uid=uid, factory_uid=factory_uid, created_at=now, updated_at=now, **_columns(record)
         )
     )
-    await _write_triggers(conn, uid, spec.triggers)
+    await write_trigger_index(conn, uid, record.triggers)
+    return uid
+
+
+async def rewrite_automation(conn: AsyncConnection, uid: str, record: AutomationRecord) -> None:
+    """Replaces every column of a checked automation (a definition file applied again)."""
+    await conn.execute(
+        update(t.automations)
+        .where(t.automations.c.uid == uid)
+        .values(**_columns(record), updated_at=utcnow())
+    )
+    await write_trigger_index(conn, uid, record.triggers)
+
+
+async def create_automation(
+    conn: AsyncConnection, factory_uid: str, spec: AutomationCreate
+) -> Automation:
+    triggers = await check_triggers(conn, factory_uid, spec.triggers)
+    record = AutomationRecord(
+        name=spec.name, prompt=spec.prompt, enabled=spec.enabled, triggers=triggers
+    )
+    uid = await insert_automation(conn, factory_uid, record)
     return await get_automation(conn, factory_uid, uid)
 
 
@@ -129,18 +211,20 @@ async def update_automation(
     conn: AsyncConnection, factory_uid: str, uid: str, patch: AutomationPatch
 ) -> Automation:
     """Changes the fields `patch` sets; new triggers replace the old ones."""
-    if patch.triggers is not UNSET:
-        check_filters(patch.triggers)  # a malformed body answers 400 before a missing one 404
+    checked = None
+    if patch.triggers is not UNSET:  # a malformed body answers 400 before a missing one 404
+        checked = checked_shape(patch.triggers)
     await require_automation(conn, factory_uid, uid)
     values: dict[str, object] = {
         name: getattr(patch, name)
         for name in ("name", "prompt", "enabled")
         if getattr(patch, name) is not UNSET
     }
-    if patch.triggers is not UNSET:
-        await check_webhooks(conn, factory_uid, patch.triggers)
-        await _write_triggers(conn, uid, patch.triggers)
-        values["triggers"] = encode_triggers(patch.triggers)
+    if checked is not None:
+        triggers, references = checked
+        await check_references(conn, factory_uid, references)
+        await write_trigger_index(conn, uid, triggers)
+        values["triggers"] = encode_triggers(triggers)
     await conn.execute(
         update(t.automations)
         .where(t.automations.c.uid == uid)
@@ -151,6 +235,11 @@ async def update_automation(
 
 async def delete_automation(conn: AsyncConnection, factory_uid: str, uid: str) -> None:
     await require_automation(conn, factory_uid, uid)
+    await remove_automation(conn, uid)
+
+
+async def remove_automation(conn: AsyncConnection, uid: str) -> None:
+    """Deletes the automation and its trigger index rows."""
     await conn.execute(
         delete(t.automation_triggers).where(t.automation_triggers.c.automation_uid == uid)
     )

@@ -10,7 +10,7 @@ from gateway.accounts.factories import get_accessible_factory
 from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate
+from gateway.automations.models import AutomationCreate, webhook_uids
 from gateway.deliveries import filter_backtest as backtests
 from gateway.deliveries.log import require_webhook
 from gateway.deliveries.models import DryRun, FilterTest, FilterTestResult, TriggerTest
@@ -53,7 +53,7 @@ async def filter_test(request: Request, body: Body[FilterTest]) -> FilterTestRes
     errors=(400, 401, 403, 404, 413),
     notes="Takes the body of POST /factory/{uid}/automations; answers as that would fail (400 "
     "naming the field), else with each trigger's backtest over the newest 50 deliveries of "
-    "its webhook.",
+    "its webhook (triggers of other providers are checked, not backtested).",
 )
 async def dry_run(request: Request, body: Body[AutomationCreate]) -> DryRun:
     principal = await principal_of(request)
@@ -62,14 +62,13 @@ async def dry_run(request: Request, body: Body[AutomationCreate]) -> DryRun:
     automation = await body.read()
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, factory_uid)
-        await automations.check_triggers(conn, factory_uid, automation.triggers)
+        triggers = await automations.check_triggers(conn, factory_uid, automation.triggers)
         tested = []
-        for trigger in automation.triggers:
-            filters = backtests.filter_of(trigger.payload_filter)
-            result = await backtests.backtest(
-                conn, trigger.webhook_uid, filters, backtests.Window()
-            )
-            tested.append(
-                TriggerTest(trigger.webhook_uid, result.tested, result.matched, result.deliveries)
-            )
+        for trigger in triggers:
+            for webhook_uid in webhook_uids(trigger):
+                filters = backtests.filter_of(trigger.payload)
+                result = await backtests.backtest(conn, webhook_uid, filters, backtests.Window())
+                tested.append(
+                    TriggerTest(webhook_uid, result.tested, result.matched, result.deliveries)
+                )
     return DryRun(True, tested)

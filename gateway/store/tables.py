@@ -69,6 +69,11 @@ agents = Table(
     # nullable only because SQLite cannot add a NOT NULL column without a constant default;
     # migration 0003 fills it for older agents and every write sets it
     Column("updated_at", UTCDateTime, nullable=True),
+    # an agent a factory's definition files declare (agents/<definition_name>/agent.md of the
+    # factory `factory_uid`), with what its file says beyond the columns: credential strategy,
+    # its own run configuration layer, skills, the resolved configuration (docs/factory-files.md)
+    Column("definition_name", String(200), nullable=True),
+    Column("definition", JSON, nullable=True),
 )
 
 api_keys = Table(
@@ -100,6 +105,22 @@ factories = Table(
     Column("foreman_agent_uid", String(64), ForeignKey("agents.uid"), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # what factory.yaml declares (migration 0015; docs/factory-files.md): set by apply, None on
+    # a factory no definition was applied to. JSON columns hold factory_format's comparable
+    # forms: repositories [{owner, name}], secrets [name], mcp_servers {name: warpId},
+    # cloud_providers {gcp?, aws?}, integrations [{type, ...}] (None: left to the server),
+    # agent_defaults (a run configuration layer), code_forges ["GITHUB" | "GITLAB"]
+    Column("description", Text, nullable=True),
+    Column("credential_strategy", String(16), nullable=True),
+    Column("repositories", JSON, nullable=True),
+    Column("secrets", JSON, nullable=True),
+    Column("mcp_servers", JSON, nullable=True),
+    Column("cloud_providers", JSON, nullable=True),
+    Column("integrations", JSON, nullable=True),
+    Column("agent_defaults", JSON, nullable=True),
+    Column("code_forges", JSON, nullable=True),
+    Column("schema_version", String(32), nullable=True),
+    Column("definition_applied_at", UTCDateTime, nullable=True),
 )
 
 # --- webhooks, automations, deliveries ------------------------------------------------------
@@ -133,13 +154,24 @@ automations = Table(
     Column("name", String(200), nullable=False),
     Column("prompt", Text, nullable=False),
     Column("enabled", Boolean, nullable=False),
-    Column("triggers", JSON, nullable=False),  # as submitted; automation_triggers indexes them
+    # every trigger in factory_format's canonical form (aliases rewritten, matchers as
+    # {in, not_in, by_name}, a webhook payload pattern beside the filter), whether written by
+    # the API or a definition file; automation_triggers indexes the webhook ones
+    Column("triggers", JSON, nullable=False),
     Column("definition_name", String(200), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # the agent its runs go to (None: the factory's foreman), and the configuration they carry
+    # in runs.agent_config (None: nothing); a file automation's are resolved from its layers
+    Column("agent_uid", String(64), nullable=True),
+    Column("agent_config", JSON, nullable=True),
+    # a file automation's run configuration layer and resolved configuration ({config,
+    # effective}, factory_format's comparable forms)
+    Column("definition", JSON, nullable=True),
 )
 
-# One row per trigger: the webhook it listens to and its payload filter (JSON, None = match all).
+# One row per webhook a trigger listens to: the webhook and the trigger's payload filter (JSON,
+# None = match all). `position` orders the rows of an automation.
 automation_triggers = Table(
     "automation_triggers",
     metadata,
@@ -550,6 +582,16 @@ scorers = Table(
     Column("created_by_uid", String(64), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # a scorer of scorers/<definition_name>/scorer.md, and what its file says beyond the
+    # columns above: the judge model, labels [{value, score, description?}], the passing score
+    # and the share of runs sampled (percent)
+    Column("definition_name", String(200), nullable=True),
+    Column("description", Text, nullable=True),
+    Column("model_id", String(200), nullable=True),
+    Column("labels", JSON, nullable=True),
+    Column("passing_score", Float, nullable=True),
+    Column("sampling_rate", Float, nullable=True),
+    Column("output", String(32), nullable=True),
 )
 
 # One request to score one run with one scorer version. Manual dispatch creates them queued; a
@@ -613,6 +655,10 @@ benchmark_suites = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("deleted_at", UTCDateTime, nullable=True),
+    # a suite of benchmarks/<definition_name>/suite.yaml, and the agent its trials run as
+    # (None: the factory's foreman)
+    Column("definition_name", String(200), nullable=True),
+    Column("agent_uid", String(64), nullable=True),
 )
 
 benchmark_tasks = Table(
@@ -628,6 +674,9 @@ benchmark_tasks = Table(
     Column("tags", JSON, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # a task of tasks/<slug>.yaml, at `position` in its suite's `tasks` list
+    Column("slug", String(200), nullable=True),
+    Column("position", Integer, nullable=True),
     UniqueConstraint("suite_uid", "title", name="ux_benchmark_tasks_title"),
 )
 
@@ -715,6 +764,44 @@ scheduled_agents = Table(
     Column("last_ran_at", UTCDateTime, nullable=True),
     Column("last_run_id", String(64), nullable=True),
     Column("last_spawn_error", String(2000), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# --- factory definition files (docs/factory-files.md) -----------------------------------------
+
+# A runner configuration a factory's runners/<name>.yaml declares: the sandbox its agents' runs
+# are prepared in. Not a self-hosted worker (`runners` above): workers execute runs, a runner
+# configuration says what they run in. JSON columns hold factory_format's comparable forms.
+factory_runners = Table(
+    "factory_runners",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("setup_commands", JSON, nullable=False),  # [command]
+    Column("instance_shape", JSON, nullable=True),  # {vcpus, memory_gb}; None: the default
+    Column("platform", JSON, nullable=False),  # {os, arch, docker_image?, ...}
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("factory_uid", "name", name="ux_factory_runners_name"),
+)
+
+# A skill of a factory: skills/<name>/SKILL.md (every agent, agent_uid None) or
+# agents/<agent>/skills/<name>/SKILL.md (that agent). `name` is the directory path under
+# skills/, `frontmatter` the keys of SKILL.md other than name and description, as written.
+factory_skills = Table(
+    "factory_skills",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False, index=True),
+    Column("agent_uid", String(64), nullable=True),
+    Column("name", String(1000), nullable=False),
+    Column("title", String(1000), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("frontmatter", JSON, nullable=True),
+    Column("playbook", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )

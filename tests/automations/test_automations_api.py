@@ -88,10 +88,14 @@ def test_deleted_webhook_keeps_automation_visible(world: World) -> None:
                 "name": "n",
                 "prompt": "p",
                 "triggers": [
-                    {"provider": "webhook", "event": "received", "filter": {"webhook_ids": [h, h]}}
+                    {
+                        "provider": "webhook",
+                        "event": "received",
+                        "filter": {"webhook_ids": {"in": [h], "not_in": ["wh_" + "0" * 32]}},
+                    }
                 ],
             },
-            "triggers[0].filter.webhook_ids",
+            "triggers[0].filter.webhook_ids.not_in",
         ),
         (
             lambda h: {"name": "n", "prompt": "p", "triggers": [trigger("wh_nope")]},
@@ -225,3 +229,143 @@ def test_every_method_checks_credentials_and_factory_access(world: World) -> Non
     assert world.api("PATCH", f"{base}/auto_nope", json={"name": "x"}).status_code == 404
     assert world.api("DELETE", f"{base}/auto_nope").status_code == 404
     assert world.api("GET", f"{base}/{uid}", headers=world.agent).status_code == 200
+
+
+def test_a_trigger_may_name_several_webhooks_once_each(world: World) -> None:
+    a, b = webhook(world, "a"), webhook(world, "b")
+    made = create(
+        world,
+        name="n",
+        prompt="p",
+        triggers=[
+            {"provider": "webhook", "event": "received", "filter": {"webhook_ids": [b, a, b]}}
+        ],
+    )
+    assert made.status_code == 201, made.json()
+    # stored canonical: sorted, each once; one index row per webhook
+    assert made.json()["triggers"][0]["filter"]["webhook_ids"] == sorted([a, b])
+    assert sorted(r.webhook_uid for r in trigger_rows(world, made.json()["uid"])) == sorted([a, b])
+
+
+PROVIDER_TRIGGERS: list[dict[str, Any]] = [
+    {
+        "provider": "github",
+        "event": "pull_request_opened",
+        "filter": {"repos": ["acme/api"], "labels": {"not_in": ["wip"]}, "pr_numbers": [7]},
+    },
+    {"provider": "slack", "event": "reaction_added", "filter": {"channels": ["intake"]}},
+    {"provider": "linear", "event": "issue_created", "filter": {"teams": ["Platform"]}},
+    {
+        "provider": "schedule",
+        "event": "cron_fired",
+        "schedule": {"name": "nightly", "cron": "0 2 * * *"},
+    },
+    {"provider": "factory", "event": "work_item_stage_changed", "filter": {"stages": ["DONE"]}},
+    {
+        "provider": "teams",
+        "event": "app_mention",
+        "filter": {
+            "team_ids": ["0b0e1c7e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"],
+            "channel_ids": ["19:abc@thread.tacv2"],
+        },
+    },
+]
+
+
+def test_every_trigger_kind_is_accepted_and_shown_as_written(world: World) -> None:
+    made = create(world, name="all", prompt="p", triggers=PROVIDER_TRIGGERS)
+    assert made.status_code == 201, made.json()
+    assert made.json()["triggers"] == PROVIDER_TRIGGERS
+    shown = world.api("GET", f"/factory/{world.factory_uid}/automations/{made.json()['uid']}")
+    assert shown.json()["triggers"] == PROVIDER_TRIGGERS
+    assert trigger_rows(world, made.json()["uid"]) == []  # nothing for the webhook index
+
+
+def test_aliases_are_rewritten_and_stored_canonical(world: World) -> None:
+    made = create(
+        world,
+        name="n",
+        prompt="p",
+        triggers=[
+            {
+                "provider": "github",
+                "event": "pull_request_opened",
+                "filter": {"baseBranches": ["main"], "repos": ["b/b", "a/a"]},
+            }
+        ],
+    )
+    assert made.status_code == 201, made.json()
+    assert made.json()["triggers"][0]["filter"] == {
+        "base_branches": ["main"],
+        "repos": ["a/a", "b/b"],
+    }
+
+    from sqlalchemy import select
+
+    from gateway.store import tables as t
+
+    async def stored(services):  # type: ignore[no-untyped-def]
+        async with services.database.read() as conn:
+            query = select(t.automations.c.triggers).where(
+                t.automations.c.uid == made.json()["uid"]
+            )
+            return (await conn.execute(query)).scalar_one()
+
+    assert world.client.run(stored) == [
+        {
+            "provider": "github",
+            "event": "pull_request_opened",
+            "filter": {"base_branches": {"in": ["main"]}, "repos": {"in": ["a/a", "b/b"]}},
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"provider": "github", "event": "pr_opened"}, "triggers[0].event"),
+        ({"provider": "azure", "event": "push"}, "triggers[0].provider"),
+        (
+            {"provider": "github", "event": "push", "filter": {"labels": ["x"]}},
+            "triggers[0].filter.labels",
+        ),
+        (
+            {"provider": "github", "event": "pull_request_opened", "filter": {"pr_numbers": ["7"]}},
+            "triggers[0].filter.pr_numbers[0]",
+        ),
+        (
+            {
+                "provider": "github",
+                "event": "push",
+                "filter": {"repos": ["a/b"]},
+                "schedule": {"cron": "* * * * *"},
+            },
+            "triggers[0].schedule",
+        ),
+        ({"provider": "schedule", "event": "cron_fired"}, "triggers[0]"),
+        (
+            {"provider": "schedule", "event": "cron_fired", "schedule": {"cron": "0 0 31 2 *"}},
+            "triggers[0].schedule.cron",
+        ),
+        (
+            {
+                "provider": "slack",
+                "event": "app_mention",
+                "filter": {"channels": ["a"], "channel_ids": ["C1"]},
+            },
+            "triggers[0].filter.channels",
+        ),
+        (
+            {
+                "provider": "schedule",
+                "event": "cron_fired",
+                "filter": {"schedule_ids": ["sch_nope"]},
+            },
+            "triggers[0].filter.schedule_ids[0]",
+        ),
+    ],
+)
+def test_invalid_provider_triggers_name_the_field(world: World, bad: Any, field: str) -> None:
+    response = create(world, name="n", prompt="p", triggers=[bad])
+    assert response.status_code == 400, response.json()
+    assert response.json()["detail"].startswith(field), response.json()["detail"]

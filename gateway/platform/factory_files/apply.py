@@ -17,7 +17,7 @@ from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate, AutomationPatch
+from gateway.automations.models import AutomationCreate, AutomationPatch, encode_triggers
 from gateway.errors import ServiceError
 from gateway.platform.factory_files.schema import definition_schema
 from gateway.services import Services
@@ -162,13 +162,22 @@ async def _apply_automation(
         row = await _existing(conn, t.automations, factory_uid, file_name)
         if row is None:
             spec = msgspec.convert(changes, AutomationCreate)  # the schema checked its shape
-            created = await automations.create_automation(
-                conn, factory_uid, spec, definition_name=file_name
+            triggers = await automations.check_triggers(conn, factory_uid, spec.triggers)
+            record = automations.AutomationRecord(
+                name=spec.name,
+                prompt=spec.prompt,
+                enabled=spec.enabled,
+                triggers=triggers,
+                definition_name=file_name,
             )
-            return {"name": file_name, "uid": created.uid, "action": "created"}
+            uid = await automations.insert_automation(conn, factory_uid, record)
+            return {"name": file_name, "uid": uid, "action": "created"}
+        changes["triggers"] = encode_triggers(automations.checked_shape(changes["triggers"])[0])
         differing = {key: value for key, value in changes.items() if getattr(row, key) != value}
         if not differing:
             return {"name": file_name, "uid": row.uid, "action": "unchanged"}
+        if "triggers" in differing:
+            differing["triggers"] = doc["triggers"]
         patch = msgspec.convert(differing, AutomationPatch)
         await automations.update_automation(conn, factory_uid, row.uid, patch)
         return {"name": file_name, "uid": row.uid, "action": "updated"}
