@@ -1,7 +1,7 @@
 """provider connections
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 
 - provider_connections: a team's connection to GitHub, GitLab, Slack, Linear or Jira, whose
   native webhooks arrive at /webhooks/p/{uid} (docs/providers.md). Soft-deleted like webhooks,
@@ -17,8 +17,8 @@ from alembic import op
 
 import gateway.store.types
 
-revision = "0015"
-down_revision = "0014"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
