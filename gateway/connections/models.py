@@ -10,6 +10,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
+from gateway.providers import DISPLAY_NAMES
 from gateway.signatures import PROVIDER_VERIFIERS
 
 if TYPE_CHECKING:
@@ -21,13 +22,6 @@ INGRESS_PATH = "/webhooks/p/"
 # the providers whose webhook settings let the user paste a secret of their choosing: the
 # gateway generates one for them; Slack and Linear issue their own signing secrets
 GENERATED: frozenset[str] = frozenset({"github", "gitlab", "jira"})
-DISPLAY_NAMES = {
-    "github": "GitHub",
-    "gitlab": "GitLab",
-    "slack": "Slack",
-    "linear": "Linear",
-    "jira": "Jira",
-}
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 Secret = Annotated[

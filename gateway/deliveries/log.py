@@ -90,14 +90,15 @@ async def read_pending(
     rows: list[Any] = list(await conn.exec_driver_sql(sql, params))
     time = _driver_time(conn.dialect)
     return [
-        DeliveryRecord(r[0], r[1], time(r[2]), r[3], _LABELS[r[4]], r[5], r[6], r[7]) for r in rows
+        DeliveryRecord(r[0], r[1], time(r[2]), r[3], _LABELS[r[4]], r[5], r[6], r[7], headers=r[8])
+        for r in rows
     ]
 
 
 _LABELS = {label.value: label for label in Label}
 _PENDING_COLUMNS = (
     *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
-    *("duplicate_of", "payload"),
+    *("duplicate_of", "payload", "headers"),  # headers: a provider delivery's event names
 )
 
 

@@ -1,0 +1,243 @@
+"""The outcome trace of a provider delivery: the events it was normalized to and, per
+automation considered, matched or not.
+
+At evaluation (in the batch transaction, beside the runs), as for custom webhooks: the outcome,
+the event names, and each automation with a trigger on one of those events in the factories
+they reach, matched or not, with the version of the automation the evaluator held. Explaining
+costs more than matching, so it is done when the delivery is read (`explain`): the stored
+payload and headers are normalized again (the same pure function), and for each automation the
+trigger that decided and the filter key its event failed are found with
+`gateway.providers.failing_key`, the reference semantics a property test holds the compiled
+matchers to.
+
+Outcomes beyond the webhook ones: `connection_not_live` (the connection was disabled or
+deleted between its 202 and its evaluation) and `no_events` (the delivery is no trigger event:
+most actions of most providers).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+import orjson
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from factory_format import Trigger as CanonicalTrigger
+from factory_format.triggers import event_spec
+from gateway.automations.index import STAMP, stamp_micros
+from gateway.automations.provider_index import (
+    ROUTED,
+    ProviderAutomation,
+    Route,
+    TeamTriggers,
+    plain_filter,
+    repository_keys,
+)
+from gateway.backends.delivery_rows import EVALUATED
+from gateway.deliveries import models
+from gateway.deliveries.trace import (
+    FAILED,
+    MATCHED,
+    NO_AUTOMATIONS,
+    NO_FOREMAN,
+    NO_MATCH,
+    Trace,
+)
+from gateway.providers import (
+    TriggerEvent,
+    TriggerFilterError,
+    failing_key,
+    parse_trigger_filter,
+)
+from gateway.providers.values import NAMES
+from gateway.store import tables as t
+
+CONNECTION_NOT_LIVE: Final = "connection_not_live"
+NO_EVENTS: Final = "no_events"
+REPOSITORY_KEY: Final = "repos"  # the key named when the factory does not list the repository
+
+
+def _trace(
+    outcome: str,
+    provider: str,
+    events: Sequence[str] = (),
+    considered: Sequence[tuple[str, bool, str]] = (),
+) -> Trace:
+    evaluation = FAILED if outcome == NO_FOREMAN else EVALUATED
+    raw = {"outcome": outcome, "provider": provider, "events": events, "automations": considered}
+    return Trace(outcome, evaluation, orjson.dumps(raw))
+
+
+NOT_LIVE = _trace(CONNECTION_NOT_LIVE, "")  # the connection is gone: no events are read
+
+
+def no_events(provider: str) -> Trace:
+    return _NO_EVENTS.get(provider) or _trace(NO_EVENTS, provider)
+
+
+_NO_EVENTS = {p: _trace(NO_EVENTS, p) for p in ("github", "gitlab", "slack", "linear", "jira")}
+
+# Traces made recently (see trace.cached_trace): most deliveries of a busy connection share
+# theirs (same events, same route, same matches), so each is encoded once.
+MAX_CACHED_TRACES = 256
+_traces: OrderedDict[tuple[Any, ...], tuple[TeamTriggers, Trace]] = OrderedDict()
+
+
+def provider_trace(
+    entry: TeamTriggers,
+    events: Sequence[TriggerEvent],
+    considered: Route,
+    hits: Sequence[ProviderAutomation],
+    started: int,
+) -> Trace:
+    """The trace of a delivery whose `events` were matched against `entry`: `considered` is
+    what they reached, `hits` what matched, `started` how many of those have an agent to run
+    as (a factory without a foreman starts nothing)."""
+    names = tuple(event.event for event in events)
+    key = (id(entry), names, considered.automations, tuple(a.uid for a in hits), started)
+    found = _traces.get(key)
+    if found is not None and found[0] is entry:
+        _traces.move_to_end(key)
+        return found[1]
+    trace = _make(events[0].provider, names, considered, hits, started)
+    _traces[key] = (entry, trace)
+    if len(_traces) > MAX_CACHED_TRACES:
+        _traces.popitem(last=False)
+    return trace
+
+
+def _make(
+    provider: str,
+    names: Sequence[str],
+    considered: Route,
+    hits: Sequence[ProviderAutomation],
+    started: int,
+) -> Trace:
+    if not considered.automations:
+        return _trace(NO_AUTOMATIONS, provider, names)
+    matched = {a.uid for a in hits}
+    rows = [(a.uid, a.uid in matched, str(a.stamp)) for a in considered.automations]
+    outcome = NO_MATCH if not hits else MATCHED if started else NO_FOREMAN
+    return _trace(outcome, provider, names, rows)
+
+
+# --- read side ----------------------------------------------------------------------------
+
+
+class _Current(msgspec.Struct):
+    factory_uid: str
+    triggers: list[CanonicalTrigger]
+    repositories: frozenset[str]
+    stamp: str
+
+
+async def explain(
+    conn: AsyncConnection,
+    trace: models.Trace,
+    stored: bytes,
+    events: Sequence[TriggerEvent],
+) -> None:
+    """Fills in, for each automation of `trace` (decoded from `stored`), its factory, the
+    trigger that decided and the filter key its event failed, and the events' values;
+    `events`: the delivery normalized again."""
+    if trace.events is not msgspec.UNSET:
+        trace.events = [
+            models.TriggerEventView(provider=e.provider, event=e.event, values=dict(e.values))
+            for e in events
+        ]
+    if not trace.automations:
+        return
+    stamps = {uid: stamp for uid, _matched, stamp in orjson.loads(stored)["automations"]}
+    current = await _automations(conn, [a.automation_uid for a in trace.automations])
+    for entry in trace.automations:
+        found = current.get(entry.automation_uid)
+        if found is None:
+            entry.mismatch = "automation deleted or disabled since"
+            continue
+        entry.factory_uid = found.factory_uid
+        entry.trigger, entry.key = deciding(found.triggers, found.repositories, events)
+        if entry.key is not None:
+            entry.mismatch = _mismatch(entry.key, events)
+            entry.path = entry.key
+        entry.filter_changed = found.stamp != stamps.get(entry.automation_uid)
+
+
+def deciding(
+    triggers: Sequence[CanonicalTrigger],
+    repositories: frozenset[str],
+    events: Sequence[TriggerEvent],
+) -> tuple[int, str | None]:
+    """(the position of the trigger that decided, the key it failed or None): the first
+    trigger matching one of `events`, else the first listening to one of them."""
+    first: tuple[int, str | None] | None = None
+    for position, trigger in enumerate(triggers):
+        for event in events:
+            if (trigger.provider, trigger.event) != (event.provider, event.event):
+                continue
+            key = failing(trigger, repositories, event)
+            if key is None:
+                return position, None
+            if first is None:
+                first = (position, key)
+    return first if first is not None else (-1, None)
+
+
+def failing(
+    trigger: CanonicalTrigger, repositories: frozenset[str], event: TriggerEvent
+) -> str | None:
+    """The key `event` fails on `trigger` in a factory listing `repositories` (`repos` when a
+    GitHub or GitLab factory does not list the event's repository), or None if it matches."""
+    if event.provider in ROUTED and not any(
+        repo in repositories for repo in event.values.get("repos", ())
+    ):
+        return REPOSITORY_KEY
+    try:
+        conditions = parse_trigger_filter(trigger.provider, plain_filter(trigger), trigger.event)
+    except TriggerFilterError:
+        return "filter"  # stored invalid: the evaluator skips such a trigger too
+    key = failing_key(conditions, event)
+    return None if key is None else _shown(trigger, key)
+
+
+def _shown(trigger: CanonicalTrigger, key: str) -> str:
+    """A by-name key as the file writes it: `team_ids:names` -> `teams (names)`."""
+    if not key.endswith(NAMES):
+        return key
+    canonical = key.removesuffix(NAMES)
+    spec = event_spec(trigger.provider, trigger.event)
+    alias = next((a.name for a in spec.aliases if a.canonical == canonical), None) if spec else None
+    return f"{alias or canonical} (names)"
+
+
+def _mismatch(key: str, events: Sequence[TriggerEvent]) -> str:
+    if key == REPOSITORY_KEY and events and events[0].repository:
+        return f"repos: the factory's repositories do not list {events[0].repository}"
+    if key.endswith(" (names)"):
+        return f"{key}: the payload names none of the listed ones"
+    values = events[0].values.get(key) if events else None
+    if values is None:
+        return f"{key}: the payload does not tell it (docs/providers.md)"
+    return f"{key}: the event's {orjson.dumps(values).decode()} fail the filter"
+
+
+async def _automations(conn: AsyncConnection, uids: list[str]) -> dict[str, _Current]:
+    a, f = t.automations, t.factories
+    query = (
+        select(a.c.uid, a.c.factory_uid, a.c.triggers, STAMP, f.c.repositories)
+        .join(f, f.c.uid == a.c.factory_uid)
+        .where(a.c.uid.in_(uids), a.c.enabled)
+    )
+    found: dict[str, _Current] = {}
+    for row in await conn.execute(query):
+        triggers = msgspec.convert(row.triggers, list[CanonicalTrigger])
+        found[row.uid] = _Current(
+            row.factory_uid,
+            triggers,
+            frozenset(repository_keys(row.repositories)),
+            str(stamp_micros(row.stamp)),
+        )
+    return found
