@@ -19,6 +19,7 @@ RESOURCE_MODULES = (
     "gateway.deliveries.filter_test_routes",
     "gateway.automations.routes",
     "gateway.connections.routes",
+    "gateway.deliveries.connection_routes",
     "gateway.platform.runs.routes",
     "gateway.platform.factories.dispatch_routes",
     "gateway.platform.tasks.routes",

@@ -59,10 +59,11 @@ class LiveConnection:
     bot: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ProviderAutomation:
     """An enabled automation with provider triggers, as its runs need it (the name and prompt
-    come from the webhook index's prompt cache, `AutomationIndex.automations`)."""
+    come from the webhook index's prompt cache, `AutomationIndex.automations`). One object per
+    automation per compilation, compared and hashed by identity."""
 
     uid: str
     factory_uid: str

@@ -8,7 +8,7 @@ is the one that starts its runs, so a delivery is evaluated exactly once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,7 +26,7 @@ from gateway.backends.delivery_rows import (
     headers_of,
 )
 from gateway.deliveries import trace as delivery_trace
-from gateway.deliveries.models import Delivery, DeliveryRun
+from gateway.deliveries.models import Delivery, DeliveryRun, Trace
 from gateway.deliveries.replay_list import attach_replays
 from gateway.errors import NotFound
 from gateway.store import tables as t
@@ -218,14 +218,34 @@ async def list_deliveries(
     return page, len(items) > limit
 
 
+# explains an evaluated delivery's trace: (conn, uid, trace, stored trace, payload, headers)
+Explain = Callable[
+    [AsyncConnection, str, Trace, bytes, Any, dict[str, str]],
+    Awaitable[None],
+]
+
+
+async def _explain_webhook(
+    conn: AsyncConnection,
+    webhook_uid: str,
+    trace: Trace,
+    stored: bytes,
+    payload: Any,
+    _headers: dict[str, str],
+) -> None:
+    await delivery_trace.explain_trace(conn, webhook_uid, trace, stored, payload)
+
+
 async def get_delivery(
     conn: AsyncConnection,
     webhook_uid: str,
     delivery_id: str,
     pending: DeliveryRecord | None = None,
+    explain: Explain = _explain_webhook,
 ) -> Delivery:
     """One delivery with its payload and request headers (accepted ones); `pending` stands in
-    when the log has no row yet (accepted, still waiting for the evaluator outside SQL)."""
+    when the log has no row yet (accepted, still waiting for the evaluator outside SQL).
+    `explain`: how its trace is explained (a custom webhook's by default)."""
     row = (
         await conn.execute(
             select(d).where(d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id)
@@ -247,9 +267,8 @@ async def get_delivery(
     if item.label is Label.ACCEPTED and payload is not None:
         item.payload = orjson.loads(payload)
         if item.trace is not None and row is not None:
-            await delivery_trace.explain_trace(
-                conn, webhook_uid, item.trace, row.trace, item.payload
-            )
+            headers_read = item.headers if isinstance(item.headers, dict) else {}
+            await explain(conn, webhook_uid, item.trace, row.trace, item.payload, headers_read)
     return item
 
 

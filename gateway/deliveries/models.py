@@ -264,6 +264,27 @@ class FilterTest(Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError(f"payload: {fault}")
 
 
+class ProviderFilterTest(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Exactly one of `trigger` (a trigger as an automation writes it, of the connection's
+    provider) and `automation_uid` (an automation of the connection's team: its triggers of
+    that provider, in its factory)."""
+
+    trigger: (
+        Annotated[
+            JsonObject,
+            Meta(description="{provider, event, filter?} (docs/factory-files.md, Triggers)"),
+        ]
+        | UnsetType
+    ) = UNSET
+    automation_uid: str | UnsetType = UNSET
+    last: Last = 50
+    since: Moment | None = None
+
+    def __post_init__(self) -> None:
+        if (self.trigger is UNSET) == (self.automation_uid is UNSET):
+            raise ValueError("trigger: give either trigger or automation_uid")
+
+
 class TestedDelivery(Struct):
     delivery_id: str
     received_at: Timestamp
@@ -271,7 +292,10 @@ class TestedDelivery(Struct):
     mismatch: Annotated[
         str | None, Meta(description="not matched: the first filter condition that failed")
     ]
-    path: Annotated[str | None, Meta(description="the JSON path of that condition")]
+    path: Annotated[
+        str | None,
+        Meta(description="the JSON path of that condition (provider triggers: its filter key)"),
+    ]
 
 
 class FilterTestResult(Struct):

@@ -161,7 +161,7 @@ async def explain(
         entry.factory_uid = found.factory_uid
         entry.trigger, entry.key = deciding(found.triggers, found.repositories, events)
         if entry.key is not None:
-            entry.mismatch = _mismatch(entry.key, events)
+            entry.mismatch = mismatch(entry.key, events)
             entry.path = entry.key
         entry.filter_changed = found.stamp != stamps.get(entry.automation_uid)
 
@@ -186,14 +186,20 @@ def deciding(
     return first if first is not None else (-1, None)
 
 
+def reaches(event: TriggerEvent, repositories: frozenset[str] | None) -> bool:
+    """Whether `event` reaches a factory listing `repositories` (None: no factory to route
+    by, a trigger tried alone)."""
+    if repositories is None or event.provider not in ROUTED:
+        return True
+    return any(repo in repositories for repo in event.values.get("repos", ()))
+
+
 def failing(
-    trigger: CanonicalTrigger, repositories: frozenset[str], event: TriggerEvent
+    trigger: CanonicalTrigger, repositories: frozenset[str] | None, event: TriggerEvent
 ) -> str | None:
     """The key `event` fails on `trigger` in a factory listing `repositories` (`repos` when a
     GitHub or GitLab factory does not list the event's repository), or None if it matches."""
-    if event.provider in ROUTED and not any(
-        repo in repositories for repo in event.values.get("repos", ())
-    ):
+    if not reaches(event, repositories):
         return REPOSITORY_KEY
     try:
         conditions = parse_trigger_filter(trigger.provider, plain_filter(trigger), trigger.event)
@@ -213,7 +219,7 @@ def _shown(trigger: CanonicalTrigger, key: str) -> str:
     return f"{alias or canonical} (names)"
 
 
-def _mismatch(key: str, events: Sequence[TriggerEvent]) -> str:
+def mismatch(key: str, events: Sequence[TriggerEvent]) -> str:
     if key == REPOSITORY_KEY and events and events[0].repository:
         return f"repos: the factory's repositories do not list {events[0].repository}"
     if key.endswith(" (names)"):

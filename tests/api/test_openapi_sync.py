@@ -309,7 +309,19 @@ def _provider_connections(check: Checker) -> None:
     secret = check("POST", one + "/rotate-secret", 200, at=at)["secret"]
     signed = signing.github(secret, "issues", {"action": "opened"})
     ingress = "/webhooks/p/{connection_uid}"
-    check("POST", ingress, 202, at=at, headers=signed.headers, content=signed.body)
+    sent = check("POST", ingress, 202, at=at, headers=signed.headers, content=signed.body)
+    deliveries = one + "/deliveries"
+
+    def evaluated() -> Any:
+        path = deliveries.format(connection_uid=github["uid"]) + "/" + sent["delivery_id"]
+        found = check.world.api("GET", path).json()
+        return found if found.get("evaluation") == "evaluated" else None
+
+    check.eventually(evaluated)
+    check("GET", deliveries, 200, at=at)
+    check("GET", deliveries + "/{delivery_id}", 200, at=at | sent)
+    tried = {"trigger": {"provider": "github", "event": "issue_created"}, "last": 5}
+    check("POST", one + "/filter-test", 200, at=at, json=tried)
     check("DELETE", one, 204, at=at)
 
 
