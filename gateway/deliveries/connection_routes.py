@@ -9,12 +9,10 @@ from functools import partial
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 
-from factory_format import Trigger as CanonicalTrigger
 from gateway.accounts.identities import Principal
 from gateway.api.auth import cursors_of, principal_of, services_of
 from gateway.api.pagination import Page, PageInfo
 from gateway.api.routing import Body, Query, Routes
-from gateway.automations.management import checked_shape
 from gateway.connections.management import visible_row
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries import provider_backtest as backtests
@@ -25,7 +23,6 @@ from gateway.deliveries.models import (
     FilterTestResult,
     ProviderFilterTest,
 )
-from gateway.errors import InvalidRequest
 
 routes = Routes("deliveries")
 ONE = "/provider-connections/{connection_uid}"
@@ -102,15 +99,8 @@ async def filter_test(request: Request, body: Body[ProviderFilterTest]) -> Filte
         if isinstance(wanted.automation_uid, str):
             tested = await backtests.automation_to_test(conn, connection, wanted.automation_uid)
         else:
-            tested = backtests.trigger_to_test(connection, _trigger(wanted))
+            tested = backtests.trigger_to_test(
+                connection, backtests.checked_trigger(wanted.trigger)
+            )
         window = Window(wanted.last, wanted.since)
         return await backtests.backtest(conn, connection, tested, window)
-
-
-def _trigger(wanted: ProviderFilterTest) -> CanonicalTrigger:
-    """The body's trigger, checked as an automation's are; a 400 names its field."""
-    try:
-        (trigger,), _references = checked_shape([wanted.trigger])
-    except InvalidRequest as exc:
-        raise InvalidRequest(exc.detail.replace("triggers[0]", "trigger", 1)) from None
-    return trigger

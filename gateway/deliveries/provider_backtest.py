@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
+from gateway.automations.management import checked_shape
 from gateway.automations.provider_index import plain_filter, repository_keys
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import provider_trace
@@ -67,6 +68,16 @@ async def explain(
     """A connection's delivery trace explained (`delivery_log.get_delivery`'s `explain`)."""
     events = events_of(connection, payload, headers)
     await provider_trace.explain(conn, trace, stored, events)
+
+
+def checked_trigger(raw: Any) -> CanonicalTrigger:
+    """A trigger as an automation writes it, checked by the automations API's rules; a 400
+    names the field from `trigger`."""
+    try:
+        (trigger,), _references = checked_shape([raw])
+    except InvalidRequest as exc:
+        raise InvalidRequest(exc.detail.replace("triggers[0]", "trigger", 1)) from None
+    return trigger
 
 
 def trigger_to_test(connection: Connection, trigger: CanonicalTrigger) -> list[Tested]:
