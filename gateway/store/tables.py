@@ -204,6 +204,22 @@ provider_connections = Table(
     Column("deleted_at", UTCDateTime, nullable=True),
 )
 
+# The inline `schedule` triggers of automations (`schedule` / `cron_fired`), one row per schedule
+# (`name`: its name within the automation, "" for the unnamed one), written whenever the
+# automation's triggers are. The scheduler claims a slot by moving `next_run_at` on
+# (docs/schedules.md); the automation's `enabled` decides whether it fires.
+automation_schedules = Table(
+    "automation_schedules",
+    metadata,
+    Column("automation_uid", String(64), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("cron", String(200), nullable=False),
+    Column("next_run_at", UTCDateTime, nullable=True, index=True),
+    Column("last_ran_at", UTCDateTime, nullable=True),
+    Column("last_run_id", String(64), nullable=True),
+    Column("last_spawn_error", String(2000), nullable=True),
+)
+
 # The webhook delivery log: every outcome, the payload of accepted deliveries. `evaluation` is
 # "pending" until the evaluator has matched an accepted delivery against the automations (the
 # embedded backend writes accepted deliveries here before its 202, so this table is also its

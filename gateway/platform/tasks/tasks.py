@@ -30,6 +30,7 @@ from gateway.platform.runs.records import (
     run_item,
     visible_run,
 )
+from gateway.platform.tasks import stage_triggers
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -142,6 +143,7 @@ async def update_task(
     await conn.execute(update(tk).where(tk.c.uid == task_uid).values(**changes, updated_at=now))
     if changes.get("stage", before.stage) != before.stage:
         await inbox.on_stage_change(conn, before, changes["stage"], now)
+        await stage_triggers.on_stage_change(conn, before, changes["stage"])
     return await get_task(conn, factory_uid, task_uid)
 
 

@@ -1,4 +1,4 @@
-"""provider connections
+"""provider connections; automation schedules
 
 Revision ID: 0016
 Revises: 0015
@@ -8,6 +8,8 @@ Revises: 0015
   so the delivery log's records keep what they were delivered to.
 - the table bumps config_revision like every configuration table: the evaluator's cached view
   of which team a connection serves, and as which bot, follows a change at once.
+- automation_schedules: the inline `schedule` triggers of automations, one row per schedule
+  with its next slot, claimed by the scheduler like a scheduled agent's (docs/schedules.md).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ branch_labels = None
 depends_on = None
 
 TABLE = "provider_connections"
+SCHEDULES = "automation_schedules"
 BUMP = "UPDATE config_revision SET value = value + 1 WHERE id = 1"
 
 
@@ -45,6 +48,18 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("uid"),
     )
     op.create_index(f"ix_{TABLE}_team_uid", TABLE, ["team_uid"])
+    op.create_table(
+        SCHEDULES,
+        sa.Column("automation_uid", sa.String(length=64), nullable=False),
+        sa.Column("name", sa.String(length=200), nullable=False),
+        sa.Column("cron", sa.String(length=200), nullable=False),
+        sa.Column("next_run_at", gateway.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("last_ran_at", gateway.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("last_run_id", sa.String(length=64), nullable=True),
+        sa.Column("last_spawn_error", sa.String(length=2000), nullable=True),
+        sa.PrimaryKeyConstraint("automation_uid", "name"),
+    )
+    op.create_index(f"ix_{SCHEDULES}_next_run_at", SCHEDULES, ["next_run_at"])
     if op.get_bind().dialect.name == "postgresql":
         op.execute(
             f"CREATE TRIGGER {TABLE}_bump_config_revision AFTER INSERT OR UPDATE OR DELETE "
@@ -64,5 +79,7 @@ def downgrade() -> None:
     else:
         for event in ("insert", "update", "delete"):
             op.execute(f"DROP TRIGGER {TABLE}_{event}_bump_config_revision")
+    op.drop_index(f"ix_{SCHEDULES}_next_run_at", table_name=SCHEDULES)
+    op.drop_table(SCHEDULES)
     op.drop_index(f"ix_{TABLE}_team_uid", table_name=TABLE)
     op.drop_table(TABLE)
