@@ -22,6 +22,7 @@ from .diagnostics import Diagnostic
 from .directory import (
     DefinitionRootError,
     DirectoryTree,
+    definition_roots_below,
     find_definition_root,
     parse_directory,
     read_directory,
@@ -98,6 +99,7 @@ __all__ = [
     "changed_fields",
     "check_plain_triggers",
     "comparable",
+    "definition_roots_below",
     "find_definition_root",
     "parse_directory",
     "parse_tree",

@@ -16,6 +16,7 @@ from .sources import MAX_FILE_BYTES, MAX_FILES, TREE
 __all__ = [
     "DefinitionRootError",
     "DirectoryTree",
+    "definition_roots_below",
     "find_definition_root",
     "parse_directory",
     "read_directory",
@@ -42,7 +43,7 @@ def find_definition_root(directory: Path) -> Path:
         return directory
     if not directory.is_dir():
         raise DefinitionRootError(f"{directory}: not a directory")
-    below = _roots_below(directory)
+    below = definition_roots_below(directory)
     hint = f"; factory trees below it: {', '.join(below)}" if below else ""
     raise DefinitionRootError(
         f"{directory} does not hold factory.yaml: give the directory that holds it{hint}"
@@ -127,7 +128,9 @@ def _read(root: Path, relative: str, sink: Diagnostics) -> str | None:
         return None
 
 
-def _roots_below(directory: Path) -> list[str]:
+def definition_roots_below(directory: Path) -> list[str]:
+    """The directories under `directory` that hold factory.yaml (relative, sorted; hidden
+    directories are not searched, nor more than 4 levels down; at most 10)."""
     found: list[str] = []
     for current, dirs, names in os.walk(directory):
         depth = len(Path(current).relative_to(directory).parts)

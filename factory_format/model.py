@@ -259,6 +259,7 @@ DeferredKind = Literal[
     "schedule",
     "provider_name",
     "delivery_id_header",
+    "alias",
 ]
 
 

@@ -78,6 +78,21 @@ BUILTIN_MODELS: tuple[ModelSpec, ...] = (
         provider="google",
         cost=ModelCost(input_per_million_tokens=1.25, output_per_million_tokens=10.0),
     ),
+    # the ids factory definition files name (the public warp-factory-examples apply with the
+    # built-in list); no list price is published for these here
+    *(
+        ModelSpec(id=model_id, display_name=name, provider=provider)
+        for model_id, name, provider in (
+            ("auto", "Auto", "warp"),
+            ("auto-genius", "Auto (genius)", "warp"),
+            ("auto-efficient", "Auto (efficient)", "warp"),
+            ("claude-4-5-haiku", "Claude 4.5 Haiku", "anthropic"),
+            ("claude-5-opus-high", "Claude 5 Opus (high reasoning)", "anthropic"),
+            ("gpt-5-6-sol-high", "GPT-5.6 Sol (high reasoning)", "openai"),
+            ("gpt-5-6-terra-high", "GPT-5.6 Terra (high reasoning)", "openai"),
+            ("grok-4-5-high", "Grok 4.5 (high reasoning)", "xai"),
+        )
+    ),
 )
 
 BUILTIN_ENVIRONMENTS: tuple[EnvironmentSpec, ...] = (

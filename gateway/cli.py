@@ -87,9 +87,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     runner.set_defaults(run=_runner)
 
-    apply = sub.add_parser("apply", help="apply a factory definition folder")
-    apply.add_argument("directory", help="the folder (docs/api.md, definition folders)")
-    apply.add_argument("--factory", required=True, help="uid of the factory the folder defines")
+    apply = sub.add_parser(
+        "apply",
+        help="make a factory match its definition files (v1alpha1)",
+        description="Applies the factory definition tree in DIR (the directory holding "
+        "factory.yaml, or a repository with one such directory) in one transaction and prints "
+        "the plan it carried out as one JSON object. The factory is --factory, else the "
+        "factory of --team named as factory.yaml names it, created if there is none. "
+        "Problems of the tree go to standard error, one per line; nothing changes then.",
+    )
+    apply.add_argument("directory", metavar="DIR", help="the tree (docs/factory-files.md)")
+    target = apply.add_mutually_exclusive_group(required=True)
+    target.add_argument("--team", help="uid of the team whose factory the tree defines")
+    target.add_argument("--factory", help="uid of the factory the tree defines")
+    apply.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     apply.set_defaults(run=_apply)
 
     admin = sub.add_parser(
@@ -332,20 +343,35 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _apply(settings: Settings, args: argparse.Namespace) -> int:
-    from gateway.platform.factory_files.apply import (
-        DefinitionError,
-        apply_definitions,
-        load_directory,
-    )
+    from pathlib import Path
+
+    import msgspec
+
+    from factory_format import DefinitionRootError
+    from gateway.errors import InvalidFactoryTree, ServiceError
+    from gateway.platform.factory_files.apply import Caller, apply_tree, plan_tree
+    from gateway.platform.factory_files.posted import parse_local
 
     async def run(services: Services) -> dict[str, Any]:
-        return await apply_definitions(services, args.factory, *files)
+        parsed = parse_local(Path(args.directory))
+        carry_out = plan_tree if args.dry_run else apply_tree
+        plan = await carry_out(services, parsed, Caller(team_uid=args.team), args.factory)
+        shown: dict[str, Any] = msgspec.to_builtins(plan)
+        return shown
 
     try:
-        files = load_directory(args.directory)
         _print(asyncio.run(_with_services(settings, run)))
-    except DefinitionError as exc:
+    except DefinitionRootError as exc:
         print(f"gateway apply: {exc}", file=sys.stderr)
+        return 1
+    except InvalidFactoryTree as exc:
+        for d in exc.diagnostics:
+            where = ":".join(str(p) for p in (d["path"], d["line"], d["column"]) if p is not None)
+            print(f"{where}: {d['code']}: {d['message']}", file=sys.stderr)
+        print(f"gateway apply: {len(exc.diagnostics)} problem(s); nothing changed", file=sys.stderr)
+        return 1
+    except ServiceError as exc:
+        print(f"gateway apply: {exc.detail}", file=sys.stderr)
         return 1
     return 0
 

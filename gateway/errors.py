@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ServiceError(Exception):
     """Base of every error the service answers with. Subclasses set status, code and title."""
@@ -14,6 +16,10 @@ class ServiceError(Exception):
         super().__init__(detail or self.title)
         self.detail = detail or self.title
         self.headers = headers or {}
+
+    def members(self) -> dict[str, Any]:
+        """Extension members of its problem document (RFC 9457 section 3.2), JSON values."""
+        return {}
 
 
 class InvalidRequest(ServiceError):
@@ -90,6 +96,25 @@ class UnknownAttachment(Unprocessable):
 
 class NotCancellable(Unprocessable):
     code, title = "not_cancellable", "Run type does not support cancellation"
+
+
+class InvalidFactoryTree(Unprocessable):
+    """A factory definition tree that cannot apply: every problem of it, as diagnostics
+    ({path, line, column, code, message} each)."""
+
+    code, title = "invalid_factory_tree", "The factory definition tree has problems"
+
+    def __init__(self, diagnostics: list[dict[str, Any]]) -> None:
+        first = diagnostics[0] if diagnostics else {}
+        where = first.get("path", ".")
+        if first.get("line") is not None:
+            where += f":{first['line']}"
+        more = f" (and {len(diagnostics) - 1} more)" if len(diagnostics) > 1 else ""
+        super().__init__(f"{where}: {first.get('message', 'invalid tree')}{more}")
+        self.diagnostics = diagnostics
+
+    def members(self) -> dict[str, Any]:
+        return {"diagnostics": self.diagnostics}
 
 
 class RateLimited(ServiceError):

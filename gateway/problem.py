@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 from msgspec import Meta, Struct
@@ -22,7 +22,10 @@ class Problem(Struct, kw_only=True):
     code: Annotated[str, Meta(description="stable snake_case error code")]
 
 
-def problem_body(status: int, code: str, title: str, detail: str) -> bytes:
+def problem_body(
+    status: int, code: str, title: str, detail: str, members: dict[str, Any] | None = None
+) -> bytes:
+    """`members`: extension members after the standard ones (RFC 9457 section 3.2)."""
     return orjson.dumps(
         {
             "type": f"about:blank#{code}",
@@ -30,6 +33,7 @@ def problem_body(status: int, code: str, title: str, detail: str) -> bytes:
             "status": status,
             "detail": detail,
             "code": code,
+            **(members or {}),
         }
     )
 
@@ -38,6 +42,6 @@ def render(error: ServiceError) -> tuple[int, bytes, dict[str, str]]:
     """Status, body and extra headers for a domain error."""
     return (
         error.status,
-        problem_body(error.status, error.code, error.title, error.detail),
+        problem_body(error.status, error.code, error.title, error.detail, error.members()),
         error.headers,
     )

@@ -38,6 +38,7 @@ RESOURCE_MODULES = (
     "gateway.platform.scoring.result_routes",
     "gateway.platform.benchmark_suites.routes",
     "gateway.platform.factory_files.routes",
+    "gateway.platform.factory_files.plan_routes",
     "gateway.platform.analytics.metrics_routes",
     "gateway.platform.analytics.insight_routes",
     "gateway.platform.catalog.networking_routes",

@@ -29,6 +29,8 @@ def build_factory(doc: Document, ctx: BuildContext) -> Factory | None:
     raw = doc.value
     for index, name in enumerate(raw.get("secrets") or []):
         ctx.defer("secret", name, doc, ("secrets", index))
+    if raw.get("alias") is not None and raw["alias"].strip():
+        ctx.defer("alias", raw["alias"].strip(), doc, ("alias",))  # unique in the workspace
     return Factory(
         schema_version=schema_version_of(doc),
         name=raw["name"],

@@ -1,12 +1,12 @@
 """The evaluator's view of the configuration, cached between batches.
 
 Per webhook: whether it is live (enabled, not deleted) with its factory, and the compiled
-filters of its enabled automations; per automation that starts runs: its name and prompt. All of
-it is kept across batches and checked against the store's config revision (one row, bumped by
-triggers on every configuration change): while the revision stands, a batch reads nothing but
-that row. After a change, each cached webhook is checked once more, by its automations'
-(uid, updated_at) signature, when a delivery next needs it; only the ones that changed are read
-and compiled again.
+filters of its enabled automations; per automation that starts runs: its name, prompt, agent
+and its runs' configuration. All of it is kept across batches and checked against the store's
+config revision (one row, bumped by triggers on every configuration change): while the revision
+stands, a batch reads nothing but that row. After a change, each cached webhook is checked once
+more, by its automations' (uid, updated_at) signature, when a delivery next needs it; only the
+ones that changed are read and compiled again.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from sqlalchemy.types import NullType
 from filters import Filter, FilterError, MultiMatcher, compile_many, parse_filter
 from gateway.store import Database
 from gateway.store import tables as t
+from gateway.store.bulk import json_value
 
 log = logging.getLogger("gateway.automations")
 
@@ -76,10 +77,16 @@ class HookAutomations:
 
 @dataclass(frozen=True, slots=True)
 class Automation:
+    """What a run it starts takes from it: `agent_uid` (None: the factory's foreman) and
+    `agent_config`, its runs' configuration already encoded for the driver (None: none), read
+    once when the automation is (re)loaded, not per delivery."""
+
     uid: str
     name: str
     prompt: str
     stamp: int
+    agent_uid: str | None = None
+    agent_config: str | None = None
 
 
 # a webhook's matcher and the automation uids it was compiled from, in its order
@@ -330,7 +337,18 @@ async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Autom
     a = t.automations
     found = []
     for chunk in chunks(uids):
-        query = select(a.c.uid, a.c.name, a.c.prompt, STAMP).where(a.c.uid.in_(chunk))
+        query = select(a.c.uid, a.c.name, a.c.prompt, STAMP, a.c.agent_uid, a.c.agent_config).where(
+            a.c.uid.in_(chunk)
+        )
         for row in await conn.execute(query):
-            found.append(Automation(row.uid, row.name, row.prompt, stamp_micros(row.stamp)))
+            found.append(
+                Automation(
+                    row.uid,
+                    row.name,
+                    row.prompt,
+                    stamp_micros(row.stamp),
+                    row.agent_uid,
+                    json_value(row.agent_config),
+                )
+            )
     return found

@@ -61,15 +61,15 @@ class LiveConnection:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ProviderAutomation:
-    """An enabled automation with provider triggers, as its runs need it (the name and prompt
-    come from the webhook index's prompt cache, `AutomationIndex.automations`). One object per
-    automation per compilation, compared and hashed by identity."""
+    """An enabled automation with provider triggers, as matching needs it (its name, prompt and
+    runs' configuration come from the webhook index's prompt cache,
+    `AutomationIndex.automations`). One object per automation per compilation, compared and
+    hashed by identity."""
 
     uid: str
     factory_uid: str
     team_uid: str
     agent_uid: str | None  # its own agent, else the factory's foreman; None: neither
-    agent_config: Any  # what its runs carry in runs.agent_config (JSON), or None
     stamp: int  # updated_at (`stamp_micros`)
 
 
@@ -201,7 +201,6 @@ class ProviderIndex:
                 factory_uid=row.factory_uid,
                 team_uid=row.team_uid,
                 agent_uid=row.agent_uid or row.foreman_agent_uid,
-                agent_config=row.agent_config,
                 stamp=stamp_micros(row.stamp),
             )
             repositories = repository_keys(row.repositories)
@@ -297,7 +296,7 @@ async def _automation_rows(conn: AsyncConnection, team_uids: Sequence[str]) -> d
     order."""
     a, f = t.automations, t.factories
     columns = (
-        *(a.c.uid, a.c.factory_uid, a.c.triggers, a.c.agent_uid, a.c.agent_config, STAMP),
+        *(a.c.uid, a.c.factory_uid, a.c.triggers, a.c.agent_uid, STAMP),
         *(f.c.foreman_agent_uid, f.c.repositories),
     )
     found: dict[str, list[Any]] = {}

@@ -153,6 +153,6 @@ def _spec(matched: _Matched, automation: Automation) -> RunSpec:
         automation.prompt + envelope(connection, events, delivery.delivery_id),
         metadata,
         found.uid,
-        found.agent_uid,
-        found.agent_config,
+        found.agent_uid,  # its own agent, else the foreman
+        automation.agent_config,  # encoded once, when the automation was loaded
     )

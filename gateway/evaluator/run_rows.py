@@ -84,7 +84,9 @@ class RunSpec:
     metadata: dict[str, str]
     automation_uid: str
     agent_uid: str | None
-    agent_config: Any = None  # JSON of runs.agent_config, or None
+    # runs.agent_config as the driver takes it, encoded once per automation
+    # (`store.bulk.json_value`, `index.Automation.agent_config`), or None
+    agent_config: str | None = None
 
 
 def started_rows(spec: RunSpec, at: Any, encode: Encoders) -> StartedRows:
@@ -104,7 +106,7 @@ def started_rows(spec: RunSpec, at: Any, encode: Encoders) -> StartedRows:
         *(run_id, spec.team_uid, spec.factory_uid, conversation_id, run_id, spec.title),
         *(spec.prompt, "QUEUED", "WEBHOOK", "cloud", encode.json(spec.metadata)),
         *(encode.json([artifact]), at, at, False, delivery_id, spec.automation_uid),
-        *(spec.agent_uid, encode.json(spec.agent_config)),
+        *(spec.agent_uid, spec.agent_config),
     )
     attachment = (
         *(attachment_id, conversation_id, run_id, PAYLOAD_NAME, "application/json"),

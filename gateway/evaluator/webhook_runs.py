@@ -276,7 +276,8 @@ def _start(
         prompt,
         metadata,
         automation.uid,
-        hook.foreman_agent_uid,
+        automation.agent_uid or hook.foreman_agent_uid,
+        automation.agent_config,  # encoded once, when the automation was loaded
     )
     return started_rows(spec, at, encode)
 

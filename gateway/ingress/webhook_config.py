@@ -129,14 +129,17 @@ def _identity_header(uid: str, name: str | None) -> str | None:
 
 
 def stored_secret(row: Row[Any], box: SecretBox) -> str | None:
-    """The row's secret: the team secret it names (`team_secret`, joined), else its own
-    (`secret_encrypted`); ValueError when it names a team secret that is gone."""
+    """The row's own secret (`secret_encrypted`) first, else the team secret it names
+    (`team_secret`, joined): a webhook a definition file declares keeps the value its managed
+    secret had when the file applied (an API webhook or a provider connection naming a managed
+    secret has none of its own, and follows the secret); ValueError when it names a team secret
+    that is gone."""
+    if row.secret_encrypted:
+        return box.decrypt(row.secret_encrypted)
     if row.secret_name:
         if row.team_secret is None:
             raise ValueError(f"team secret {row.secret_name!r} does not exist")
         return box.decrypt(row.team_secret)
-    if row.secret_encrypted:
-        return box.decrypt(row.secret_encrypted)
     return None
 
 

@@ -190,6 +190,12 @@ def _json(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
 
 
+def json_value(value: Any) -> str | None:
+    """A JSON column's value as `BulkInsert` hands it to either driver: encoded once by a
+    caller that writes the same value in many rows (an automation's runs' agent_config)."""
+    return _json(value)
+
+
 def _aware_time(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         raise ValueError("naive datetime given to a UTC column")

@@ -56,12 +56,16 @@ async def check_secret_name(
     value = await get_team_secret(conn, services.secret_box, team_uid, spec.secret_name)
     if value is None:
         raise InvalidRequest(f"secret_name: no team secret named {spec.secret_name!r}")
-    if spec.auth_mode == "url_token" and not _URL_SAFE.match(value):
-        raise InvalidRequest(
-            "secret_name: a url_token secret must be URL-safe (A-Z a-z 0-9 - _ . ~)"
-        )
-    if spec.auth_mode == "signature" and spec.signature_scheme:
-        check_signing_secret(spec.signature_scheme, value, "secret_name")
+    check_secret_value(spec.auth_mode, spec.signature_scheme, value, "secret_name")
+
+
+def check_secret_value(auth_mode: str, scheme: str | None, value: str, field: str) -> None:
+    """A 400 naming `field` when a managed secret's value cannot be this webhook's credential:
+    a url_token must be URL-safe, a signing secret usable by its scheme."""
+    if auth_mode == "url_token" and not _URL_SAFE.match(value):
+        raise InvalidRequest(f"{field}: a url_token secret must be URL-safe (A-Z a-z 0-9 - _ . ~)")
+    if auth_mode == "signature" and scheme:
+        check_signing_secret(scheme, value, field)
 
 
 async def _lock_factory(conn: AsyncConnection, factory_uid: str) -> None:
@@ -182,36 +186,48 @@ async def update_webhook(
     )
 
 
-async def redefine_webhook(
+async def write_file_webhook(
     conn: AsyncConnection,
     services: Services,
     factory_uid: str,
-    team_uid: str,
-    uid: str,
     spec: WebhookCreate,
-) -> Webhook:
-    """A definition file applied again: its name, enabled, delivery id header and managed
-    secret replace the stored ones (the secret's value is read again, so the version moves
-    even when nothing else changed). Mode and scheme cannot change in place."""
-    row = await get_webhook_row(conn, factory_uid, uid)
-    if (row.auth_mode, row.signature_scheme) != (spec.auth_mode, spec.signature_scheme):
-        raise InvalidRequest(
-            "authMode: authMode/signatureScheme cannot change in place; "
-            "delete the webhook or use a new file name"
-        )
-    if (row.secret_name is None) != (spec.secret_name is None):
-        raise InvalidRequest("secretName: cannot be added or removed in place")
-    if spec.secret_name is not None:
-        await check_secret_name(conn, services, team_uid, spec)
+    secret_value: str,
+    *,
+    uid: str | None,
+    definition_name: str,
+) -> str:
+    """A webhook a factory's definition file declares, created (`uid` None) or rewritten in
+    place; its uid. Such a webhook never gets a generated credential: it keeps the value its
+    managed secret (`spec.secret_name`) has now, encrypted, until its file applies again
+    (ingress prefers that copy to the secret's current value). The caller checked the spec
+    and the value (`check_secret_value`, the identity header)."""
     values = {
         "name": spec.name,
-        "enabled": spec.enabled,
-        "delivery_id_header": spec.delivery_id_header,
+        "auth_mode": spec.auth_mode,
+        "signature_scheme": spec.signature_scheme,
+        "token_hash": None,
+        "secret_encrypted": services.secret_box.encrypt(secret_value),
         "secret_name": spec.secret_name,
+        "delivery_id_header": spec.delivery_id_header,
+        "enabled": spec.enabled,
+        "definition_name": definition_name,
     }
-    return Webhook.from_row(
-        await _change(conn, services, factory_uid, uid, values), _base(services)
+    if uid is not None:
+        await _change(conn, services, factory_uid, uid, values)
+        return uid
+    uid, now = ids.new_id("wh"), utcnow()
+    await conn.execute(
+        insert(t.webhooks).values(
+            uid=uid,
+            factory_uid=factory_uid,
+            config_version=1,
+            created_at=now,
+            updated_at=now,
+            **values,
+        )
     )
+    _publish(conn, services, uid, 1)
+    return uid
 
 
 async def _change(

@@ -538,6 +538,25 @@ def _schemas_and_attachments(check: Checker, run: dict[str, Any]) -> None:
           json={"files": [{"name": "a.txt"}]})  # fmt: skip
 
 
+def _factory_files(check: Checker) -> None:
+    from tests.platform.factory_files.support import set_secrets
+    from tests.platform.factory_files.trees import GITHUB_PUSH, automation, minimal, webhook
+
+    set_secrets(check.world, {"hook-token": "t0ken"})
+    tree = minimal(
+        "documented",
+        {
+            "webhooks/inbox.yaml": webhook("hook-token"),
+            "automations/push/automation.md": automation(GITHUB_PUSH),
+        },
+    )
+    check("POST", "/factory-files/plan", 200, json={"files": tree})
+    applied = check("POST", "/factory-files/apply", 200, json={"files": tree})
+    check("GET", "/factory/{uid}/definition", 200, at={"uid": applied["factory_uid"]})
+    broken = tree | {"agents/boss/agent.md": "---\nagentType: BOSS\n---\n"}
+    check("POST", "/factory-files/apply", 422, json={"files": broken})
+
+
 def _runner(check: Checker, webhook_run_id: str) -> None:
     agent = check.world.agent
     registered = check("POST", "/runner/register", 201, headers=agent, json={"name": "r1"})
@@ -638,6 +657,7 @@ def test_responses_match_the_documented_schemas(world: World) -> None:
     _schedules(check)
     _provider_connections(check)
     _schemas_and_attachments(check, run)
+    _factory_files(check)
     _runner(check, record["runs"][0]["run_id"])
     _metrics(check)
     check("GET", "/healthz", 200, headers={})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import msgspec
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
@@ -72,3 +73,32 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
     assert started.attachment == wr.ATTACHMENTS.encode(dialect, [expected_attachment])[0]
     assert run["agent_uid"] == "agt_foreman"  # the foreman executes webhook runs
     assert run["run_id"] != run["conversation_id"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: Dialect) -> None:
+    from gateway.platform.runs.models import AgentConfig, RunHarness
+    from gateway.store.bulk import json_value
+
+    config = AgentConfig(
+        agent_uid="agt_reviewer",
+        model_id="auto-genius",
+        harness=RunHarness(type="oz", model="auto-genius"),
+        runner="linux-build",
+        worker_host="factory-worker",
+    )
+    stored = msgspec.json.decode(msgspec.json.encode(config))  # as the JSON column reads back
+    hook = LiveHook("whk_1", "Forge events", "fac_1", "team_1", "agt_foreman")
+    automation = Automation("aut_1", "Review", "Review it.", 0, "agt_reviewer", json_value(stored))
+    delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b"{}")
+    at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
+    encode = wr._Encoders.of(dialect)
+
+    started = wr._start(delivery, hook, automation, "p", encode.time(at), encode)
+
+    run = dict(zip(wr.RUNS.columns, started.run, strict=True))
+    assert run["agent_uid"] == "agt_reviewer"  # the automation's agent, not the foreman
+    new = NewRun(prompt="p", team_uid=hook.team_uid, agent_config=config)
+    expected = wr.RUNS.encode(dialect, [run_values(new, "r", at)])[0]
+    assert run["agent_config"] == dict(zip(wr.RUNS.columns, expected, strict=True))["agent_config"]
+    assert msgspec.json.decode(run["agent_config"], type=AgentConfig) == config

@@ -1,185 +1,204 @@
-"""`gateway apply DIR`: factory definition folders (webhooks/*.yaml, automations/*.yaml).
+"""Plan and apply a factory definition tree (docs/factory-files.md, "Plan and apply").
 
-Files are matched to what exists by file name (webhooks.definition_name and
-automations.definition_name), so uids stay stable across re-applies. Everything is applied in
-one transaction: a fault in any file changes nothing.
-"""
+The tree is parsed (every problem of it at once), the factory found (by uid, else by the tree's
+name in the team, else it is new), the stored definition read, the references only this server
+can resolve checked, and the plan made: what would be created, updated and deleted. Apply
+carries the plan out in the same transaction; a tree with any diagnostic changes nothing
+(`InvalidFactoryTree`, a 422 listing them all)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-import msgspec
-import yaml
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate, AutomationPatch, encode_triggers
-from gateway.errors import ServiceError
-from gateway.platform.factory_files.schema import definition_schema
+from factory_format import Diagnostic, FactoryTree
+from factory_format.model import ResourceKey
+from gateway.accounts.identities import Principal, require_team
+from gateway.errors import Conflict, Forbidden, InvalidFactoryTree, InvalidRequest, NotFound
+from gateway.platform.factory_files.checks import Catalogue, check_tree
+from gateway.platform.factory_files.models import Plan, TreeWebhook
+from gateway.platform.factory_files.plan import plan_changes
+from gateway.platform.factory_files.posted import Parsed, relocated
+from gateway.platform.factory_files.state import StoredState, load_state
+from gateway.platform.factory_files.write import write_changes
 from gateway.services import Services
 from gateway.store import tables as t
-from gateway.webhooks import management as webhooks
-from gateway.webhooks.models import WebhookCreate
+
+# a webhook's field in a plan when its managed secret changed
+SECRET_VALUE = "secret_value"  # noqa: S105 -- a field name, not a secret
 
 
-class DefinitionError(Exception):
-    """A definition file is missing, unreadable or invalid; the message names file and key."""
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: a principal (HTTP: user credentials of the factory's team), or the command
+    line (`principal` None: the operator, who may name any team)."""
+
+    principal: Principal | None = None
+    team_uid: str | None = None  # the team to find or create the factory in
+
+    @property
+    def creator_uid(self) -> str | None:
+        return None if self.principal is None else self.principal.uid
 
 
-Files = list[tuple[str, dict[str, Any]]]
+async def plan_tree(
+    services: Services, parsed: Parsed, caller: Caller, factory_uid: str | None
+) -> Plan:
+    """What apply would do; nothing is written."""
+    return await _run(services, parsed, caller, factory_uid, write=False)
 
 
-def load_directory(directory: str) -> tuple[Files, Files]:
-    """(webhook files, automation files) as (file name, validated document), sorted by name."""
-    root = Path(directory)
-    if not root.is_dir():
-        raise DefinitionError(f"{directory}: not a directory")
-    return _read_all(root / "webhooks", "webhook"), _read_all(root / "automations", "automation")
+async def apply_tree(
+    services: Services, parsed: Parsed, caller: Caller, factory_uid: str | None
+) -> Plan:
+    """The plan, carried out in one transaction; what it did."""
+    return await _run(services, parsed, caller, factory_uid, write=True)
 
 
-async def apply_definitions(
-    services: Services, factory_uid: str, webhook_files: Files, automation_files: Files
-) -> dict[str, Any]:
-    async with services.database.transaction() as conn:
-        team_uid = await _factory_team(conn, factory_uid)
-        hooks = [
-            await _apply_webhook(conn, services, factory_uid, team_uid, name, doc)
-            for name, doc in webhook_files
-        ]
-        autos = [
-            await _apply_automation(conn, factory_uid, name, doc) for name, doc in automation_files
-        ]
-    return {"factory_uid": factory_uid, "webhooks": hooks, "automations": autos}
+async def _run(
+    services: Services, parsed: Parsed, caller: Caller, factory_uid: str | None, *, write: bool
+) -> Plan:
+    tree = parsed.result.tree
+    if tree is None:
+        raise InvalidFactoryTree(_json(parsed.diagnostics))
+    session = services.database.transaction() if write else services.database.read()
+    async with session as conn:
+        team_uid, factory = await _locate(conn, caller, tree, factory_uid, lock=write)
+        state = await load_state(conn, factory)
+        catalogue = Catalogue(
+            team_uid=team_uid,
+            models=services.settings.models,
+            environments=services.settings.environments,
+            box=services.secret_box,
+        )
+        checked = await check_tree(conn, catalogue, tree, state)
+        if checked.diagnostics:
+            found = [relocated(d, parsed.prefix) for d in checked.diagnostics]
+            raise InvalidFactoryTree(_json(sorted(found, key=Diagnostic.sort_key)))
+        stale = _stale_secrets(services, tree, state, checked.secret_values)
+        changes = plan_changes(tree, state, stale)
+        uid = state.factory_uid
+        if write and changes:
+            uid = await write_changes(
+                conn,
+                services,
+                team_uid=team_uid,
+                creator_uid=caller.creator_uid,
+                tree=tree,
+                state=state,
+                changes=changes,
+                secret_values=checked.secret_values,
+            )
+        webhooks = await _tree_webhooks(conn, services, tree, uid)
+    return Plan(factory_uid=uid, changes=changes, webhooks=webhooks)
 
 
-def _read_all(folder: Path, kind: str) -> Files:
-    if not folder.is_dir():
-        return []
-    schema = definition_schema(kind)
-    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
-    return [(path.stem, _read(path, schema)) for path in files]
-
-
-def _read(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise DefinitionError(f"{path}: cannot read YAML ({exc})") from exc
-    if not isinstance(doc, dict):
-        raise DefinitionError(f"{path}: expected a mapping of keys")
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(doc)
-    )
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise DefinitionError(f"{path}: {where}: {error.message}")
-    return doc
-
-
-async def _factory_team(conn: AsyncConnection, factory_uid: str) -> str:
-    row = (
-        await conn.execute(select(t.factories.c.team_uid).where(t.factories.c.uid == factory_uid))
-    ).first()
-    if row is None:
-        raise DefinitionError(f"--factory: no factory {factory_uid!r}")
-    return str(row.team_uid)
-
-
-async def _existing(
-    conn: AsyncConnection, table: Any, factory_uid: str, name: str
-) -> Row[Any] | None:
-    query = select(table).where(table.c.factory_uid == factory_uid, table.c.definition_name == name)
-    if table is t.webhooks:
-        query = query.where(t.webhooks.c.deleted_at.is_(None))
-    return (await conn.execute(query)).first()
-
-
-async def _apply_webhook(
+async def _locate(
     conn: AsyncConnection,
-    services: Services,
-    factory_uid: str,
-    team_uid: str,
-    file_name: str,
-    doc: dict[str, Any],
-) -> dict[str, Any]:
-    where = f"webhooks/{file_name}.yaml"
-    spec = _webhook_spec(file_name, doc)
-    try:
-        row = await _existing(conn, t.webhooks, factory_uid, file_name)
+    caller: Caller,
+    tree: FactoryTree,
+    factory_uid: str | None,
+    *,
+    lock: bool,
+) -> tuple[str, Row[Any] | None]:
+    """(the team, the factory's row or None when it is to be created)."""
+    principal = caller.principal
+    if principal is not None and principal.kind != "user":
+        raise Forbidden("Authorization: applying factory definitions needs user credentials")
+    f = t.factories
+    if factory_uid is not None:
+        query = select(f).where(f.c.uid == factory_uid)
+        row = (await conn.execute(query.with_for_update() if _locks(conn, lock) else query)).first()
         if row is None:
-            created = await webhooks.create_webhook(
-                conn, services, factory_uid, team_uid, spec, definition_name=file_name
+            raise NotFound(f"factory_uid: no factory {factory_uid}")
+        if principal is not None and row.team_uid not in principal.team_uids:
+            raise Forbidden(
+                f"factory_uid: {factory_uid} belongs to a team this credential is not in"
             )
-            result = {"name": file_name, "uid": created.uid, "action": "created"}
-            return {**result, "secret": created.secret} if created.secret else result
-        if _unchanged(row, spec):
-            return {"name": file_name, "uid": row.uid, "action": "unchanged"}
-        await webhooks.redefine_webhook(conn, services, factory_uid, team_uid, row.uid, spec)
-        return {"name": file_name, "uid": row.uid, "action": "updated"}
-    except ServiceError as exc:
-        raise DefinitionError(f"{where}: {exc.detail}") from exc
+        if caller.team_uid is not None and caller.team_uid != row.team_uid:
+            raise InvalidRequest(
+                f"factory_uid: {factory_uid} is not a factory of team {caller.team_uid}"
+            )
+        return str(row.team_uid), row
+    team_uid = _team(caller)
+    await require_team(conn, team_uid)
+    query = select(f).where(f.c.team_uid == team_uid, f.c.name == tree.factory.name)
+    rows = (await conn.execute(query.with_for_update() if _locks(conn, lock) else query)).all()
+    if len(rows) > 1:
+        raise Conflict(
+            f"factory_uid: {len(rows)} factories of this team are named {tree.factory.name!r}; "
+            "name the one this tree defines"
+        )
+    return team_uid, rows[0] if rows else None
 
 
-def _webhook_spec(file_name: str, doc: dict[str, Any]) -> WebhookCreate:
-    """The spec of a file the definition schema accepted (it enforces the cross-key rules)."""
-    return WebhookCreate(
-        name=doc.get("name", file_name),
-        auth_mode=doc.get("authMode", "token"),
-        signature_scheme=doc.get("signatureScheme"),
-        secret_name=doc.get("secretName"),  # secrets never go into files
-        delivery_id_header=doc.get("deliveryIdHeader"),
-        enabled=doc.get("enabled", True),
-    )
+def _locks(conn: AsyncConnection, lock: bool) -> bool:
+    """Row locks serialise concurrent applies to one factory (SQLite has one writer anyway)."""
+    return lock and conn.dialect.name == "postgresql"
 
 
-def _unchanged(row: Row[Any], spec: WebhookCreate) -> bool:
-    fields = [
-        "auth_mode",
-        "signature_scheme",
-        "name",
-        "enabled",
-        "delivery_id_header",
-        "secret_name",
+def _team(caller: Caller) -> str:
+    if caller.team_uid is not None:
+        return caller.team_uid
+    principal = caller.principal
+    if principal is None:
+        raise InvalidRequest("team: give the team (--team) or the factory (--factory)")
+    if principal.active_team_uid is not None:
+        return principal.active_team_uid
+    if len(principal.team_uids) != 1:
+        raise InvalidRequest(
+            "X-Service-Team-Uid: required, this credential belongs to several teams (or give "
+            "factory_uid)"
+        )
+    return next(iter(principal.team_uids))
+
+
+def _stale_secrets(
+    services: Services, tree: FactoryTree, state: StoredState, values: dict[str, str]
+) -> dict[ResourceKey, list[str]]:
+    """Webhooks whose managed secret has another value than the one they read at their last
+    apply: applying again reads it anew, so the plan says so."""
+    stale: dict[ResourceKey, list[str]] = {}
+    for hook in tree.webhooks:
+        stored = state.resources.get(("webhook", hook.name))
+        if stored is None or hook.secret_name not in values:
+            continue
+        kept = stored.row.secret_encrypted
+        if kept is None or services.secret_box.decrypt(kept) != values[hook.secret_name]:
+            stale[("webhook", hook.name)] = [SECRET_VALUE]
+    return stale
+
+
+async def _tree_webhooks(
+    conn: AsyncConnection, services: Services, tree: FactoryTree, factory_uid: str | None
+) -> list[TreeWebhook]:
+    """Every webhook of the tree with its UID and ingress URL (null until it is created)."""
+    found: dict[str, tuple[str, str]] = {}
+    if factory_uid is not None and tree.webhooks:
+        w = t.webhooks
+        query = select(w.c.definition_name, w.c.uid, w.c.auth_mode).where(
+            w.c.factory_uid == factory_uid,
+            w.c.deleted_at.is_(None),
+            w.c.definition_name.in_([hook.name for hook in tree.webhooks]),
+        )
+        found = {name: (uid, mode) for name, uid, mode in await conn.execute(query)}
+    base = services.settings.webhook_base_url
+    listed = []
+    for hook in tree.webhooks:
+        uid, mode = found.get(hook.name, (None, hook.auth_mode))
+        url = None if uid is None else f"{base}/webhooks/w/{uid}"
+        if url is not None and mode == "url_token":
+            url += "/{token}"
+        listed.append(TreeWebhook(name=hook.name, uid=uid, ingress_url=url))
+    return listed
+
+
+def _json(diagnostics: Sequence[Diagnostic]) -> list[dict[str, Any]]:
+    return [
+        {"path": d.path, "line": d.line, "column": d.column, "code": d.code, "message": d.message}
+        for d in diagnostics
     ]
-    return all(getattr(spec, name) == getattr(row, name) for name in fields)
-
-
-async def _apply_automation(
-    conn: AsyncConnection, factory_uid: str, file_name: str, doc: dict[str, Any]
-) -> dict[str, Any]:
-    where = f"automations/{file_name}.yaml"
-    changes = {"name": file_name, "enabled": True, **doc}
-    changes["name"] = changes["name"].strip()
-    for i, trigger in enumerate(changes["triggers"]):
-        payload = trigger["filter"].get("payload")
-        if payload and (fault := automations.filter_fault(payload)):
-            raise DefinitionError(f"{where}: triggers[{i}].filter.payload: {fault}")
-    try:
-        row = await _existing(conn, t.automations, factory_uid, file_name)
-        if row is None:
-            spec = msgspec.convert(changes, AutomationCreate)  # the schema checked its shape
-            triggers = await automations.check_triggers(conn, factory_uid, spec.triggers)
-            record = automations.AutomationRecord(
-                name=spec.name,
-                prompt=spec.prompt,
-                enabled=spec.enabled,
-                triggers=triggers,
-                definition_name=file_name,
-            )
-            uid = await automations.insert_automation(conn, factory_uid, record)
-            return {"name": file_name, "uid": uid, "action": "created"}
-        changes["triggers"] = encode_triggers(automations.checked_shape(changes["triggers"])[0])
-        differing = {key: value for key, value in changes.items() if getattr(row, key) != value}
-        if not differing:
-            return {"name": file_name, "uid": row.uid, "action": "unchanged"}
-        if "triggers" in differing:
-            differing["triggers"] = doc["triggers"]
-        patch = msgspec.convert(differing, AutomationPatch)
-        await automations.update_automation(conn, factory_uid, row.uid, patch)
-        return {"name": file_name, "uid": row.uid, "action": "updated"}
-    except ServiceError as exc:
-        raise DefinitionError(f"{where}: {exc.detail}") from exc

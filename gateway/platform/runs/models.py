@@ -7,7 +7,7 @@ agents too."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -40,6 +40,15 @@ T = TypeVar("T")
 ConfigValue = Annotated[str, Meta(max_length=2000)] | None | UnsetType
 
 
+class RunHarness(Struct, kw_only=True, forbid_unknown_fields=True):
+    """The harness a run executes in: `oz` (its model a Warp model id), `claude`, `codex`,
+    `gemini` (their own model ids)."""
+
+    type: str
+    model: str
+    reasoning_level: str | UnsetType = UNSET
+
+
 class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     """In a request, null values are dropped; an answer holds only the keys that are set."""
 
@@ -65,6 +74,27 @@ class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         | None
     ) = UNSET
     mcp_servers: JsonObject | UnsetType = UNSET
+    # answers only (a request giving them is a 400): what the service resolved for the run
+    agent_uid: (
+        Annotated[str, Meta(description="answers only: the agent an automation's runs go to")]
+        | UnsetType
+    ) = UNSET
+    harness: (
+        Annotated[
+            RunHarness,
+            Meta(description="answers only: the harness resolved from a factory's definition"),
+        ]
+        | UnsetType
+    ) = UNSET
+    runner: (
+        Annotated[
+            str,
+            Meta(description="answers only: the runner configuration (runners/<name>.yaml)"),
+        ]
+        | UnsetType
+    ) = UNSET
+
+    SERVICE_SET: ClassVar[tuple[str, ...]] = ("agent_uid", "harness", "runner")
 
 
 class Creator(Struct):

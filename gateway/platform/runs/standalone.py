@@ -34,6 +34,9 @@ def parse_config(
     for name in config.__struct_fields__:
         if getattr(config, name) is None:
             setattr(config, name, UNSET)
+    for name in AgentConfig.SERVICE_SET:
+        if getattr(config, name) is not UNSET:
+            raise InvalidRequest(f"{field}.{name}: set by the service, not by a request")
     if isinstance(config.model_id, str):
         check_model(models, config.model_id, f"{field}.model_id")
     if isinstance(config.skill_spec, str):

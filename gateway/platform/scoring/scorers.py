@@ -91,6 +91,11 @@ async def delete_scorer(
     reasoning)."""
     require_manage_access(principal, factory)
     await get_scorer(conn, factory, uid)
+    await remove_scorer(conn, uid)
+
+
+async def remove_scorer(conn: AsyncConnection, uid: str) -> None:
+    """The scorer, its scoring jobs and their attempts, gone for good."""
     await conn.execute(delete(t.scoring_attempts).where(t.scoring_attempts.c.scorer_uid == uid))
     await conn.execute(delete(t.scoring_jobs).where(t.scoring_jobs.c.scorer_uid == uid))
     await conn.execute(delete(sc).where(sc.c.uid == uid))

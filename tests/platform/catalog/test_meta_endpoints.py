@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import jsonschema
-import pytest
 
-from gateway.platform.factory_files.schema import definition_schema
 from tests.support import World
 
 
@@ -22,59 +20,6 @@ def test_schema_is_served_and_is_a_2020_12_schema(world: World) -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
     assert "agentDefaults" in schema["properties"]
-
-
-GOOD_WEBHOOKS = [
-    {"authMode": "token"},
-    {"authMode": "url_token", "secretName": "gh"},
-    {"authMode": "signature", "signatureScheme": "stripe", "secretName": "stripe-signing"},
-    *(
-        {"authMode": "signature", "signatureScheme": scheme, "secretName": "signing"}
-        for scheme in ("standard_webhooks", "standard-webhooks", "pagerduty", "sentry", "vercel")
-    ),
-    {},
-]
-BAD_WEBHOOKS = [
-    {"authMode": "signature"},
-    {"authMode": "token", "signatureScheme": "stripe"},
-    {"authMode": "signature", "signatureScheme": "gitlab", "secretName": "signing"},
-    {"authMode": "signature", "signatureScheme": "Standard_Webhooks", "secretName": "signing"},
-    {"authMode": "magic"},
-    {"authMode": "token", "colour": "red"},
-]
-GOOD_AUTOMATION = {
-    "prompt": "Triage the issue",
-    "triggers": [
-        {
-            "provider": "webhook",
-            "event": "received",
-            "filter": {"webhook_ids": ["wh_1"], "payload": {"action": ["opened"]}},
-        }
-    ],
-}
-
-
-@pytest.mark.parametrize("doc", GOOD_WEBHOOKS)
-def test_good_webhook_files_validate(doc: dict[str, object]) -> None:
-    jsonschema.validate(doc, definition_schema("webhook"), cls=jsonschema.Draft202012Validator)
-
-
-@pytest.mark.parametrize("doc", BAD_WEBHOOKS)
-def test_bad_webhook_files_do_not(doc: dict[str, object]) -> None:
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, definition_schema("webhook"), cls=jsonschema.Draft202012Validator)
-
-
-def test_automation_files() -> None:
-    schema = definition_schema("automation")
-    jsonschema.validate(GOOD_AUTOMATION, schema, cls=jsonschema.Draft202012Validator)
-    two_ids = {
-        **GOOD_AUTOMATION,
-        "triggers": [{**GOOD_AUTOMATION["triggers"][0], "filter": {"webhook_ids": ["a", "b"]}}],
-    }  # type: ignore[index, dict-item]
-    for bad in ({"prompt": "x"}, two_ids, {**GOOD_AUTOMATION, "extra": 1}):
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema, cls=jsonschema.Draft202012Validator)
 
 
 def test_meta_endpoints_check_credentials(world: World) -> None:

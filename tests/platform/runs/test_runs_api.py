@@ -51,7 +51,20 @@ def test_the_config_schema_has_the_domains_keys() -> None:
     from gateway.platform.runs.models import AgentConfig
 
     keys = {"name", "model_id", "base_prompt", "environment_id", "worker_host", "skill_spec"}
-    assert {f.name for f in fields(AgentConfig)} == {*keys, "mcp_servers"}
+    answers_only = set(AgentConfig.SERVICE_SET)  # resolved by the service, refused in requests
+    assert answers_only == {"agent_uid", "harness", "runner"}
+    assert {f.name for f in fields(AgentConfig)} == {*keys, "mcp_servers", *answers_only}
+
+
+def test_config_keys_the_service_sets_are_refused_in_requests(world: World) -> None:
+    for key, value in (
+        ("runner", "small"),
+        ("agent_uid", "agent_x"),
+        ("harness", {"type": "oz", "model": "auto"}),
+    ):
+        response = world.api("POST", "/agent/runs", json={"prompt": "x", "config": {key: value}})
+        assert response.status_code == 400, key
+        assert response.json()["detail"].startswith(f"config.{key}"), response.json()["detail"]
 
 
 def test_visibility_is_creator_or_team(world: World) -> None:

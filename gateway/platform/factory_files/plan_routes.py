@@ -1,0 +1,88 @@
+"""POST /factory-files/plan and /factory-files/apply (a CI job posts the tree), and the stored
+definition of a factory (GET /factory/{uid}/definition); docs/factory-files.md."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from gateway.accounts.factories import get_accessible_factory
+from gateway.api.auth import principal_of, services_of
+from gateway.api.routing import Body, Routes
+from gateway.platform.factory_files.apply import Caller, apply_tree, plan_tree
+from gateway.platform.factory_files.definition import stored_definition
+from gateway.platform.factory_files.models import (
+    InvalidTreeProblem,
+    Plan,
+    PostedTree,
+    StoredDefinition,
+)
+from gateway.platform.factory_files.posted import parse_posted
+
+routes = Routes("factory-files")
+ERRORS = (400, 401, 403, 404, 409, 413, 422)
+PROBLEMS = (
+    (403, "`forbidden`: agent credentials, or a factory or team that is not the caller's"),
+    (409, "`conflict`: several factories of the team have the tree's name; give factory_uid"),
+    (422, "`invalid_factory_tree`: every problem of the tree, in `diagnostics`; nothing changed"),
+)
+NOTES = (
+    "Needs user credentials of the factory's team (X-Service-Team-Uid picks the team a new "
+    "factory is made in). The tree is parsed and checked whole: problems of the files and "
+    "references this server cannot resolve (models, team secrets, runners, environments, "
+    "webhook UIDs, the alias) are all answered as diagnostics."
+)
+
+
+@routes.post(
+    "/factory-files/plan",
+    "What applying a factory definition tree would change",
+    response=Plan,
+    errors=ERRORS,
+    problems=PROBLEMS,
+    problem_types=((422, InvalidTreeProblem),),
+    team=True,
+    notes=NOTES + " Nothing is written.",
+)
+async def plan_endpoint(request: Request, body: Body[PostedTree]) -> Plan:
+    principal = await principal_of(request, team_scoped=True)
+    posted = await body.read()
+    caller = Caller(principal=principal)
+    return await plan_tree(
+        services_of(request), parse_posted(posted.files), caller, posted.factory_uid
+    )
+
+
+@routes.post(
+    "/factory-files/apply",
+    "Make a factory match its definition tree",
+    response=Plan,
+    errors=ERRORS,
+    problems=PROBLEMS,
+    problem_types=((422, InvalidTreeProblem),),
+    team=True,
+    notes=NOTES + " One transaction: the factory, created when none of the team has the tree's "
+    "name, and every resource files declare, created, updated or deleted; resources created "
+    "through the API and never declared by a file are left alone. Answers the plan it carried "
+    "out.",
+)
+async def apply_endpoint(request: Request, body: Body[PostedTree]) -> Plan:
+    principal = await principal_of(request, team_scoped=True)
+    posted = await body.read()
+    caller = Caller(principal=principal)
+    return await apply_tree(
+        services_of(request), parse_posted(posted.files), caller, posted.factory_uid
+    )
+
+
+@routes.get(
+    "/factory/{uid}/definition",
+    "The factory's definition as stored",
+    response=StoredDefinition,
+    notes="Every resource a definition file declared, with its uid and its stored state in the "
+    "comparable form plans are made of (inheritance resolved under `effective`).",
+)
+async def definition_endpoint(request: Request) -> StoredDefinition:
+    principal = await principal_of(request)
+    async with services_of(request).database.read() as conn:
+        factory = await get_accessible_factory(conn, principal, request.path_params["uid"])
+        return await stored_definition(conn, factory.uid)

@@ -1,0 +1,187 @@
+"""The tree's runner configurations, scorers and benchmark suites, written.
+
+A file scorer scores the runs of the agents it names (scope `selected_agents`). A file suite's
+trials run as its agent, with one configuration named after that agent and no model of its own
+(the agent's applies), one attempt per task; its tasks are the files under tasks/, in the order
+suite.yaml lists them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, insert, update
+
+from factory_format import BenchmarkSuite, BenchmarkTask, Runner, Scorer
+from gateway import ids
+from gateway.automations.models import json_form
+from gateway.platform.factory_files.state import task_rows
+from gateway.platform.factory_files.writing import Writing
+from gateway.platform.scoring.scorers import remove_scorer
+from gateway.store import tables as t
+
+
+def _runner_columns(runner: Runner) -> dict[str, Any]:
+    return {
+        "name": runner.name,
+        "description": runner.description,
+        "setup_commands": json_form(runner.setup_commands),
+        "instance_shape": json_form(runner.instance_shape),
+        "platform": json_form(runner.platform),
+    }
+
+
+async def create_runner(w: Writing, runner: Runner) -> None:
+    at = w.moment()
+    await w.conn.execute(
+        insert(t.factory_runners).values(
+            uid=ids.new_id("rcfg"),
+            factory_uid=w.factory_uid,
+            created_at=at,
+            updated_at=at,
+            **_runner_columns(runner),
+        )
+    )
+
+
+async def update_runner(w: Writing, uid: str, runner: Runner) -> None:
+    r = t.factory_runners
+    await w.conn.execute(
+        update(r).where(r.c.uid == uid).values(updated_at=w.now, **_runner_columns(runner))
+    )
+
+
+async def delete_runner(w: Writing, uid: str) -> None:
+    await w.conn.execute(delete(t.factory_runners).where(t.factory_runners.c.uid == uid))
+
+
+def _scorer_columns(w: Writing, scorer: Scorer) -> dict[str, Any]:
+    return {
+        "name": scorer.name,
+        "prompt": scorer.rubric,
+        "scope_mode": "selected_agents",
+        "agent_uids": [w.agent_uid(name) for name in scorer.agents],
+        "active": scorer.enabled,
+        "self_improvement_enabled": scorer.self_improvement,
+        "definition_name": scorer.name,
+        "description": scorer.description,
+        "model_id": scorer.model,
+        "labels": json_form(scorer.labels),
+        "passing_score": scorer.passing_score,
+        "sampling_rate": scorer.sampling_rate,
+        "output": scorer.output,
+    }
+
+
+async def create_scorer(w: Writing, scorer: Scorer) -> None:
+    at = w.moment()
+    await w.conn.execute(
+        insert(t.scorers).values(
+            uid=ids.new_uuid(),
+            factory_uid=w.factory_uid,
+            benchmark_managed=False,
+            version=1,
+            created_by_uid=w.creator_uid,
+            created_at=at,
+            updated_at=at,
+            **_scorer_columns(w, scorer),
+        )
+    )
+
+
+async def update_scorer(w: Writing, uid: str, scorer: Scorer) -> None:
+    sc = t.scorers
+    await w.conn.execute(
+        update(sc)
+        .where(sc.c.uid == uid)
+        .values(version=sc.c.version + 1, updated_at=w.now, **_scorer_columns(w, scorer))
+    )
+
+
+async def delete_scorer(w: Writing, uid: str) -> None:
+    await remove_scorer(w.conn, uid)
+
+
+def _suite_columns(w: Writing, suite: BenchmarkSuite) -> dict[str, Any]:
+    return {
+        "name": suite.name,
+        "description": suite.description,
+        "configurations": [{"name": suite.agent, "attempts": 1}],
+        "definition_name": suite.slug,
+        "agent_uid": w.agent_uid(suite.agent),
+    }
+
+
+async def create_suite(w: Writing, suite: BenchmarkSuite) -> None:
+    uid, at = ids.new_uuid(), w.moment()
+    await w.conn.execute(
+        insert(t.benchmark_suites).values(
+            uid=uid,
+            factory_uid=w.factory_uid,
+            created_by_uid=w.creator_uid,
+            created_at=at,
+            updated_at=at,
+            **_suite_columns(w, suite),
+        )
+    )
+    await _write_tasks(w, uid, suite.tasks)
+
+
+async def update_suite(w: Writing, uid: str, suite: BenchmarkSuite) -> None:
+    s = t.benchmark_suites
+    await w.conn.execute(
+        update(s).where(s.c.uid == uid).values(updated_at=w.now, **_suite_columns(w, suite))
+    )
+    await _write_tasks(w, uid, suite.tasks)
+
+
+async def delete_suite(w: Writing, uid: str) -> None:
+    """Suites are kept deleted (their runs refer to them), as the API deletes them."""
+    s = t.benchmark_suites
+    await w.conn.execute(update(s).where(s.c.uid == uid).values(deleted_at=w.now, updated_at=w.now))
+
+
+def _task_columns(task: BenchmarkTask, position: int) -> dict[str, Any]:
+    return {
+        "title": task.title,
+        "prompt": task.prompt,
+        "success_criteria": task.success_criteria,
+        "source_run_id": task.source_run_id,
+        "starting_repo_refs": list(task.starting_repo_refs) or None,
+        "slug": task.slug,
+        "position": position,
+    }
+
+
+async def _write_tasks(w: Writing, suite_uid: str, tasks: tuple[BenchmarkTask, ...]) -> None:
+    """The file tasks of the suite made to match `tasks` by slug (task uids stay: trials refer
+    to them); tasks the API added are left alone (a title of theirs that a file task takes is
+    a diagnostic before anything is written)."""
+    k = t.benchmark_tasks
+    rows = await task_rows(w.conn, suite_uid)
+    by_slug = {row.slug: row for row in rows if row.slug is not None}
+    wanted = {task.slug for task in tasks}
+    for slug, row in by_slug.items():
+        if slug not in wanted:
+            await w.conn.execute(delete(k).where(k.c.uid == row.uid))
+    for row in by_slug.values():  # titles move out of the way first: they may swap
+        if row.slug in wanted:
+            await w.conn.execute(update(k).where(k.c.uid == row.uid).values(title=row.uid))
+    for position, task in enumerate(tasks):
+        existing = by_slug.get(task.slug)
+        if existing is None:
+            at = w.moment()
+            await w.conn.execute(
+                insert(k).values(
+                    uid=ids.new_uuid(),
+                    suite_uid=suite_uid,
+                    created_at=at,
+                    updated_at=at,
+                    **_task_columns(task, position),
+                )
+            )
+        else:
+            await w.conn.execute(
+                update(k)
+                .where(k.c.uid == existing.uid)
+                .values(updated_at=w.now, **_task_columns(task, position))
+            )

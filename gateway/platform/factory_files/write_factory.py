@@ -1,0 +1,56 @@
+"""factory.yaml, written: the factory's own fields, and its foreman (the tree's FOREMAN agent,
+so work dispatched to the factory and its automations' runs reach it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from factory_format import Factory
+from gateway.accounts.factories import create_factory as create_factory_row
+from gateway.automations.models import json_form
+from gateway.platform.factories.foreman import set_foreman
+from gateway.store import tables as t
+
+
+def _columns(factory: Factory, now: datetime) -> dict[str, Any]:
+    """Left out of the file, `credentialStrategy` and `integrations` leave the stored values."""
+    columns: dict[str, Any] = {
+        "name": factory.name,
+        "alias": factory.alias,
+        "description": factory.description,
+        "repositories": json_form(factory.repositories),
+        "secrets": json_form(factory.secrets),
+        "mcp_servers": json_form(factory.mcp_servers),
+        "cloud_providers": json_form(factory.cloud_providers),
+        "agent_defaults": json_form(factory.agent_defaults),
+        "code_forges": json_form(factory.code_forges),
+        "schema_version": factory.schema_version,
+        "definition_applied_at": now,
+        "updated_at": now,
+    }
+    if factory.credential_strategy is not None:
+        columns["credential_strategy"] = factory.credential_strategy
+    if factory.integrations is not None:
+        columns["integrations"] = json_form(factory.integrations)
+    return columns
+
+
+async def create_factory(
+    conn: AsyncConnection, team_uid: str, factory: Factory, now: datetime
+) -> str:
+    uid = await create_factory_row(conn, team_uid, factory.name, factory.alias, None)
+    await update_factory(conn, uid, factory, now)
+    return uid
+
+
+async def update_factory(conn: AsyncConnection, uid: str, factory: Factory, now: datetime) -> None:
+    f = t.factories
+    await conn.execute(update(f).where(f.c.uid == uid).values(**_columns(factory, now)))
+
+
+async def make_foreman(conn: AsyncConnection, factory_uid: str, agent_uid: str) -> None:
+    await set_foreman(conn, factory_uid, agent_uid)

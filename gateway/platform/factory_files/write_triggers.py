@@ -1,0 +1,91 @@
+"""The tree's webhooks and automations, written through the rules of their own contexts
+(gateway.webhooks, gateway.automations). A file automation's runs go to its agent and carry its
+resolved configuration (`run_config`), computed here once, never per delivery."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET
+
+from factory_format import Automation, EffectiveConfig, Webhook
+from gateway.automations import management as automations
+from gateway.automations.models import FileLayers, json_form
+from gateway.platform.factory_files.write_agents import mcp_configs
+from gateway.platform.factory_files.writing import Writing
+from gateway.platform.runs.models import AgentConfig, RunHarness
+from gateway.webhooks import management as webhooks
+from gateway.webhooks.models import WebhookCreate
+
+
+def run_config(agent_uid: str, effective: EffectiveConfig) -> dict[str, Any]:
+    """runs.agent_config of the runs an automation starts: its agent, model (a Warp model id,
+    for oz), harness, runner, environment, worker host and MCP servers, resolved."""
+    harness = effective.harness
+    config = AgentConfig(
+        agent_uid=agent_uid,
+        model_id=harness.model if harness.type == "oz" else UNSET,
+        harness=RunHarness(
+            type=harness.type, model=harness.model, reasoning_level=harness.reasoning_level or UNSET
+        ),
+        runner=effective.runner or UNSET,
+        environment_id=effective.environment_id or UNSET,
+        worker_host=effective.worker_host or UNSET,
+        mcp_servers=mcp_configs(effective.mcp_servers) or UNSET,
+    )
+    stored: dict[str, Any] = json_form(config)
+    return stored
+
+
+def _record(w: Writing, automation: Automation) -> automations.AutomationRecord:
+    agent_uid = w.agent_uid(automation.agent)
+    return automations.AutomationRecord(
+        name=automation.name,
+        prompt=automation.prompt,
+        enabled=automation.enabled,
+        triggers=list(automation.triggers),
+        definition_name=automation.name,
+        agent_uid=agent_uid,
+        agent_config=run_config(agent_uid, automation.effective),
+        layers=FileLayers(config=automation.config, effective=automation.effective),
+    )
+
+
+async def create_automation(w: Writing, automation: Automation) -> None:
+    await automations.insert_automation(w.conn, w.factory_uid, _record(w, automation))
+
+
+async def update_automation(w: Writing, uid: str, automation: Automation) -> None:
+    await automations.rewrite_automation(w.conn, uid, _record(w, automation))
+
+
+async def delete_automation(w: Writing, uid: str) -> None:
+    await automations.remove_automation(w.conn, uid)
+
+
+def _spec(hook: Webhook) -> WebhookCreate:
+    return WebhookCreate(
+        name=hook.name,
+        auth_mode=hook.auth_mode,
+        signature_scheme=hook.signature_scheme,
+        secret_name=hook.secret_name,
+        delivery_id_header=hook.delivery_id_header,
+        enabled=hook.enabled,
+    )
+
+
+async def write_webhook(w: Writing, uid: str | None, hook: Webhook) -> str:
+    """Created (`uid` None) or rewritten; its secret's value is read now."""
+    return await webhooks.write_file_webhook(
+        w.conn,
+        w.services,
+        w.factory_uid,
+        _spec(hook),
+        w.secret_values[hook.secret_name],
+        uid=uid,
+        definition_name=hook.name,
+    )
+
+
+async def delete_webhook(w: Writing, uid: str) -> None:
+    await webhooks.delete_webhook(w.conn, w.services, w.factory_uid, uid)

@@ -1,0 +1,34 @@
+"""What every writer of an apply shares: the transaction, the factory, and what earlier steps
+found (the uids of the tree's agents by name, the values of the secrets webhooks read)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.services import Services
+from gateway.store.types import utcnow
+
+
+@dataclass
+class Writing:
+    conn: AsyncConnection
+    services: Services
+    team_uid: str
+    factory_uid: str
+    creator_uid: str | None  # the user applying (None from the command line)
+    agents: dict[str, str] = field(default_factory=dict)  # name -> uid of the tree's agents
+    secret_values: dict[str, str] = field(default_factory=dict)
+    now: datetime = field(default_factory=utcnow)
+    _ticks: int = 0
+
+    def moment(self) -> datetime:
+        """`now`, a microsecond later at each call: rows made in one apply keep their order
+        (listings sort by creation time)."""
+        self._ticks += 1
+        return self.now + timedelta(microseconds=self._ticks)
+
+    def agent_uid(self, name: str) -> str:
+        return self.agents[name]
