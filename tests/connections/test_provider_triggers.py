@@ -345,3 +345,38 @@ def test_the_explanation_names_by_name_keys_as_written(world: World) -> None:
         {"provider": "linear", "event": "issue_labeled"},
         {"provider": "linear", "event": "issue_assigned"},
     ]
+
+
+@pytest.mark.parametrize("backend", ["redis", "redis-cluster"])
+def test_on_redis_backends(
+    backend: str,
+    tmp_path: Any,
+    redis_url: str,
+    redis_prefix: str,
+    request: pytest.FixtureRequest,
+    github_examples: GithubExamples,
+) -> None:
+    """The same path with the Redis stream (and Redis Cluster) between ingress and evaluator."""
+    from tests.ingress.hooks import backend_settings, redis_url_for
+    from tests.support import GatewayClient
+
+    url = redis_url_for(backend, request, redis_url)
+    settings = backend_settings(
+        backend, f"sqlite:///{tmp_path}/gw.db", url, redis_prefix, evaluator="inline"
+    )
+    with GatewayClient.running(settings) as gw:
+        world = World.create(gw)
+        set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
+        bugs = automation(world, world.factory_uid, "bugs", trigger("github", "issue_labeled"))
+        github = connect(world, "github")
+        payload = labeled_example(github_examples)
+        sent = octokit_signed(github["secret"], "issues", payload, "redis-1")
+        delivery_id = deliver(gw, github, sent)
+        assert evaluated(world, github, delivery_id)["trace"]["outcome"] == "matched"
+        assert started(gw, delivery_id) == {bugs}
+        assert deliver(gw, github, sent) == delivery_id
+        connection, slack_sent, expected, _ = _slack(world)
+        slack_id = deliver(gw, connection, slack_sent)
+        evaluated(world, connection, slack_id)
+        assert started(gw, slack_id) == set(expected)
+        assert len(runs(gw, delivery_id)) == 1
