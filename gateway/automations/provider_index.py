@@ -28,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
+from filters import MultiMatcher, compile_many
 from gateway.automations.index import STAMP, chunks, config_revision, stamp_micros
 from gateway.providers import (
     PROVIDERS,
@@ -82,14 +83,24 @@ class Candidate(NamedTuple):
 
 
 class Route(NamedTuple):
-    """What one (provider, event[, repository]) reaches: the triggers to run, and the
-    automations they belong to, each once, in order (those an outcome trace considers)."""
+    """What one (provider, event[, repository]) reaches: the triggers that may match, and the
+    automations they belong to, each once, in order (those an outcome trace considers).
+    `equality` indexes the triggers' equality filters by the values they name (filters'
+    MultiMatcher: a delivery runs the checks of the triggers its values can satisfy, not all
+    of them); a trigger with `keywords` is checked for them after."""
 
     candidates: tuple[Candidate, ...]
     automations: tuple[ProviderAutomation, ...]
+    equality: MultiMatcher[int]
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate]) -> Route:
+        matchers = [(i, c.matcher.equality) for i, c in enumerate(candidates)]
+        automations = tuple(dict.fromkeys(c.automation for c in candidates))
+        return cls(tuple(candidates), automations, compile_many(matchers))
 
 
-_NO_ROUTE = Route((), ())
+_NO_ROUTE = Route.of(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +130,17 @@ class TeamTriggers:
             return self._hits(events, (route,)), route
         routes = tuple(self.route(event) for event in events)
         considered = tuple(dict.fromkeys(a for r in routes for a in r.automations))
-        return self._hits(events, routes), Route((), considered)
+        return self._hits(events, routes), _NO_ROUTE._replace(automations=considered)
 
     @staticmethod
     def _hits(events: Sequence[TriggerEvent], routes: Sequence[Route]) -> list[ProviderAutomation]:
         hits: dict[str, ProviderAutomation] = {}
         for event, route in zip(events, routes, strict=True):
-            for automation, _position, matcher in route.candidates:
-                if automation.uid not in hits and matcher(event):
+            candidates = route.candidates
+            for i in route.equality.match(event.values):
+                automation, _position, matcher = candidates[i]
+                keywords = matcher.keywords
+                if automation.uid not in hits and (keywords is None or keywords(event.values)):
                     hits[automation.uid] = automation
         return list(hits.values())
 
@@ -211,10 +225,7 @@ class ProviderIndex:
                 candidate = Candidate(automation, position, matcher)
                 for key in _route_keys(trigger, repositories):
                     candidates.setdefault(key, []).append(candidate)
-        return {
-            key: Route(tuple(found), tuple(dict.fromkeys(c.automation for c in found)))
-            for key, found in candidates.items()
-        }
+        return {key: Route.of(found) for key, found in candidates.items()}
 
 
 def plain_filter(trigger: CanonicalTrigger) -> dict[str, Any]:

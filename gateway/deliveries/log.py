@@ -26,7 +26,7 @@ from gateway.backends.delivery_rows import (
     headers_of,
 )
 from gateway.deliveries import trace as delivery_trace
-from gateway.deliveries.models import Delivery, DeliveryRun, Trace
+from gateway.deliveries.models import Delivery, DeliveryRun
 from gateway.deliveries.replay_list import attach_replays
 from gateway.errors import NotFound
 from gateway.store import tables as t
@@ -218,9 +218,10 @@ async def list_deliveries(
     return page, len(items) > limit
 
 
-# explains an evaluated delivery's trace: (conn, uid, trace, stored trace, payload, headers)
+# explains an evaluated delivery's trace (`delivery.trace`): (conn, uid, the delivery, its
+# stored trace, payload, headers)
 Explain = Callable[
-    [AsyncConnection, str, Trace, bytes, Any, dict[str, str]],
+    [AsyncConnection, str, Delivery, bytes, Any, dict[str, str]],
     Awaitable[None],
 ]
 
@@ -228,12 +229,13 @@ Explain = Callable[
 async def _explain_webhook(
     conn: AsyncConnection,
     webhook_uid: str,
-    trace: Trace,
+    delivery: Delivery,
     stored: bytes,
     payload: Any,
     _headers: dict[str, str],
 ) -> None:
-    await delivery_trace.explain_trace(conn, webhook_uid, trace, stored, payload)
+    assert delivery.trace is not None
+    await delivery_trace.explain_trace(conn, webhook_uid, delivery.trace, stored, payload)
 
 
 async def get_delivery(
@@ -268,7 +270,7 @@ async def get_delivery(
         item.payload = orjson.loads(payload)
         if item.trace is not None and row is not None:
             headers_read = item.headers if isinstance(item.headers, dict) else {}
-            await explain(conn, webhook_uid, item.trace, row.trace, item.payload, headers_read)
+            await explain(conn, webhook_uid, item, row.trace, item.payload, headers_read)
     return item
 
 

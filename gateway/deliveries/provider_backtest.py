@@ -26,7 +26,7 @@ from gateway.automations.provider_index import plain_filter, repository_keys
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import provider_trace
 from gateway.deliveries.filter_backtest import Window, accepted_deliveries
-from gateway.deliveries.models import FilterTestResult, TestedDelivery, Trace
+from gateway.deliveries.models import Delivery, FilterTestResult, TestedDelivery
 from gateway.errors import InvalidRequest, NotFound
 from gateway.providers import EventMatcher, TriggerEvent, compile_trigger_filter, normalize
 from gateway.store import tables as t
@@ -60,14 +60,14 @@ async def explain(
     connection: Connection,
     conn: AsyncConnection,
     _uid: str,
-    trace: Trace,
+    delivery: Delivery,
     stored: bytes,
     payload: Any,
     headers: dict[str, str],
 ) -> None:
     """A connection's delivery trace explained (`delivery_log.get_delivery`'s `explain`)."""
     events = events_of(connection, payload, headers)
-    await provider_trace.explain(conn, trace, stored, events)
+    await provider_trace.explain(conn, connection.team_uid, delivery, stored, events)
 
 
 def checked_trigger(raw: Any) -> CanonicalTrigger:

@@ -1,14 +1,19 @@
 """The outcome trace of a provider delivery: the events it was normalized to and, per
 automation considered, matched or not.
 
-At evaluation (in the batch transaction, beside the runs), as for custom webhooks: the outcome,
-the event names, and each automation with a trigger on one of those events in the factories
-they reach, matched or not, with the version of the automation the evaluator held. Explaining
-costs more than matching, so it is done when the delivery is read (`explain`): the stored
-payload and headers are normalized again (the same pure function), and for each automation the
-trigger that decided and the filter key its event failed are found with
-`gateway.providers.failing_key`, the reference semantics a property test holds the compiled
-matchers to.
+At evaluation (in the batch transaction, beside the runs): the outcome, the event names, how
+many automations were considered (those with a trigger on one of the events, in the factories
+the events reach), and the ones that matched with the version of each the evaluator held. Only
+the matched ones are named: a team of 100 automations listening to GitHub's issue events would
+otherwise store a list of 100 with every delivery (~6 kB; measured: a quarter of the evaluator's
+CPU per delivery, docs/performance.md).
+
+Explaining costs more than matching, so it is done when the delivery is read (`explain`): the
+stored payload and headers are normalized again (the same pure function), the automations that
+listen to those events now are listed, and for each the trigger that decided and the filter
+key its event failed are found with `gateway.providers.failing_key`, the reference semantics
+the compiled matchers are held to. An automation changed since the evaluation says so
+(`filter_changed`), as does one that matched and is gone.
 
 Outcomes beyond the webhook ones: `connection_not_live` (the connection was disabled or
 deleted between its 202 and its evaluation) and `no_events` (the delivery is no trigger event:
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -65,10 +71,17 @@ def _trace(
     outcome: str,
     provider: str,
     events: Sequence[str] = (),
-    considered: Sequence[tuple[str, bool, str]] = (),
+    considered: int = 0,
+    matched: Sequence[tuple[str, bool, str]] = (),
 ) -> Trace:
     evaluation = FAILED if outcome == NO_FOREMAN else EVALUATED
-    raw = {"outcome": outcome, "provider": provider, "events": events, "automations": considered}
+    raw = {
+        "outcome": outcome,
+        "provider": provider,
+        "events": events,
+        "considered": considered,
+        "automations": matched,  # the matched ones only: [uid, true, stamp]
+    }
     return Trace(outcome, evaluation, orjson.dumps(raw))
 
 
@@ -119,51 +132,64 @@ def _make(
 ) -> Trace:
     if not considered.automations:
         return _trace(NO_AUTOMATIONS, provider, names)
-    matched = {a.uid for a in hits}
-    rows = [(a.uid, a.uid in matched, str(a.stamp)) for a in considered.automations]
+    matched = [(a.uid, True, str(a.stamp)) for a in hits]
     outcome = NO_MATCH if not hits else MATCHED if started else NO_FOREMAN
-    return _trace(outcome, provider, names, rows)
+    return _trace(outcome, provider, names, len(considered.automations), matched)
 
 
 # --- read side ----------------------------------------------------------------------------
 
 
 class _Current(msgspec.Struct):
+    uid: str
     factory_uid: str
     triggers: list[CanonicalTrigger]
     repositories: frozenset[str]
     stamp: str
+    updated_at: datetime
 
 
 async def explain(
     conn: AsyncConnection,
-    trace: models.Trace,
+    team_uid: str,
+    delivery: models.Delivery,
     stored: bytes,
     events: Sequence[TriggerEvent],
 ) -> None:
-    """Fills in, for each automation of `trace` (decoded from `stored`), its factory, the
-    trigger that decided and the filter key its event failed, and the events' values;
-    `events`: the delivery normalized again."""
-    if trace.events is not msgspec.UNSET:
-        trace.events = [
-            models.TriggerEventView(provider=e.provider, event=e.event, values=dict(e.values))
-            for e in events
-        ]
-    if not trace.automations:
+    """Fills in `delivery.trace` (decoded from `stored`): the events with their values, and
+    every automation of the team listening to them now in the factories they reach, with its
+    factory, the trigger that decided and the filter key its event failed; `events`: the
+    delivery normalized again."""
+    trace = delivery.trace
+    if trace is None or trace.events is msgspec.UNSET:
         return
-    stamps = {uid: stamp for uid, _matched, stamp in orjson.loads(stored)["automations"]}
-    current = await _automations(conn, [a.automation_uid for a in trace.automations])
-    for entry in trace.automations:
-        found = current.get(entry.automation_uid)
-        if found is None:
-            entry.mismatch = "automation deleted or disabled since"
-            continue
-        entry.factory_uid = found.factory_uid
-        entry.trigger, entry.key = deciding(found.triggers, found.repositories, events)
-        if entry.key is not None:
-            entry.mismatch = mismatch(entry.key, events)
-            entry.path = entry.key
-        entry.filter_changed = found.stamp != stamps.get(entry.automation_uid)
+    trace.events = [
+        models.TriggerEventView(provider=e.provider, event=e.event, values=dict(e.values))
+        for e in events
+    ]
+    matched = {uid: stamp for uid, _hit, stamp in orjson.loads(stored)["automations"]}
+    if not events:
+        return
+    entries: list[models.ConsideredAutomation] = []
+    for found in await _listening(conn, team_uid, events):
+        position, key = deciding(found.triggers, found.repositories, events)
+        was_matched = found.uid in matched
+        entry = models.ConsideredAutomation(found.uid, was_matched, factory_uid=found.factory_uid)
+        entry.trigger, entry.key = position, None if was_matched else key
+        if not was_matched and key is not None:
+            entry.mismatch, entry.path = mismatch(key, events), key
+        if was_matched:
+            entry.filter_changed = found.stamp != matched[found.uid]
+        else:
+            evaluated = delivery.evaluated_at
+            entry.filter_changed = evaluated is not None and found.updated_at > evaluated
+        entries.append(entry)
+    listed = {entry.automation_uid for entry in entries}
+    for uid in matched:
+        if uid not in listed:
+            gone = models.ConsideredAutomation(uid, True, "deleted, disabled or changed since")
+            entries.append(gone)
+    trace.automations = entries
 
 
 def deciding(
@@ -230,20 +256,37 @@ def mismatch(key: str, events: Sequence[TriggerEvent]) -> str:
     return f"{key}: the event's {orjson.dumps(values).decode()} fail the filter"
 
 
-async def _automations(conn: AsyncConnection, uids: list[str]) -> dict[str, _Current]:
+async def _listening(
+    conn: AsyncConnection, team_uid: str, events: Sequence[TriggerEvent]
+) -> list[_Current]:
+    """The team's enabled automations with a trigger on one of `events`, in a factory the
+    events reach, in creation order."""
     a, f = t.automations, t.factories
     query = (
-        select(a.c.uid, a.c.factory_uid, a.c.triggers, STAMP, f.c.repositories)
+        select(
+            *(a.c.uid, a.c.factory_uid, a.c.triggers, STAMP, a.c.updated_at),
+            f.c.repositories,
+        )
         .join(f, f.c.uid == a.c.factory_uid)
-        .where(a.c.uid.in_(uids), a.c.enabled)
+        .where(f.c.team_uid == team_uid, a.c.enabled)
+        .order_by(a.c.created_at, a.c.uid)
     )
-    found: dict[str, _Current] = {}
+    wanted = {(e.provider, e.event) for e in events}
+    found: list[_Current] = []
     for row in await conn.execute(query):
         triggers = msgspec.convert(row.triggers, list[CanonicalTrigger])
-        found[row.uid] = _Current(
+        if not any((tr.provider, tr.event) in wanted for tr in triggers):
+            continue
+        repositories = frozenset(repository_keys(row.repositories))
+        if not any(reaches(e, repositories) for e in events):
+            continue
+        current = _Current(
+            row.uid,
             row.factory_uid,
             triggers,
-            frozenset(repository_keys(row.repositories)),
+            repositories,
             str(stamp_micros(row.stamp)),
+            row.updated_at,
         )
+        found.append(current)
     return found

@@ -380,3 +380,35 @@ def test_on_redis_backends(
         evaluated(world, connection, slack_id)
         assert started(gw, slack_id) == set(expected)
         assert len(runs(gw, delivery_id)) == 1
+
+
+def test_the_explanation_follows_changes_made_since(
+    world: World, github_examples: GithubExamples
+) -> None:
+    gw = world.client
+    set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
+    kept = automation(world, world.factory_uid, "kept", trigger("github", "issue_labeled"))
+    gone = automation(world, world.factory_uid, "gone", trigger("github", "issue_labeled"))
+    missed = automation(
+        world, world.factory_uid, "missed", trigger("github", "issue_labeled", labels=["agent"])
+    )
+    github = connect(world, "github")
+    payload = labeled_example(github_examples)
+    delivery_id = deliver(gw, github, octokit_signed(github["secret"], "issues", payload, "c-1"))
+    before = evaluated(world, github, delivery_id)["trace"]["automations"]
+    assert {a["automation_uid"]: a["filter_changed"] for a in before} == {
+        kept: False,
+        gone: False,
+        missed: False,
+    }
+    base = f"/factory/{world.factory_uid}/automations"
+    assert world.api("DELETE", f"{base}/{gone}").status_code == 204
+    wider = {"triggers": [trigger("github", "issue_labeled", labels=["agent", "bug"])]}
+    assert world.api("PATCH", f"{base}/{missed}", json=wider).status_code == 200
+    path = f"/provider-connections/{github['uid']}/deliveries/{delivery_id}"
+    after = {a["automation_uid"]: a for a in world.api("GET", path).json()["trace"]["automations"]}
+    assert after[kept]["matched"] and after[kept]["filter_changed"] is False
+    assert after[gone]["matched"] and "deleted" in after[gone]["mismatch"]
+    # not matched then; explained against today's triggers, which would match
+    assert not after[missed]["matched"] and after[missed]["filter_changed"] is True
+    assert after[missed]["key"] is None
