@@ -47,6 +47,7 @@ log = logging.getLogger("gateway.automations")
 ROUTED = frozenset({"github", "gitlab"})
 _PROVIDERS = frozenset(PROVIDERS)
 MAX_CACHED_TEAMS = 4_096
+MAX_CACHED_CONNECTIONS = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,29 +149,37 @@ class TeamTriggers:
 class ProviderIndex:
     def __init__(self) -> None:
         self._teams: dict[str, TeamTriggers] = {}
+        # connection uid -> live connection (None: not live) at config revision `_revision`
+        self._connections: dict[str, LiveConnection | None] = {}
+        self._revision = -1
         self.compilations = 0
 
     async def connections(
         self, conn: AsyncConnection, uids: Iterable[str]
-    ) -> dict[str, LiveConnection]:
-        """The live ones of these connections (read for every batch that has provider
-        deliveries: one small indexed query)."""
-        c = t.provider_connections
-        found: dict[str, LiveConnection] = {}
-        for chunk in chunks(list(set(uids))):
-            query = select(c.c.uid, c.c.name, c.c.provider, c.c.team_uid, c.c.bot).where(
-                c.c.uid.in_(chunk), c.c.enabled, c.c.deleted_at.is_(None)
-            )
-            for row in await conn.execute(query):
-                found[row.uid] = LiveConnection(*row)
-        return found
+    ) -> tuple[int, dict[str, LiveConnection]]:
+        """The config revision, and the live ones of these connections: cached while the
+        revision stands (a batch then reads that row and nothing else), read again after a
+        change."""
+        revision = await config_revision(conn)
+        if revision != self._revision:
+            self._connections.clear()
+            self._revision = revision
+        wanted = set(uids)
+        unknown = [uid for uid in wanted if uid not in self._connections]
+        if unknown:
+            if len(self._connections) + len(unknown) > MAX_CACHED_CONNECTIONS:
+                self._connections.clear()
+            read = await _live_connections(conn, unknown)
+            for uid in unknown:
+                self._connections[uid] = read.get(uid)
+        found = {uid: c for uid in wanted if (c := self._connections.get(uid)) is not None}
+        return revision, found
 
     async def teams(
-        self, conn: AsyncConnection, team_uids: Iterable[str]
+        self, conn: AsyncConnection, team_uids: Iterable[str], revision: int
     ) -> dict[str, TeamTriggers]:
-        """Every given team's current triggers; reads only the config revision unless
-        something changed or was never read."""
-        revision = await config_revision(conn)
+        """Every given team's triggers at config `revision` (as `connections` read it):
+        compiled before and unchanged since, or read and compiled again."""
         found: dict[str, TeamTriggers] = {}
         unsure: list[str] = []
         for uid in set(team_uids):
@@ -226,6 +235,20 @@ class ProviderIndex:
                 for key in _route_keys(trigger, repositories):
                     candidates.setdefault(key, []).append(candidate)
         return {key: Route.of(found) for key, found in candidates.items()}
+
+
+async def _live_connections(
+    conn: AsyncConnection, uids: Sequence[str]
+) -> dict[str, LiveConnection]:
+    c = t.provider_connections
+    found: dict[str, LiveConnection] = {}
+    for chunk in chunks(uids):
+        query = select(c.c.uid, c.c.name, c.c.provider, c.c.team_uid, c.c.bot).where(
+            c.c.uid.in_(chunk), c.c.enabled, c.c.deleted_at.is_(None)
+        )
+        for row in await conn.execute(query):
+            found[row.uid] = LiveConnection(*row)
+    return found
 
 
 def plain_filter(trigger: CanonicalTrigger) -> dict[str, Any]:

@@ -90,8 +90,10 @@ class ProviderRunPlanner:
 
     async def plan(self, conn: AsyncConnection, batch: Sequence[ProviderDelivery]) -> ProviderPlan:
         plan = ProviderPlan()
-        connections = await self.index.connections(conn, {d.connection_uid for d in batch})
-        teams = await self.index.teams(conn, {c.team_uid for c in connections.values()})
+        revision, connections = await self.index.connections(
+            conn, {d.connection_uid for d in batch}
+        )
+        teams = await self.index.teams(conn, {c.team_uid for c in connections.values()}, revision)
         matched: list[_Matched] = []
         wanted: dict[str, int] = {}
         for i, delivery in enumerate(batch, 1):

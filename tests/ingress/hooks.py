@@ -69,7 +69,10 @@ def add_webhook(
                     auth_mode=mode,
                     signature_scheme=scheme,
                     token_hash=None if signed or secret_name else hash_token(value),
-                    secret_encrypted=services.secret_box.encrypt(value) if signed else None,
+                    # as the API stores it: a webhook naming a team secret has none of its own
+                    secret_encrypted=(
+                        services.secret_box.encrypt(value) if signed and not secret_name else None
+                    ),
                     secret_name=secret_name,
                     delivery_id_header=delivery_id_header,
                     enabled=True,
