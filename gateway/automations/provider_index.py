@@ -40,6 +40,7 @@ from gateway.providers import (
 )
 from gateway.providers.values import names_key
 from gateway.store import tables as t
+from gateway.types import JsonObject
 
 log = logging.getLogger("gateway.automations")
 
@@ -251,7 +252,7 @@ async def _live_connections(
     return found
 
 
-def plain_filter(trigger: CanonicalTrigger) -> dict[str, Any]:
+def plain_filter(trigger: CanonicalTrigger) -> JsonObject:
     """A canonical trigger's filter as `compile_trigger_filter` reads it: `{in, not_in}` per
     key, a by-name matcher on the names the events carry beside the ids (`names_key`)."""
     return {

@@ -9,6 +9,7 @@ reads and results are `models.ProviderConnection`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from msgspec import UNSET
@@ -198,7 +199,7 @@ async def _row(conn: AsyncConnection, uid: str) -> Row[Any]:
 
 
 async def _change(
-    conn: AsyncConnection, services: Services, uid: str, values: dict[str, Any]
+    conn: AsyncConnection, services: Services, uid: str, values: Mapping[str, object]
 ) -> Row[Any]:
     """Writes validated column values and bumps the version; the change is published after the
     commit. The row as it was before, when `values` deleted it."""

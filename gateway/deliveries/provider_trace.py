@@ -54,6 +54,7 @@ from gateway.deliveries.trace import (
     Trace,
 )
 from gateway.providers import (
+    PROVIDERS,
     TriggerEvent,
     TriggerFilterError,
     failing_key,
@@ -92,7 +93,7 @@ def no_events(provider: str) -> Trace:
     return _NO_EVENTS.get(provider) or _trace(NO_EVENTS, provider)
 
 
-_NO_EVENTS = {p: _trace(NO_EVENTS, p) for p in ("github", "gitlab", "slack", "linear", "jira")}
+_NO_EVENTS = {provider: _trace(NO_EVENTS, provider) for provider in PROVIDERS}
 
 # Traces made recently (see trace.cached_trace): most deliveries of a busy connection share
 # theirs (same events, same route, same matches), so each is encoded once.
