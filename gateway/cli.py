@@ -8,7 +8,8 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from datetime import datetime
+from typing import TypeVar
 
 import msgspec
 import orjson
@@ -17,6 +18,9 @@ from gateway.services import Services, build_services
 from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
 from gateway.signatures import PROVIDER_VERIFIERS
 from gateway.store import migrate
+from gateway.types import JsonObject
+
+R = TypeVar("R")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -345,19 +349,16 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
 def _apply(settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    import msgspec
-
     from factory_format import DefinitionRootError
     from gateway.errors import InvalidFactoryTree, ServiceError
     from gateway.platform.factory_files.apply import Caller, apply_tree, plan_tree
+    from gateway.platform.factory_files.models import Plan
     from gateway.platform.factory_files.posted import parse_local
 
-    async def run(services: Services) -> dict[str, Any]:
+    async def run(services: Services) -> Plan:
         parsed = parse_local(Path(args.directory))
         carry_out = plan_tree if args.dry_run else apply_tree
-        plan = await carry_out(services, parsed, Caller(team_uid=args.team), args.factory)
-        shown: dict[str, Any] = msgspec.to_builtins(plan)
-        return shown
+        return await carry_out(services, parsed, Caller(team_uid=args.team), args.factory)
 
     try:
         _print(asyncio.run(_with_services(settings, run)))
@@ -366,8 +367,8 @@ def _apply(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     except InvalidFactoryTree as exc:
         for d in exc.diagnostics:
-            where = ":".join(str(p) for p in (d["path"], d["line"], d["column"]) if p is not None)
-            print(f"{where}: {d['code']}: {d['message']}", file=sys.stderr)
+            where = ":".join(str(part) for part in (d.path, d.line, d.column) if part is not None)
+            print(f"{where}: {d.code}: {d.message}", file=sys.stderr)
         print(f"gateway apply: {len(exc.diagnostics)} problem(s); nothing changed", file=sys.stderr)
         return 1
     except ServiceError as exc:
@@ -384,9 +385,7 @@ async def _migrate_only(settings: Settings) -> None:
         await services.close()
 
 
-async def _with_services(
-    settings: Settings, run: Callable[[Services], Awaitable[dict[str, Any]]]
-) -> dict[str, Any]:
+async def _with_services(settings: Settings, run: Callable[[Services], Awaitable[R]]) -> R:
     from gateway import wiring
 
     services = build_services(settings)
@@ -397,11 +396,7 @@ async def _with_services(
         await services.close()
 
 
-def _admin(
-    settings: Settings,
-    args: argparse.Namespace,
-    run: Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]],
-) -> int:
+def _admin(settings: Settings, args: argparse.Namespace, run: AdminCommand) -> int:
     from gateway.errors import ServiceError
 
     try:
@@ -416,58 +411,110 @@ def _admin(
     return 0
 
 
-def _print(value: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+def _print(value: msgspec.Struct | JsonObject) -> None:
+    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
 
 
-def _print_exports(value: dict[str, Any]) -> None:
+def _print_exports(value: msgspec.Struct) -> None:
     """`export NAME=value` lines (names upper-cased), quoted for a POSIX shell."""
     import shlex
 
-    for name, item in value.items():
+    for name, item in msgspec.structs.asdict(value).items():
         sys.stdout.write(f"export {name.upper()}={shlex.quote(str(item))}\n")
 
 
-async def _create_team(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+class TeamCreated(msgspec.Struct):
+    team_uid: str
+
+
+class UserCreated(msgspec.Struct):
+    user_uid: str
+    api_key: str
+
+
+class AgentCreated(msgspec.Struct):
+    agent_uid: str
+    api_key: str
+
+
+class FactoryCreated(msgspec.Struct):
+    uid: str
+
+
+class ForemanSet(msgspec.Struct):
+    uid: str
+    foreman_agent_uid: str | None
+
+
+class SecretSet(msgspec.Struct):
+    name: str
+
+
+class Connected(msgspec.Struct, kw_only=True):
+    """The API's answer to a new connection, with `secret` always named (null when the
+    gateway generated none)."""
+
+    uid: str
+    provider: str
+    name: str
+    ingress_url: str
+    enabled: bool
+    created_at: datetime
+    secret: str | None
+    secret_name: str | msgspec.UnsetType = msgspec.UNSET
+    bot: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Demo(msgspec.Struct, kw_only=True):
+    team_uid: str
+    user_uid: str
+    user_api_key: str
+    agent_uid: str
+    agent_api_key: str
+    factory_uid: str
+    secret_name: str
+
+
+async def _create_team(services: Services, args: argparse.Namespace) -> TeamCreated:
     from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
-        return {"team_uid": await identities.create_team(conn, args.name)}
+        return TeamCreated(await identities.create_team(conn, args.name))
 
 
-async def _create_user(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+async def _create_user(services: Services, args: argparse.Namespace) -> UserCreated:
     from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         uid, key = await identities.create_user(conn, args.team, args.email)
-    return {"user_uid": uid, "api_key": key}
+    return UserCreated(uid, key)
 
 
-async def _create_agent(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+async def _create_agent(services: Services, args: argparse.Namespace) -> AgentCreated:
     from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
         uid, key = await identities.create_agent(conn, args.team, args.name)
-    return {"agent_uid": uid, "api_key": key}
+    return AgentCreated(uid, key)
 
 
-async def _create_factory(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+async def _create_factory(services: Services, args: argparse.Namespace) -> FactoryCreated:
     from gateway.accounts import factories
 
     async with services.database.transaction() as conn:
         uid = await factories.create_factory(conn, args.team, args.name, args.alias, args.foreman)
-    return {"uid": uid}
+    return FactoryCreated(uid)
 
 
-async def _set_foreman(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+async def _set_foreman(services: Services, args: argparse.Namespace) -> ForemanSet:
     from gateway.platform.factories import foreman
 
     async with services.database.transaction() as conn:
         await foreman.set_foreman(conn, args.factory, args.agent)
-    return {"uid": args.factory, "foreman_agent_uid": args.agent}
+    return ForemanSet(args.factory, args.agent)
 
 
-async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+async def _set_secret(services: Services, args: argparse.Namespace) -> SecretSet:
     from gateway.accounts import identities
 
     async with services.database.transaction() as conn:
@@ -475,7 +522,7 @@ async def _set_secret(services: Services, args: argparse.Namespace) -> dict[str,
             conn, services.secret_box, args.team, args.name, args.value
         )
     await _secret_changed(services, args.team, args.name)
-    return {"name": args.name}
+    return SecretSet(args.name)
 
 
 async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
@@ -489,7 +536,7 @@ async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
         await connections.team_secret_changed(conn, services, team_uid, name)
 
 
-async def _connect(services: Services, args: argparse.Namespace) -> dict[str, Any]:
+async def _connect(services: Services, args: argparse.Namespace) -> Connected:
     from gateway.accounts.identities import require_team
     from gateway.connections.management import connect
     from gateway.connections.models import ConnectionCreate
@@ -502,13 +549,21 @@ async def _connect(services: Services, args: argparse.Namespace) -> dict[str, An
         raise InvalidRequest(str(exc)) from exc
     async with services.database.transaction() as conn:
         await require_team(conn, args.team)
-        connection = await connect(conn, services, args.team, spec)
-    answer: dict[str, Any] = msgspec.to_builtins(connection)
-    answer.setdefault("secret", None)  # the contract's answer names it: null when not generated
-    return answer
+        made = await connect(conn, services, args.team, spec)
+    return Connected(
+        uid=made.uid,
+        provider=made.provider,
+        name=made.name,
+        ingress_url=made.ingress_url,
+        enabled=made.enabled,
+        created_at=made.created_at,
+        secret=made.secret if isinstance(made.secret, str) else None,
+        secret_name=made.secret_name,
+        bot=made.bot,
+    )
 
 
-async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]:
+async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
     from gateway.accounts import factories, identities
 
     async with services.database.transaction() as conn:
@@ -519,15 +574,15 @@ async def _demo(services: Services, _args: argparse.Namespace) -> dict[str, Any]
         await identities.set_team_secret(
             conn, services.secret_box, team, "demo-secret", "demo-value"
         )
-    return {
-        "team_uid": team,
-        "user_uid": user,
-        "user_api_key": user_key,
-        "agent_uid": agent,
-        "agent_api_key": agent_key,
-        "factory_uid": factory,
-        "secret_name": "demo-secret",
-    }
+    return Demo(
+        team_uid=team,
+        user_uid=user,
+        user_api_key=user_key,
+        agent_uid=agent,
+        agent_api_key=agent_key,
+        factory_uid=factory,
+        secret_name="demo-secret",  # noqa: S106 -- the secret's name, not its value
+    )
 
 
 OPTIONAL: tuple[str | tuple[str, str], ...] = (
@@ -535,7 +590,7 @@ OPTIONAL: tuple[str | tuple[str, str], ...] = (
     *(("connect", "name"), ("connect", "secret-name")),
 )
 POSITIONAL = {"provider": tuple(PROVIDER_VERIFIERS)}
-AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[dict[str, Any]]]
+AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[msgspec.Struct]]
 TEAM = ("team", "uid of the team")
 _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]] = [
     ("create-team", "create a team", (("name", "the team's name"),), _create_team),

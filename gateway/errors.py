@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from gateway.types import JsonObject
 
 
 class ServiceError(Exception):
@@ -17,7 +20,7 @@ class ServiceError(Exception):
         self.detail = detail or self.title
         self.headers = headers or {}
 
-    def members(self) -> dict[str, Any]:
+    def members(self) -> JsonObject:
         """Extension members of its problem document (RFC 9457 section 3.2), JSON values."""
         return {}
 
@@ -100,21 +103,21 @@ class NotCancellable(Unprocessable):
 
 class InvalidFactoryTree(Unprocessable):
     """A factory definition tree that cannot apply: every problem of it, as diagnostics
-    ({path, line, column, code, message} each)."""
+    (Structs with path, line, column, code and message: factory_format.Diagnostic)."""
 
     code, title = "invalid_factory_tree", "The factory definition tree has problems"
 
-    def __init__(self, diagnostics: list[dict[str, Any]]) -> None:
-        first = diagnostics[0] if diagnostics else {}
-        where = first.get("path", ".")
-        if first.get("line") is not None:
-            where += f":{first['line']}"
+    def __init__(self, diagnostics: Sequence[Any]) -> None:
+        first = diagnostics[0]
+        where = first.path if first.line is None else f"{first.path}:{first.line}"
         more = f" (and {len(diagnostics) - 1} more)" if len(diagnostics) > 1 else ""
-        super().__init__(f"{where}: {first.get('message', 'invalid tree')}{more}")
-        self.diagnostics = diagnostics
+        super().__init__(f"{where}: {first.message}{more}")
+        self.diagnostics = list(diagnostics)
 
-    def members(self) -> dict[str, Any]:
-        return {"diagnostics": self.diagnostics}
+    def members(self) -> JsonObject:
+        import msgspec
+
+        return {"diagnostics": msgspec.to_builtins(self.diagnostics)}
 
 
 class RateLimited(ServiceError):

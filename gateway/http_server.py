@@ -1,10 +1,13 @@
 """The HTTP server `gateway serve` runs: uvicorn or granian (GATEWAY_SERVER, `--server`).
 
 Both get the same request-head protection (gateway/ingress/request_head.py): at most
-READ_BUFFER bytes of a head are read before a 431, and a head must be complete within
-GATEWAY_HEADER_TIMEOUT. Granian enforces both natively (hyper's buffer limit and header-read
-timeout); uvicorn through gateway/uvicorn_protocol.py. Both serve HTTP/1.1 only: webhook senders
-use it, and HTTP/2 would bring header and stream limits of its own to keep in step.
+READ_BUFFER bytes of a head (the head alone, never its body) are read before a 431, and a head
+must be complete within GATEWAY_HEADER_TIMEOUT. Granian enforces both natively (hyper's buffer
+limit and header-read timeout); uvicorn through gateway/uvicorn_protocol.py, which also bounds
+trailers like a head (never passing them on as headers) and gives the rest of a body answered
+early GATEWAY_BODY_TIMEOUT (granian closes such a connection after the answer). Both serve
+HTTP/1.1 only: webhook senders use it, and HTTP/2 would bring header and stream limits of its
+own to keep in step.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def _uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
     from gateway.uvicorn_protocol import BoundedHttpTools
 
     BoundedHttpTools.header_timeout = settings.header_timeout
+    BoundedHttpTools.body_timeout = settings.body_timeout
     uvicorn.run(
         APP,
         factory=True,

@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 _URL_TOKEN = re.compile(r"(/webhooks/w/[^/\s\"?]+/)[^\s\"?]+")
 
 
@@ -28,30 +30,41 @@ class RedactTokens(logging.Filter):
         return True
 
 
+class LogEntry(msgspec.Struct, kw_only=True):
+    """One line of the JSON log; `exception` only when there is one."""
+
+    time: str
+    level: str
+    logger: str
+    message: str
+    exception: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line (GATEWAY_LOG_FORMAT=json): time, level, logger, message, and
     the exception when there is one."""
 
     def format(self, record: logging.LogRecord) -> str:
-        import orjson
-
-        entry: dict[str, Any] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
+        entry = LogEntry(
+            time=self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            level=record.levelname.lower(),
+            logger=record.name,
+            message=record.getMessage(),
+        )
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return orjson.dumps(entry).decode()
+            entry.exception = self.formatException(record.exc_info)
+        return _encode(entry).decode()
 
     converter = time.gmtime  # type: ignore[assignment]  # timestamps in UTC
 
 
+_encode = msgspec.json.Encoder().encode
 JSON_FORMATTER = {"()": "gateway.logs.JsonFormatter"}
+# a configuration of logging.config.dictConfig, in the form uvicorn and granian take it
+LogConfig = dict[str, Any]
 
 
-def _as_json(config: dict[str, Any], fmt: str) -> dict[str, Any]:
+def _as_json(config: LogConfig, fmt: str) -> LogConfig:
     """`config` with every formatter replaced by the JSON one, for fmt "json"."""
     if fmt == "json":
         config["formatters"] = dict.fromkeys(config.get("formatters", {}), JSON_FORMATTER)
@@ -66,10 +79,10 @@ def configure(level: str, fmt: str, text_format: str = "%(levelname)s %(message)
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
-def uvicorn_log_config(level: str, fmt: str = "text") -> dict[str, Any]:
+def uvicorn_log_config(level: str, fmt: str = "text") -> LogConfig:
     from uvicorn.config import LOGGING_CONFIG
 
-    config: dict[str, Any] = {**LOGGING_CONFIG}
+    config: LogConfig = {**LOGGING_CONFIG}
     config["filters"] = {"redact_tokens": {"()": "gateway.logs.RedactTokens"}}
     config["handlers"] = {
         name: {**handler, "filters": ["redact_tokens"]}
@@ -86,13 +99,13 @@ def uvicorn_log_config(level: str, fmt: str = "text") -> dict[str, Any]:
 ACCESS_FORMAT = '%(addr)s - "%(method)s %(path)s %(protocol)s" %(status)d'
 
 
-def granian_log_config(level: str, fmt: str = "text") -> dict[str, Any]:
+def granian_log_config(level: str, fmt: str = "text") -> LogConfig:
     """Granian's loggers and the `gateway` logger on standard error (as under uvicorn), every
     handler redacting url_token paths."""
     from granian.log import LOGGING_CONFIG
 
-    base: dict[str, Any] = LOGGING_CONFIG
-    config: dict[str, Any] = {**base}
+    base: LogConfig = LOGGING_CONFIG
+    config: LogConfig = {**base}
     config["filters"] = {"redact_tokens": {"()": "gateway.logs.RedactTokens"}}
     config["handlers"] = {
         name: {**handler, "stream": "ext://sys.stderr", "filters": ["redact_tokens"]}

@@ -18,6 +18,7 @@ import msgspec
 from gateway.problem import Problem
 
 Schema = dict[str, Any]
+MAX_API_BODY = 1_048_576  # what an API body may hold unless its operation says otherwise
 REF = "#/components/schemas/{name}"
 ERROR_TEXT = {
     400: "Invalid request (`invalid_request`); `detail` names the offending field",
@@ -51,6 +52,7 @@ class Operation:
     media_type: str = "application/json"
     body: Any = None
     body_required: bool = True
+    body_limit: int = MAX_API_BODY  # bytes a body may have, read while streaming
     query: Any = None
     errors: tuple[int, ...] = (400, 401, 403, 404)
     problems: tuple[tuple[int, str], ...] = ()
@@ -127,6 +129,7 @@ def _operation(method: str, path: str, op: Operation, described: dict[Any, Schem
         operation["requestBody"] = {
             "required": op.body_required,
             "content": {"application/json": {"schema": described[op.body]}},
+            "x-max-bytes": op.body_limit,  # a larger body is a 413 payload_too_large
         }
     return operation
 

@@ -16,8 +16,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from gateway.errors import InvalidRequest, PayloadTooLarge
-
-MAX_API_BODY = 1_048_576
+from gateway.openapi import MAX_API_BODY as MAX_API_BODY  # read_capped's default, and the tests'
 
 _AT = " - at `"
 _OBJECT = re.compile(r"Object (missing required|contains unknown) field `(.*)`", re.S)

@@ -9,10 +9,8 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 from starlette.requests import Request
-from starlette.responses import Response
 
 from gateway.api.auth import services_of
-from gateway.api.http import json_response
 from gateway.api.routing import Routes, documented
 from gateway.errors import NotReady
 
@@ -30,8 +28,8 @@ routes = Routes("health")
 
 
 @routes.get("/healthz", "Liveness", response=Alive, errors=(), public=True)
-async def healthz_endpoint(_request: Request) -> Response:
-    return json_response({"status": "ok"})
+async def healthz_endpoint(_request: Request) -> Alive:
+    return Alive("ok")
 
 
 @routes.get(
@@ -44,14 +42,14 @@ async def healthz_endpoint(_request: Request) -> Response:
     notes="Checks the store, Redis (when configured) and the evaluator's lag (the oldest "
     "accepted delivery not yet evaluated, at most GATEWAY_READY_MAX_LAG_S seconds old).",
 )
-async def readyz_endpoint(request: Request) -> Response:
+async def readyz_endpoint(request: Request) -> Ready:
     probes = services_of(request).probes
     names = list(probes)
     results = await asyncio.gather(*(probes[name]() for name in names))
     failing = [f"{name}: {result}" for name, result in zip(names, results, strict=True) if result]
     if failing:
         raise NotReady("; ".join(failing))
-    return json_response({"status": "ready", "checks": dict.fromkeys(names, "ok")})
+    return Ready("ready", dict.fromkeys(names, "ok"))
 
 
 OPERATIONS = tuple(documented(routes))

@@ -32,7 +32,7 @@ from gateway.api.decoding import (
     reject_nul,
 )
 from gateway.api.http import JSONResponse
-from gateway.openapi import Documented, Operation
+from gateway.openapi import MAX_API_BODY, Documented, Operation
 
 T = TypeVar("T")
 Handler = Callable[..., Awaitable[Any]]
@@ -42,13 +42,20 @@ H = TypeVar("H", bound=Handler)
 class Body(Generic[T]):
     """The JSON body, decoded into T on `await body.read()`."""
 
-    def __init__(self, request: Request, decoder: msgspec.json.Decoder[T], required: bool) -> None:
+    def __init__(
+        self,
+        request: Request,
+        decoder: msgspec.json.Decoder[T],
+        required: bool,
+        limit: int = MAX_API_BODY,
+    ) -> None:
         self._request = request
         self._decoder = decoder
         self._required = required
+        self._limit = limit
 
     async def read(self) -> T:
-        raw = await read_capped(self._request)
+        raw = await read_capped(self._request, self._limit)
         value: T = decode_body(raw, self._decoder, required=self._required)
         return value
 
@@ -72,6 +79,7 @@ class ApiRoute(Route):
     def __init__(self, method: str, path: str, handler: Handler, operation: Operation) -> None:
         self.method = method
         self.operation = operation
+        self.handler = handler
         super().__init__(
             path, _endpoint(handler, operation), methods=[method], name=handler.__name__
         )
@@ -81,13 +89,14 @@ def _endpoint(handler: Handler, operation: Operation) -> Callable[[Request], Awa
     body_type, query_type = operation.body, operation.query
     decoder = None if body_type is None else msgspec.json.Decoder(body_type)
     names: QueryFields = () if query_type is None else query_fields(query_type)
-    declared = operation.response if isinstance(operation.response, type) else None
+    declared = answer_type(operation)
+    body_limit = operation.body_limit
 
     async def endpoint(request: Request) -> Response:
         reject_nul(request)
         inputs: dict[str, Any] = {}
         if decoder is not None:
-            inputs["body"] = Body(request, decoder, operation.body_required)
+            inputs["body"] = Body(request, decoder, operation.body_required, body_limit)
         if query_type is not None:
             inputs["query"] = Query(request, query_type, names)
         answer = await handler(request, **inputs)
@@ -137,6 +146,13 @@ class Routes(list[BaseRoute]):
             return handler
 
         return register
+
+
+def answer_type(operation: Operation) -> type | None:
+    """The class a handler's JSON answer must be an instance of, when the operation declares one
+    (not `Any`, a generic alias or an annotated free-form value)."""
+    response = operation.response
+    return response if isinstance(response, type) and response is not Any else None
 
 
 def _inner(hint: Any) -> Any:

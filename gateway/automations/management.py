@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 from msgspec import UNSET, Struct
 from sqlalchemy import Select, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -165,17 +166,29 @@ async def write_trigger_index(
     await write_schedules(conn, automation_uid, triggers)  # the inline schedules' next slots
 
 
-def _columns(record: AutomationRecord) -> dict[str, Any]:
-    return {
-        "name": record.name,
-        "prompt": record.prompt,
-        "enabled": record.enabled,
-        "triggers": encode_triggers(record.triggers),
-        "definition_name": record.definition_name,
-        "agent_uid": record.agent_uid,
-        "agent_config": record.agent_config,
-        "definition": None if record.layers is None else json_form(record.layers),
-    }
+class AutomationColumns(Struct, kw_only=True):
+    name: str
+    prompt: str
+    enabled: bool
+    triggers: list[Any]
+    definition_name: str | None
+    agent_uid: str | None
+    agent_config: JsonObject | None
+    definition: JsonObject | None
+
+
+def _columns(record: AutomationRecord) -> dict[str, object]:
+    columns = AutomationColumns(
+        name=record.name,
+        prompt=record.prompt,
+        enabled=record.enabled,
+        triggers=encode_triggers(record.triggers),
+        definition_name=record.definition_name,
+        agent_uid=record.agent_uid,
+        agent_config=record.agent_config,
+        definition=None if record.layers is None else json_form(record.layers),
+    )
+    return msgspec.structs.asdict(columns)
 
 
 async def insert_automation(

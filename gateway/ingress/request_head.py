@@ -1,11 +1,11 @@
 """Limits on the request head (request line and headers), which any stranger controls.
 
 The HTTP server is the first line (gateway/http_server.py): it never buffers much more than
-READ_BUFFER of a head (431) and drops a sender whose head is not complete within the header
-deadline (GATEWAY_HEADER_TIMEOUT). Granian does both itself; under uvicorn
-gateway/uvicorn_protocol.py adds them. The exact limits are checked here, the same under every
-server, before routing: what the server let through is refused (431 / 414) before any handler
-reads a header.
+READ_BUFFER of a head (431; a body, even one in the same read, is not the head's) and drops a
+sender whose head is not complete within the header deadline (GATEWAY_HEADER_TIMEOUT). Granian
+does both itself; under uvicorn gateway/uvicorn_protocol.py adds them. The exact limits are
+checked here, the same under every server, before routing: what the server let through is
+refused (431 / 414) before any handler reads a header.
 """
 
 from __future__ import annotations
@@ -40,6 +40,20 @@ def head_error(scope: Scope) -> HeadersTooLarge | UriTooLong | None:
     target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
     if target > MAX_TARGET:
         return UriTooLong(f"request target: longer than {MAX_TARGET} bytes")
+    return None
+
+
+def trailer_error(count: int, line: int, total: int) -> HeadersTooLarge | None:
+    """The head's limit that the trailer fields of a chunked body break, checked one field at a
+    time (`count` fields so far, `line` bytes of the newest one's name + value, `total` of all of
+    them), or None. The server checks them (gateway/uvicorn_protocol.py): the app never sees
+    trailers."""
+    if count > MAX_HEADERS:
+        return HeadersTooLarge(f"trailers: more than {MAX_HEADERS} field lines")
+    if line > MAX_HEADER_LINE:
+        return HeadersTooLarge(f"trailers: a field line over {MAX_HEADER_LINE} bytes")
+    if total > MAX_HEADER_BYTES:
+        return HeadersTooLarge(f"trailers: more than {MAX_HEADER_BYTES} bytes in all")
     return None
 
 

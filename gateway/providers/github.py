@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from gateway.types import JsonObject
+
 from .event import EventValues, Headers, TriggerEvent
 from .mentions import github_mentions
 from .payload import dedupe, obj, objs, text, texts
@@ -55,7 +57,7 @@ class _Repo:
 
     __slots__ = ("key", "name")
 
-    def __init__(self, payload: dict[str, Any]) -> None:
+    def __init__(self, payload: JsonObject) -> None:
         self.name = text(obj(payload, "repository"), "full_name")
         self.key = [self.name.casefold()] if self.name else []
 
@@ -69,11 +71,11 @@ def _login(user: Any) -> list[str]:
     return [login.casefold()] if login else []
 
 
-def _logins(users: list[dict[str, Any]]) -> list[str]:
+def _logins(users: list[JsonObject]) -> list[str]:
     return dedupe(login.casefold() for login in texts(users, "login"))
 
 
-def _labels(item: dict[str, Any]) -> list[str]:
+def _labels(item: JsonObject) -> list[str]:
     return texts(objs(item, "labels"), "name")
 
 
@@ -81,7 +83,7 @@ def _mentioned(logins: list[str]) -> list[str]:
     return dedupe(login.casefold() for login in logins)
 
 
-def _push(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _push(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     if payload.get("deleted") is True:  # a deleted branch or tag pushes no code
         return []
     ref = text(payload, "ref") or ""
@@ -95,7 +97,7 @@ def _push(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return [repo.event("push", {"branches": branches, "paths": list(paths)})]
 
 
-def _issues(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _issues(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     action = payload.get("action")
     issue = obj(payload, "issue")
     labels = _labels(issue)
@@ -114,7 +116,7 @@ def _issues(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return []
 
 
-def _issue_values(issue: dict[str, Any], labels: list[str]) -> EventValues:
+def _issue_values(issue: JsonObject, labels: list[str]) -> EventValues:
     return {
         "labels": labels,
         "assignees": _logins(objs(issue, "assignees")),
@@ -134,7 +136,7 @@ _PR_ACTIONS: Final = {
 }
 
 
-def _pull_request(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _pull_request(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     action = payload.get("action")
     pr = obj(payload, "pull_request")
     labels = _labels(pr)
@@ -162,12 +164,12 @@ def _pull_request(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return events
 
 
-def _team(team: dict[str, Any]) -> list[str]:
+def _team(team: JsonObject) -> list[str]:
     slug = text(team, "slug")
     return [slug.casefold()] if slug else []
 
 
-def _pr_values(payload: dict[str, Any], pr: dict[str, Any], labels: list[str]) -> EventValues:
+def _pr_values(payload: JsonObject, pr: JsonObject, labels: list[str]) -> EventValues:
     base = text(obj(pr, "base"), "ref")
     number = payload.get("number", pr.get("number"))
     return {
@@ -179,7 +181,7 @@ def _pr_values(payload: dict[str, Any], pr: dict[str, Any], labels: list[str]) -
     }
 
 
-def _issue_comment(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _issue_comment(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     if payload.get("action") != "created":
         return []
     mentioned = github_mentions(text(obj(payload, "comment"), "body"))
@@ -191,7 +193,7 @@ def _issue_comment(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return [_mention(name, repo, mentioned, _labels(issue))]
 
 
-def _review_comment(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _review_comment(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     if payload.get("action") != "created":
         return []
     mentioned = github_mentions(text(obj(payload, "comment"), "body"))
@@ -201,7 +203,7 @@ def _review_comment(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return [_mention("pull_request_mentioned", repo, mentioned, labels)]
 
 
-def _review(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _review(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     if payload.get("action") != "submitted":
         return []
     review = obj(payload, "review")
@@ -219,7 +221,7 @@ def _review(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return events
 
 
-def _check_suite(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _check_suite(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     action = payload.get("action")
     if action == "rerequested":
         return [repo.event("check_suite_rerequested", {})]
@@ -235,13 +237,13 @@ def _check_suite(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
     return [repo.event("check_suite_completed", values)]
 
 
-def _check_run(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _check_run(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     if payload.get("action") != "rerequested":
         return []
     return [repo.event("check_run_rerequested", {})]
 
 
-def _workflow_run(payload: dict[str, Any], repo: _Repo) -> list[TriggerEvent]:
+def _workflow_run(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     if payload.get("action") != "completed":
         return []
     run = obj(payload, "workflow_run")
@@ -267,7 +269,7 @@ def _branch(value: str | None) -> list[str]:
     return [branch(value)] if value else []
 
 
-_HANDLERS: Final[dict[str, Callable[[dict[str, Any], _Repo], list[TriggerEvent]]]] = {
+_HANDLERS: Final[dict[str, Callable[[JsonObject, _Repo], list[TriggerEvent]]]] = {
     "push": _push,
     "issues": _issues,
     "pull_request": _pull_request,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gateway.types import JsonObject
+
 from .event import EventValues, Headers, TriggerEvent
 from .mentions import gitlab_mentions
 from .payload import obj, text
@@ -47,7 +49,7 @@ def normalize(headers: Headers, payload: Any, bot: str | None = None) -> list[Tr
 
 
 def _merge_request(
-    payload: dict[str, Any], project: str | None, repos: list[str], bot: str | None
+    payload: JsonObject, project: str | None, repos: list[str], bot: str | None
 ) -> list[TriggerEvent]:
     attrs = obj(payload, "object_attributes")
     action = text(attrs, "action")
@@ -64,7 +66,7 @@ def _merge_request(
 
 
 def _note(
-    payload: dict[str, Any], project: str | None, repos: list[str], bot: str | None
+    payload: JsonObject, project: str | None, repos: list[str], bot: str | None
 ) -> list[TriggerEvent]:
     attrs = obj(payload, "object_attributes")
     if attrs.get("action", "create") != "create" or attrs.get("system") is True:
@@ -77,7 +79,7 @@ def _note(
 
 
 def _issue(
-    payload: dict[str, Any], project: str | None, repos: list[str], bot: str | None
+    payload: JsonObject, project: str | None, repos: list[str], bot: str | None
 ) -> list[TriggerEvent]:
     attrs = obj(payload, "object_attributes")
     if text(attrs, "action") != "open" or not _names(bot, text(attrs, "description")):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gateway.types import JsonObject
+
 from .event import EventValues, Headers, TriggerEvent
 from .payload import dedupe, obj, objs, text
 
@@ -42,14 +44,14 @@ def normalize(headers: Headers, payload: Any, bot: str | None = None) -> list[Tr
     return []
 
 
-def _labels(fields: dict[str, Any]) -> list[str] | None:
+def _labels(fields: JsonObject) -> list[str] | None:
     labels = fields.get("labels")
     if not isinstance(labels, list):
         return None
     return dedupe(label for label in labels if isinstance(label, str))
 
 
-def _created(fields: dict[str, Any], keys: list[str], bot: str | None) -> list[TriggerEvent]:
+def _created(fields: JsonObject, keys: list[str], bot: str | None) -> list[TriggerEvent]:
     labels = _labels(fields) or []
     values: EventValues = {"project_keys": keys, "labels": labels}
     events = [TriggerEvent(PROVIDER, "issue_created", values)]
@@ -62,7 +64,7 @@ def _created(fields: dict[str, Any], keys: list[str], bot: str | None) -> list[T
 
 
 def _updated(
-    payload: dict[str, Any], fields: dict[str, Any], keys: list[str], bot: str | None
+    payload: JsonObject, fields: JsonObject, keys: list[str], bot: str | None
 ) -> list[TriggerEvent]:
     events: list[TriggerEvent] = []
     for item in objs(obj(payload, "changelog"), "items"):
@@ -83,7 +85,7 @@ def _updated(
 
 
 def _commented(
-    payload: dict[str, Any], fields: dict[str, Any], keys: list[str], bot: str | None
+    payload: JsonObject, fields: JsonObject, keys: list[str], bot: str | None
 ) -> list[TriggerEvent]:
     comment = obj(payload, "comment")
     body = text(comment, "body")
@@ -94,7 +96,7 @@ def _commented(
     return [_agent_session(keys, _labels(fields), body or "")]
 
 
-def _assignee(fields: dict[str, Any]) -> str | None:
+def _assignee(fields: JsonObject) -> str | None:
     return text(obj(fields, "assignee"), "accountId")
 
 
@@ -102,7 +104,7 @@ def _mentions(body: str | None, account_id: str) -> bool:
     return body is not None and f"[~accountid:{account_id}]" in body
 
 
-def _issue_text(fields: dict[str, Any]) -> str:
+def _issue_text(fields: JsonObject) -> str:
     return "\n".join(t for t in (text(fields, "summary"), text(fields, "description")) if t)
 
 

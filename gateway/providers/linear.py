@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterator
 from typing import Any, Final
 
+from gateway.types import JsonObject
+
 from .event import EventValues, Headers, TriggerEvent
 from .payload import dedupe, obj, objs, text
 from .values import names_key
@@ -59,14 +61,14 @@ def _ids(*values: Any) -> list[str]:
     return dedupe(value for value in values if isinstance(value, str) and value)
 
 
-def _label_names(issue: dict[str, Any], only: set[str] | None = None) -> list[str]:
+def _label_names(issue: JsonObject, only: set[str] | None = None) -> list[str]:
     labels = objs(issue, "labels")
     if only is not None:
         labels = [label for label in labels if label.get("id") in only]
     return dedupe(n.casefold() for label in labels if isinstance(n := label.get("name"), str))
 
 
-def _issue_values(issue: dict[str, Any], labels: list[str]) -> EventValues:
+def _issue_values(issue: JsonObject, labels: list[str]) -> EventValues:
     values: EventValues = {
         "team_ids": _ids(issue.get("teamId"), obj(issue, "team").get("id")),
         "project_ids": _ids(issue.get("projectId"), obj(issue, "project").get("id")),
@@ -84,9 +86,7 @@ def _issue_values(issue: dict[str, Any], labels: list[str]) -> EventValues:
     return values
 
 
-def _put_names(
-    values: EventValues, key: str, named: dict[str, Any], fields: tuple[str, ...]
-) -> None:
+def _put_names(values: EventValues, key: str, named: JsonObject, fields: tuple[str, ...]) -> None:
     """The names of ``key``'s ids, where the payload carries the named object (by-name filters
     match them; without it the payload cannot tell, and such a filter does not match)."""
     names = dedupe(n.casefold() for f in fields if isinstance(n := named.get(f), str) and n)
@@ -94,7 +94,7 @@ def _put_names(
         values[names_key(key)] = names
 
 
-def _issue(payload: dict[str, Any], action: str | None) -> list[TriggerEvent]:
+def _issue(payload: JsonObject, action: str | None) -> list[TriggerEvent]:
     issue = obj(payload, "data")
     labels = _label_names(issue)
     if action == "create":
@@ -122,7 +122,7 @@ def _issue(payload: dict[str, Any], action: str | None) -> list[TriggerEvent]:
     return events
 
 
-def _comment(comment: dict[str, Any]) -> TriggerEvent:
+def _comment(comment: JsonObject) -> TriggerEvent:
     issue = obj(comment, "issue")
     values: EventValues = {
         "issue_ids": _ids(comment.get("issueId"), issue.get("id")),
@@ -149,7 +149,7 @@ def _comment(comment: dict[str, Any]) -> TriggerEvent:
     return TriggerEvent(PROVIDER, "comment_created", values)
 
 
-def _agent_session(session: dict[str, Any]) -> TriggerEvent:
+def _agent_session(session: JsonObject) -> TriggerEvent:
     issue = obj(session, "issue")
     # the prompt: the comment that mentioned the agent, else the issue it was delegated
     prompt = text(obj(session, "comment"), "body")
@@ -176,7 +176,7 @@ def _mentioned_ids(document: Any) -> list[str] | None:
     return dedupe(_mention_nodes(document))
 
 
-def _mention_nodes(document: dict[str, Any]) -> Iterator[str]:
+def _mention_nodes(document: JsonObject) -> Iterator[str]:
     stack = [document]
     seen = 0
     while stack and seen < _MAX_DOCUMENT_NODES:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.types import JsonObject
+
 __all__ = ["dedupe", "obj", "objs", "text", "texts"]
 
-_EMPTY: dict[str, Any] = {}
+_EMPTY: JsonObject = {}
 
 
-def obj(container: Any, key: str) -> dict[str, Any]:
+def obj(container: Any, key: str) -> JsonObject:
     """``container[key]`` if both are objects, else an empty object (never mutate it)."""
     if isinstance(container, dict):
         value = container.get(key)
@@ -22,7 +24,7 @@ def obj(container: Any, key: str) -> dict[str, Any]:
     return _EMPTY
 
 
-def objs(container: Any, key: str) -> list[dict[str, Any]]:
+def objs(container: Any, key: str) -> list[JsonObject]:
     """The objects of the array ``container[key]``; none if it is not an array."""
     value = container.get(key) if isinstance(container, dict) else None
     if not isinstance(value, list):
@@ -39,7 +41,7 @@ def text(container: Any, key: str) -> str | None:
     return None
 
 
-def texts(items: list[dict[str, Any]], key: str) -> list[str]:
+def texts(items: list[JsonObject], key: str) -> list[str]:
     """The string ``key`` of each object, in order, once each."""
     return dedupe(value for item in items if isinstance(value := item.get(key), str))
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gateway.types import JsonObject
+
 from .event import EventValues, Headers, TriggerEvent
 from .payload import obj, text
 from .values import emoji
@@ -56,12 +58,12 @@ def normalize(headers: Headers, payload: Any, bot: str | None = None) -> list[Tr
     return []
 
 
-def _one(container: dict[str, Any], key: str) -> list[str]:
+def _one(container: JsonObject, key: str) -> list[str]:
     value = text(container, key)
     return [value] if value else []
 
 
-def _message(name: str, event: dict[str, Any]) -> TriggerEvent:
+def _message(name: str, event: JsonObject) -> TriggerEvent:
     body = text(event, "text")
     values: EventValues = {
         "channel_ids": _one(event, "channel"),
@@ -71,7 +73,7 @@ def _message(name: str, event: dict[str, Any]) -> TriggerEvent:
     return TriggerEvent(PROVIDER, name, values)
 
 
-def _messages(event: dict[str, Any], bot: str | None) -> list[TriggerEvent]:
+def _messages(event: JsonObject, bot: str | None) -> list[TriggerEvent]:
     subtype = event.get("subtype")
     if subtype is not None and subtype not in _POSTED_SUBTYPES:
         return []
@@ -85,7 +87,7 @@ def _messages(event: dict[str, Any], bot: str | None) -> list[TriggerEvent]:
     return [first, *(TriggerEvent(PROVIDER, name, first.values) for name in names[1:])]
 
 
-def _reaction(event: dict[str, Any]) -> TriggerEvent:
+def _reaction(event: JsonObject) -> TriggerEvent:
     item = obj(event, "item")
     reaction = text(event, "reaction")
     values: EventValues = {

@@ -27,11 +27,14 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypeVar
 
 from gateway.runner.client import ApiError, RunnerClient
+from gateway.runner.protocol import ClaimedRun, Ending, FileArtifact, Outcome, RunMessage
 
 log = logging.getLogger("gateway.runner")
 
@@ -42,15 +45,16 @@ MAX_STATUS = 500
 MAX_TRANSCRIPT = 800_000  # characters kept (the tail), within the finish call's body cap
 MAX_OUTPUTS = 20  # files uploaded from RUN_OUTPUTS
 MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Ended:
     """How a command ended, for the runner to report: `ending` is the run's item of
-    POST /runner/finish (run_id, outcome, transcript, status_message?, error_code?)."""
+    POST /runner/finish."""
 
     run_id: str
-    ending: dict[str, Any]
+    ending: Ending
     summary: str  # for the runner's progress line, e.g. "SUCCEEDED in 0.8 s (exit 0)"
 
 
@@ -65,12 +69,10 @@ class Output:
 
 
 class Execution:
-    def __init__(
-        self, client: RunnerClient, run: dict[str, Any], command: str, lease_s: float
-    ) -> None:
+    def __init__(self, client: RunnerClient, run: ClaimedRun, command: str, lease_s: float) -> None:
         self.client = client
         self.run = run
-        self.run_id: str = run["run_id"]
+        self.run_id = run["run_id"]
         self.command = command
         self.lease_s = lease_s
         self.process: subprocess.Popen[bytes] | None = None
@@ -96,7 +98,9 @@ class Execution:
                 cwd=workdir,
                 start_new_session=True,  # its own process group: a cancel reaches every child
             )
-            self._report("progress", state="INPROGRESS", status_message="running")
+            self._report(
+                "progress", partial(self.client.progress, self.run_id, "INPROGRESS", "running")
+            )
             stdout, stderr = Output(), Output()
             pumps = [
                 _pump(self.process.stdout, stdout),
@@ -116,17 +120,17 @@ class Execution:
         env.pop("GATEWAY_RUNNER_KEY", None)  # the command gets no runner credentials
         env.update(
             RUN_ID=self.run_id,
-            RUN_TITLE=self.run.get("title") or "",
-            RUN_MODE=self.run.get("mode") or "normal",
+            RUN_TITLE=self.run["title"] or "",
+            RUN_MODE=self.run["mode"] or "normal",
             GATEWAY_API_URL=self.client.api.removesuffix("/api/v1"),
         )
         self.messages_file = workdir / "messages.jsonl"
-        self._append_messages(self.run.get("messages") or [])
+        self._append_messages(self.run["messages"])
         env["RUN_MESSAGES"] = str(self.messages_file)
         outputs = workdir / "outputs"
         outputs.mkdir()
         env["RUN_OUTPUTS"] = str(outputs)
-        if self.run.get("event_payload"):
+        if self.run["event_payload"]:
             path = workdir / "event-payload.json"
             path.write_bytes(self.client.event_payload(self.run_id))
             env["EVENT_PAYLOAD"] = str(path)
@@ -142,15 +146,14 @@ class Execution:
                 log.warning("run %s: %s is over %d bytes; not uploaded", self.run_id, name,
                             MAX_OUTPUT_BYTES)  # fmt: skip
                 continue
-            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            self._report(
-                "artifacts",
+            artifact = FileArtifact(
                 artifact_type="FILE",
                 filename=path.name,
                 filepath=name,
-                mime_type=mime,
+                mime_type=mimetypes.guess_type(path.name)[0] or "application/octet-stream",
                 content_base64=base64.b64encode(path.read_bytes()).decode(),
             )
+            self._report("artifacts", partial(self.client.upload, self.run_id, artifact))
         if len(files) > MAX_OUTPUTS:
             log.warning("run %s: %d files in RUN_OUTPUTS, the first %d uploaded", self.run_id,
                         len(files), MAX_OUTPUTS)  # fmt: skip
@@ -173,29 +176,29 @@ class Execution:
             if time.monotonic() < next_beat:
                 continue
             next_beat = time.monotonic() + every
-            beat = self._report("heartbeat")
+            beat = self._report("heartbeat", partial(self.client.heartbeat, self.run_id))
             if beat is None:
                 continue
-            if beat.get("messages"):
+            if beat["messages"]:
                 self._append_messages(beat["messages"])
-            if beat.get("cancel_requested") and not self.cancelled:
+            if beat["cancel_requested"] and not self.cancelled:
                 log.info("run %s: cancelled; terminating the command", self.run_id)
                 self.cancelled = True
                 self._terminate()
-            elif beat.get("interrupt_requested"):
+            elif beat["interrupt_requested"]:
                 log.info("run %s: interrupted; SIGINT to the command", self.run_id)
                 self._signal(signal.SIGINT)
 
-    def _append_messages(self, messages: list[dict[str, Any]]) -> None:
+    def _append_messages(self, messages: list[RunMessage]) -> None:
         assert self.messages_file is not None
         with self.messages_file.open("a", encoding="utf-8") as out:
             out.writelines(json.dumps(message) + "\n" for message in messages)
 
-    def _report(self, action: str, **body: Any) -> dict[str, Any] | None:
+    def _report(self, action: str, call: Callable[[], T]) -> T | None:
         """One protocol call about the run; a lost lease ends the command (another runner
         may have the run now), other failures are logged and retried at the next beat."""
         try:
-            return self.client.on(self.run_id, action, **body)
+            return call()
         except ApiError as exc:
             if exc.code == "lease_lost" and not self.lost:
                 log.warning("run %s: lease lost (%s); abandoning the command", self.run_id, exc)
@@ -228,10 +231,12 @@ class Execution:
         if self.lost:
             return None
         if self.stop_requested.is_set() and not self.cancelled:
-            self._report("release", reason="its runner stopped")
+            self._report("release", partial(self.client.release, self.run_id, "its runner stopped"))
             log.info("run %s: given back to the queue", self.run_id)
             return None
         transcript = _transcript(self.command, code, stdout, stderr)
+        outcome: Outcome
+        error_code: str | None
         if self.cancelled:
             outcome, message, error_code = "CANCELLED", "cancelled", None
         elif code == 0:
@@ -241,11 +246,7 @@ class Execution:
             outcome = "FAILED"
             message = _last_line(stdout) or f"the command ended with {reason}"
             error_code = f"signal_{-code}" if code < 0 else f"exit_{code}"
-        ending: dict[str, Any] = {
-            "run_id": self.run_id,
-            "outcome": outcome,
-            "transcript": transcript,
-        }
+        ending = Ending(run_id=self.run_id, outcome=outcome, transcript=transcript)
         if message:
             ending["status_message"] = message
         if error_code:
@@ -265,10 +266,10 @@ def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:
     return thread
 
 
-def stdin_text(run: dict[str, Any]) -> str:
+def stdin_text(run: ClaimedRun) -> str:
     """The prompt, then each follow-up sent to the run so far under a header line."""
-    parts = [run.get("prompt") or ""]
-    for message in run.get("messages") or []:
+    parts = [run["prompt"]]
+    for message in run["messages"]:
         parts.append(f"\n\n--- follow-up ({message['routing']}, {message['created_at']}) ---\n")
         parts.append(message["message"])
     return "".join(parts)

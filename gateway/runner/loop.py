@@ -20,10 +20,10 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from gateway.runner.client import ApiError, RunnerClient
 from gateway.runner.execution import Ended, Execution
+from gateway.runner.protocol import ClaimedRun, FinishedRun, ItemProblem
 from gateway.runner.slots import Claim, Slots
 
 log = logging.getLogger("gateway.runner")
@@ -144,7 +144,7 @@ class Runner:
             return True
         wait_s = CLAIM_WAIT_S if claim.long_poll else 0.0
         endings = [each.ending for each in ended]
-        runs: list[dict[str, Any]] = []
+        runs: list[ClaimedRun] = []
         try:
             answer = self.client.finish_and_claim(endings, claim.runs, wait_s)
             runs = answer["runs"]
@@ -161,7 +161,7 @@ class Runner:
             self._start(run)
         return True
 
-    def _start(self, run: dict[str, Any]) -> None:
+    def _start(self, run: ClaimedRun) -> None:
         if self.stopping.is_set():  # claimed while stopping: straight back
             self._release(run)
             self.slots.done()
@@ -171,7 +171,7 @@ class Runner:
             self._threads.add(thread)
         thread.start()
 
-    def _execute(self, run: dict[str, Any]) -> None:
+    def _execute(self, run: ClaimedRun) -> None:
         """A run's thread: executes it, then reports its end and claims the next runs."""
         log.info("run %s claimed (attempt %s): %s", run["run_id"], run["attempt"], _title(run))
         execution = Execution(self.client, run, self.options.command, self.lease_s)
@@ -192,32 +192,36 @@ class Runner:
             with self._lock:
                 self._threads.discard(threading.current_thread())
 
-    def _release(self, run: dict[str, Any]) -> None:
+    def _release(self, run: ClaimedRun) -> None:
         try:
-            self.client.on(run["run_id"], "release", reason="its runner is stopping")
+            self.client.release(run["run_id"], "its runner is stopping")
         except ApiError as exc:
             log.warning("run %s: release failed (%s); its lease will lapse", run["run_id"], exc)
 
 
-def _log_finished(ended: list[Ended], finished: list[dict[str, Any]]) -> None:
+def _log_finished(ended: list[Ended], finished: list[FinishedRun]) -> None:
     """The progress line of each run reported; a lost lease (the run expired or another runner
     has it now) gives the run up, as does any other problem."""
     summaries = {each.run_id: each.summary for each in ended}
     for item in finished:
         run_id = item["run_id"]
         if item["ok"]:
-            log.info("run %s: %s", run_id, summaries.get(run_id, item.get("state")))
+            log.info("run %s: %s", run_id, summaries.get(run_id, item["state"]))
             continue
-        problem = item.get("problem") or {}
-        why = f"{problem.get('status')} {problem.get('code')}: {problem.get('detail')}"
-        if problem.get("code") == "lease_lost":
+        problem = item["problem"]
+        why = "no reason given" if problem is None else _why(problem)
+        if problem is not None and problem["code"] == "lease_lost":
             log.warning("run %s: lease lost (%s); not finished, given up", run_id, why)
         else:
             log.warning("run %s: finish failed: %s", run_id, why)
 
 
-def _title(run: dict[str, Any]) -> str:
-    if run.get("title"):
-        return str(run["title"])
-    lines = str(run.get("prompt") or "").strip().splitlines()
+def _why(problem: ItemProblem) -> str:
+    return f"{problem['status']} {problem['code']}: {problem['detail']}"
+
+
+def _title(run: ClaimedRun) -> str:
+    if run["title"]:
+        return run["title"]
+    lines = run["prompt"].strip().splitlines()
     return lines[0][:60] if lines else ""

@@ -14,6 +14,7 @@ from gateway.automations.index import Automation, LiveHook
 from gateway.evaluator import webhook_runs as wr
 from gateway.platform.runs.models import RunArtifact
 from gateway.platform.runs.records import NewRun, run_values
+from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import task_values
 
 DIALECTS = [sqlite.dialect(), postgresql.asyncpg.dialect()]  # type: ignore[attr-defined]
@@ -57,7 +58,10 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
         "automation_uid": "aut_1",
     }
     assert started.run == wr.RUNS.encode(dialect, [expected_run])[0]
-    expected_task = task_values(hook.factory_uid, automation.name, "TRIAGE", expected_run, at)
+    seed = TaskSeed(
+        expected_run["conversation_id"], expected_run["creator_uid"], expected_run["ticket_ref"]
+    )
+    expected_task = task_values(hook.factory_uid, automation.name, "TRIAGE", seed, at)
     expected_task["uid"] = task["uid"]
     assert started.task == wr.TASKS.encode(dialect, [expected_task])[0]
     expected_attachment = {

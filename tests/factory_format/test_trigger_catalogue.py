@@ -16,7 +16,7 @@ from factory_format.triggers import (
     provider_spec,
 )
 from gateway.ids import new_id
-from gateway.platform.tasks.tasks import TaskStage
+from gateway.platform.tasks.models import TaskStage
 from tests.factory_format.support import parse_with, trigger, where
 
 UID = "wh_0123456789abcdef0123456789abcdef"

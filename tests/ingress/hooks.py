@@ -4,6 +4,8 @@ their own (benchmarks.redis_server)."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import os
 import shutil
 import subprocess
@@ -17,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 
+from benchmarks.procs import free_port
 from benchmarks.redis_server import RedisServer, redis_server
 from gateway import ids
 from gateway.security import hash_token, new_webhook_token
@@ -26,6 +29,12 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World
+
+# every HTTP server `gateway serve` offers (GATEWAY_SERVER): the tests of served behaviour run
+# under each, so dropping one from the product is dropping it here
+HTTP_SERVERS = ("uvicorn", "granian")
+# the ingress backends a served gateway runs on: embedded (SQLite alone) and Redis
+SERVED_BACKENDS = ("embedded", "redis")
 
 
 @dataclass
@@ -69,7 +78,8 @@ def add_webhook(
                     auth_mode=mode,
                     signature_scheme=scheme,
                     token_hash=None if signed or secret_name else hash_token(value),
-                    # as the API stores it: a webhook naming a team secret has none of its own
+                    # as the API stores them: a webhook naming a managed secret keeps no
+                    # secret of its own (one a definition file declares keeps the value it read)
                     secret_encrypted=(
                         services.secret_box.encrypt(value) if signed and not secret_name else None
                     ),
@@ -203,9 +213,20 @@ def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
         ) from None
 
 
-async def prepare_token_webhook(settings: Settings, token: str) -> str:
-    """Migrate the store and add a team, a factory and one token webhook (before any server
-    runs on it); returns the webhook uid."""
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare_world` made: a token webhook, its factory (no foreman), a user and an agent
+    of the same team, with their API keys."""
+
+    webhook_uid: str
+    factory_uid: str
+    user_key: str
+    agent_key: str
+
+
+async def prepare_world(settings: Settings, token: str) -> Prepared:
+    """Migrate the store and add a team with a user, an agent, a factory and one token webhook
+    (before any server runs on it)."""
     from gateway.accounts import factories, identities
     from gateway.services import build_services
     from gateway.store import migrate
@@ -215,6 +236,8 @@ async def prepare_token_webhook(settings: Settings, token: str) -> str:
         await migrate(services.database)
         async with services.database.transaction() as conn:
             team = await identities.create_team(conn, "T")
+            _, user_key = await identities.create_user(conn, team, f"u{uuid.uuid4().hex}@t.test")
+            _, agent_key = await identities.create_agent(conn, team, "A")
             factory = await factories.create_factory(conn, team, "F", None, None)
             uid = ids.new_id("wh")
             now = utcnow()
@@ -231,9 +254,14 @@ async def prepare_token_webhook(settings: Settings, token: str) -> str:
                     updated_at=now,
                 )
             )
-        return uid
+        return Prepared(uid, factory, user_key, agent_key)
     finally:
         await services.close()
+
+
+async def prepare_token_webhook(settings: Settings, token: str) -> str:
+    """`prepare_world`'s webhook uid."""
+    return (await prepare_world(settings, token)).webhook_uid
 
 
 def serve_gateway_with(
@@ -256,3 +284,42 @@ def tree_peak_rss_kib(pid: int) -> int:
             if line.startswith("VmHWM:"):
                 peaks.append(int(line.split()[1]))
     return max(peaks)
+
+
+@dataclass(frozen=True)
+class Served:
+    """A `gateway serve` process, its port and what was prepared in its store."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    prepared: Prepared
+    server: str  # of HTTP_SERVERS
+
+
+@contextmanager
+def served_gateway(
+    server: str, backend: str, tmp: Path, token: str, redis_prefix: str, **values: str
+) -> Iterator[Served]:
+    """`gateway serve` under `server` on `backend` (evaluator off), with `prepare_world` done;
+    `values` are further settings (GATEWAY_<NAME>). Stopped at the end."""
+    from tests.conftest import REDIS_URL
+
+    env = {
+        "database_url": f"sqlite:///{tmp}/gw.db",
+        "secret_key": base64.urlsafe_b64encode(b"k" * 32).decode(),
+        "evaluator": "off",
+        "log_level": "warning",
+        **values,
+    }
+    redis_url = None
+    if backend == "redis":
+        redis_url = REDIS_URL
+        env |= {"redis_url": redis_url, "redis_prefix": f"{redis_prefix}:{uuid.uuid4().hex}"}
+    settings = make_settings(env["database_url"], redis_url, prefix=env.get("redis_prefix", "gw"))
+    prepared = asyncio.run(prepare_world(settings, token))
+    port = free_port()
+    proc = serve_gateway_with(gateway_env(**env), port, server, tmp / "serve.log")
+    try:
+        yield Served(proc, port, prepared, server)
+    finally:
+        stop_gateway(proc)

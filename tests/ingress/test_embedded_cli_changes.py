@@ -22,6 +22,7 @@ from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from tests.ingress.hooks import add_webhook, gateway_env, serve_gateway, stop_gateway
+from tests.platform.factory_files.trees import minimal, webhook
 from tests.support import GatewayClient, World, eventually
 from tests.test_cli import admin, gateway
 
@@ -85,18 +86,20 @@ def test_set_secret_from_the_cli_reaches_the_server(tmp_path: Path, server: http
 
 def test_apply_from_the_cli_reaches_the_server(tmp_path: Path, server: httpx.Client) -> None:
     demo = admin(tmp_path, "demo")
-    hook_file = tmp_path / "defs" / "webhooks" / "ci.yaml"
-    hook_file.parent.mkdir(parents=True)
-    hook_file.write_text("authMode: token\n")
+    tree = tmp_path / "defs"
+    files = minimal("demo", {"webhooks/ci.yaml": webhook("demo-secret")})
+    for path, text in files.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
     applied = json.loads(
-        gateway(tmp_path, "apply", str(tmp_path / "defs"), "--factory", demo["factory_uid"]).stdout
+        gateway(tmp_path, "apply", str(tree), "--factory", demo["factory_uid"]).stdout
     )
     (hook,) = applied["webhooks"]
-    auth = {"Authorization": f"Bearer {hook['secret']}"}
+    auth = {"Authorization": "Bearer demo-value"}  # the managed secret's value is the token
     assert server.post(f"/webhooks/w/{hook['uid']}", content=b"{}", headers=auth).status_code == 202
 
-    hook_file.write_text("authMode: token\nenabled: false\n")
-    gateway(tmp_path, "apply", str(tmp_path / "defs"), "--factory", demo["factory_uid"])
+    (tree / "webhooks" / "ci.yaml").write_text(webhook("demo-secret", enabled="false"))
+    gateway(tmp_path, "apply", str(tree), "--factory", demo["factory_uid"])
     eventually(
         lambda: (
             server.post(f"/webhooks/w/{hook['uid']}", content=b"{}", headers=auth).status_code

@@ -4,34 +4,25 @@ dropped without the server holding it, and long delivery ids stay distinct deliv
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
 from gateway.ingress.request_head import MAX_HEADER_LINE, MAX_HEADERS
-from tests.conftest import make_settings
-from tests.ingress.hooks import (
-    gateway_env,
-    prepare_token_webhook,
-    serve_gateway_with,
-    stop_gateway,
-    tree_peak_rss_kib,
-)
+from tests.ingress.hooks import HTTP_SERVERS, Served, served_gateway, tree_peak_rss_kib
 
 TOKEN = "wht_head_limits_token"
 HEADER_TIMEOUT_S = 1
 
 
-class Served:
-    def __init__(self, proc: subprocess.Popen[bytes], port: int, uid: str) -> None:
-        self.proc, self.port, self.uid = proc, port, uid
+class HeadClient:
+    """Requests to a served gateway's token webhook."""
+
+    def __init__(self, served: Served) -> None:
+        self.proc, self.port, self.uid = served.proc, served.port, served.prepared.webhook_uid
 
     def head(self, extra: bytes, body: bytes = b"{}") -> bytes:
         return (
@@ -65,31 +56,23 @@ class Served:
         return delivery
 
 
-@pytest.fixture(scope="module", params=["uvicorn", "granian"])
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
 def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, redis_prefix: str
+) -> Iterator[HeadClient]:
     tmp = tmp_path_factory.mktemp(request.param)
-    values = {
-        "database_url": f"sqlite:///{tmp}/gw.db",
-        "secret_key": base64.urlsafe_b64encode(b"k" * 32).decode(),
-        "header_timeout": str(HEADER_TIMEOUT_S),
-        "log_level": "warning",
-    }
-    uid = asyncio.run(prepare_token_webhook(make_settings(values["database_url"]), TOKEN))
-    port = free_port()
-    proc = serve_gateway_with(gateway_env(**values), port, request.param, tmp / "serve.log")
-    try:
-        yield Served(proc, port, uid)
-    finally:
-        stop_gateway(proc)
+    timeout = str(HEADER_TIMEOUT_S)
+    with served_gateway(
+        request.param, "embedded", tmp, TOKEN, redis_prefix, header_timeout=timeout
+    ) as gateway:
+        yield HeadClient(gateway)
 
 
 def status(answer: bytes) -> int | None:
     return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
 
 
-def test_a_64_mb_header_is_refused_without_being_held(served: Served) -> None:
+def test_a_64_mb_header_is_refused_without_being_held(served: HeadClient) -> None:
     before = tree_peak_rss_kib(served.proc.pid)
     answer = served.exchange(served.head(b"X-Big: " + b"a" * (64 << 20) + b"\r\n"))
     assert status(answer) in (431, None), answer[:200]  # 431, or the connection closed
@@ -107,11 +90,11 @@ def test_a_64_mb_header_is_refused_without_being_held(served: Served) -> None:
     ],
     ids=["line", "total", "count"],
 )
-def test_headers_over_the_limits_get_431(served: Served, extra: bytes) -> None:
+def test_headers_over_the_limits_get_431(served: HeadClient, extra: bytes) -> None:
     assert status(served.exchange(served.head(extra))) == 431
 
 
-def test_a_trickled_head_is_dropped(served: Served) -> None:
+def test_a_trickled_head_is_dropped(served: HeadClient) -> None:
     """One header line at a time, long after the header deadline: the server answers 408 or
     closes, while the sender still has lines left to send."""
     with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
@@ -137,7 +120,7 @@ def test_a_trickled_head_is_dropped(served: Served) -> None:
     served.deliver("after-the-trickle")
 
 
-def test_delivery_ids_sharing_300_characters_are_distinct_deliveries(served: Served) -> None:
+def test_delivery_ids_sharing_300_characters_are_distinct_deliveries(served: HeadClient) -> None:
     prefix = f"{served.proc.pid}-" + "p" * 400
     ids = [prefix[:299], prefix[:300], prefix[:300] + "x", prefix[:300] + "y" * 10_000]
     first = [served.deliver(value) for value in ids]

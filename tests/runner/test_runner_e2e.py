@@ -179,6 +179,22 @@ def test_a_webhook_delivery_runs_a_real_command_to_succeeded(deployment: Deploym
     assert [(o["kind"], o["title"]) for o in outputs] == [("file", "seen.json")]
 
 
+def test_a_command_printing_100_000_bytes_succeeds_with_its_whole_output(
+    deployment: Deployment,
+) -> None:
+    """The runner sends its finish with the transcript in the same write as the head
+    (http.client): over 48 KB, that was once refused as an oversized head (431)."""
+    deployment.runner("yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 100000")
+    run_id = deployment.new_run("print a lot")
+    run = wait_for(lambda: (r := deployment.run(run_id))["state"] in ("SUCCEEDED", "FAILED") and r,
+                   what="an end")  # fmt: skip
+    assert run["state"] == "SUCCEEDED", run["status_message"]
+    assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
+    line = "0123456789abcdefghijklmnopqrstuvwxyz\n"
+    output = line * (100_000 // len(line)) + line[: 100_000 % len(line)]
+    assert output in deployment.transcript(run_id)
+
+
 def test_a_failing_command_fails_the_run(deployment: Deployment) -> None:
     deployment.runner("echo working; echo 'disk full' ; exit 3")
     run_id = deployment.new_run("fail please")

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
 from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -21,6 +23,14 @@ from gateway.accounts.factories import belongs_to_team
 from gateway.accounts.identities import Principal, creation_team, issue_api_key
 from gateway.catalog import EnvironmentSpec, ModelSpec
 from gateway.errors import AgentIsForeman, Forbidden, InvalidRequest, NotFound
+from gateway.platform.agents.models import (
+    Agent,
+    AgentCreate,
+    AgentUpdate,
+    CreatedAgent,
+    RunDefaults,
+    SecretRef,
+)
 from gateway.platform.catalog.environments import check_environment
 from gateway.platform.catalog.llm_models import check_model
 from gateway.platform.runs.skill_specs import parse_skill_spec
@@ -28,9 +38,7 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 a = t.agents
-# run defaults kept in agents.run_defaults; "" clears the text ones on update
-TEXT_DEFAULTS = ("prompt", "base_model", "environment_id", "worker_host")
-LIST_DEFAULTS = ("skills", "secrets")
+RUN_DEFAULTS = RunDefaults.__struct_fields__
 
 
 def require_user(principal: Principal) -> None:
@@ -41,48 +49,53 @@ def require_user(principal: Principal) -> None:
 async def create_agent(
     conn: AsyncConnection,
     principal: Principal,
-    fields: dict[str, Any],
+    spec: AgentCreate,
     *,
     models: Sequence[ModelSpec],
     environments: Sequence[EnvironmentSpec],
-) -> tuple[Row[Any], str]:
-    """The new agent and its API key (shown once; only its hash is kept)."""
+) -> CreatedAgent:
+    """The new agent with its API key (shown once; only its hash is kept)."""
     require_user(principal)
     team = creation_team(principal)
-    fields = {key: value for key, value in fields.items() if value is not None}
-    checked = await _checked(conn, team, fields, models, environments)
-    if (factory_uid := fields.get("factory_uid")) is not None:
-        await _check_factory(conn, team, factory_uid)
+    changes = await _checked(conn, team, spec, models, environments)
+    if spec.factory_uid is not None:
+        await _check_factory(conn, team, spec.factory_uid)
     uid, now = ids.new_id("agent"), utcnow()
     await conn.execute(
         insert(a).values(
             uid=uid,
             team_uid=team,
-            name=fields["name"],
-            description=fields.get("description") or None,
-            agent_type=fields.get("agent_type"),
-            factory_uid=factory_uid,
-            run_defaults=_run_defaults({}, checked),
+            name=spec.name,
+            description=spec.description or None,
+            agent_type=spec.agent_type,
+            factory_uid=spec.factory_uid,
+            run_defaults=_run_defaults(RunDefaults(), changes).to_stored(),
             created_at=now,
             updated_at=now,
         )
     )
-    return await _load(conn, uid), await issue_api_key(conn, "agent", uid)
+    key = await issue_api_key(conn, "agent", uid)
+    return CreatedAgent.with_key(await _load(conn, uid), key)
 
 
 async def list_agents(
     conn: AsyncConnection, principal: Principal, factory_uid: str | None
-) -> list[Row[Any]]:
+) -> list[Agent]:
     """Agents of the active team (else of all the caller's teams), oldest first."""
     teams = [principal.active_team_uid] if principal.active_team_uid else principal.team_uids
     query = select(a).where(a.c.team_uid.in_(sorted(teams)))
     if factory_uid is not None:
         query = query.where(a.c.factory_uid == factory_uid)
-    return list((await conn.execute(query.order_by(a.c.created_at, a.c.uid))).all())
+    rows = await conn.execute(query.order_by(a.c.created_at, a.c.uid))
+    return [Agent.from_row(row) for row in rows]
 
 
-async def get_agent(conn: AsyncConnection, principal: Principal, uid: str) -> Row[Any]:
+async def get_agent(conn: AsyncConnection, principal: Principal, uid: str) -> Agent:
     """404 when it does not exist, 403 when it belongs to a team the caller is not in."""
+    return Agent.from_row(await _visible_row(conn, principal, uid))
+
+
+async def _visible_row(conn: AsyncConnection, principal: Principal, uid: str) -> Row[Any]:
     row = (await conn.execute(select(a).where(a.c.uid == uid))).first()
     if row is None:
         raise NotFound(f"uid: no agent {uid}")
@@ -95,25 +108,23 @@ async def update_agent(
     conn: AsyncConnection,
     principal: Principal,
     uid: str,
-    fields: dict[str, Any],
+    patch: AgentUpdate,
     *,
     models: Sequence[ModelSpec],
     environments: Sequence[EnvironmentSpec],
-) -> Row[Any]:
+) -> Agent:
     """Fields absent or null stay as they are; "" clears a text field, [] or {} a list or map."""
     require_user(principal)
-    row = await get_agent(conn, principal, uid)
-    given = {key: value for key, value in fields.items() if value is not None}
-    checked = await _checked(conn, row.team_uid, given, models, environments)
-    values: dict[str, Any] = {
-        "run_defaults": _run_defaults(dict(row.run_defaults or {}), checked),
-        "updated_at": utcnow(),
-    }
-    for key in ("name", "agent_type"):
-        if key in given:
-            values[key] = given[key]
-    if "description" in given:
-        values["description"] = given["description"] or None
+    row = await _visible_row(conn, principal, uid)
+    changes = await _checked(conn, row.team_uid, patch, models, environments)
+    defaults = _run_defaults(RunDefaults.stored(row.run_defaults), changes)
+    values: dict[str, object] = {"run_defaults": defaults.to_stored(), "updated_at": utcnow()}
+    if _given(patch.name):
+        values["name"] = patch.name
+    if _given(patch.agent_type):
+        values["agent_type"] = patch.agent_type
+    if _given(patch.description):
+        values["description"] = patch.description or None
     await conn.execute(update(a).where(a.c.uid == uid).values(**values))
     return await _load(conn, uid)
 
@@ -121,7 +132,7 @@ async def update_agent(
 async def delete_agent(conn: AsyncConnection, principal: Principal, uid: str) -> None:
     """Deletes the agent and every API key of it, together."""
     require_user(principal)
-    await get_agent(conn, principal, uid)
+    await _visible_row(conn, principal, uid)
     await _check_not_foreman(conn, uid)
     await conn.execute(
         delete(t.api_keys).where(t.api_keys.c.kind == "agent", t.api_keys.c.principal_uid == uid)
@@ -134,63 +145,41 @@ async def delete_agent(conn: AsyncConnection, principal: Principal, uid: str) ->
         raise AgentIsForeman(f"uid: agent {uid} was just made a factory's foreman") from exc
 
 
-def agent_json(row: Row[Any]) -> dict[str, Any]:
-    """AgentResponse as the official client parses it; unset optional fields are omitted."""
-    defaults = row.run_defaults or {}
-    item: dict[str, Any] = {
-        "uid": row.uid,
-        "name": row.name,
-        "team_uid": row.team_uid,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at or row.created_at,
-        "available": True,  # no plan limits here: every agent may run
-        "default_runner_uid": "",  # runners are not assigned per agent here
-        "memory": {"attached_stores": [], "auto_memory": {"enabled": False}},
-        "skills": defaults.get("skills", []),
-        "secrets": [{"name": name} for name in defaults.get("secrets", [])],
-    }
-    optional = {
-        "description": row.description,
-        "agent_type": row.agent_type,
-        "factory_uid": row.factory_uid,
-        **{key: defaults.get(key) for key in (*TEXT_DEFAULTS, "credential_strategy")},
-        "mcp_servers": defaults.get("mcp_servers"),
-    }
-    item.update({key: value for key, value in optional.items() if value is not None})
-    return item
-
-
 async def _checked(
     conn: AsyncConnection,
     team_uid: str,
-    fields: dict[str, Any],
+    spec: AgentCreate | AgentUpdate,
     models: Sequence[ModelSpec],
     environments: Sequence[EnvironmentSpec],
-) -> dict[str, Any]:
-    """The run defaults among `fields`, validated; "" stands for "clear"."""
-    checked = {key: fields[key] for key in (*TEXT_DEFAULTS, "credential_strategy") if key in fields}
-    if "worker_host" in checked:
-        checked["worker_host"] = checked["worker_host"].strip()
-    if checked.get("base_model"):
-        check_model(models, checked["base_model"], "base_model")
-    if checked.get("environment_id"):
-        check_environment(environments, checked["environment_id"], {team_uid}, "environment_id")
-    if "mcp_servers" in fields:
-        checked["mcp_servers"] = fields["mcp_servers"]
-    if "skills" in fields:
-        checked["skills"] = _skills(fields["skills"])
-    if "secrets" in fields:
-        checked["secrets"] = await _secrets(conn, team_uid, fields["secrets"])
-    return checked
+) -> dict[str, object]:
+    """The run defaults `spec` gives (neither absent nor null), validated; "", [] and {} stand
+    for "clear"."""
+    given = {name: value for name in RUN_DEFAULTS if _given(value := getattr(spec, name))}
+    if "worker_host" in given:
+        given["worker_host"] = str(given["worker_host"]).strip()
+    if spec.base_model:
+        check_model(models, spec.base_model, "base_model")
+    if spec.environment_id:
+        check_environment(environments, spec.environment_id, {team_uid}, "environment_id")
+    if isinstance(spec.skills, list):
+        given["skills"] = _skills(spec.skills)
+    if isinstance(spec.secrets, list):
+        given["secrets"] = await _secrets(conn, team_uid, spec.secrets)
+    return given
 
 
-def _run_defaults(current: dict[str, Any], checked: dict[str, Any]) -> dict[str, Any] | None:
-    for key, value in checked.items():
-        if value in ("", [], {}):
-            current.pop(key, None)
-        else:
-            current[key] = value
-    return current or None
+def _given(value: object) -> bool:
+    return value is not None and value is not UNSET
+
+
+def _run_defaults(current: RunDefaults, changes: dict[str, object]) -> RunDefaults:
+    """`current` with `changes`; a change to "", [] or {} unsets the default."""
+    unset = RunDefaults()
+    cleared = {
+        name: getattr(unset, name) for name, value in changes.items() if value in ("", [], {})
+    }
+    kept = {name: value for name, value in changes.items() if name not in cleared}
+    return msgspec.structs.replace(current, **kept, **cleared)
 
 
 def _skills(specs: list[str]) -> list[str]:
@@ -201,10 +190,8 @@ def _skills(specs: list[str]) -> list[str]:
     return specs
 
 
-async def _secrets(
-    conn: AsyncConnection, team_uid: str, secrets: list[dict[str, str]]
-) -> list[str]:
-    names = [secret["name"] for secret in secrets]
+async def _secrets(conn: AsyncConnection, team_uid: str, secrets: list[SecretRef]) -> list[str]:
+    names = [secret.name for secret in secrets]
     s = t.team_secrets
     query = select(s.c.name).where(s.c.team_uid == team_uid, s.c.name.in_(names))
     known = set((await conn.execute(query)).scalars())
@@ -232,8 +219,8 @@ async def _check_not_foreman(conn: AsyncConnection, uid: str) -> None:
         )
 
 
-async def _load(conn: AsyncConnection, uid: str) -> Row[Any]:
+async def _load(conn: AsyncConnection, uid: str) -> Agent:
     row = (await conn.execute(select(a).where(a.c.uid == uid))).first()
     if row is None:
         raise NotFound(f"uid: no agent {uid}")
-    return row
+    return Agent.from_row(row)

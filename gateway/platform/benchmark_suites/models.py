@@ -113,6 +113,13 @@ class Suite(Struct, kw_only=True):
     created_at: Timestamp
     updated_at: Timestamp
     tasks: Annotated[list[Task], Meta(description="GET of one suite")] | UnsetType = UNSET
+    agent_uid: (
+        Annotated[
+            str,
+            Meta(description="the agent its trials run as (its definition file's `agent`)"),
+        ]
+        | UnsetType
+    ) = UNSET
 
     @classmethod
     def from_row(cls, row: Row[Any], tasks: list[Task] | UnsetType = UNSET) -> Suite:
@@ -125,6 +132,7 @@ class Suite(Struct, kw_only=True):
             created_at=row.created_at,
             updated_at=row.updated_at,
             tasks=tasks,
+            agent_uid=row.agent_uid or UNSET,
         )
 
 

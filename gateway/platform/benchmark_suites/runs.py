@@ -125,7 +125,7 @@ def _trial_run(
             "configuration": configuration.name,
             "attempt": str(attempt),
         },
-        agent_uid=factory.foreman_agent_uid,
+        agent_uid=suite.agent_uid or factory.foreman_agent_uid,
     )
 
 

@@ -23,10 +23,36 @@ r = t.runs
 
 
 @dataclass(frozen=True, slots=True)
+class SelectingRun:
+    """A run that selected an environment (agent_config.environment_id)."""
+
+    run_id: str
+    title: str | None
+    state: str
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    error_code: str | None  # of its status message
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> SelectingRun:
+        error_code = (row.status_message or {}).get("error_code")
+        return cls(
+            row.run_id,
+            row.title,
+            row.state,
+            row.created_at,
+            row.updated_at,
+            row.started_at,
+            error_code,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class VisibleEnvironment:
     spec: EnvironmentSpec
     access: Access
-    newest_run: Row[Any] | None  # the newest visible run that selected it
+    newest_run: SelectingRun | None  # the newest visible run that selected it
     last_started_at: datetime | None  # when the latest of those runs started
 
 
@@ -74,14 +100,12 @@ async def list_environments(
 def setup_failed(environment: VisibleEnvironment) -> bool:
     """True when the newest run in it failed while its environment was being set up."""
     run = environment.newest_run
-    if run is None or run.state != "FAILED":
-        return False
-    return bool((run.status_message or {}).get("error_code") == SETUP_FAILURE)
+    return run is not None and run.state == "FAILED" and run.error_code == SETUP_FAILURE
 
 
 async def _run_activity(
     conn: AsyncConnection, uids: list[str], teams: Collection[str]
-) -> tuple[dict[str, Row[Any]], dict[str, datetime]]:
+) -> tuple[dict[str, SelectingRun], dict[str, datetime]]:
     """Per environment: the newest run of `teams` that selected it, and the latest start."""
     if not uids or not teams:
         return {}, {}
@@ -93,7 +117,7 @@ async def _run_activity(
         .group_by(selected)
     )
     latest = {row[0]: (row[1], row[2]) for row in await conn.execute(summary)}
-    newest: dict[str, Row[Any]] = {}
+    newest: dict[str, SelectingRun] = {}
     for uid, (created_at, _) in latest.items():
         query = (
             select(r)
@@ -102,5 +126,5 @@ async def _run_activity(
             .limit(1)
         )
         if (row := (await conn.execute(query)).first()) is not None:
-            newest[uid] = row
+            newest[uid] = SelectingRun.from_row(row)
     return newest, {uid: started for uid, (_, started) in latest.items() if started is not None}

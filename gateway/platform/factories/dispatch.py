@@ -14,20 +14,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.factories import Factory
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NoForeman
-from gateway.platform.runs.models import RunArtifact, RunRecord
-from gateway.platform.runs.records import NewRun, insert_run, insert_runs
-from gateway.platform.tasks.tasks import create_seed_task
+from gateway.platform.runs.models import RunItem as Run
+from gateway.platform.runs.records import NewRun, insert_run
+from gateway.platform.tasks.models import TaskSeed
+from gateway.platform.tasks.run_items import run_item
+from gateway.platform.tasks.tasks import create_seed_task, seed_title
 from gateway.store import Database
 from gateway.store import tables as t
 
@@ -49,10 +50,10 @@ class DispatchRequest:
     ticket_url: str | None = None
 
 
-def parse_ticket_url(value: Any) -> str | None:
+def parse_ticket_url(value: str | None) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or len(value) > 2000:
+    if len(value) > 2000:
         raise InvalidRequest("ticket_url: expected an http or https URL (at most 2000 characters)")
     try:
         parts = urlsplit(value)
@@ -63,56 +64,24 @@ def parse_ticket_url(value: Any) -> str | None:
     return value
 
 
-def dispatch_request(
-    factory: Factory,
-    request: DispatchRequest,
-    *,
-    creator: Principal | None,
-    source: str = "API",
-    metadata: dict[str, str] | None = None,
-    artifacts: list[RunArtifact] | None = None,
-) -> NewRun:
-    """The run for the factory's foreman (409 no_foreman without one), not yet inserted."""
+async def dispatch_run(
+    conn: AsyncConnection, factory: Factory, request: DispatchRequest, *, creator: Principal
+) -> Run:
+    """The run for the factory's foreman (409 no_foreman without one); its task comes later."""
     if factory.foreman_agent_uid is None:
         raise NoForeman(f"factory: {factory.uid} has no foreman agent to receive work")
-    return NewRun(
+    new = NewRun(
         prompt=request.prompt,
         title=request.title,
         team_uid=factory.team_uid,
         factory_uid=factory.uid,
         creator=creator,
-        source=source,
-        metadata=metadata,
-        artifacts=artifacts,
         ticket_ref=request.ticket_ref,
         ticket_url=request.ticket_url,
         task_pending=True,
         agent_uid=factory.foreman_agent_uid,
     )
-
-
-async def dispatch_run(
-    conn: AsyncConnection,
-    factory: Factory,
-    request: DispatchRequest,
-    *,
-    creator: Principal | None,
-    source: str = "API",
-    metadata: dict[str, str] | None = None,
-    artifacts: list[RunArtifact] | None = None,
-    run_id: str | None = None,
-) -> RunRecord:
-    """The run for the factory's foreman (409 no_foreman without one); its task comes later."""
-    new = dispatch_request(
-        factory, request, creator=creator, source=source, metadata=metadata, artifacts=artifacts
-    )
-    return await insert_run(conn, new, run_id)
-
-
-async def dispatch_runs(conn: AsyncConnection, runs: Sequence[tuple[NewRun, str]]) -> None:
-    """Inserts many dispatched runs (from `dispatch_request`) in one statement; their tasks come
-    later."""
-    await insert_runs(conn, runs)
+    return await run_item(conn, await insert_run(conn, new))
 
 
 async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int:
@@ -128,9 +97,16 @@ async def bind_pending_in(conn: AsyncConnection, limit: int = BIND_BATCH) -> int
             .where(t.runs.c.run_id == row.run_id, _WAITING_FOR_TASK)
             .values(task_pending=False)
         )
-        if claim.rowcount == 1 and await create_seed_task(conn, RunRecord.from_row(row)):
+        if claim.rowcount == 1 and await _seed_task(conn, row):
             bound += 1
     return bound
+
+
+async def _seed_task(conn: AsyncConnection, run: Row[Any]) -> bool:
+    if run.factory_uid is None:
+        return False
+    title = seed_title(run.title, run.prompt)
+    return await create_seed_task(conn, run.factory_uid, title, TaskSeed.of_run(run))
 
 
 async def bind_pending(database: Database) -> int:

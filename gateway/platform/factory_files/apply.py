@@ -8,7 +8,6 @@ carries the plan out in the same transaction; a tree with any diagnostic changes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +63,7 @@ async def _run(
 ) -> Plan:
     tree = parsed.result.tree
     if tree is None:
-        raise InvalidFactoryTree(_json(parsed.diagnostics))
+        raise InvalidFactoryTree(parsed.diagnostics)
     session = services.database.transaction() if write else services.database.read()
     async with session as conn:
         team_uid, factory = await _locate(conn, caller, tree, factory_uid, lock=write)
@@ -78,7 +77,7 @@ async def _run(
         checked = await check_tree(conn, catalogue, tree, state)
         if checked.diagnostics:
             found = [relocated(d, parsed.prefix) for d in checked.diagnostics]
-            raise InvalidFactoryTree(_json(sorted(found, key=Diagnostic.sort_key)))
+            raise InvalidFactoryTree(sorted(found, key=Diagnostic.sort_key))
         stale = _stale_secrets(services, tree, state, checked.secret_values)
         changes = plan_changes(tree, state, stale)
         uid = state.factory_uid
@@ -195,10 +194,3 @@ async def _tree_webhooks(
             url += "/{token}"
         listed.append(TreeWebhook(name=hook.name, uid=uid, ingress_url=url))
     return listed
-
-
-def _json(diagnostics: Sequence[Diagnostic]) -> list[dict[str, Any]]:
-    return [
-        {"path": d.path, "line": d.line, "column": d.column, "code": d.code, "message": d.message}
-        for d in diagnostics
-    ]

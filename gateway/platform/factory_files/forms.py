@@ -27,8 +27,9 @@ from factory_format import (
 )
 from factory_format.model import Resource, ResourceKey
 from gateway.automations.models import FileLayers, stored_triggers
+from gateway.types import JsonObject
 
-Form = dict[str, Any]
+Form = JsonObject  # a comparable form: plain JSON data
 AgentNames = dict[str, str]  # agent uid -> its name in the tree
 
 
@@ -175,7 +176,7 @@ def suite_form(row: Row[Any], tasks: list[Row[Any]], agents: AgentNames) -> Form
     return _rebuilt(stored, BenchmarkSuite)
 
 
-def _rebuilt(stored: dict[str, Any], kind: type[Resource]) -> Form:
+def _rebuilt(stored: JsonObject, kind: type[Resource]) -> Form:
     """The stored values made into the tree's model, then into its comparable form: both
     sides of a plan go through the same Struct, so defaults and list forms agree."""
     form: Form = comparable(msgspec.convert(stored, kind))

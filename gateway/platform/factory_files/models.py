@@ -4,11 +4,12 @@ the diagnostics of a tree that cannot apply, and the stored definition of a fact
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from gateway.problem import Problem
+from gateway.types import JsonObject
 
 Action = Literal["create", "update", "delete"]
 Kind = Literal[
@@ -37,7 +38,7 @@ KINDS: tuple[Kind, ...] = (
 
 class PostedTree(Struct, kw_only=True, forbid_unknown_fields=True):
     files: Annotated[
-        dict[str, Any],
+        JsonObject,
         Meta(
             description="{path relative to the repository root: text}; the directory holding "
             "factory.yaml is the definition root (files outside it are ignored)"
@@ -105,7 +106,7 @@ class StoredResource(Struct, kw_only=True):
     name: str
     uid: str
     definition: Annotated[
-        dict[str, Any],
+        JsonObject,
         Meta(
             description="its stored state in the comparable form plan compares (the file "
             "keys in snake_case, inheritance resolved under `effective`)"

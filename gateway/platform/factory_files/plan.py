@@ -53,8 +53,10 @@ def _factory_change(tree: FactoryTree, state: StoredState, wanted: Form) -> Chan
             old.pop(key, None)
             new.pop(key, None)
     fields = changed_fields(old, new)
-    foreman = tree_foreman(tree)
-    if state.factory is not None and state.factory.foreman_agent_uid != state.agents.get(foreman):
+    foreman = state.agents.get(tree_foreman(tree))  # None: an agent this apply creates
+    if state.factory is not None and (
+        foreman is None or state.factory.foreman_agent_uid != foreman
+    ):
         fields.append(FOREMAN)
     return Change(kind="factory", name=name, action="update", fields=fields) if fields else None
 

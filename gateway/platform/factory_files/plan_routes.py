@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from factory_format import MAX_TREE_BYTES
 from gateway.accounts.factories import get_accessible_factory
 from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Routes
@@ -19,6 +20,8 @@ from gateway.platform.factory_files.models import (
 from gateway.platform.factory_files.posted import parse_posted
 
 routes = Routes("factory-files")
+# a tree may hold 2 MiB of text (factory_format.MAX_TREE_BYTES); JSON escapes make it larger
+TREE_BODY_LIMIT = 4 * MAX_TREE_BYTES
 ERRORS = (400, 401, 403, 404, 409, 413, 422)
 PROBLEMS = (
     (403, "`forbidden`: agent credentials, or a factory or team that is not the caller's"),
@@ -29,7 +32,8 @@ NOTES = (
     "Needs user credentials of the factory's team (X-Service-Team-Uid picks the team a new "
     "factory is made in). The tree is parsed and checked whole: problems of the files and "
     "references this server cannot resolve (models, team secrets, runners, environments, "
-    "webhook UIDs, the alias) are all answered as diagnostics."
+    "webhook UIDs, the alias) are all answered as diagnostics. The body may hold 8 MiB (a "
+    "tree's files 2 MiB)."
 )
 
 
@@ -40,6 +44,7 @@ NOTES = (
     errors=ERRORS,
     problems=PROBLEMS,
     problem_types=((422, InvalidTreeProblem),),
+    body_limit=TREE_BODY_LIMIT,
     team=True,
     notes=NOTES + " Nothing is written.",
 )
@@ -59,6 +64,7 @@ async def plan_endpoint(request: Request, body: Body[PostedTree]) -> Plan:
     errors=ERRORS,
     problems=PROBLEMS,
     problem_types=((422, InvalidTreeProblem),),
+    body_limit=TREE_BODY_LIMIT,
     team=True,
     notes=NOTES + " One transaction: the factory, created when none of the team has the tree's "
     "name, and every resource files declare, created, updated or deleted; resources created "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from msgspec import Meta, Struct
 from starlette.requests import Request
 from starlette.responses import Response
@@ -38,9 +39,9 @@ BASE = "/factory-files/schemas"
 
 
 @routes.get(BASE, "List the schema versions", response=SchemaVersions, errors=(400, 401))
-async def versions_endpoint(request: Request) -> Response:
+async def versions_endpoint(request: Request) -> SchemaVersions:
     await principal_of(request)
-    return json_response({"current_version": CURRENT_VERSION, "versions": schema_versions()})
+    return SchemaVersions(CURRENT_VERSION, msgspec.convert(schema_versions(), list[SchemaVersion]))
 
 
 @routes.get(

@@ -73,7 +73,7 @@ async def write_changes(
     w.secret_values = secret_values
     if state.factory_uid is None:
         w.factory_uid = await create_factory(conn, team_uid, tree.factory, w.now)
-    elif any(change.kind == "factory" for change in changes):
+    else:  # rewritten whatever changed: definition_applied_at says when a tree last applied
         await update_factory(conn, state.factory_uid, tree.factory, w.now)
     wanted = tree.resources()
     by_kind: dict[str, list[Change]] = {}

@@ -5,60 +5,72 @@ resolved configuration."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from msgspec import Struct
 from sqlalchemy import delete, insert, update
 
-from factory_format import Agent, Skill
+from factory_format import Agent, EffectiveConfig, RunConfig, Skill
 from gateway import ids
 from gateway.automations.models import json_form
-from gateway.platform.factory_files.writing import Writing
+from gateway.platform.agents.models import RunDefaults
+from gateway.platform.factory_files.writing import Columns, Writing
 from gateway.store import tables as t
+from gateway.types import JsonObject
 
 
-def run_defaults(agent: Agent) -> dict[str, Any] | None:
+def run_defaults(agent: Agent) -> RunDefaults:
     """agents.run_defaults of a file agent: its prompt and resolved configuration. The model is
     its harness's for oz (a Warp model id); a credential strategy it does not set is the
     factory's, read where runs start."""
     effective = agent.effective
-    defaults: dict[str, Any] = {
-        "prompt": agent.prompt or None,
-        "base_model": effective.harness.model if effective.harness.type == "oz" else None,
-        "environment_id": effective.environment_id,
-        "worker_host": effective.worker_host,
-        "credential_strategy": effective.credential_strategy,
-        "mcp_servers": mcp_configs(effective.mcp_servers),
-        "secrets": list(effective.secrets) or None,
-    }
-    kept = {key: value for key, value in defaults.items() if value is not None}
-    return kept or None
+    return RunDefaults(
+        prompt=agent.prompt or None,
+        base_model=effective.harness.model if effective.harness.type == "oz" else None,
+        environment_id=effective.environment_id,
+        worker_host=effective.worker_host,
+        credential_strategy=effective.credential_strategy,
+        mcp_servers=mcp_configs(effective.mcp_servers),
+        secrets=list(effective.secrets),
+    )
 
 
-def mcp_configs(servers: dict[str, str]) -> dict[str, Any] | None:
+def mcp_configs(servers: dict[str, str]) -> dict[str, JsonObject] | None:
     """{name: warpId} as run configurations hold MCP servers: {name: {"warp_id": id}}."""
     return {name: {"warp_id": warp_id} for name, warp_id in servers.items()} or None
 
 
-def _definition(agent: Agent) -> Any:
-    return json_form(
-        {
-            "credential_strategy": agent.credential_strategy,
-            "config": agent.config,
-            "skills": agent.skills,
-            "effective": agent.effective,
-        }
+class AgentDefinition(Struct, kw_only=True):
+    """agents.definition: what an agent's file says beyond the agents table's columns."""
+
+    credential_strategy: str | None
+    config: RunConfig
+    skills: tuple[str, ...]
+    effective: EffectiveConfig
+
+
+class AgentColumns(Columns, kw_only=True):
+    name: str
+    description: str | None
+    agent_type: str
+    run_defaults: JsonObject | None
+    definition_name: str
+    definition: JsonObject
+
+
+def _columns(agent: Agent) -> AgentColumns:
+    definition = AgentDefinition(
+        credential_strategy=agent.credential_strategy,
+        config=agent.config,
+        skills=agent.skills,
+        effective=agent.effective,
     )
-
-
-def _columns(agent: Agent) -> dict[str, Any]:
-    return {
-        "name": agent.name,
-        "description": agent.description,
-        "agent_type": agent.agent_type,
-        "run_defaults": run_defaults(agent),
-        "definition_name": agent.name,
-        "definition": _definition(agent),
-    }
+    return AgentColumns(
+        name=agent.name,
+        description=agent.description,
+        agent_type=agent.agent_type,
+        run_defaults=run_defaults(agent).to_stored(),
+        definition_name=agent.name,
+        definition=json_form(definition),
+    )
 
 
 async def create_agent(w: Writing, agent: Agent) -> None:
@@ -70,7 +82,7 @@ async def create_agent(w: Writing, agent: Agent) -> None:
             factory_uid=w.factory_uid,
             created_at=at,
             updated_at=at,
-            **_columns(agent),
+            **_columns(agent).values(),
         )
     )
     w.agents[agent.name] = uid
@@ -78,7 +90,9 @@ async def create_agent(w: Writing, agent: Agent) -> None:
 
 async def update_agent(w: Writing, uid: str, agent: Agent) -> None:
     await w.conn.execute(
-        update(t.agents).where(t.agents.c.uid == uid).values(updated_at=w.now, **_columns(agent))
+        update(t.agents)
+        .where(t.agents.c.uid == uid)
+        .values(updated_at=w.now, **_columns(agent).values())
     )
 
 
@@ -91,15 +105,24 @@ async def delete_agent(w: Writing, uid: str) -> None:
     await w.conn.execute(delete(t.agents).where(t.agents.c.uid == uid))
 
 
-def _skill_columns(w: Writing, skill: Skill) -> dict[str, Any]:
-    return {
-        "agent_uid": None if skill.agent is None else w.agent_uid(skill.agent),
-        "name": skill.name,
-        "title": skill.title,
-        "description": skill.description,
-        "frontmatter": json_form(skill.frontmatter) or None,
-        "playbook": skill.playbook,
-    }
+class SkillColumns(Columns, kw_only=True):
+    agent_uid: str | None
+    name: str
+    title: str
+    description: str | None
+    frontmatter: JsonObject | None
+    playbook: str
+
+
+def _skill_columns(w: Writing, skill: Skill) -> SkillColumns:
+    return SkillColumns(
+        agent_uid=None if skill.agent is None else w.agent_uid(skill.agent),
+        name=skill.name,
+        title=skill.title,
+        description=skill.description,
+        frontmatter=json_form(skill.frontmatter) or None,
+        playbook=skill.playbook,
+    )
 
 
 async def create_skill(w: Writing, skill: Skill) -> None:
@@ -110,7 +133,7 @@ async def create_skill(w: Writing, skill: Skill) -> None:
             factory_uid=w.factory_uid,
             created_at=at,
             updated_at=at,
-            **_skill_columns(w, skill),
+            **_skill_columns(w, skill).values(),
         )
     )
 
@@ -118,7 +141,9 @@ async def create_skill(w: Writing, skill: Skill) -> None:
 async def update_skill(w: Writing, uid: str, skill: Skill) -> None:
     s = t.factory_skills
     await w.conn.execute(
-        update(s).where(s.c.uid == uid).values(updated_at=w.now, **_skill_columns(w, skill))
+        update(s)
+        .where(s.c.uid == uid)
+        .values(updated_at=w.now, **_skill_columns(w, skill).values())
     )
 
 

@@ -7,27 +7,34 @@ suite.yaml lists them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import delete, insert, update
 
 from factory_format import BenchmarkSuite, BenchmarkTask, Runner, Scorer
 from gateway import ids
 from gateway.automations.models import json_form
 from gateway.platform.factory_files.state import task_rows
-from gateway.platform.factory_files.writing import Writing
+from gateway.platform.factory_files.writing import Columns, Writing
 from gateway.platform.scoring.scorers import remove_scorer
 from gateway.store import tables as t
+from gateway.types import JsonObject
 
 
-def _runner_columns(runner: Runner) -> dict[str, Any]:
-    return {
-        "name": runner.name,
-        "description": runner.description,
-        "setup_commands": json_form(runner.setup_commands),
-        "instance_shape": json_form(runner.instance_shape),
-        "platform": json_form(runner.platform),
-    }
+class RunnerColumns(Columns, kw_only=True):
+    name: str
+    description: str | None
+    setup_commands: list[str]
+    instance_shape: JsonObject | None
+    platform: JsonObject
+
+
+def _runner_columns(runner: Runner) -> RunnerColumns:
+    return RunnerColumns(
+        name=runner.name,
+        description=runner.description,
+        setup_commands=list(runner.setup_commands),
+        instance_shape=json_form(runner.instance_shape),
+        platform=json_form(runner.platform),
+    )
 
 
 async def create_runner(w: Writing, runner: Runner) -> None:
@@ -38,7 +45,7 @@ async def create_runner(w: Writing, runner: Runner) -> None:
             factory_uid=w.factory_uid,
             created_at=at,
             updated_at=at,
-            **_runner_columns(runner),
+            **_runner_columns(runner).values(),
         )
     )
 
@@ -46,7 +53,7 @@ async def create_runner(w: Writing, runner: Runner) -> None:
 async def update_runner(w: Writing, uid: str, runner: Runner) -> None:
     r = t.factory_runners
     await w.conn.execute(
-        update(r).where(r.c.uid == uid).values(updated_at=w.now, **_runner_columns(runner))
+        update(r).where(r.c.uid == uid).values(updated_at=w.now, **_runner_columns(runner).values())
     )
 
 
@@ -54,22 +61,38 @@ async def delete_runner(w: Writing, uid: str) -> None:
     await w.conn.execute(delete(t.factory_runners).where(t.factory_runners.c.uid == uid))
 
 
-def _scorer_columns(w: Writing, scorer: Scorer) -> dict[str, Any]:
-    return {
-        "name": scorer.name,
-        "prompt": scorer.rubric,
-        "scope_mode": "selected_agents",
-        "agent_uids": [w.agent_uid(name) for name in scorer.agents],
-        "active": scorer.enabled,
-        "self_improvement_enabled": scorer.self_improvement,
-        "definition_name": scorer.name,
-        "description": scorer.description,
-        "model_id": scorer.model,
-        "labels": json_form(scorer.labels),
-        "passing_score": scorer.passing_score,
-        "sampling_rate": scorer.sampling_rate,
-        "output": scorer.output,
-    }
+class ScorerColumns(Columns, kw_only=True):
+    name: str
+    prompt: str
+    scope_mode: str
+    agent_uids: list[str]
+    active: bool
+    self_improvement_enabled: bool
+    definition_name: str
+    description: str | None
+    model_id: str
+    labels: list[JsonObject]
+    passing_score: float
+    sampling_rate: float
+    output: str
+
+
+def _scorer_columns(w: Writing, scorer: Scorer) -> ScorerColumns:
+    return ScorerColumns(
+        name=scorer.name,
+        prompt=scorer.rubric,
+        scope_mode="selected_agents",
+        agent_uids=[w.agent_uid(name) for name in scorer.agents],
+        active=scorer.enabled,
+        self_improvement_enabled=scorer.self_improvement,
+        definition_name=scorer.name,
+        description=scorer.description,
+        model_id=scorer.model,
+        labels=json_form(scorer.labels),
+        passing_score=scorer.passing_score,
+        sampling_rate=scorer.sampling_rate,
+        output=scorer.output,
+    )
 
 
 async def create_scorer(w: Writing, scorer: Scorer) -> None:
@@ -83,7 +106,7 @@ async def create_scorer(w: Writing, scorer: Scorer) -> None:
             created_by_uid=w.creator_uid,
             created_at=at,
             updated_at=at,
-            **_scorer_columns(w, scorer),
+            **_scorer_columns(w, scorer).values(),
         )
     )
 
@@ -93,7 +116,7 @@ async def update_scorer(w: Writing, uid: str, scorer: Scorer) -> None:
     await w.conn.execute(
         update(sc)
         .where(sc.c.uid == uid)
-        .values(version=sc.c.version + 1, updated_at=w.now, **_scorer_columns(w, scorer))
+        .values(version=sc.c.version + 1, updated_at=w.now, **_scorer_columns(w, scorer).values())
     )
 
 
@@ -101,14 +124,22 @@ async def delete_scorer(w: Writing, uid: str) -> None:
     await remove_scorer(w.conn, uid)
 
 
-def _suite_columns(w: Writing, suite: BenchmarkSuite) -> dict[str, Any]:
-    return {
-        "name": suite.name,
-        "description": suite.description,
-        "configurations": [{"name": suite.agent, "attempts": 1}],
-        "definition_name": suite.slug,
-        "agent_uid": w.agent_uid(suite.agent),
-    }
+class SuiteColumns(Columns, kw_only=True):
+    name: str
+    description: str | None
+    configurations: list[JsonObject]
+    definition_name: str
+    agent_uid: str
+
+
+def _suite_columns(w: Writing, suite: BenchmarkSuite) -> SuiteColumns:
+    return SuiteColumns(
+        name=suite.name,
+        description=suite.description,
+        configurations=[{"name": suite.agent, "attempts": 1}],
+        definition_name=suite.slug,
+        agent_uid=w.agent_uid(suite.agent),
+    )
 
 
 async def create_suite(w: Writing, suite: BenchmarkSuite) -> None:
@@ -120,7 +151,7 @@ async def create_suite(w: Writing, suite: BenchmarkSuite) -> None:
             created_by_uid=w.creator_uid,
             created_at=at,
             updated_at=at,
-            **_suite_columns(w, suite),
+            **_suite_columns(w, suite).values(),
         )
     )
     await _write_tasks(w, uid, suite.tasks)
@@ -129,7 +160,9 @@ async def create_suite(w: Writing, suite: BenchmarkSuite) -> None:
 async def update_suite(w: Writing, uid: str, suite: BenchmarkSuite) -> None:
     s = t.benchmark_suites
     await w.conn.execute(
-        update(s).where(s.c.uid == uid).values(updated_at=w.now, **_suite_columns(w, suite))
+        update(s)
+        .where(s.c.uid == uid)
+        .values(updated_at=w.now, **_suite_columns(w, suite).values())
     )
     await _write_tasks(w, uid, suite.tasks)
 
@@ -140,16 +173,26 @@ async def delete_suite(w: Writing, uid: str) -> None:
     await w.conn.execute(update(s).where(s.c.uid == uid).values(deleted_at=w.now, updated_at=w.now))
 
 
-def _task_columns(task: BenchmarkTask, position: int) -> dict[str, Any]:
-    return {
-        "title": task.title,
-        "prompt": task.prompt,
-        "success_criteria": task.success_criteria,
-        "source_run_id": task.source_run_id,
-        "starting_repo_refs": list(task.starting_repo_refs) or None,
-        "slug": task.slug,
-        "position": position,
-    }
+class TaskColumns(Columns, kw_only=True):
+    title: str
+    prompt: str
+    success_criteria: str
+    source_run_id: str | None
+    starting_repo_refs: list[str] | None
+    slug: str
+    position: int
+
+
+def _task_columns(task: BenchmarkTask, position: int) -> TaskColumns:
+    return TaskColumns(
+        title=task.title,
+        prompt=task.prompt,
+        success_criteria=task.success_criteria,
+        source_run_id=task.source_run_id,
+        starting_repo_refs=list(task.starting_repo_refs) or None,
+        slug=task.slug,
+        position=position,
+    )
 
 
 async def _write_tasks(w: Writing, suite_uid: str, tasks: tuple[BenchmarkTask, ...]) -> None:
@@ -176,12 +219,12 @@ async def _write_tasks(w: Writing, suite_uid: str, tasks: tuple[BenchmarkTask, .
                     suite_uid=suite_uid,
                     created_at=at,
                     updated_at=at,
-                    **_task_columns(task, position),
+                    **_task_columns(task, position).values(),
                 )
             )
         else:
             await w.conn.execute(
                 update(k)
                 .where(k.c.uid == existing.uid)
-                .values(updated_at=w.now, **_task_columns(task, position))
+                .values(updated_at=w.now, **_task_columns(task, position).values())
             )

@@ -4,8 +4,6 @@ resolved configuration (`run_config`), computed here once, never per delivery.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec import UNSET
 
 from factory_format import Automation, EffectiveConfig, Webhook
@@ -14,11 +12,12 @@ from gateway.automations.models import FileLayers, json_form
 from gateway.platform.factory_files.write_agents import mcp_configs
 from gateway.platform.factory_files.writing import Writing
 from gateway.platform.runs.models import AgentConfig, RunHarness
+from gateway.types import JsonObject
 from gateway.webhooks import management as webhooks
 from gateway.webhooks.models import WebhookCreate
 
 
-def run_config(agent_uid: str, effective: EffectiveConfig) -> dict[str, Any]:
+def run_config(agent_uid: str, effective: EffectiveConfig) -> JsonObject:
     """runs.agent_config of the runs an automation starts: its agent, model (a Warp model id,
     for oz), harness, runner, environment, worker host and MCP servers, resolved."""
     harness = effective.harness
@@ -33,7 +32,7 @@ def run_config(agent_uid: str, effective: EffectiveConfig) -> dict[str, Any]:
         worker_host=effective.worker_host or UNSET,
         mcp_servers=mcp_configs(effective.mcp_servers) or UNSET,
     )
-    stored: dict[str, Any] = json_form(config)
+    stored: JsonObject = json_form(config)
     return stored
 
 

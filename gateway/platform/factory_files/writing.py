@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from msgspec import UNSET, Struct
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.services import Services
@@ -32,3 +33,15 @@ class Writing:
 
     def agent_uid(self, name: str) -> str:
         return self.agents[name]
+
+
+class Columns(Struct, kw_only=True):
+    """The column values a writer sets on a row, for its insert and its update alike; a field
+    left UNSET is not written (the stored value stays)."""
+
+    def values(self) -> dict[str, object]:
+        return {
+            name: getattr(self, name)
+            for name in self.__struct_fields__
+            if getattr(self, name) is not UNSET
+        }

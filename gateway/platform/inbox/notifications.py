@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.platform.inbox.models import Kind
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 n, rc = t.inbox_notifications, t.inbox_recipients
-Kind = Literal["run_failed", "run_needs_input", "task_stage_changed", "dispatch_failed"]
 RUN_KINDS: dict[str, Kind] = {"FAILED": "run_failed", "BLOCKED": "run_needs_input"}
 MAX_DETAIL = 2000
 
@@ -61,7 +60,7 @@ async def notify(
     return uid
 
 
-async def resolve(conn: AsyncConnection, *conditions: Any) -> None:
+async def resolve(conn: AsyncConnection, *conditions: ColumnElement[bool]) -> None:
     """Resolves the active notifications matching `conditions`."""
     await conn.execute(
         update(n).where(n.c.resolved_at.is_(None), *conditions).values(resolved_at=utcnow())
@@ -91,17 +90,24 @@ async def on_run_states(
 
 
 async def on_stage_change(
-    conn: AsyncConnection, task: Any, stage: str, at: datetime | None = None
+    conn: AsyncConnection,
+    *,
+    factory_uid: str,
+    task_uid: str,
+    title: str,
+    before: str,
+    after: str,
+    at: datetime | None = None,
 ) -> None:
-    """A task moved from its stage to `stage`; the previous stage notice is over."""
-    await resolve(conn, n.c.task_uid == task.uid, n.c.kind == "task_stage_changed")
+    """A task moved from stage `before` to `after`; the previous stage notice is over."""
+    await resolve(conn, n.c.task_uid == task_uid, n.c.kind == "task_stage_changed")
     await notify(
         conn,
-        task.factory_uid,
+        factory_uid,
         "task_stage_changed",
-        f"Task {task.title!r} moved to {stage}",
-        detail=f"from {task.stage} to {stage}",
-        task_uid=task.uid,
+        f"Task {title!r} moved to {after}",
+        detail=f"from {before} to {after}",
+        task_uid=task_uid,
         at=at,
     )
 

@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from sqlalchemy import Row, and_, exists, or_, select, update
+from sqlalchemy import ColumnElement, Row, and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.errors import Forbidden, InvalidRequest
+from gateway.platform.inbox.models import MarkError, MutationOutcome, Notification, Scope
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 n, rc, f, tm, r = t.inbox_notifications, t.inbox_recipients, t.factories, t.team_members, t.runs
-Scope = Literal["mine", "team"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class InboxQuery:
 
 async def list_notifications(
     conn: AsyncConnection, principal: Principal, query: InboxQuery
-) -> tuple[list[Row[Any]], bool]:
+) -> tuple[list[Notification], bool]:
     """A page of active notifications, newest first; returns (page, has_more)."""
     if query.scope == "mine" and principal.kind != "user":
         raise InvalidRequest("scope: `mine` needs user credentials; agents use scope=team")
@@ -65,10 +65,11 @@ async def list_notifications(
         )
     statement = statement.order_by(n.c.created_at.desc(), n.c.uid.desc()).limit(query.limit + 1)
     rows = (await conn.execute(statement)).all()
-    return list(rows[: query.limit]), len(rows) > query.limit
+    page = [Notification.from_row(row, query.scope) for row in rows[: query.limit]]
+    return page, len(rows) > query.limit
 
 
-def _active() -> Any:
+def _active() -> ColumnElement[bool]:
     """Not resolved, and a notice about a run only while the run is still in that state."""
     still = or_(
         n.c.run_id.is_(None),
@@ -78,7 +79,7 @@ def _active() -> Any:
     return and_(n.c.resolved_at.is_(None), still)
 
 
-def _live_recipient(recipient_uid: str | None) -> Any:
+def _live_recipient(recipient_uid: str | None) -> ColumnElement[bool]:
     """A recipient that is still a member of the factory's team (and is `recipient_uid`)."""
     member = exists().where(tm.c.team_uid == f.c.team_uid, tm.c.user_uid == rc.c.user_uid)
     conditions = [rc.c.notification_uid == n.c.uid, member]
@@ -87,25 +88,9 @@ def _live_recipient(recipient_uid: str | None) -> Any:
     return exists().where(*conditions)
 
 
-def notification_json(row: Row[Any], scope: Scope) -> dict[str, Any]:
-    item = {
-        "uid": row.uid,
-        "factory_uid": row.factory_uid,
-        "kind": row.kind,
-        "title": row.title,
-        "detail": row.detail,
-        "run_id": row.run_id,
-        "task_uid": row.task_uid,
-        "created_at": row.created_at,
-    }
-    if scope == "mine":  # read state is the caller's own; other scopes omit it (spec 2.7)
-        item["is_read"] = row.read_at is not None
-    return item
-
-
 async def mark(
     conn: AsyncConnection, principal: Principal, uids: Sequence[str], *, read: bool
-) -> list[dict[str, Any]]:
+) -> list[MutationOutcome]:
     """One outcome per uid, in request order. A missing notification is a successful no-op;
     one of a factory the caller cannot access, not addressed to the caller, or no longer active
     is unsuccessful, and nothing changes for it."""
@@ -118,15 +103,15 @@ async def mark(
         .where(n.c.uid.in_(sorted(set(uids))))
     )
     found = {row.uid: row for row in (await conn.execute(query)).all()}
-    outcomes = [_outcome(uid, found.get(uid), principal) for uid in uids]
-    changing = sorted({o["notification_uid"] for o in outcomes if o["success"] and o["_change"]})
+    errors = {uid: _refusal(found.get(uid), principal) for uid in uids}
+    changing = sorted(uid for uid, error in errors.items() if error is None and uid in found)
     if changing:
         await conn.execute(
             update(rc)
             .where(rc.c.notification_uid.in_(changing), rc.c.user_uid == principal.uid)
             .values(read_at=utcnow() if read else None)
         )
-    return [{k: v for k, v in o.items() if k != "_change"} for o in outcomes]
+    return [MutationOutcome(uid, errors[uid] is None, errors[uid]) for uid in uids]
 
 
 def require_user(principal: Principal) -> None:
@@ -134,16 +119,14 @@ def require_user(principal: Principal) -> None:
         raise Forbidden("Authorization: read state is a user's; agent credentials cannot mark")
 
 
-def _outcome(uid: str, row: Any, principal: Principal) -> dict[str, Any]:
-    def failed(error: str) -> dict[str, Any]:
-        return {"notification_uid": uid, "success": False, "error": error, "_change": False}
-
+def _refusal(row: Row[Any] | None, principal: Principal) -> MarkError | None:
+    """Why the notification of `row` may not be marked; None when it may (or is missing)."""
     if row is None:
-        return {"notification_uid": uid, "success": True, "error": None, "_change": False}
+        return None
     if row.team_uid not in principal.team_uids:
-        return failed("forbidden")
+        return "forbidden"
     if row.user_uid is None:
-        return failed("not_recipient")
+        return "not_recipient"
     if not row.active:
-        return failed("not_active")
-    return {"notification_uid": uid, "success": True, "error": None, "_change": True}
+        return "not_active"
+    return None

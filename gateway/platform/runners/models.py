@@ -387,5 +387,17 @@ class Worker(Struct, kw_only=True):
     runs_held: int
 
 
+class WaitedWorker(Struct, kw_only=True):
+    worker_host: Annotated[str, Meta(description="a workerHost factory definitions name")]
+    factory_uids: Annotated[list[str], Meta(description="the factories whose runs wait for it")]
+
+
 class Workers(Struct):
     workers: list[Worker]
+    waiting: Annotated[
+        list[WaitedWorker],
+        Meta(
+            description="self-hosted workers factory definitions name (workerHost) that have "
+            "not registered (no runner of that name seen within two leases)"
+        ),
+    ]

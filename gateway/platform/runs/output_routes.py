@@ -16,6 +16,7 @@ from gateway.api.routing import Routes
 from gateway.errors import NotFound
 from gateway.platform.runners import execution as run_execution
 from gateway.platform.runners.models import RunUsage, Workers
+from gateway.platform.runners.waiting import waiting_workers
 from gateway.platform.runs import timeline as run_timeline
 from gateway.platform.runs.output_models import ArtifactDetails, Timeline
 from gateway.platform.runs.records import can_view, visible_run
@@ -147,12 +148,13 @@ async def usage_endpoint(request: Request) -> RunUsage:
     response=Workers,
     errors=(400, 401),
     notes="Runners seen within two leases; `online` from their last call (may be a few seconds "
-    "stale).",
+    "stale). `waiting`: the workerHost names factory definitions give that no runner of that "
+    "name was seen for.",
 )
 async def workers_endpoint(request: Request) -> Workers:
     principal = await principal_of(request)
     services = services_of(request)
     async with services.database.read() as conn:
-        return Workers(
-            await run_execution.list_runners(conn, principal, services.settings.run_lease_s)
-        )
+        seen = await run_execution.list_runners(conn, principal, services.settings.run_lease_s)
+        names = {worker.name for worker in seen}
+        return Workers(seen, await waiting_workers(conn, principal.team_uids, names))

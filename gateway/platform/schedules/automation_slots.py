@@ -18,6 +18,7 @@ from gateway.platform.runs.automation_runs import (
     of_row,
     start_automation_run,
 )
+from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import create_seed_task
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -87,7 +88,7 @@ async def start_slot(conn: AsyncConnection, due: DueAutomationSlot) -> str | Non
     envelope = ENVELOPE.format(name=label, cron=row.cron, slot=due.slot.isoformat())
     metadata = {"schedule": due.name, "scheduled_for": due.slot.isoformat()}
     run = await start_automation_run(conn, automation, envelope, metadata)
-    await create_seed_task(conn, run)
+    await create_seed_task(conn, automation.factory_uid, automation.name, TaskSeed.of_run(run))
     await conn.execute(
         update(s)
         .where(*where)

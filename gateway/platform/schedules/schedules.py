@@ -11,27 +11,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from types import SimpleNamespace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import Row, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Row, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
 from gateway.errors import Forbidden, InvalidRequest, NotFound
-from gateway.platform.runs.models import MAX_PROMPT, AgentConfig, Creator
-from gateway.platform.runs.records import creators, json_column
+from gateway.platform.runs.models import MAX_PROMPT
 from gateway.platform.runs.standalone import parse_config
 from gateway.platform.schedules import cron
+from gateway.platform.schedules.models import ScheduleCreate, ScheduledAgent, ScheduleUpdate
+from gateway.platform.tasks.run_items import profiles
 from gateway.store import tables as t
 from gateway.store.types import utcnow
+from gateway.types import JsonObject
 
 s = t.scheduled_agents
 METADATA_KEY = re.compile(r"[a-zA-Z0-9._-]{1,64}")
 MAX_METADATA = 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What a create or an update sets, validated."""
+
+    name: str
+    cron_schedule: str
+    prompt: str | None
+    agent_config: JsonObject | None
+    agent_uid: str | None
+    metadata: dict[str, str] | None
+    mode: str
 
 
 def require_user(principal: Principal) -> None:
@@ -40,44 +55,48 @@ def require_user(principal: Principal) -> None:
 
 
 async def create_schedule(
-    conn: AsyncConnection, principal: Principal, body: dict[str, Any], models: Sequence[ModelSpec]
-) -> Row[Any]:
+    conn: AsyncConnection, principal: Principal, spec: ScheduleCreate, models: Sequence[ModelSpec]
+) -> ScheduledAgent:
     require_user(principal)
-    team_owned = body.get("team")
+    team_owned = spec.team
     if team_owned is None:  # the client's default: team-owned for a user of a single team
         team_owned = principal.active_team_uid is not None or len(principal.team_uids) == 1
-    team = _team(principal, bool(team_owned))
-    values = await _checked(conn, principal, body, models, team, bool(team_owned), current=None)
+    team = _team(principal, team_owned)
+    columns = await _checked(conn, spec, models, team, team_owned, current=None)
     uid, now = ids.new_id("sched"), utcnow()
-    enabled = body.get("enabled", True)
     await conn.execute(
         insert(s).values(
             uid=uid,
             team_uid=team,
             owner_kind="team" if team_owned else "user",
-            enabled=enabled,
-            next_run_at=cron.next_slot(values["cron_schedule"], now) if enabled else None,
+            enabled=spec.enabled,
+            next_run_at=cron.next_slot(columns.cron_schedule, now) if spec.enabled else None,
             created_by_kind=principal.kind,
             created_by_uid=principal.uid,
             updated_by_kind=principal.kind,
             updated_by_uid=principal.uid,
             created_at=now,
             updated_at=now,
-            **values,
+            **asdict(columns),
         )
     )
     return await _load(conn, uid)
 
 
-async def list_schedules(conn: AsyncConnection, principal: Principal) -> list[Row[Any]]:
+async def list_schedules(conn: AsyncConnection, principal: Principal) -> list[ScheduledAgent]:
     """The schedules the caller sees (of the active team when one is selected), by name."""
     teams = [principal.active_team_uid] if principal.active_team_uid else principal.team_uids
     query = select(s).where(_visible(principal), s.c.team_uid.in_(sorted(teams)))
-    return list((await conn.execute(query.order_by(s.c.name, s.c.uid))).all())
+    return await _views(conn, (await conn.execute(query.order_by(s.c.name, s.c.uid))).all())
 
 
-async def get_schedule(conn: AsyncConnection, principal: Principal, uid: str) -> Row[Any]:
+async def get_schedule(conn: AsyncConnection, principal: Principal, uid: str) -> ScheduledAgent:
     """404 for a schedule the caller cannot see, as for one that does not exist."""
+    (schedule,) = await _views(conn, [await _visible_row(conn, principal, uid)])
+    return schedule
+
+
+async def _visible_row(conn: AsyncConnection, principal: Principal, uid: str) -> Row[Any]:
     query = select(s).where(s.c.uid == uid, _visible(principal))
     row = (await conn.execute(query)).first()
     if row is None:
@@ -89,34 +108,33 @@ async def update_schedule(
     conn: AsyncConnection,
     principal: Principal,
     uid: str,
-    body: dict[str, Any],
+    spec: ScheduleUpdate,
     models: Sequence[ModelSpec],
-) -> Row[Any]:
+) -> ScheduledAgent:
     """Replaces the schedule's fields (PUT); an absent agent_config keeps the current one. A new
     cron expression or enabling sets the next slot from now."""
     require_user(principal)
-    row = await get_schedule(conn, principal, uid)
-    values = await _checked(
-        conn, principal, body, models, row.team_uid, row.owner_kind == "team", current=row
+    row = await _visible_row(conn, principal, uid)
+    columns = await _checked(
+        conn, spec, models, row.team_uid, row.owner_kind == "team", current=row.agent_config
     )
-    enabled = bool(body["enabled"])
     now = utcnow()
-    values |= {"enabled": enabled, "updated_at": now}
+    values = asdict(columns) | {"enabled": spec.enabled, "updated_at": now}
     values |= {"updated_by_kind": principal.kind, "updated_by_uid": principal.uid}
-    if not enabled:
+    if not spec.enabled:
         values["next_run_at"] = None
-    elif not row.enabled or values["cron_schedule"] != row.cron_schedule:
-        values["next_run_at"] = cron.next_slot(values["cron_schedule"], now)
+    elif not row.enabled or columns.cron_schedule != row.cron_schedule:
+        values["next_run_at"] = cron.next_slot(columns.cron_schedule, now)
     await conn.execute(update(s).where(s.c.uid == uid).values(**values))
     return await _load(conn, uid)
 
 
 async def set_enabled(
     conn: AsyncConnection, principal: Principal, uid: str, enabled: bool
-) -> Row[Any]:
+) -> ScheduledAgent:
     """Pause (no further slots) or resume (the first slot after now; missed ones are skipped)."""
     require_user(principal)
-    row = await get_schedule(conn, principal, uid)
+    row = await _visible_row(conn, principal, uid)
     if row.enabled != enabled:
         now = utcnow()
         await conn.execute(
@@ -135,53 +153,27 @@ async def set_enabled(
 
 async def delete_schedule(conn: AsyncConnection, principal: Principal, uid: str) -> None:
     require_user(principal)
-    await get_schedule(conn, principal, uid)
+    await _visible_row(conn, principal, uid)
     await conn.execute(delete(s).where(s.c.uid == uid))
 
 
-async def schedules_json(conn: AsyncConnection, rows: Sequence[Row[Any]]) -> list[dict[str, Any]]:
+async def _views(conn: AsyncConnection, rows: Sequence[Row[Any]]) -> list[ScheduledAgent]:
     """ScheduledAgentItem of the official client for each row."""
-    people = [
-        SimpleNamespace(creator_kind=kind, creator_uid=uid)
-        for row in rows
-        for kind, uid in (
-            (row.created_by_kind, row.created_by_uid),
-            (row.updated_by_kind, row.updated_by_uid),
-        )
-    ]
-    profiles = await creators(conn, people)
-    return [_json(row, profiles) for row in rows]
+    people = await profiles(
+        conn,
+        [
+            (kind, uid)
+            for row in rows
+            for kind, uid in (
+                (row.created_by_kind, row.created_by_uid),
+                (row.updated_by_kind, row.updated_by_uid),
+            )
+        ],
+    )
+    return [ScheduledAgent.from_row(row, people) for row in rows]
 
 
-def _json(row: Row[Any], profiles: dict[str, Creator]) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "id": row.uid,
-        "name": row.name,
-        "cron_schedule": row.cron_schedule,
-        "enabled": row.enabled,
-        "prompt": row.prompt or "",
-        "mode": row.mode,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "scope": {
-            "type": "Team" if row.owner_kind == "team" else "User",
-            "uid": row.team_uid if row.owner_kind == "team" else row.created_by_uid,
-        },
-        "history": {"last_ran": row.last_ran_at, "next_run": row.next_run_at},
-    }
-    optional = {
-        "agent_config": row.agent_config,
-        "agent_uid": row.agent_uid,
-        "metadata": row.metadata,
-        "last_spawn_error": row.last_spawn_error,
-        "created_by": profiles.get(row.created_by_uid),
-        "updated_by": profiles.get(row.updated_by_uid),
-    }
-    item.update({key: value for key, value in optional.items() if value is not None})
-    return item
-
-
-def _visible(principal: Principal) -> Any:
+def _visible(principal: Principal) -> ColumnElement[bool]:
     team_owned = (s.c.owner_kind == "team") & s.c.team_uid.in_(sorted(principal.team_uids))
     return or_(team_owned, (s.c.owner_kind == "user") & (s.c.created_by_uid == principal.uid))
 
@@ -199,41 +191,39 @@ def _team(principal: Principal, team_owned: bool) -> str:
 
 async def _checked(
     conn: AsyncConnection,
-    principal: Principal,
-    body: dict[str, Any],
+    spec: ScheduleCreate | ScheduleUpdate,
     models: Sequence[ModelSpec],
     team: str,
     team_owned: bool,
     *,
-    current: Row[Any] | None,
-) -> dict[str, Any]:
-    """The columns the body sets, validated."""
-    config = (
-        json_column(
-            parse_config(msgspec.convert(body["agent_config"], AgentConfig), models, "agent_config")
-        )
-        if body.get("agent_config") is not None
-        else (None if current is None else current.agent_config)
-    )
-    prompt = body.get("prompt") or None
+    current: JsonObject | None,
+) -> _Columns:
+    """The columns `spec` sets, validated; `current`: the schedule's agent config, kept when
+    `spec` gives none."""
+    config = current
+    if spec.agent_config is not None:
+        # the stored config is the runs' own form of it (runs.standalone.parse_config)
+        parsed = parse_config(spec.agent_config, models, "agent_config")
+        config = None if parsed is None else msgspec.to_builtins(parsed)
+    prompt = spec.prompt or None
     if prompt is None and not (config or {}).get("skill_spec"):
         raise InvalidRequest("prompt: required unless agent_config.skill_spec is given")
     if prompt is not None and len(prompt) > MAX_PROMPT:
         raise InvalidRequest(f"prompt: longer than {MAX_PROMPT} characters")
-    agent_uid = body.get("agent_uid") or None
+    agent_uid = spec.agent_uid or None
     if agent_uid is not None:
         if not team_owned:
             raise InvalidRequest("agent_uid: only a team-owned schedule runs as an agent")
         await _check_agent(conn, team, agent_uid)
-    return {
-        "name": body["name"],
-        "cron_schedule": cron.check(body["cron_schedule"]),
-        "prompt": prompt,
-        "agent_config": config,
-        "agent_uid": agent_uid,
-        "metadata": _metadata(body.get("metadata")),
-        "mode": body.get("mode") or "normal",
-    }
+    return _Columns(
+        name=spec.name,
+        cron_schedule=cron.check(spec.cron_schedule),
+        prompt=prompt,
+        agent_config=config,
+        agent_uid=agent_uid,
+        metadata=_metadata(spec.metadata),
+        mode=spec.mode or "normal",
+    )
 
 
 def _metadata(value: dict[str, str] | None) -> dict[str, str] | None:
@@ -256,8 +246,9 @@ async def _check_agent(conn: AsyncConnection, team: str, agent_uid: str) -> None
         raise InvalidRequest(f"agent_uid: no agent {agent_uid} in the schedule's team")
 
 
-async def _load(conn: AsyncConnection, uid: str) -> Row[Any]:
+async def _load(conn: AsyncConnection, uid: str) -> ScheduledAgent:
     row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
     if row is None:
         raise NotFound(f"schedule_id: no schedule {uid}")
-    return row
+    (schedule,) = await _views(conn, [row])
+    return schedule

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Row, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.platform.tasks.models import Task
+from gateway.platform.tasks.tasks import task_views
 from gateway.store import tables as t
 
 tk = t.tasks
@@ -26,11 +27,13 @@ class TaskQuery:
     sort_order: str = "desc"
     limit: int = 50
     after: tuple[datetime, str] | None = None  # keyset position (sort value, task uid)
+    full: bool = False  # with the ticket and the outputs
+    current_run: bool = False  # with the conversation's newest top-level run
 
 
 async def list_tasks(
     conn: AsyncConnection, factory_uid: str, query: TaskQuery
-) -> tuple[list[Row[Any]], bool]:
+) -> tuple[list[Task], bool]:
     """Live tasks of the factory; returns (page, has_more)."""
     statement = select(tk).where(
         tk.c.factory_uid == factory_uid, tk.c.deleted_at.is_(None), *_filters(query)
@@ -44,11 +47,13 @@ async def list_tasks(
         statement = statement.where(or_(beyond, and_(column == value, tie)))
     order = (column.desc(), tk.c.uid.desc()) if desc else (column, tk.c.uid)
     rows = (await conn.execute(statement.order_by(*order).limit(query.limit + 1))).all()
-    return list(rows[: query.limit]), len(rows) > query.limit
+    page = rows[: query.limit]
+    tasks = await task_views(conn, page, full=query.full, current_run=query.current_run)
+    return tasks, len(rows) > query.limit
 
 
-def _filters(query: TaskQuery) -> list[Any]:
-    found: list[Any] = []
+def _filters(query: TaskQuery) -> list[ColumnElement[bool]]:
+    found: list[ColumnElement[bool]] = []
     if query.stages:
         found.append(tk.c.stage.in_(query.stages))
     if query.created_by:

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.accounts import factories
 from gateway.platform.analytics import pull_requests
-from tests.api.test_openapi_sync import shape_errors
+from tests.api.openapi_shapes import shape_errors
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 

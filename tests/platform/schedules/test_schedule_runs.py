@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from gateway.accounts.identities import Principal
 from gateway.platform.schedules import schedules
 from gateway.platform.schedules import slot_runs as schedule_runs
+from gateway.platform.schedules.models import ScheduleCreate
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -22,13 +23,13 @@ def test_racing_schedulers_start_a_slot_once(world: World) -> None:
 
     async def race(services: Services) -> tuple[list[str | None], int]:
         database = services.database
-        body = {"name": "n", "cron_schedule": "0 0 1 1 *", "prompt": "p"}
+        body = ScheduleCreate(name="n", cron_schedule="0 0 1 1 *", prompt="p")
         slot = (utcnow() - timedelta(minutes=1)).replace(microsecond=0)
         async with database.transaction() as conn:
-            row = await schedules.create_schedule(conn, owner, body, ())
+            schedule = await schedules.create_schedule(conn, owner, body, ())
             s = t.scheduled_agents
-            await conn.execute(update(s).where(s.c.uid == row.uid).values(next_run_at=slot))
-        due = schedule_runs.DueSlot(row.uid, slot)
+            await conn.execute(update(s).where(s.c.uid == schedule.id).values(next_run_at=slot))
+        due = schedule_runs.DueSlot(schedule.id, slot)
 
         async def contender() -> str | None:
             async with database.transaction() as conn:
@@ -39,7 +40,7 @@ def test_racing_schedulers_start_a_slot_once(world: World) -> None:
         async with database.read() as conn:  # the session's PostgreSQL store holds other runs
             query = select(r.c.metadata).where(r.c.source == "SCHEDULED_AGENT")
             metadata = (await conn.execute(query)).scalars()
-            count = sum((m or {}).get("scheduled_agent_id") == row.uid for m in metadata)
+            count = sum((m or {}).get("scheduled_agent_id") == schedule.id for m in metadata)
         return list(outcomes), int(count)
 
     outcomes, runs = world.client.run(race)
@@ -51,14 +52,14 @@ def test_a_scheduled_run_carries_its_schedule_s_mode_to_the_runner(world: World)
     owner = Principal("user", world.user_uid, "u", None, frozenset({world.team_uid}))
 
     async def start(services: Services) -> str:
-        body = {"name": "m", "cron_schedule": "0 0 1 1 *", "prompt": "p", "mode": "orchestrate"}
+        body = ScheduleCreate(name="m", cron_schedule="0 0 1 1 *", prompt="p", mode="orchestrate")
         slot = (utcnow() - timedelta(minutes=1)).replace(microsecond=0)
         async with services.database.transaction() as conn:
-            row = await schedules.create_schedule(conn, owner, body, ())
+            schedule = await schedules.create_schedule(conn, owner, body, ())
             s = t.scheduled_agents
-            await conn.execute(update(s).where(s.c.uid == row.uid).values(next_run_at=slot))
+            await conn.execute(update(s).where(s.c.uid == schedule.id).values(next_run_at=slot))
         async with services.database.transaction() as conn:
-            run_id = await schedule_runs.start_slot(conn, schedule_runs.DueSlot(row.uid, slot))
+            run_id = await schedule_runs.start_slot(conn, schedule_runs.DueSlot(schedule.id, slot))
         assert run_id is not None
         return run_id
 

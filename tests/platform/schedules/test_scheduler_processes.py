@@ -22,6 +22,7 @@ from gateway.accounts import factories, identities
 from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate
 from gateway.platform.schedules import schedules
+from gateway.platform.schedules.models import ScheduleCreate
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -60,18 +61,18 @@ async def _prepare(database: Any) -> list[str]:
         team = await identities.create_team(conn, "T")
         user, _ = await identities.create_user(conn, team, "owner@example.com")
         owner = identities.Principal("user", user, "owner", None, frozenset({team}))
-        body = {"cron_schedule": "0 0 1 1 *", "prompt": "p"}  # yearly: only the test's slots
-        rows = [
-            await schedules.create_schedule(conn, owner, body | {"name": f"s{i}"}, ())
-            for i in range(SCHEDULES)
+        yearly = "0 0 1 1 *"  # only the test's slots
+        specs = [
+            ScheduleCreate(name=f"s{i}", cron_schedule=yearly, prompt="p") for i in range(SCHEDULES)
         ]
+        created = [await schedules.create_schedule(conn, owner, spec, ()) for spec in specs]
         agent, _ = await identities.create_agent(conn, team, "Foreman")
         factory = await factories.create_factory(conn, team, "F", None, agent)
-        yearly = {"provider": "schedule", "event": "cron_fired", "schedule": {"cron": "0 0 1 1 *"}}
+        inline = {"provider": "schedule", "event": "cron_fired", "schedule": {"cron": yearly}}
         for i in range(AUTOMATIONS):
-            spec = AutomationCreate(name=f"a{i}", prompt="p", triggers=[yearly])
+            spec = AutomationCreate(name=f"a{i}", prompt="p", triggers=[inline])
             await automations.create_automation(conn, factory, spec)
-    return [row.uid for row in rows]
+    return [schedule.id for schedule in created]
 
 
 async def _make_due(database: Any) -> None:
