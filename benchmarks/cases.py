@@ -105,7 +105,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         write_requests(
             request_file,
             case.plan,
-            seed.webhooks,
+            seed.connections if case.plan.name == "provider" else seed.webhooks,
             seed.auth_mode,
             case.body_size,
             f"127.0.0.1:{running.port}",

@@ -2,11 +2,18 @@
 
     python -m benchmarks.evaluator_bench                 # the four target figures (below)
     python -m benchmarks.evaluator_bench one [--db sqlite|postgresql] [--source stream|log]
-        [--match all|none] [--deliveries N] [--webhooks W] [--automations A] [--profile out.html]
+        [--match all|none] [--kind webhook|provider] [--deliveries N] [--webhooks W]
+        [--automations A] [--profile out.html]
 
 Seeds W webhooks x A automations by direct inserts (one payload filter per automation; with
 `--match all` exactly one of each webhook's matches the benchmark payload, with `none` none
-does). Then queues N accepted deliveries the way ingress does, before the clock starts:
+does). `--kind provider` seeds a team instead: 10 factories listing acme/widgets, each with A
+automations whose GitHub `issue_labeled` triggers filter on labels (one automation of the team
+matches the benchmark's `agent` label, the rest fail on their label, so a delivery is matched
+against 10 x A compiled triggers and starts one run), and W GitHub connections of the team (the
+deliveries are spread over them: each connection's rate window takes 60 a minute); each
+delivery is a ~1 KB GitHub `issues` `labeled` payload with its stored `X-GitHub-Event` header.
+Then queues N accepted deliveries the way ingress does, before the clock starts:
 `stream` submits them through the Redis backend's SUBMIT script into the shard streams of a
 private redis-server; `log` writes them as pending rows through the embedded backend's
 delivery writer. Then the real delivery consumer (the source, RunStarter, the batch transaction,
@@ -21,6 +28,8 @@ backlog empty). The default command runs the four cases the evaluator is held to
     SQLite, every delivery starts a run        >= 5,000 deliveries/s, <= 150 us CPU each
     PostgreSQL, every delivery starts a run    >= 3,000 deliveries/s, <= 150 us CPU each
     SQLite, no delivery matches                >= 15,000 deliveries/s
+    SQLite, provider deliveries (GitHub issues, 10 factories x 10 automations)
+                                               >= 5,000 deliveries/s, <= 150 us CPU each
 
 SQLite runs in a temporary directory; PostgreSQL in a database of its own (created and
 dropped: benchmarks/postgres.py).
@@ -56,11 +65,31 @@ from gateway.store import tables as t
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10
 CHUNK = 5_000
+PROVIDER_FACTORIES = 10
+PROVIDER_MATCH = "aut_pbench00a00"  # the one automation of the team the deliveries match
+PROVIDER_HEADERS = b"content-type: application/json\r\nx-github-event: issues"
 TARGETS = (
-    # (label, db, source, match, deliveries/s at least, CPU us per delivery at most)
-    ("SQLite, every delivery starts a run", "sqlite", "stream", "all", 5_000, 150),
-    ("PostgreSQL, every delivery starts a run", "postgresql", "stream", "all", 3_000, 150),
-    ("SQLite, no delivery matches", "sqlite", "stream", "none", 15_000, None),
+    # (label, db, source, match, deliveries/s at least, CPU us per delivery at most, kind)
+    ("SQLite, every delivery starts a run", "sqlite", "stream", "all", 5_000, 150, "webhook"),
+    (
+        "PostgreSQL, every delivery starts a run",
+        "postgresql",
+        "stream",
+        "all",
+        3_000,
+        150,
+        "webhook",
+    ),
+    ("SQLite, no delivery matches", "sqlite", "stream", "none", 15_000, None, "webhook"),
+    (
+        "SQLite, provider deliveries (GitHub, 10x10)",
+        "sqlite",
+        "stream",
+        "all",
+        5_000,
+        150,
+        "provider",
+    ),
 )
 
 
@@ -73,9 +102,90 @@ class Case:
     webhooks: int
     automations: int
     profile: str | None = None
+    kind: str = "webhook"  # or "provider"
+
+
+async def seed_provider(services: Services, case: Case) -> list[str]:
+    """A team of 10 factories x `automations` GitHub automations and `webhooks` connections."""
+    now = datetime.now(UTC)
+    repositories = [{"owner": "acme", "name": "widgets"}]
+    rows: dict[str, list[dict[str, Any]]] = {
+        "factories": [],
+        "automations": [],
+        "provider_connections": [],
+    }
+    for f in range(PROVIDER_FACTORIES):
+        factory_uid = f"fac_pbench{f:02d}"
+        rows["factories"].append(
+            {
+                "uid": factory_uid,
+                "team_uid": "team_bench",
+                "name": f"bench factory {f}",
+                "foreman_agent_uid": "agt_bench",
+                "repositories": repositories,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        for a in range(case.automations):
+            uid = f"aut_pbench{f:02d}a{a:02d}"
+            label = "agent" if uid == PROVIDER_MATCH and case.match == "all" else f"other-{f}-{a}"
+            trigger = {
+                "provider": "github",
+                "event": "issue_labeled",
+                "filter": {"labels": {"in": [label]}},
+            }
+            rows["automations"].append(
+                {
+                    "uid": uid,
+                    "factory_uid": factory_uid,
+                    "name": f"bench {uid}",
+                    "prompt": f"Handle the issue for {uid}. " * 8,
+                    "enabled": True,
+                    "triggers": [trigger],
+                    "created_at": now + timedelta(microseconds=f * 100 + a),
+                    "updated_at": now,
+                }
+            )
+    connections = [f"pcn_bench{c:06d}" for c in range(case.webhooks)]
+    for uid in connections:
+        rows["provider_connections"].append(
+            {
+                "uid": uid,
+                "team_uid": "team_bench",
+                "provider": "github",
+                "name": f"GitHub {uid}",
+                "enabled": True,
+                "config_version": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+    await _insert(services, rows, now)
+    return connections
+
+
+async def _insert(services: Services, rows: dict[str, list[dict[str, Any]]], now: datetime) -> None:
+    async with services.database.transaction() as conn:
+        await conn.execute(
+            t.teams.insert(), [{"uid": "team_bench", "name": "bench", "created_at": now}]
+        )
+        await conn.execute(
+            t.agents.insert(),
+            [{"uid": "agt_bench", "team_uid": "team_bench", "name": "foreman", "created_at": now}],
+        )
+        for name, batch in rows.items():
+            table = t.metadata.tables[name]
+            for start in range(0, len(batch), CHUNK):
+                await conn.execute(table.insert(), batch[start : start + CHUNK])
+    if not services.database.is_sqlite:  # planner statistics, as autovacuum would gather
+        async with services.database.transaction() as conn:
+            await conn.execute(text("ANALYZE"))
 
 
 async def seed(services: Services, case: Case) -> list[str]:
+    if case.kind == "provider":
+        return await seed_provider(services, case)
     now = datetime.now(UTC)
     rows: dict[str, list[dict[str, Any]]] = {
         "factories": [],
@@ -141,21 +251,7 @@ async def seed(services: Services, case: Case) -> list[str]:
                     "payload_filter": payload_filter,
                 }
             )
-    async with services.database.transaction() as conn:
-        await conn.execute(
-            t.teams.insert(), [{"uid": "team_bench", "name": "bench", "created_at": now}]
-        )
-        await conn.execute(
-            t.agents.insert(),
-            [{"uid": "agt_bench", "team_uid": "team_bench", "name": "foreman", "created_at": now}],
-        )
-        for name, batch in rows.items():
-            table = t.metadata.tables[name]
-            for start in range(0, len(batch), CHUNK):
-                await conn.execute(table.insert(), batch[start : start + CHUNK])
-    if not services.database.is_sqlite:  # planner statistics, as autovacuum would gather
-        async with services.database.transaction() as conn:
-            await conn.execute(text("ANALYZE"))
+    await _insert(services, rows, now)
     return hooks
 
 
@@ -173,7 +269,29 @@ def payload(i: int) -> bytes:
     )
 
 
-async def queue_deliveries(services: Services, hooks: list[str], n: int, first: int = 0) -> None:
+def github_payload(i: int) -> bytes:
+    """~1 KB, a GitHub `issues` `labeled` delivery."""
+    return orjson.dumps(
+        {
+            "action": "labeled",
+            "label": {"name": "agent", "color": "ededed"},
+            "issue": {
+                "number": i,
+                "title": "Widgets fail to render",
+                "labels": [{"name": "agent"}, {"name": "bug"}],
+                "assignees": [{"login": "octocat"}],
+                "user": {"login": "hubot"},
+                "body": "x" * 600,
+            },
+            "repository": {"full_name": "acme/widgets", "private": False, "id": 1296269},
+            "sender": {"login": "octocat", "id": 583231, "type": "User"},
+        }
+    )
+
+
+async def queue_deliveries(
+    services: Services, hooks: list[str], n: int, first: int = 0, kind: str = "webhook"
+) -> None:
     """N accepted deliveries (numbered from `first`), through the case's ingress backend."""
     ingress = services.ingress
     assert isinstance(ingress, Ingress)
@@ -186,8 +304,10 @@ async def queue_deliveries(services: Services, hooks: list[str], n: int, first: 
                 targets[i % len(targets)],
                 ids.new_id("dlv"),
                 f"bench-{i}",
-                payload(i),
+                github_payload(i) if kind == "provider" else payload(i),
                 True,
+                "127.0.0.1",
+                PROVIDER_HEADERS if kind == "provider" else b"",
             )
             for i in range(start, min(first + n, start + 500))
         ]
@@ -229,7 +349,13 @@ async def check(services: Services, case: Case, total: int) -> dict[str, Any]:
         "tasks": await scalar(select(func.count()).select_from(t.tasks)),
         "attachments": await scalar(select(func.count()).select_from(t.attachments)),
         "wrong_automation": await scalar(
-            select(func.count()).select_from(r).where(r.c.automation_uid.not_like("%a00"))
+            select(func.count())
+            .select_from(r)
+            .where(
+                r.c.automation_uid != PROVIDER_MATCH
+                if case.kind == "provider"
+                else r.c.automation_uid.not_like("%a00")
+            )
         ),
     }
     if case.source == "stream":
@@ -270,8 +396,8 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
         t0 = time.perf_counter()
         hooks = await seed(ingress, case)
         seeded = time.perf_counter() - t0
-        await queue_deliveries(ingress, hooks, len(hooks))  # the warm-up: one per webhook
-        await queue_deliveries(ingress, hooks, case.deliveries, first=len(hooks))
+        await queue_deliveries(ingress, hooks, len(hooks), kind=case.kind)  # the warm-up
+        await queue_deliveries(ingress, hooks, case.deliveries, first=len(hooks), kind=case.kind)
     finally:
         await ingress.close()
     # a `gateway worker` process: only the evaluator, with its batch sizes
@@ -328,8 +454,8 @@ def run_case(case: Case) -> dict[str, Any]:
 def targets(args: argparse.Namespace) -> int:
     rows = []
     failed = False
-    for label, db, source, match, rate, cpu in TARGETS:
-        case = Case(db, source, match, args.deliveries, args.webhooks, args.automations)
+    for label, db, source, match, rate, cpu, kind in TARGETS:
+        case = Case(db, source, match, args.deliveries, args.webhooks, args.automations, kind=kind)
         result = run_case(case)
         met = result["deliveries_per_s"] >= rate and (
             cpu is None or result["cpu_us_per_delivery"] <= cpu
@@ -359,6 +485,12 @@ def main() -> None:
     one.add_argument("--source", choices=("stream", "log"), default="stream")
     one.add_argument("--match", choices=("all", "none"), default="all")
     one.add_argument("--profile", help="write a pyinstrument HTML profile here")
+    one.add_argument(
+        "--kind",
+        choices=("webhook", "provider"),
+        default="webhook",
+        help="custom webhook deliveries, or GitHub deliveries to provider connections",
+    )
     args = parser.parse_args()
     if args.command != "one":
         sys.exit(targets(args))
@@ -370,6 +502,7 @@ def main() -> None:
         args.webhooks,
         args.automations,
         args.profile,
+        args.kind,
     )
     result = run_case(case)
     print(json.dumps(result, indent=2))

@@ -55,10 +55,26 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     under another HTTP server against itself under uvicorn; per workers and body size (spread
     only)."""
     by: dict[tuple[str, int, int], list[float]] = defaultdict(list)
+    provider: dict[tuple[str, int, int], list[float]] = defaultdict(list)
     for row in rows:
-        if row["scenario"] == "spread" and not row["failures"]:
+        if row["failures"]:
+            continue
+        if row["scenario"] == "spread":
             by[(row["server"], row["workers"], row["body_bytes"])].append(row["rps"])
+        elif row["scenario"] == "provider":
+            provider[(row["server"], row["workers"], row["body_bytes"])].append(row["rps"])
     out = []
+    for (server, workers, body), values in sorted(provider.items()):
+        webhook = by.get((server, workers, body))
+        if webhook:  # provider deliveries against custom-webhook ones, same server
+            out.append(
+                {
+                    "ratio": f"{server} provider/custom webhook",
+                    "workers": workers,
+                    "body_bytes": body,
+                    "rps": ratio(values, webhook),
+                }
+            )
     for (server, workers, body), values in sorted(by.items()):
         kind, _, http = server.partition("@")
         suffix = f"@{http}" if http else ""

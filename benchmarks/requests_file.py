@@ -6,10 +6,14 @@ Format (read by lua/cycle.lua):
     n_requests x ("<body_index> <len>\n" + head bytes, ending in CRLF CRLF)
 A request is head + body. Heads carry the webhook uid, a unique delivery id and, for signed
 webhooks, a Standard Webhooks signature made when the file is written (just before each run).
+A `provider` plan sends GitHub `issues` deliveries to provider connections instead, signed as
+GitHub signs (`X-Hub-Signature-256`), with `X-GitHub-Delivery` as the delivery id.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import time
 from collections.abc import Sequence
@@ -20,7 +24,7 @@ from pathlib import Path
 import orjson
 from standardwebhooks.webhooks import Webhook as Signer
 
-from benchmarks.seed import MATCH_TYPE, AuthMode, Webhook
+from benchmarks.seed import MATCH_LABEL, MATCH_TYPE, PROVIDER_REPOSITORY, AuthMode, Webhook
 
 RATE_LIMIT_PER_MINUTE = 60
 MAX_BODIES = 64
@@ -47,6 +51,12 @@ def spread_plan(
             f"{RATE_LIMIT_PER_MINUTE}/min each"
         )
     return Plan("spread", tuple((i % webhooks, f"{tag}-{i}") for i in range(count)))
+
+
+def provider_plan(tag: str, connections: int, count: int) -> Plan:
+    """`spread_plan` over the provider connections: GitHub deliveries (write_requests)."""
+    spread = spread_plan(tag, connections, count)
+    return Plan("provider", spread.targets)
 
 
 def flood_plan(tag: str, count: int) -> Plan:
@@ -76,6 +86,22 @@ def payload(size: int, seq: int, matching: bool = True) -> bytes:
     return orjson.dumps(base)
 
 
+def github_payload(size: int, seq: int, matching: bool = True) -> bytes:
+    """A GitHub `issues` `labeled` delivery of exactly `size` bytes whose label one automation
+    of the team matches (`matching`) or none does."""
+    base = {
+        "action": "labeled",
+        "label": {"name": MATCH_LABEL if matching else "bench-nomatch"},
+        "issue": {"number": seq, "title": "Widgets fail to render", "user": {"login": "hubot"}},
+        "repository": {"full_name": PROVIDER_REPOSITORY},
+        "sender": {"login": "octocat"},
+        "pad": "",
+    }
+    empty = len(orjson.dumps(base))
+    base["pad"] = "x" * max(0, size - empty)
+    return orjson.dumps(base)
+
+
 def write_requests(
     path: Path,
     plan: Plan,
@@ -89,7 +115,10 @@ def write_requests(
     """`signed_at`: the signatures' time (default now). The gateway accepts it for 5 minutes
     either side, so a run longer than that signs at its middle."""
     count = min(MAX_BODIES, max(1, len(plan.targets)))
-    bodies = [payload(body_size, i, matching) for i in range(count)]
+    github = plan.name == "provider"
+    make = github_payload if github else payload
+    bodies = [make(body_size, i, matching) for i in range(count)]
+    digests = {}  # (connection, body) -> its signature header
     signers: dict[int, Signer] = {}
     now = signed_at or datetime.now(UTC)
     stamp = str(int(now.timestamp()))
@@ -103,12 +132,24 @@ def write_requests(
             body_index = i % len(bodies)
             body = bodies[body_index]
             lines = [
-                f"POST /webhooks/w/{hook.uid} HTTP/1.1",
+                f"POST /webhooks/{'p' if github else 'w'}/{hook.uid} HTTP/1.1",
                 f"Host: {host}",
                 "Content-Type: application/json",
                 f"Content-Length: {len(body)}",
             ]
-            if auth_mode == "token":
+            if github:
+                key = (index, body_index)
+                signature = digests.get(key)
+                if signature is None:
+                    mac = hmac.new(hook.credential.encode(), body, hashlib.sha256).hexdigest()
+                    signature = digests[key] = f"sha256={mac}"
+                lines += [
+                    "User-Agent: GitHub-Hookshot/bench",
+                    "X-GitHub-Event: issues",
+                    f"X-GitHub-Delivery: {delivery_id}",
+                    f"X-Hub-Signature-256: {signature}",
+                ]
+            elif auth_mode == "token":
                 lines.append(f"Authorization: Bearer {hook.credential}")
                 lines.append(f"X-Service-Delivery-Id: {delivery_id}")
             else:

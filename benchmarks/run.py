@@ -30,6 +30,7 @@ from benchmarks.requests_file import (
     Plan,
     duplicate_plan,
     flood_plan,
+    provider_plan,
     spread_plan,
     write_requests,
 )
@@ -77,6 +78,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--big", action="store_true", help="with --quick: keep the 200 KB variant")
     p.add_argument("--no-latency", action="store_true", help="skip the open-loop rows")
     p.add_argument("--no-paths", action="store_true", help="skip the 429 and duplicate rows")
+    p.add_argument(
+        "--no-provider",
+        action="store_true",
+        help="skip the provider rows (GitHub deliveries to provider connections, 1 KB)",
+    )
     p.add_argument("--profile", action="store_true", help="py-spy the gateway (redis, 1 worker)")
     return p.parse_args(argv)
 
@@ -249,6 +255,16 @@ def _grid(
                              r + 1, evaluator, drain_wait, profile and r == 0, args.connections,
                              args.match == "all")
                     )  # fmt: skip
+                    if server.startswith("gateway") and body == SMALL and not args.no_provider:
+                        # the same spread of GitHub deliveries over as many provider
+                        # connections, right after it (A/B against the custom-webhook row)
+                        tag = f"{server[:2]}{w}{body}r{r}p"
+                        github = provider_plan(tag, len(seeded.connections), count)
+                        cases.append(
+                            Case(Target(server, APPS[server], http=http), w, github, body,
+                                 duration, r + 1, evaluator, drain_wait,
+                                 connections=args.connections, matching=args.match == "all")
+                        )  # fmt: skip
     if not args.no_paths:
         short = min(duration, 5.0)
         paths: list[Plan] = [

@@ -1,5 +1,7 @@
 """Seed a fresh store by direct inserts: factories, webhooks, automations, triggers (a SQLite
-file, or a PostgreSQL database given by URL).
+file, or a PostgreSQL database given by URL); and, for the provider rows of the grid, as many
+GitHub provider connections of the team as webhooks, with ten factories that list acme/widgets
+and ten GitHub automations each (one of the team's matches the `agent` label).
 
 The schema comes from `gateway.store.migrate`; rows go in through `gateway.store.tables`, so the
 benchmark never depends on the management API.
@@ -22,6 +24,9 @@ from gateway.store.db import create_database
 
 AuthMode = Literal["token", "signature"]
 MATCH_TYPE = "bench.match"
+MATCH_LABEL = "agent"  # the label of the provider deliveries one automation of the team matches
+PROVIDER_REPOSITORY = "acme/widgets"
+PROVIDER_FACTORIES = 10
 CHUNK = 5_000
 
 
@@ -37,6 +42,8 @@ class Seed:
     auth_mode: AuthMode
     webhooks: tuple[Webhook, ...]
     automations_per_webhook: int
+    # GitHub connections (uid, the secret GitHub signs with), as many as webhooks
+    connections: tuple[Webhook, ...] = ()
 
 
 def credential_for(uid: str, auth_mode: AuthMode, salt: bytes) -> str:
@@ -78,13 +85,15 @@ async def _seed(
     box = SecretBox(secret_key)
     rows: dict[str, list[dict[str, Any]]] = {
         "factories": [], "webhooks": [], "automations": [], "automation_triggers": [],
+        "provider_connections": [],
     }  # fmt: skip
     hooks: list[Webhook] = []
     for f in range(factories):
         factory_uid = f"fac_bench{f:05d}"
         rows["factories"].append(
             {"uid": factory_uid, "team_uid": "team_bench", "name": f"bench factory {f}",
-             "foreman_agent_uid": "agt_bench", "created_at": now, "updated_at": now}
+             "foreman_agent_uid": "agt_bench", "repositories": None, "created_at": now,
+             "updated_at": now}
         )  # fmt: skip
         for w in range(per_factory):
             uid = f"whk_bench{f:05d}x{w:03d}"
@@ -108,6 +117,7 @@ async def _seed(
                     {"automation_uid": auto_uid, "position": 0, "webhook_uid": uid,
                      "payload_filter": payload_filter}
                 )  # fmt: skip
+    connections = _provider_rows(rows, len(hooks), automations_per_webhook, salt, box, now)
     try:
         await migrate(db)
         async with db.transaction() as conn:
@@ -119,14 +129,53 @@ async def _seed(
                 [{"uid": "agt_bench", "team_uid": "team_bench", "name": "foreman",
                   "created_at": now}],
             )  # fmt: skip
-            for name in ("factories", "webhooks", "automations", "automation_triggers"):
+            for name in rows:
                 table = tables.metadata.tables[name]
                 batch = rows[name]
                 for start in range(0, len(batch), CHUNK):
                     await conn.execute(table.insert(), batch[start : start + CHUNK])
     finally:
         await db.close()
-    return Seed(Path(path), auth_mode, tuple(hooks), automations_per_webhook)
+    return Seed(Path(path), auth_mode, tuple(hooks), automations_per_webhook, connections)
+
+
+def _provider_rows(
+    rows: dict[str, list[dict[str, Any]]],
+    count: int,
+    automations: int,
+    salt: bytes,
+    box: SecretBox,
+    now: datetime,
+) -> tuple[Webhook, ...]:
+    """GitHub connections of the team, and GitHub automations in its first factories."""
+    owner, name = PROVIDER_REPOSITORY.split("/")
+    for factory in rows["factories"][:PROVIDER_FACTORIES]:
+        factory["repositories"] = [{"owner": owner, "name": name}]
+        for a in range(automations):
+            uid = f"aut_gh{factory['uid'][4:]}a{a:02d}"
+            first = factory is rows["factories"][0] and a == 0
+            label = MATCH_LABEL if first else f"other-{uid}"
+            trigger = {
+                "provider": "github",
+                "event": "issue_labeled",
+                "filter": {"labels": {"in": [label]}},
+            }
+            rows["automations"].append(
+                {"uid": uid, "factory_uid": factory["uid"], "name": f"bench {uid}",
+                 "prompt": f"Handle the issue for {uid}", "enabled": True,
+                 "triggers": [trigger], "created_at": now, "updated_at": now}
+            )  # fmt: skip
+    connections = []
+    for c in range(count):
+        uid = f"pcn_bench{c:06d}"
+        secret = "gh_" + hmac.digest(salt, uid.encode(), "sha256").hex()
+        connections.append(Webhook(uid, secret))
+        rows["provider_connections"].append(
+            {"uid": uid, "team_uid": "team_bench", "provider": "github", "name": uid,
+             "secret_encrypted": box.encrypt(secret), "enabled": True, "config_version": 1,
+             "created_at": now, "updated_at": now}
+        )  # fmt: skip
+    return tuple(connections)
 
 
 def _webhook_row(

@@ -19,7 +19,8 @@ from gateway import console, resources, wiring
 from gateway.allocator import map_large_blocks_apart
 from gateway.api import API_PREFIX, health, metrics
 from gateway.errors import MethodNotAllowed, NotFound, ServiceError
-from gateway.ingress.endpoint import INGRESS_PREFIX, IngressEndpoint
+from gateway.ingress.endpoint import PREFIXES as INGRESS_PREFIXES
+from gateway.ingress.endpoint import IngressEndpoint
 from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
 from gateway.ingress.request_head import HeadLimits, head_error, refuse_head
 from gateway.problem import PROBLEM_CONTENT_TYPE, problem_body, render
@@ -43,7 +44,8 @@ GIL_SWITCH_S = 0.001
 
 
 def create_app(settings: Settings) -> ASGIApp:
-    """The API under /api/v1 and the ingress under /webhooks/w/, as the role setting allows."""
+    """The API under /api/v1 and the ingress under /webhooks/w/ and /webhooks/p/, as the role
+    setting allows."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[State]:
@@ -86,7 +88,8 @@ def openapi_document() -> dict[str, Any]:
 
 
 class IngressDispatcher:
-    """Sends /webhooks/w/... straight to the ingress endpoint, past the router and middleware;
+    """Sends /webhooks/w/... and /webhooks/p/... straight to the ingress endpoint, past the
+    router and middleware;
     a request head over the limits (ingress/request_head.py) goes to neither. The server's
     lifespan messages reach the API app, whose lifespan fills `scope["state"]`."""
 
@@ -99,7 +102,7 @@ class IngressDispatcher:
             error = head_error(scope)
             if error is not None:
                 await refuse_head(send, error)
-            elif scope["path"].startswith(INGRESS_PREFIX):
+            elif scope["path"].startswith(INGRESS_PREFIXES):
                 await self.ingress(scope, receive, send)
             else:
                 await self.api(scope, receive, send)

@@ -8,6 +8,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 import msgspec
@@ -16,6 +17,7 @@ import orjson
 from gateway.preflight import masked, reachable
 from gateway.services import Services, build_services
 from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
+from gateway.signatures import PROVIDER_VERIFIERS
 from gateway.store import migrate
 from gateway.types import JsonObject
 
@@ -121,7 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     for name, summary, options, run in _ADMIN_COMMANDS:
         cmd = commands.add_parser(name, help=summary, description=summary)
         for option, meaning in options:
-            optional = option in OPTIONAL
+            if option in POSITIONAL:
+                cmd.add_argument(option, choices=POSITIONAL[option], help=meaning)
+                continue
+            optional = option in OPTIONAL or (name, option) in OPTIONAL
             cmd.add_argument(
                 f"--{option}",
                 required=not optional,
@@ -402,6 +407,21 @@ class SecretSet(msgspec.Struct):
     name: str
 
 
+class Connected(msgspec.Struct, kw_only=True):
+    """The API's answer to a new connection, with `secret` always named (null when the
+    gateway generated none)."""
+
+    uid: str
+    provider: str
+    name: str
+    ingress_url: str
+    enabled: bool
+    created_at: datetime
+    secret: str | None
+    secret_name: str | msgspec.UnsetType = msgspec.UNSET
+    bot: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class Demo(msgspec.Struct, kw_only=True):
     team_uid: str
     user_uid: str
@@ -463,10 +483,41 @@ async def _set_secret(services: Services, args: argparse.Namespace) -> SecretSet
 
 
 async def _secret_changed(services: Services, team_uid: str, name: str) -> None:
-    """Webhooks that read this managed secret must pick up the new value at once."""
+    """Webhooks and provider connections that read this managed secret must pick up the new
+    value at once."""
+    from gateway.connections import management as connections
     from gateway.webhooks.management import team_secret_changed
 
     await team_secret_changed(services, team_uid, name)
+    async with services.database.transaction() as conn:
+        await connections.team_secret_changed(conn, services, team_uid, name)
+
+
+async def _connect(services: Services, args: argparse.Namespace) -> Connected:
+    from gateway.accounts.identities import require_team
+    from gateway.connections.management import connect
+    from gateway.connections.models import ConnectionCreate
+    from gateway.errors import InvalidRequest
+
+    asked = {"provider": args.provider, "name": args.name, "secret_name": args.secret_name}
+    try:  # the API's own validation
+        spec = msgspec.convert(asked, ConnectionCreate)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequest(str(exc)) from exc
+    async with services.database.transaction() as conn:
+        await require_team(conn, args.team)
+        made = await connect(conn, services, args.team, spec)
+    return Connected(
+        uid=made.uid,
+        provider=made.provider,
+        name=made.name,
+        ingress_url=made.ingress_url,
+        enabled=made.enabled,
+        created_at=made.created_at,
+        secret=made.secret if isinstance(made.secret, str) else None,
+        secret_name=made.secret_name,
+        bot=made.bot,
+    )
 
 
 async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
@@ -491,7 +542,11 @@ async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
     )
 
 
-OPTIONAL = ("alias", "foreman", "agent")  # set-foreman without --agent leaves none
+OPTIONAL: tuple[str | tuple[str, str], ...] = (
+    *("alias", "foreman", "agent"),  # set-foreman without --agent leaves none
+    *(("connect", "name"), ("connect", "secret-name")),
+)
+POSITIONAL = {"provider": tuple(PROVIDER_VERIFIERS)}
 AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[msgspec.Struct]]
 TEAM = ("team", "uid of the team")
 _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]] = [
@@ -508,5 +563,9 @@ _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]
      _set_foreman),
     ("set-secret", "create or replace a managed team secret",
      (TEAM, ("name", "the secret's name"), ("value", "the secret")), _set_secret),
+    ("connect", "connect a provider for a team; prints its ingress URL (and secret, once)",
+     (("provider", "the provider"), TEAM,
+      ("name", "the connection's name (default: the provider's)"),
+      ("secret-name", "a team secret holding the provider's signing secret")), _connect),
     ("demo", "a team, user, agent, factory and secret, with their keys", (), _demo),
 ]  # fmt: skip

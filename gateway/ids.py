@@ -11,6 +11,17 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{int(time.time() * 1000):012x}{os.urandom(10).hex()}"
 
 
+# Provider connections share the ingress cache, the backend keys and the delivery log with custom
+# webhooks (docs/ingress.md, "Provider connections"): their uids tell them apart.
+CONNECTION_PREFIX = "pcn"
+_CONNECTION_START = CONNECTION_PREFIX + "_"
+
+
+def is_connection(uid: str) -> bool:
+    """Whether `uid` names a provider connection (else a custom webhook)."""
+    return uid.startswith(_CONNECTION_START)
+
+
 def millis_of(public_id: str) -> int | None:
     """The creation time (Unix ms) of an id made by `new_id`; None for any other string."""
     _prefix, sep, rest = public_id.partition("_")

@@ -18,6 +18,8 @@ RESOURCE_MODULES = (
     "gateway.deliveries.replay_routes",
     "gateway.deliveries.filter_test_routes",
     "gateway.automations.routes",
+    "gateway.connections.routes",
+    "gateway.deliveries.connection_routes",
     "gateway.platform.runs.routes",
     "gateway.platform.runs.agent_skill_routes",
     "gateway.platform.factories.dispatch_routes",

@@ -27,6 +27,11 @@ def new_webhook_token() -> str:
     return "wht_" + secrets.token_urlsafe(32)
 
 
+def new_connection_secret() -> str:
+    """A provider connection's secret of the user's choosing (GitHub, GitLab, Jira)."""
+    return "pcs_" + secrets.token_urlsafe(32)
+
+
 def new_standard_webhooks_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 

@@ -235,3 +235,26 @@ def test_a_redis_that_does_not_answer_is_announced_while_it_is_waited_for(
     )
     (line,) = rest
     assert line.startswith("gateway: cannot start: redis: no answer within 2 s")
+
+
+def test_connect_prints_the_connection_and_its_secret_once(tmp_path: Path) -> None:
+    team = admin(tmp_path, "create-team", "--name", "Ops")["team_uid"]
+    github = admin(tmp_path, "connect", "github", "--team", team, "--name", "Acme GitHub")
+    assert set(github) == {"uid", "provider", "name", "ingress_url", "enabled", "created_at",
+                           "secret"}  # fmt: skip
+    assert github["provider"] == "github" and github["name"] == "Acme GitHub"
+    assert github["ingress_url"].endswith(f"/webhooks/p/{github['uid']}")
+    assert github["secret"].startswith("pcs_")
+    # Slack issues its own signing secret: kept as a team secret, named here, never printed
+    admin(tmp_path, "set-secret", "--team", team, "--name", "slack", "--value", "8f74abc")
+    slack = admin(tmp_path, "connect", "slack", "--team", team, "--secret-name", "slack")
+    assert slack["secret"] is None and slack["secret_name"] == "slack"
+    assert slack["name"] == "Slack"
+    db = sqlite3.connect(tmp_path / "cli.db")
+    stored = [row[0] for row in db.execute("SELECT secret_encrypted FROM provider_connections")]
+    db.close()
+    assert github["secret"] not in str(stored)
+    refused = gateway(tmp_path, "admin", "connect", "teams", "--team", team, check=False)
+    assert refused.returncode == 2 and "invalid choice" in refused.stderr
+    missing = gateway(tmp_path, "admin", "connect", "jira", "--team", "team_x", check=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("gateway admin: team:")

@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"console", "platform"},
     {"evaluator"},
     {"deliveries"},
-    {"automations", "webhooks", "ingress"},
+    {"automations", "webhooks", "connections", "ingress"},
     {"api"},
     {"accounts", "services"},
     {"backends", "blobs"},
@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
 # that starts runs (docs/architecture.md, "Two products")
 GATEWAY = {
     "ingress", "backends", "signatures", "providers", "evaluator",
-    "webhooks", "automations", "deliveries", "console",
+    "webhooks", "connections", "automations", "deliveries", "console",
 }  # fmt: skip
 NARROW_INTERFACE = "gateway.platform.run_start"
 

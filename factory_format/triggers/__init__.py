@@ -15,7 +15,7 @@ from .catalogue import (
     event_spec,
     provider_spec,
 )
-from .cron import MIN_EVERY_SECONDS, CronError, CronSchedule, parse_cron
+from .cron import MIN_EVERY_SECONDS, CronError, CronSchedule, next_slot, parse_cron
 from .matchers import Matcher
 from .model import Schedule, Trigger
 
@@ -35,6 +35,7 @@ __all__ = [
     "Trigger",
     "ValueType",
     "event_spec",
+    "next_slot",
     "parse_cron",
     "provider_spec",
 ]

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 from calendar import monthrange
+from datetime import UTC, date, datetime, timedelta
 
 from msgspec import Struct
 
 from ..diagnostics import show
 
-__all__ = ["MIN_EVERY_SECONDS", "CronError", "CronSchedule", "parse_cron"]
+__all__ = ["MIN_EVERY_SECONDS", "CronError", "CronSchedule", "next_slot", "parse_cron"]
 
 MIN_EVERY_SECONDS = 60
 MAX_LENGTH = 200
@@ -120,11 +121,21 @@ def _fields(expression: str, spec: str) -> CronSchedule:
         days_of_month=sets[2],
         months=sets[3],
         days_of_week=sets[4],
-        day_of_month_star=parts[2][0] in "*?",
-        day_of_week_star=parts[4][0] in "*?",
+        day_of_month_star=_star(parts[2]),
+        day_of_week_star=_star(parts[4]),
     )
     _check_reachable(schedule)
     return schedule
+
+
+def _star(text: str) -> bool:
+    """Whether a day field is unrestricted as robfig reads it: an item `*` or `?`, alone or with
+    a step of 1 (`*/2` is a restriction: its star is dropped, robfig's `extra = 0`)."""
+    for item in text.split(","):
+        head, _, step = item.partition("/")
+        if head in ("*", "?") and step in ("", "1"):
+            return True
+    return False
 
 
 def _field(text: str, name: str, low: int, high: int, names: dict[str, int]) -> tuple[int, ...]:
@@ -202,3 +213,50 @@ def _every_seconds(duration: str) -> int:
     if total < MIN_EVERY_SECONDS:
         raise CronError(f"@every {show(duration)}: the interval must be at least 1m")
     return int(total)
+
+
+# a day-of-month that falls on a restricted weekday and month can be years away (29 February on
+# a Monday): the search for the next matching day looks this far ahead
+_SEARCH_DAYS = 366 * 29
+
+
+def next_slot(schedule: CronSchedule, after: datetime) -> datetime:
+    """The first slot strictly after `after`, in UTC, as robfig/cron's standard schedule fires
+    (whole minutes). `@every D` is anchored at the Unix epoch: its slots are the multiples of D
+    (robfig counts from when its process started, which would give every process other slots)."""
+    after = after.astimezone(UTC)
+    if schedule.every_seconds is not None:
+        step = schedule.every_seconds
+        seconds = int(after.timestamp()) // step * step + step
+        return datetime.fromtimestamp(seconds, UTC)
+    start = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    day = start.date()
+    for _ in range(_SEARCH_DAYS):
+        if _day_matches(schedule, day):
+            found = _first_time(schedule, day, start if day == start.date() else None)
+            if found is not None:
+                return found
+        day += timedelta(days=1)
+    raise CronError(f"{show(schedule.expression)} matches no date in the next {_SEARCH_DAYS} days")
+
+
+def _day_matches(schedule: CronSchedule, day: date) -> bool:
+    if day.month not in schedule.months:
+        return False
+    dom = day.day in schedule.days_of_month
+    dow = (day.isoweekday() % 7) in schedule.days_of_week  # Sunday is 0
+    if schedule.day_of_month_star or schedule.day_of_week_star:
+        return dom and dow  # a `*` field allows every day: the other one decides
+    return dom or dow  # both restricted: either matches (robfig, as Vixie cron)
+
+
+def _first_time(schedule: CronSchedule, day: date, start: datetime | None) -> datetime | None:
+    """The day's first (hour, minute) of the schedule at or after `start` (None: any)."""
+    for hour in schedule.hours:
+        if start is not None and hour < start.hour:
+            continue
+        for minute in schedule.minutes:
+            if start is not None and hour == start.hour and minute < start.minute:
+                continue
+            return datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC)
+    return None

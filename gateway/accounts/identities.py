@@ -36,6 +36,18 @@ class Principal:
         )
 
 
+def creation_team(principal: Principal) -> str:
+    """The team a new team-scoped resource belongs to: the active team (X-Service-Team-Uid),
+    else the caller's only team."""
+    if principal.active_team_uid is not None:
+        return principal.active_team_uid
+    if len(principal.team_uids) != 1:
+        raise InvalidRequest(
+            "X-Service-Team-Uid: required, this credential belongs to several teams"
+        )
+    return next(iter(principal.team_uids))
+
+
 async def create_team(conn: AsyncConnection, name: str) -> str:
     uid = ids.new_id("team")
     await conn.execute(insert(t.teams).values(uid=uid, name=name, created_at=utcnow()))

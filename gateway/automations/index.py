@@ -110,7 +110,7 @@ class AutomationIndex:
     ) -> dict[str, HookAutomations]:
         """Every given webhook's current entry; reads only the config revision unless
         something changed or was never read."""
-        self.revision = await _revision(conn)
+        self.revision = await config_revision(conn)
         found: dict[str, HookAutomations] = {}
         unsure: list[str] = []
         for uid in set(webhook_uids):
@@ -257,12 +257,12 @@ def _signature(pairs: Iterable[tuple[str, Any]]) -> bytes:
     return hashlib.blake2b(canonical, digest_size=16).digest()
 
 
-async def _revision(conn: AsyncConnection) -> int:
+async def config_revision(conn: AsyncConnection) -> int:
     query = select(t.config_revision.c.value).where(t.config_revision.c.id == 1)
     return int((await conn.execute(query)).scalar_one())
 
 
-def _chunks(keys: Sequence[str]) -> Iterable[list[str]]:
+def chunks(keys: Sequence[str]) -> Iterable[list[str]]:
     ordered = sorted(keys)
     for start in range(0, len(ordered), CHUNK):
         yield ordered[start : start + CHUNK]
@@ -274,7 +274,7 @@ async def _live_hooks(
     """`shared`: one string per factory, team and agent, however many webhooks name it."""
     w, f = t.webhooks, t.factories
     found: dict[str, LiveHook] = {}
-    for chunk in _chunks(webhook_uids):
+    for chunk in chunks(webhook_uids):
         query = (
             select(w.c.uid, w.c.name, f.c.uid, f.c.team_uid, f.c.foreman_agent_uid)
             .join(f, f.c.uid == w.c.factory_uid)
@@ -306,7 +306,7 @@ async def _stamps(conn: AsyncConnection, webhook_uids: Sequence[str]) -> dict[st
     """Per webhook with enabled automations: automation uid -> updated_at."""
     a, tr = t.automations, t.automation_triggers
     found: dict[str, Stamps] = {}
-    for chunk in _chunks(webhook_uids):
+    for chunk in chunks(webhook_uids):
         joined, where = _enabled(chunk)
         query = select(tr.c.webhook_uid, a.c.uid, STAMP).select_from(joined).where(*where)
         for webhook_uid, uid, stamp in await conn.execute(query):
@@ -320,7 +320,7 @@ async def _enabled_triggers(
     """Per webhook, its triggers of enabled automations, in automation creation order."""
     a, tr = t.automations, t.automation_triggers
     found: dict[str, list[TriggerRow]] = {}
-    for chunk in _chunks(webhook_uids):
+    for chunk in chunks(webhook_uids):
         joined, where = _enabled(chunk)
         query: Any = (
             select(tr.c.webhook_uid, a.c.uid, tr.c.position, tr.c.payload_filter)
@@ -336,7 +336,7 @@ async def _enabled_triggers(
 async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Automation]:
     a = t.automations
     found = []
-    for chunk in _chunks(uids):
+    for chunk in chunks(uids):
         query = select(a.c.uid, a.c.name, a.c.prompt, STAMP, a.c.agent_uid, a.c.agent_config).where(
             a.c.uid.in_(chunk)
         )

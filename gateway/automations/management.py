@@ -31,6 +31,11 @@ from gateway.automations.models import (
     json_form,
     webhook_uids,
 )
+from gateway.automations.schedule_index import (
+    remove_schedules,
+    skip_missed_slots,
+    write_schedules,
+)
 from gateway.errors import InvalidRequest, NotFound
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -158,6 +163,7 @@ async def write_trigger_index(
                 for i, row in enumerate(rows)
             ],
         )
+    await write_schedules(conn, automation_uid, triggers)  # the inline schedules' next slots
 
 
 class AutomationColumns(Struct, kw_only=True):
@@ -201,12 +207,16 @@ async def insert_automation(
 
 async def rewrite_automation(conn: AsyncConnection, uid: str, record: AutomationRecord) -> None:
     """Replaces every column of a checked automation (a definition file applied again)."""
+    was = select(t.automations.c.enabled).where(t.automations.c.uid == uid)
+    resumed = record.enabled and (await conn.execute(was)).scalar() is False
     await conn.execute(
         update(t.automations)
         .where(t.automations.c.uid == uid)
         .values(**_columns(record), updated_at=utcnow())
     )
     await write_trigger_index(conn, uid, record.triggers)
+    if resumed:  # the slots that passed while it was disabled are not made up
+        await skip_missed_slots(conn, uid)
 
 
 async def create_automation(
@@ -238,11 +248,15 @@ async def update_automation(
         await check_references(conn, factory_uid, references)
         await write_trigger_index(conn, uid, triggers)
         values["triggers"] = encode_triggers(triggers)
+    was = select(t.automations.c.enabled).where(t.automations.c.uid == uid)
+    resumed = patch.enabled is True and (await conn.execute(was)).scalar() is False
     await conn.execute(
         update(t.automations)
         .where(t.automations.c.uid == uid)
         .values(**values, updated_at=utcnow())
     )
+    if resumed:  # the slots that passed while it was disabled are not made up
+        await skip_missed_slots(conn, uid)
     return await get_automation(conn, factory_uid, uid)
 
 
@@ -256,6 +270,7 @@ async def remove_automation(conn: AsyncConnection, uid: str) -> None:
     await conn.execute(
         delete(t.automation_triggers).where(t.automation_triggers.c.automation_uid == uid)
     )
+    await remove_schedules(conn, uid)
     await conn.execute(delete(t.automations).where(t.automations.c.uid == uid))
 
 

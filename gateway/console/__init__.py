@@ -8,11 +8,12 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gateway.console import pages
+from gateway.console import connection_pages, pages
 from gateway.console.session import PATH
 
 STATIC = Path(__file__).parent / "static"
 HOOK = "/f/{uid}/w/{webhook_uid}"
+CONNECTION = "/p/{connection_uid}"
 
 
 def routes() -> list[BaseRoute]:
@@ -30,6 +31,10 @@ def routes() -> list[BaseRoute]:
                 Route(HOOK + "/filter-test", pages.filter_test, methods=["POST"]),
                 Route(HOOK + "/d/{delivery_id}", pages.delivery),
                 Route(HOOK + "/d/{delivery_id}/replay", pages.replay, methods=["POST"]),
+                Route(CONNECTION, connection_pages.connection),
+                Route(CONNECTION + "/rows", connection_pages.connection_rows),
+                Route(CONNECTION + "/filter-test", connection_pages.filter_test, methods=["POST"]),
+                Route(CONNECTION + "/d/{delivery_id}", connection_pages.delivery),
                 Mount("/static", app=StaticFiles(directory=STATIC), name="console-static"),
             ],
         )

@@ -1,5 +1,6 @@
-"""The console's pages: factories, a webhook's deliveries (live), one delivery (payload, headers,
-trace, replay) and the filter backtest. Server-rendered; console.js only refreshes the delivery
+"""The console's pages: factories and provider connections, a webhook's deliveries (live), one
+delivery (payload, headers, trace, replay) and the filter backtest (a connection's pages:
+connection_pages.py). Server-rendered; console.js only refreshes the delivery
 rows in place and asks before a replay. Every page reads through the same domain functions as
 the API, with the logged-in key's access."""
 
@@ -17,6 +18,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from filters import FilterError
 from gateway.accounts.factories import get_accessible_factory, list_factories
 from gateway.accounts.identities import Principal, authenticate
+from gateway.connections.management import list_connections
 from gateway.console import session
 from gateway.console.html import page, render
 from gateway.deliveries import filter_backtest as backtests
@@ -43,16 +45,16 @@ def _services(request: Request) -> Services:
     return services
 
 
-def _html(body: str, status: int = 200) -> HTMLResponse:
+def html_response(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers=HEADERS)
 
 
 def _problem(title: str, detail: str, status: int, signed_in: bool = True) -> HTMLResponse:
-    body = _problem_page(title, detail, P, "Back to the console", signed_in=signed_in)
-    return _html(body, status)
+    body = problem_page(title, detail, P, "Back to the console", signed_in=signed_in)
+    return html_response(body, status)
 
 
-def _problem_page(
+def problem_page(
     title: str, detail: str, back: str, back_text: str, *, signed_in: bool = True, csrf: str = ""
 ) -> str:
     """`detail` above a link to `back`."""
@@ -100,7 +102,7 @@ async def form_of(request: Request) -> dict[str, str]:
 
 
 async def login_form(request: Request) -> Response:
-    return _html(_login_page(""))
+    return html_response(_login_page(""))
 
 
 def _login_page(problem: str) -> str:
@@ -118,7 +120,7 @@ async def login(request: Request) -> Response:
     async with services.database.read() as conn:
         principal = await authenticate(conn, key) if key else None
     if principal is None:
-        return _html(_login_page("Unknown or revoked API key."), 401)
+        return html_response(_login_page("Unknown or revoked API key."), 401)
     response = RedirectResponse(P, status_code=303, headers=HEADERS)
     await session.open_session(services, response, key, session.is_secure(request))
     return response
@@ -138,8 +140,10 @@ async def home(request: Request, services: Services, principal: Principal) -> Re
         found, _more = await list_factories(
             conn, principal, team_uid=None, search=None, limit=100, after=None
         )
+        connections = await list_connections(conn, services, principal)
     csrf = session.csrf_token(services.secret_box, request)
-    return _html(page("factories.html", "Factories", csrf=csrf, factories=found))
+    body = page("factories.html", "Factories", csrf=csrf, factories=found, connections=connections)
+    return html_response(body)
 
 
 @signed_in
@@ -150,7 +154,7 @@ async def factory(request: Request, services: Services, principal: Principal) ->
         hooks = await list_webhooks(conn, services, uid)
     csrf = session.csrf_token(services.secret_box, request)
     title = f"Webhooks of {found.name}"
-    return _html(page("webhooks.html", title, csrf=csrf, factory_uid=uid, hooks=hooks))
+    return html_response(page("webhooks.html", title, csrf=csrf, factory_uid=uid, hooks=hooks))
 
 
 async def _deliveries(
@@ -172,7 +176,7 @@ async def webhook(request: Request, services: Services, principal: Principal) ->
     csrf = session.csrf_token(services.secret_box, request)
     base = f"{P}/f/{uid}/w/{webhook_uid}"
     title = f"Deliveries of {name}"
-    return _html(page("webhook.html", title, csrf=csrf, base=base, items=items))
+    return html_response(page("webhook.html", title, csrf=csrf, base=base, items=items))
 
 
 @signed_in
@@ -180,7 +184,9 @@ async def webhook_rows(request: Request, services: Services, principal: Principa
     """The rows of the deliveries table alone: console.js swaps them in every few seconds."""
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
     _name, items = await _deliveries(services, principal, uid, webhook_uid)
-    return _html(render("delivery_rows.html", base=f"{P}/f/{uid}/w/{webhook_uid}", items=items))
+    return html_response(
+        render("delivery_rows.html", base=f"{P}/f/{uid}/w/{webhook_uid}", items=items)
+    )
 
 
 @signed_in
@@ -196,7 +202,10 @@ async def delivery(request: Request, services: Services, principal: Principal) -
     csrf = session.csrf_token(services.secret_box, request)
     nonce = secrets.token_urlsafe(16)  # keys this form's replay (see `replay`)
     title = f"Delivery {delivery_id}"
-    return _html(page("delivery.html", title, csrf=csrf, base=base, item=item, nonce=nonce))
+    body = page(
+        "delivery.html", title, csrf=csrf, base=base, item=item, nonce=nonce, replayable=True
+    )
+    return html_response(body)
 
 
 @signed_in
@@ -232,8 +241,8 @@ async def filter_test(request: Request, services: Services, principal: Principal
         last = min(max(int(form.get("last") or 50), 1), MAX_WINDOW)
     except (orjson.JSONDecodeError, FilterError, ValueError) as exc:
         detail = f"filter: {exc}"
-        body = _problem_page("Filter backtest", detail, base, "Back to the deliveries", csrf=csrf)
-        return _html(body, 400)
+        body = problem_page("Filter backtest", detail, base, "Back to the deliveries", csrf=csrf)
+        return html_response(body, 400)
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
         await delivery_log.require_webhook(conn, uid, webhook_uid)
@@ -247,5 +256,6 @@ async def filter_test(request: Request, services: Services, principal: Principal
         raw_filter=raw_filter,
         last=last,
         result=result,
+        subject="payload filter",
     )
-    return _html(body)
+    return html_response(body)

@@ -72,7 +72,7 @@ async def backtest(
 ) -> FilterTestResult:
     matcher = compile_many(dict(filters))
     results = []
-    for row in await _deliveries(conn, webhook_uid, window):
+    for row in await accepted_deliveries(conn, webhook_uid, window):
         payload = _parse(row.payload)
         entry = considered(filters, matcher.match(payload), payload)[0]
         results.append(
@@ -84,9 +84,16 @@ async def backtest(
     return FilterTestResult(len(results), matched, results)
 
 
-async def _deliveries(conn: AsyncConnection, webhook_uid: str, window: Window) -> list[Any]:
+async def accepted_deliveries(
+    conn: AsyncConnection, webhook_uid: str, window: Window, *, headers: bool = False
+) -> list[Any]:
+    """The window's accepted deliveries of the webhook (or connection), newest first:
+    delivery_id, received_at, payload (and headers)."""
     d = t.deliveries
-    query = select(d.c.delivery_id, d.c.received_at, d.c.payload).where(
+    columns = [d.c.delivery_id, d.c.received_at, d.c.payload]
+    if headers:
+        columns.append(d.c.headers)
+    query = select(*columns).where(
         d.c.webhook_uid == webhook_uid,
         d.c.label == Label.ACCEPTED.value,
         d.c.payload.is_not(None),

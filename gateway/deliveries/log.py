@@ -8,7 +8,7 @@ is the one that starts its runs, so a delivery is evaluated exactly once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -90,14 +90,15 @@ async def read_pending(
     rows: list[Any] = list(await conn.exec_driver_sql(sql, params))
     time = _driver_time(conn.dialect)
     return [
-        DeliveryRecord(r[0], r[1], time(r[2]), r[3], _LABELS[r[4]], r[5], r[6], r[7]) for r in rows
+        DeliveryRecord(r[0], r[1], time(r[2]), r[3], _LABELS[r[4]], r[5], r[6], r[7], headers=r[8])
+        for r in rows
     ]
 
 
 _LABELS = {label.value: label for label in Label}
 _PENDING_COLUMNS = (
     *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
-    *("duplicate_of", "payload"),
+    *("duplicate_of", "payload", "headers"),  # headers: a provider delivery's event names
 )
 
 
@@ -212,14 +213,36 @@ async def list_deliveries(
     return page, len(items) > limit
 
 
+# explains an evaluated delivery's trace (`delivery.trace`): (conn, uid, the delivery, its
+# stored trace, payload, headers)
+Explain = Callable[
+    [AsyncConnection, str, Delivery, bytes, Any, dict[str, str]],
+    Awaitable[None],
+]
+
+
+async def _explain_webhook(
+    conn: AsyncConnection,
+    webhook_uid: str,
+    delivery: Delivery,
+    stored: bytes,
+    payload: Any,
+    _headers: dict[str, str],
+) -> None:
+    assert delivery.trace is not None
+    await delivery_trace.explain_trace(conn, webhook_uid, delivery.trace, stored, payload)
+
+
 async def get_delivery(
     conn: AsyncConnection,
     webhook_uid: str,
     delivery_id: str,
     pending: DeliveryRecord | None = None,
+    explain: Explain = _explain_webhook,
 ) -> Delivery:
     """One delivery with its payload and request headers (accepted ones); `pending` stands in
-    when the log has no row yet (accepted, still waiting for the evaluator outside SQL)."""
+    when the log has no row yet (accepted, still waiting for the evaluator outside SQL).
+    `explain`: how its trace is explained (a custom webhook's by default)."""
     row = (
         await conn.execute(
             select(d).where(d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id)
@@ -241,9 +264,8 @@ async def get_delivery(
     if item.label is Label.ACCEPTED and payload is not None:
         item.payload = orjson.loads(payload)
         if item.trace is not None and row is not None:
-            await delivery_trace.explain_trace(
-                conn, webhook_uid, item.trace, row.trace, item.payload
-            )
+            headers_read = item.headers if isinstance(item.headers, dict) else {}
+            await explain(conn, webhook_uid, item, row.trace, item.payload, headers_read)
     return item
 
 

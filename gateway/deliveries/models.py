@@ -20,7 +20,15 @@ from gateway.types import JsonObject
 MAX_BULK = 100  # deliveries replayed by one bulk request
 MAX_WINDOW = 500  # deliveries a backtest reads
 
-Outcome = Literal["matched", "no_match", "no_automations", "webhook_not_live", "no_foreman"]
+Outcome = Literal[
+    "matched",
+    "no_match",
+    "no_automations",
+    "webhook_not_live",
+    "no_foreman",
+    "connection_not_live",
+    "no_events",
+]
 Evaluation = Literal["pending", "evaluated", "failed"]
 
 
@@ -50,6 +58,45 @@ class ConsideredAutomation(Struct):
         ]
         | UnsetType
     ) = UNSET
+    factory_uid: (
+        Annotated[str, Meta(description="provider deliveries, GET one: the automation's factory")]
+        | UnsetType
+    ) = UNSET
+    trigger: (
+        Annotated[
+            int,
+            Meta(
+                description="provider deliveries, GET one: the position (from 0) of the trigger "
+                "that decided, in the automation's triggers: the first that matched, else the "
+                "first listening to the delivery's events"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    key: (
+        Annotated[
+            str | None,
+            Meta(
+                description="provider deliveries, GET one: the filter key of that trigger the "
+                "event failed (null when it matched); a by-name key as `teams (names)`"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class TriggerEventView(Struct, kw_only=True):
+    """One trigger event a provider delivery was normalized to (docs/providers.md)."""
+
+    provider: str
+    event: str
+    values: (
+        Annotated[
+            dict[str, list[Any]],
+            Meta(description="GET one: each filter key and the values it is matched on"),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class Trace(Struct):
@@ -59,8 +106,18 @@ class Trace(Struct):
     ]
     automations: Annotated[
         list[ConsideredAutomation],
-        Meta(description="every enabled automation listening to the webhook when evaluated"),
+        Meta(
+            description="every enabled automation listening to the webhook when evaluated (a "
+            "provider delivery: to its events, in the factories they reach)"
+        ),
     ]
+    events: (
+        Annotated[
+            list[TriggerEventView],
+            Meta(description="provider deliveries: the trigger events it was normalized to"),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class Delivery(Struct, kw_only=True):
@@ -207,6 +264,27 @@ class FilterTest(Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError(f"payload: {fault}")
 
 
+class ProviderFilterTest(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Exactly one of `trigger` (a trigger as an automation writes it, of the connection's
+    provider) and `automation_uid` (an automation of the connection's team: its triggers of
+    that provider, in its factory)."""
+
+    trigger: (
+        Annotated[
+            JsonObject,
+            Meta(description="{provider, event, filter?} (docs/factory-files.md, Triggers)"),
+        ]
+        | UnsetType
+    ) = UNSET
+    automation_uid: str | UnsetType = UNSET
+    last: Last = 50
+    since: Moment | None = None
+
+    def __post_init__(self) -> None:
+        if (self.trigger is UNSET) == (self.automation_uid is UNSET):
+            raise ValueError("trigger: give either trigger or automation_uid")
+
+
 class TestedDelivery(Struct):
     delivery_id: str
     received_at: Timestamp
@@ -214,7 +292,10 @@ class TestedDelivery(Struct):
     mismatch: Annotated[
         str | None, Meta(description="not matched: the first filter condition that failed")
     ]
-    path: Annotated[str | None, Meta(description="the JSON path of that condition")]
+    path: Annotated[
+        str | None,
+        Meta(description="the JSON path of that condition (provider triggers: its filter key)"),
+    ]
 
 
 class FilterTestResult(Struct):

@@ -100,7 +100,11 @@ def decode(stored: bytes | None) -> models.Trace | None:
     automations = [
         models.ConsideredAutomation(uid, matched) for uid, matched, _stamp in raw["automations"]
     ]
-    return models.Trace(raw["outcome"], automations)
+    if "events" not in raw:
+        return models.Trace(raw["outcome"], automations)
+    provider = raw["provider"]  # a provider delivery's (provider_trace.py)
+    events = [models.TriggerEventView(provider=provider, event=name) for name in raw["events"]]
+    return models.Trace(raw["outcome"], automations, events)
 
 
 def outcome_of(stored: bytes | None) -> models.Outcome | None:

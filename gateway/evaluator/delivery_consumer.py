@@ -187,7 +187,7 @@ class Consumer:
 
     async def _plan(self, entries: Sequence[Entry]) -> Planned:
         accepted = [
-            AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload)
+            AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload, r.headers)
             for r in (entry.record for entry in entries)
             if r.label is Label.ACCEPTED and r.payload is not None
         ]

@@ -6,7 +6,8 @@ configuration, run ids, prompts and rows) and written inside the caller's transa
 delivery is claimed once, so a redelivered one never starts a second run; the unique key on
 runs (delivery_id, automation_uid) stands behind that. Each run gets its task in the same
 transaction (a webhook run is already asynchronous to its delivery) and an event-payload.json
-attachment that points at the delivery's stored payload instead of copying it.
+attachment that points at the delivery's stored payload instead of copying it. Deliveries to
+provider connections are planned by `provider_runs` into the same rows and statements.
 """
 
 from __future__ import annotations
@@ -19,20 +20,23 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.automations.index import Automation, AutomationIndex, LiveHook
 from gateway.deliveries.trace import NOT_LIVE, Trace, TraceWrites, cached_trace
+from gateway.evaluator.provider_runs import ProviderDelivery, ProviderRunPlanner
+from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
+from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
+from gateway.evaluator.run_rows import RUNS as RUNS
+from gateway.evaluator.run_rows import TASKS as TASKS
+from gateway.evaluator.run_rows import Encoders, RunRef, RunSpec, StartedRows, started_rows
 from gateway.platform import run_start
-from gateway.store import tables as t
-from gateway.store.bulk import BulkInsert, Encode, Prepared, Values
+from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
 log = logging.getLogger("gateway.automations")
 
-PAYLOAD_NAME = "event-payload.json"
 ENVELOPE = """
 
 ---
@@ -48,44 +52,14 @@ _HEAD, _TAIL = ENVELOPE.split("{delivery_id}")
 # statement goes out at once instead of after the whole batch is planned.
 YIELD_EVERY = 32
 
-# The rows of a run, in these column orders, are built as tuples by `_start`.
-RUNS = BulkInsert(
-    t.runs,
-    (
-        *("run_id", "team_uid", "factory_uid", "conversation_id", "root_run_id", "title"),
-        *("prompt", "state", "source", "run_type", "metadata", "artifacts", "created_at"),
-        *("updated_at", "task_pending", "delivery_id", "automation_uid", "agent_uid"),
-        "agent_config",
-    ),
-)
-ATTACHMENTS = BulkInsert(
-    t.attachments,
-    (
-        *("attachment_id", "conversation_id", "run_id", "file_name", "content_type", "size"),
-        *("delivery_id", "created_at"),
-    ),
-)
-TASKS = BulkInsert(
-    t.tasks,
-    (
-        *("uid", "factory_uid", "title", "stage", "conversation_id", "created_by_uid"),
-        *("ticket_source", "ticket_id", "created_at", "updated_at"),
-    ),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class AcceptedDelivery:
     delivery_id: str
-    webhook_uid: str
+    webhook_uid: str  # a custom webhook's, or a provider connection's (`ids.is_connection`)
     received_at: datetime
     payload: bytes  # the raw body, valid JSON (checked at ingress)
-
-
-@dataclass(frozen=True, slots=True)
-class RunRef:
-    automation_uid: str
-    run_id: str
+    headers: bytes | None = None  # the stored request header block
 
 
 def envelope(webhook_name: str, webhook_uid: str, delivery_id: str) -> str:
@@ -104,27 +78,7 @@ def envelope_tail() -> str:
 _ENVELOPE_TAIL = envelope_tail()
 
 
-@dataclass(frozen=True, slots=True)
-class _Started:
-    """The rows of one run a delivery starts, encoded for the driver in the column orders of
-    RUNS, ATTACHMENTS and TASKS."""
-
-    ref: RunRef
-    run: Values
-    attachment: Values
-    task: Values
-
-
-@dataclass(frozen=True, slots=True)
-class _Encoders:
-    """How a batch's times and JSON values go to its database driver."""
-
-    time: Encode
-    json: Encode
-
-    @classmethod
-    def of(cls, dialect: Dialect) -> _Encoders:
-        return cls(RUNS.encoder(dialect, "created_at"), RUNS.encoder(dialect, "metadata"))
+_Encoders = Encoders  # the name tests know
 
 
 class RunBatch:
@@ -132,7 +86,7 @@ class RunBatch:
 
     def __init__(
         self,
-        started: dict[str, list[_Started]],
+        started: dict[str, list[StartedRows]],
         traces: dict[str, Trace],
         unstarted: dict[str, str] | None = None,
         forge_payloads: dict[str, tuple[str, Any]] | None = None,
@@ -186,14 +140,19 @@ class RunStarter:
 
     def __init__(self) -> None:
         self.index = AutomationIndex()
+        self.providers = ProviderRunPlanner(self.index)
 
     @property
     def compilations(self) -> int:
-        return self.index.compilations
+        return self.index.compilations + self.providers.index.compilations
 
     async def plan(self, conn: AsyncConnection, batch: Sequence[AcceptedDelivery]) -> RunBatch:
-        """Matches `batch` against its webhooks' enabled automations (reading the configuration
-        through `conn` only when it changed) and builds the rows of the runs to start."""
+        """Matches `batch` against its webhooks' enabled automations, and its provider
+        deliveries against their teams' provider triggers (reading the configuration through
+        `conn` only when it changed), and builds the rows of the runs to start."""
+        to_connections = [d for d in batch if ids.is_connection(d.webhook_uid)]
+        if to_connections:
+            batch = [d for d in batch if not ids.is_connection(d.webhook_uid)]
         entries = await self.index.lookup(conn, {d.webhook_uid for d in batch})
         matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]] = []
         traces: dict[str, Trace] = {}
@@ -237,18 +196,42 @@ class RunStarter:
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamp_of(uid)) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        started = await _rows(matched, automations, _Encoders.of(conn.dialect))
+        encode = Encoders.of(conn.dialect)
+        started = await _rows(matched, automations, encode)
+        if to_connections:
+            await self._plan_providers(conn, to_connections, encode, started, traces, unstarted)
         return RunBatch(started, traces, unstarted, forge)
+
+    async def _plan_providers(
+        self,
+        conn: AsyncConnection,
+        batch: Sequence[AcceptedDelivery],
+        encode: Encoders,
+        started: dict[str, list[StartedRows]],
+        traces: dict[str, Trace],
+        unstarted: dict[str, str],
+    ) -> None:
+        deliveries = [
+            ProviderDelivery(d.delivery_id, d.webhook_uid, d.payload, d.headers)
+            for d in dict((d.delivery_id, d) for d in batch).values()
+        ]
+        plan = await self.providers.plan(conn, deliveries)
+        traces.update(plan.traces)
+        unstarted.update(plan.unstarted)
+        at = utcnow()
+        for i, spec in enumerate(plan.runs):
+            rows = started_rows(spec, at + timedelta(microseconds=i), encode)
+            started.setdefault(spec.delivery_id, []).append(rows)
 
 
 async def _rows(
     matched: list[tuple[AcceptedDelivery, LiveHook, list[str]]],
     automations: dict[str, Automation],
-    encode: _Encoders,
-) -> dict[str, list[_Started]]:
+    encode: Encoders,
+) -> dict[str, list[StartedRows]]:
     now = utcnow()
     count = 0
-    started: dict[str, list[_Started]] = {}
+    started: dict[str, list[StartedRows]] = {}
     heads: dict[str, str] = {}  # the envelope up to the delivery id, per webhook
     for i, (delivery, hook, uids) in enumerate(matched, 1):
         if i % YIELD_EVERY == 0:
@@ -275,38 +258,27 @@ def _start(
     automation: Automation,
     prompt: str,
     created: datetime,
-    encode: _Encoders,
-) -> _Started:
-    """The rows of one run, its payload attachment and its task, `created` then: what
-    `run_values` and `task_values` make of a webhook run (tests hold them to those), built as
-    encoded tuples directly: a dict of every column per row, encoded through its column
-    types, cost this path twice as much."""
-    run_id, conversation_id = ids.new_uuid(), ids.new_uuid()
-    attachment_id = ids.new_id("att")
-    size = len(delivery.payload)
+    encode: Encoders,
+) -> StartedRows:
+    """The rows of one webhook run, its payload attachment and its task, `created` then."""
     metadata = {
         "automation_id": automation.uid,
         "webhook_uid": hook.uid,
         "delivery_id": delivery.delivery_id,
     }
-    artifact = run_start.payload_artifact(attachment_id, created, PAYLOAD_NAME, size)
-    at = encode.time(created)
-    run = (
-        *(run_id, hook.team_uid, hook.factory_uid, conversation_id, run_id, automation.name),
-        *(prompt, "QUEUED", "WEBHOOK", "cloud", encode.json(metadata), encode.json([artifact])),
-        *(at, at, False, delivery.delivery_id, automation.uid),
+    spec = RunSpec(
+        delivery.delivery_id,
+        len(delivery.payload),
+        hook.team_uid,
+        hook.factory_uid,
+        automation.name,
+        prompt,
+        metadata,
+        automation.uid,
         automation.agent_uid or hook.foreman_agent_uid,
         automation.agent_config,  # encoded once, when the automation was loaded
     )
-    attachment = (
-        *(attachment_id, conversation_id, run_id, PAYLOAD_NAME, "application/json", size),
-        *(delivery.delivery_id, at),
-    )
-    task = (
-        *(ids.new_id("task"), hook.factory_uid, automation.name, "TRIAGE", conversation_id),
-        *(None, None, None, at, at),  # no creator, no ticket
-    )
-    return _Started(RunRef(automation.uid, run_id), run, attachment, task)
+    return started_rows(spec, created, encode)
 
 
 _NOT_JSON = object()  # matches only automations without a payload filter

@@ -1,4 +1,5 @@
-"""The in-process cache of webhook configs: preloaded at start, refreshed on change.
+"""The in-process cache of webhook configs: preloaded at start, refreshed on change. Provider
+connections are cached beside webhooks, by their uids (`ids.is_connection` tells them apart).
 
 A miss (a webhook created by another process, or a random uid) goes to SQL once; absent and
 disabled webhooks are remembered for NEGATIVE_TTL seconds, and at most MISS_CONCURRENCY lookups
@@ -11,7 +12,9 @@ import asyncio
 import logging
 import time
 
-from gateway.ingress.webhook_config import WebhookConfig, load_all, load_one
+from gateway import ids
+from gateway.ingress import connection_config, webhook_config
+from gateway.ingress.webhook_config import WebhookConfig
 from gateway.security import SecretBox
 from gateway.store import Database
 
@@ -33,14 +36,19 @@ class ConfigCache:
 
     async def preload(self) -> int:
         async with self._database.read() as conn:
-            configs = await load_all(conn, self._box)
-        for config in configs:
+            configs = await webhook_config.load_all(conn, self._box)
+            connections = await connection_config.load_all(conn, self._box)
+        for config in (*configs, *connections):
             self._store(config.uid, config)
-        log.info("ingress config cache: %d webhooks preloaded", len(configs))
-        return len(configs)
+        log.info(
+            "ingress config cache: %d webhooks and %d provider connections preloaded",
+            len(configs),
+            len(connections),
+        )
+        return len(configs) + len(connections)
 
     def configs(self) -> list[WebhookConfig]:
-        """Every cached enabled webhook's config."""
+        """Every cached enabled webhook's (and provider connection's) config."""
         return list(self._live.values())
 
     def live(self, uid: str) -> WebhookConfig | None:
@@ -61,8 +69,9 @@ class ConfigCache:
             return await self.reload(uid)
 
     async def reload(self, uid: str) -> WebhookConfig | None:
+        source = connection_config if ids.is_connection(uid) else webhook_config
         async with self._database.read() as conn:
-            config = await load_one(conn, self._box, uid)
+            config = await source.load_one(conn, self._box, uid)
         self._store(uid, config)
         return config if config is not None and config.enabled else None
 

@@ -2,9 +2,9 @@
 
 With Redis, every process publishes config versions there. Without it, the serving process only
 hears of changes made through its own API; `gateway admin set-secret` or `gateway apply` run in a
-process of their own. So the server looks for recently changed webhook rows every POLL_S seconds
-(every change sets `updated_at`) and reloads those whose version it has not seen. Each poll reads
-only the rows changed in the last few seconds.
+process of their own. So the server looks for recently changed webhook and provider connection
+rows every POLL_S seconds (every change sets `updated_at`) and reloads those whose version it has
+not seen. Each poll reads only the rows changed in the last few seconds.
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ class ChangePoller:
 
     async def poll_once(self, since: datetime) -> int:
         """Reloads webhooks changed since `since` whose version is new; returns how many."""
-        query = select(t.webhooks.c.uid, t.webhooks.c.config_version).where(
-            t.webhooks.c.updated_at >= since
-        )
+        current: dict[str, int] = {}
         async with self._database.read() as conn:
-            rows = (await conn.execute(query)).all()
-        current = {row.uid: int(row.config_version) for row in rows}
+            for table in (t.webhooks, t.provider_connections):
+                query = select(table.c.uid, table.c.config_version).where(
+                    table.c.updated_at >= since
+                )
+                current.update(
+                    (row.uid, int(row.config_version)) for row in await conn.execute(query)
+                )
         changed = [uid for uid, version in current.items() if self._seen.get(uid) != version]
         for uid in changed:
             await self._cache.reload(uid)

@@ -1,4 +1,5 @@
-"""The ingress ASGI endpoint: POST /webhooks/w/{webhook_uid}[/{token}].
+"""The ingress ASGI endpoint: POST /webhooks/w/{webhook_uid}[/{token}] (custom webhooks) and
+POST /webhooks/p/{connection_uid} (provider connections).
 
 A raw ASGI callable (no Starlette Request): headers stay raw until looked up, the pipeline
 decides, and errors render as problem+json. The path's token segment never reaches a log line.
@@ -19,6 +20,8 @@ from gateway.problem import PROBLEM_CONTENT_TYPE, render
 from gateway.types import Receive, Scope, Send
 
 INGRESS_PREFIX = "/webhooks/w/"
+PROVIDER_PREFIX = "/webhooks/p/"
+PREFIXES = (INGRESS_PREFIX, PROVIDER_PREFIX)  # both the same length
 STARTING_RETRY_S = 5
 # counted as the status of a request whose client left before its body arrived (no answer sent)
 CLIENT_GONE = 499
@@ -76,8 +79,10 @@ class IngressEndpoint:
             # refused before anything was written; a restart takes seconds, not one
             detail = "ingress is starting or stopping; nothing was recorded"
             raise Unavailable(detail, retry_after=STARTING_RETRY_S)
-        uid, sep, token = scope["path"][_PREFIX_LEN:].partition("/")
-        if not uid or "/" in token or (sep and not token):
+        path: str = scope["path"]
+        uid, sep, token = path[_PREFIX_LEN:].partition("/")
+        provider_path = path.startswith(PROVIDER_PREFIX)
+        if not uid or "/" in token or (sep and not token) or (sep and provider_path):
             raise NotFound("webhook: unknown, disabled or deleted")
         client = scope.get("client")
         return await ingress.accept(
@@ -86,6 +91,7 @@ class IngressEndpoint:
             RawHeaders(scope["headers"]),
             client[0] if client else None,
             receive,
+            provider_path,
         )
 
 

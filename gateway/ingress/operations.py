@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 
 from gateway.ingress.body import MAX_BODY
-from gateway.ingress.endpoint import INGRESS_PREFIX
+from gateway.ingress.endpoint import INGRESS_PREFIX, PROVIDER_PREFIX
 from gateway.openapi import Documented, Operation
 
 
@@ -16,7 +16,7 @@ class IngressAccepted(Struct):
     delivery_id: str
 
 
-def _operation(summary: str) -> Operation:
+def _operation(summary: str, notes: str) -> Operation:
     return Operation(
         summary,
         "ingress",
@@ -25,16 +25,35 @@ def _operation(summary: str) -> Operation:
         body=Annotated[Any, Meta(description=f"any JSON value, at most {MAX_BODY:,} bytes")],
         errors=(400, 401, 404, 408, 413, 429, 503),
         public=True,
-        notes="Authenticated by the webhook's own mode, not by an API key. A duplicate "
-        "delivery is a 202 with the first delivery's `delivery_id`. Slack's url_verification "
-        'handshake (signature scheme `slack`) is answered 200 `{"challenge": ...}` and '
-        "recorded as nothing; Slack's form-encoded bodies are stored as JSON (docs/providers.md).",
+        notes=notes,
         problems=((400, "`invalid_json`: the body is not JSON"),),
     )
 
 
+_SLACK = (
+    'Slack\'s url_verification handshake is answered 200 `{"challenge": ...}` and recorded '
+    "as nothing; Slack's form-encoded bodies are stored as JSON (docs/providers.md)."
+)
+_WEBHOOK = _operation(
+    "Deliver an event (token or signature mode)",
+    "Authenticated by the webhook's own mode, not by an API key. A duplicate delivery is a 202 "
+    "with the first delivery's `delivery_id`. Signature scheme `slack`: " + _SLACK,
+)
+
+
 PATH = INGRESS_PREFIX + "{webhook_uid}"
+PROVIDER_PATH = PROVIDER_PREFIX + "{connection_uid}"
 OPERATIONS: tuple[Documented, ...] = (
-    ("POST", PATH, _operation("Deliver an event (token or signature mode)")),
-    ("POST", PATH + "/{token}", _operation("Deliver an event (url_token mode)")),
+    ("POST", PATH, _WEBHOOK),
+    ("POST", PATH + "/{token}", _operation("Deliver an event (url_token mode)", _WEBHOOK.notes)),
+    (
+        "POST",
+        PROVIDER_PATH,
+        _operation(
+            "Deliver a provider's native webhook (a provider connection)",
+            "Verified with the provider's own scheme (docs/providers.md), de-duplicated on its "
+            "delivery id (Slack: the body's `event_id`, so Slack's retries are duplicates). "
+            + _SLACK,
+        ),
+    ),
 )

@@ -31,7 +31,7 @@ from gateway.ingress.cache import ConfigCache
 from gateway.ingress.delivery_identity import delivery_identity
 from gateway.ingress.rejection_log import RejectionLog
 from gateway.ingress.stored_headers import stored_headers
-from gateway.ingress.webhook_config import WebhookConfig
+from gateway.ingress.webhook_config import NOT_PARSED, WebhookConfig
 from gateway.metrics.counts import COUNTS
 from gateway.rejections import Reason
 from gateway.settings import Settings
@@ -65,10 +65,17 @@ class Ingress:
         headers: Mapping[str, str],
         peer: str | None,
         receive: Receive,
+        provider_path: bool = False,
     ) -> str:
-        """The delivery id to answer 202 with; any refusal is raised as a ServiceError."""
+        """The delivery id to answer 202 with; any refusal is raised as a ServiceError.
+        `provider_path`: addressed at /webhooks/p/ (a provider connection), else /webhooks/w/
+        (a custom webhook); a uid of the other kind is unknown there."""
         config = self.cache.live(webhook_uid) or await self.cache.get(webhook_uid)
-        if config is None or (path_token is not None and config.auth_mode != "url_token"):
+        if (
+            config is None
+            or (path_token is not None and config.auth_mode != "url_token")
+            or (config.provider is not None) is not provider_path
+        ):
             _COUNTED["not_found"] += 1
             raise NotFound("webhook: unknown, disabled or deleted")
         body = await self._body(config, headers, receive)
@@ -125,7 +132,7 @@ class Ingress:
         """(the backend's outcome, the delivery id it was given, why authentication failed).
         Only a failed authentication meets the failed-auth budget of `source`."""
         delivery_id = ids.new_id("dlv")
-        failure, provider_id = authenticate(config, headers, body, path_token)
+        failure, provider_id, payload = authenticate(config, headers, body, path_token)
         if failure is not None:
             outcome = await self.backend.auth_failed(
                 config.target, source, delivery_id, len(body), failure
@@ -133,11 +140,14 @@ class Ingress:
             return outcome, delivery_id, failure
         if config.slack:  # its handshake, and its form-encoded bodies stored as JSON
             body = slack_bodies.as_json(headers, body)
-        try:  # only now, after authentication, is the body parsed
-            orjson.loads(body)
-            valid_json = True
-        except orjson.JSONDecodeError:
-            valid_json = False
+        valid_json = True
+        if payload is NOT_PARSED:  # only now, after authentication, is the body parsed
+            try:
+                payload = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                valid_json = False
+        if config.body_identity is not None and valid_json:  # a provider's id in the body
+            provider_id = config.body_identity(headers, payload) or provider_id
         identity = delivery_identity(config.delivery_id_header, headers, provider_id, body)
         stored = stored_headers(headers, path_token) if valid_json else b""  # kept if accepted
         submission = Submission(config.target, delivery_id, identity, body, valid_json, stored)

@@ -1,4 +1,7 @@
-"""Per-webhook ingress configuration, prepared once when loaded so a request only compares."""
+"""Per-webhook ingress configuration, prepared once when loaded so a request only compares.
+
+A provider connection is prepared into the same `WebhookConfig` (`connection_config.py`): its
+provider's verifier in signature mode, `provider` set."""
 
 from __future__ import annotations
 
@@ -20,9 +23,15 @@ from gateway.store import tables as t
 
 log = logging.getLogger("gateway.ingress")
 
+# The body a verifier did not parse (most do not: only Linear's timestamp is inside the body)
+NOT_PARSED: Any = object()
 # (headers with lower-case names, raw body, now) -> (why it failed, or None when valid; the
-# provider's delivery id)
-Verifier = Callable[[Mapping[str, str], bytes, float], tuple[Reason | None, str | None]]
+# provider's delivery id; the body as parsed JSON if verifying parsed it, else NOT_PARSED)
+Verdict = tuple[Reason | None, str | None, Any]
+Verifier = Callable[[Mapping[str, str], bytes, float], Verdict]
+# the provider's delivery id from the parsed body (Slack's event_id), for providers that send
+# none in a header: (headers, payload) -> id
+BodyIdentity = Callable[[Mapping[str, str], Any], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,9 @@ class WebhookConfig:
     target: Target
     # Slack's bodies need translating before they are stored (gateway/ingress/slack_bodies.py)
     slack: bool = False
+    # a provider connection's provider (None: a custom webhook)
+    provider: str | None = None
+    body_identity: BodyIdentity | None = None
 
     def token_matches(self, presented: str) -> bool:
         if self.token_hash is None:
@@ -83,7 +95,7 @@ def prepare(row: Row[Any], box: SecretBox) -> WebhookConfig:
     token_hash: str | None = None
     verifier: Verifier | None = None
     try:
-        secret = _secret(row, box)
+        secret = stored_secret(row, box)
         if row.auth_mode in ("token", "url_token"):
             token_hash = hash_token(secret) if row.secret_name and secret else row.token_hash
         elif row.auth_mode == "signature" and secret is not None:
@@ -116,10 +128,12 @@ def _identity_header(uid: str, name: str | None) -> str | None:
     return name.lower()
 
 
-def _secret(row: Row[Any], box: SecretBox) -> str | None:
-    """The webhook's own secret first: a webhook a definition file declares keeps the value
-    its managed secret had when the file applied (an API webhook naming a managed secret has
-    none of its own, and follows the secret)."""
+def stored_secret(row: Row[Any], box: SecretBox) -> str | None:
+    """The row's own secret (`secret_encrypted`) first, else the team secret it names
+    (`team_secret`, joined): a webhook a definition file declares keeps the value its managed
+    secret had when the file applied (an API webhook or a provider connection naming a managed
+    secret has none of its own, and follows the secret); ValueError when it names a team secret
+    that is gone."""
     if row.secret_encrypted:
         return box.decrypt(row.secret_encrypted)
     if row.secret_name:
@@ -145,11 +159,10 @@ class SignatureCheck:
         self.scheme = scheme
         self.key = key
 
-    def __call__(
-        self, headers: Mapping[str, str], body: bytes, now: float
-    ) -> tuple[Reason | None, str | None]:
+    def __call__(self, headers: Mapping[str, str], body: bytes, now: float) -> Verdict:
         try:
-            delivery_id: str | None = self.scheme.verify(self.key, headers, body, now).delivery_id
+            verified = self.scheme.verify(self.key, headers, body, now)
         except SignatureError as exc:
-            return exc.reason, None
-        return None, delivery_id
+            return exc.reason, None, NOT_PARSED
+        payload = verified.payload
+        return None, verified.delivery_id, NOT_PARSED if payload is None else payload

@@ -24,6 +24,7 @@ from .match import (
 )
 
 __all__ = [
+    "DISPLAY_NAMES",
     "NORMALIZERS",
     "PROVIDERS",
     "Condition",
@@ -51,6 +52,9 @@ NORMALIZERS: Final[MappingProxyType[str, Normalizer]] = MappingProxyType(
     {name: module.normalize for name, module in _MODULES.items()}
 )
 _ROUTED: Final = frozenset({"github", "gitlab"})
+DISPLAY_NAMES: Final = MappingProxyType(
+    {"github": "GitHub", "gitlab": "GitLab", "slack": "Slack", "linear": "Linear", "jira": "Jira"}
+)
 
 
 def normalize(

@@ -4,6 +4,10 @@ An issue update is read through ``updatedFrom`` (the previous values of the fiel
 changed): labels added -> ``issue_labeled`` with the added labels, a new state ->
 ``issue_state_changed``, a new assignee -> ``issue_assigned``. An issue created with labels or
 an assignee is also labeled or assigned. Label names compare case-insensitively.
+
+Where the payload carries the named object, the names of teams (name and key), projects,
+states and a comment's issue (its identifier, ``KOR-57``) are kept beside their ids
+(``names_key``): Linear's by-name filters (``teams: [Platform]``) match them.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from gateway.types import JsonObject
 
 from .event import EventValues, Headers, TriggerEvent
 from .payload import dedupe, obj, objs, text
+from .values import names_key
 
 __all__ = ["NOT_IN_PAYLOAD", "delivery_id", "normalize"]
 
@@ -72,10 +77,21 @@ def _issue_values(issue: JsonObject, labels: list[str]) -> EventValues:
         "assignee_ids": _ids(issue.get("assigneeId"), obj(issue, "assignee").get("id")),
         "creator_ids": _ids(issue.get("creatorId"), obj(issue, "creator").get("id")),
     }
+    _put_names(values, "team_ids", obj(issue, "team"), ("name", "key"))
+    _put_names(values, "project_ids", obj(issue, "project"), ("name",))
+    _put_names(values, "state_ids", obj(issue, "state"), ("name",))
     mentioned = _mentioned_ids(issue.get("descriptionData"))
     if mentioned is not None:
         values["mentioned_user_ids"] = mentioned
     return values
+
+
+def _put_names(values: EventValues, key: str, named: JsonObject, fields: tuple[str, ...]) -> None:
+    """The names of ``key``'s ids, where the payload carries the named object (by-name filters
+    match them; without it the payload cannot tell, and such a filter does not match)."""
+    names = dedupe(n.casefold() for f in fields if isinstance(n := named.get(f), str) and n)
+    if names:
+        values[names_key(key)] = names
 
 
 def _issue(payload: JsonObject, action: str | None) -> list[TriggerEvent]:
@@ -121,6 +137,10 @@ def _comment(comment: JsonObject) -> TriggerEvent:
         ids = _ids(issue.get(field), obj(issue, nested).get("id"))
         if ids:
             values[key] = ids
+        _put_names(
+            values, key, obj(issue, nested), ("name", "key") if nested == "team" else ("name",)
+        )
+    _put_names(values, "issue_ids", issue, ("identifier",))
     if isinstance(issue.get("labels"), list):
         values["labels"] = _label_names(issue)
     mentioned = _mentioned_ids(comment.get("bodyData"))
@@ -140,6 +160,7 @@ def _agent_session(session: JsonObject) -> TriggerEvent:
         "creator_ids": _ids(session.get("creatorId"), obj(session, "creator").get("id")),
         "keywords": [prompt.casefold()] if prompt else [],
     }
+    _put_names(values, "team_ids", obj(issue, "team"), ("name", "key"))
     return TriggerEvent(PROVIDER, "agent_session_created", values)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-from filters import MAX_LIST_VALUES, Field, Filter, Operators
+from filters import MAX_LIST_VALUES, AnyOf, Field, Filter, Operators
 from filters.compile import compile_object
 from filters.errors import child_path, index_path
 
@@ -127,13 +127,20 @@ ValuesCheck = Callable[[EventValues], bool]
 
 
 class EventMatcher:
-    """A compiled trigger filter: ``matcher(event) -> bool``, no parsing per call."""
+    """A compiled trigger filter: ``matcher(event) -> bool``, no parsing per call.
 
-    __slots__ = ("_check", "conditions")
+    Its parts, for callers that match many filters at once (``filters.compile_many`` indexes
+    the equality filters of many triggers): ``equality``, the conditions of every key but
+    ``keywords`` as a ``filters`` Filter (None: none), and ``keywords``, the substring check
+    (None: none). The event matches when both hold."""
+
+    __slots__ = ("_check", "conditions", "equality", "keywords")
 
     def __init__(self, conditions: tuple[Condition, ...]) -> None:
         self.conditions = conditions
-        self._check = _compile(conditions)
+        self.equality = _equality(conditions)
+        self.keywords = next((_keywords(c) for c in conditions if c.key == KEYWORDS), None)
+        self._check = _compile(self.equality, self.keywords)
 
     def __call__(self, event: TriggerEvent) -> bool:
         return self._check(event.values)
@@ -152,21 +159,25 @@ def _always(_values: EventValues) -> bool:
     return True
 
 
-def _compile(conditions: tuple[Condition, ...]) -> ValuesCheck:
+def _equality(conditions: tuple[Condition, ...]) -> Filter | None:
+    """The conditions of every key but `keywords`, as a filter of the filters/ matchers (list
+    fields match `in` on any element, `not_in` on none); an `in`-only condition is the
+    any-of form, which an index of many filters answers without running the check."""
     fields = tuple(
-        Field(c.key, Operators(in_=c.in_, not_in=c.not_in)) for c in conditions if c.key != KEYWORDS
+        Field(c.key, AnyOf(c.in_) if c.not_in is None and c.in_ else Operators(c.in_, c.not_in))
+        for c in conditions
+        if c.key != KEYWORDS
     )
-    checks: list[ValuesCheck] = []
-    if fields:
-        # the filters/ matchers: list fields match `in` on any element, `not_in` on none
-        checks.append(compile_object(Filter(fields)))
-    checks.extend(_keywords(c) for c in conditions if c.key == KEYWORDS)
-    if not checks:
-        return _always
-    if len(checks) == 1:
-        return checks[0]
-    first, second = checks  # at most one keywords condition: a filter's keys are unique
-    return lambda values: first(values) and second(values)
+    return Filter(fields) if fields else None
+
+
+def _compile(equality: Filter | None, keywords: ValuesCheck | None) -> ValuesCheck:
+    check = None if equality is None else compile_object(equality)
+    if check is None:
+        return keywords or _always
+    if keywords is None:
+        return check
+    return lambda values: check(values) and keywords(values)
 
 
 def _keywords(condition: Condition) -> ValuesCheck:

@@ -9,12 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["KEYWORDS", "branch", "casefold", "emoji", "form_of", "same"]
+__all__ = ["KEYWORDS", "NAMES", "branch", "casefold", "emoji", "form_of", "names_key", "same"]
 
 KEYWORDS: Final = "keywords"
 """The one key matched by substring, not equality: the event holds its case-folded text."""
 
+NAMES: Final = ":names"
+"""Suffix of the key holding the names of what a ``*_ids`` key identifies (a Linear team's name
+and key, a state's name), where the payload tells them: what a by-name filter (Linear
+``teams: [Platform]``, stored ``by_name``) is matched on. Names compare case-insensitively."""
+
 _REFS_HEADS: Final = "refs/heads/"
+
+
+def names_key(key: str) -> str:
+    """The event values key of the names of ``key``'s ids (``team_ids`` -> ``team_ids:names``)."""
+    return key + NAMES
 
 
 def same(value: str) -> str:
@@ -65,6 +75,6 @@ _FORMS: Final[dict[str, dict[str, Callable[[str], str]]]] = {
 
 def form_of(provider: str, key: str) -> Callable[[str], str]:
     """The comparison form of ``key``'s string values on ``provider``'s events."""
-    if key == KEYWORDS:
+    if key == KEYWORDS or key.endswith(NAMES):
         return casefold
     return _FORMS.get(provider, {}).get(key, same)

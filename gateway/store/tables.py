@@ -190,6 +190,45 @@ automation_triggers = Table(
     Column("payload_filter", JSON, nullable=True),
 )
 
+# A team's connection to a provider (GitHub, GitLab, Slack, Linear, Jira): the provider's native
+# webhooks arrive at /webhooks/p/{uid}, are verified with the provider's own scheme, and start the
+# provider triggers of every factory of the team. Its deliveries share the delivery log with
+# custom webhooks (`deliveries.webhook_uid` holds the connection uid). `bot`: the connection's
+# own account (GitLab bot username, Slack bot user id, Jira agent account id), for the events
+# that depend on it.
+provider_connections = Table(
+    "provider_connections",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False, index=True),
+    Column("provider", String(16), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("secret_encrypted", Text, nullable=True),
+    Column("secret_name", String(200), nullable=True),
+    Column("bot", String(200), nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("config_version", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+)
+
+# The inline `schedule` triggers of automations (`schedule` / `cron_fired`), one row per schedule
+# (`name`: its name within the automation, "" for the unnamed one), written whenever the
+# automation's triggers are. The scheduler claims a slot by moving `next_run_at` on
+# (docs/schedules.md); the automation's `enabled` decides whether it fires.
+automation_schedules = Table(
+    "automation_schedules",
+    metadata,
+    Column("automation_uid", String(64), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("cron", String(200), nullable=False),
+    Column("next_run_at", UTCDateTime, nullable=True, index=True),
+    Column("last_ran_at", UTCDateTime, nullable=True),
+    Column("last_run_id", String(64), nullable=True),
+    Column("last_spawn_error", String(2000), nullable=True),
+)
+
 # The webhook delivery log: every outcome, the payload of accepted deliveries. `evaluation` is
 # "pending" until the evaluator has matched an accepted delivery against the automations (the
 # embedded backend writes accepted deliveries here before its 202, so this table is also its

@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from gateway.api.routing import ApiRoute, Routes, answer_type
 from gateway.app import create_app, openapi_document
 from gateway.console.session import PATH as CONSOLE_PATH
-from gateway.ingress.endpoint import INGRESS_PREFIX
+from gateway.ingress.endpoint import INGRESS_PREFIX, PROVIDER_PREFIX
 from tests.api.openapi_shapes import shape_errors
 from tests.conftest import make_settings
 from tests.support import GatewayClient
@@ -49,9 +49,10 @@ def served(tmp_path: Path) -> set[tuple[str, str]]:
     app: Any = create_app(make_settings(f"sqlite:///{tmp_path}/gw.db"))  # never started
     assert app.ingress is not None  # role "all": the dispatcher sends /webhooks/w/ to ingress
     pairs = set(_walk(app.api.routes))
-    # The ingress is one raw ASGI endpoint behind a path prefix, not a router: its two shapes
+    # The ingress is one raw ASGI endpoint behind path prefixes, not a router: its shapes
     ingress = INGRESS_PREFIX + "{webhook_uid}"
-    return pairs | {("POST", ingress), ("POST", ingress + "/{token}")}
+    connection = PROVIDER_PREFIX + "{connection_uid}"
+    return pairs | {("POST", ingress), ("POST", ingress + "/{token}"), ("POST", connection)}
 
 
 def documented() -> set[tuple[str, str]]:

@@ -1,26 +1,32 @@
-"""Kill the evaluator while deliveries flow: afterwards there is exactly one run per
-(delivery, matching automation), none missing and none doubled."""
+"""Kill the evaluator while deliveries flow, to a custom webhook and to a provider connection:
+afterwards there is exactly one run per (delivery, matching automation), none missing and none
+doubled."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import hmac
 import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from benchmarks.procs import free_port
 from gateway.accounts import factories, identities
 from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate
+from gateway.connections.management import connect
+from gateway.connections.models import ConnectionCreate
 from gateway.services import Services, build_services
 from gateway.settings import Settings
 from gateway.store import migrate
@@ -44,8 +50,53 @@ async def _with_services(settings: Settings, fn: Any) -> Any:
         await services.close()
 
 
-async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]]:
-    """A factory with a foreman, a token webhook and three automations, two of which match."""
+@dataclass
+class Provider:
+    """A GitHub connection of the factory's team and its automations that match the test's
+    deliveries."""
+
+    uid: str
+    secret: str
+    matching: set[str]
+
+
+async def _provider(conn: Any, services: Services, team: str, factory: str) -> Provider:
+    """GitHub connected; two automations match an `agent` label on acme/api (one by two of
+    its triggers: still one run per delivery), one listens for another label."""
+    f = t.factories
+    repositories = [{"owner": "acme", "name": "api"}]
+    await conn.execute(update(f).where(f.c.uid == factory).values(repositories=repositories))
+    made = await connect(conn, services, team, ConnectionCreate(provider="github"))
+    assert isinstance(made.secret, str)
+    labeled = {"provider": "github", "event": "issue_labeled", "filter": {"labels": ["agent"]}}
+    any_label = {"provider": "github", "event": "issue_labeled"}
+    other = {"provider": "github", "event": "issue_labeled", "filter": {"labels": ["bug"]}}
+    matching = set()
+    for name, triggers in (("p", [labeled, any_label]), ("q", [any_label]), ("r", [other])):
+        body = {"name": name, "prompt": f"do {name}", "enabled": True, "triggers": triggers}
+        automation = await automations.create_automation(
+            conn, factory, msgspec.convert(body, AutomationCreate)
+        )
+        if name != "r":
+            matching.add(automation.uid)
+    return Provider(made.uid, made.secret, matching)
+
+
+def _github(provider: Provider, n: int) -> tuple[bytes, dict[str, str]]:
+    body = b'{"action":"labeled","label":{"name":"agent"},"issue":{"number":%d},' % n
+    body += b'"repository":{"full_name":"acme/api"}}'
+    signature = hmac.new(provider.secret.encode(), body, hashlib.sha256).hexdigest()
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": f"gh-{n}",
+        "X-Hub-Signature-256": f"sha256={signature}",
+    }
+    return body, headers
+
+
+async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str], Provider]:
+    """A factory with a foreman, a token webhook and three automations, two of which match;
+    a GitHub connection of its team and three provider automations, two of which match."""
     team = await identities.create_team(conn, "T")
     agent, _ = await identities.create_agent(conn, team, "Foreman")
     factory = await factories.create_factory(conn, team, "F", None, agent)
@@ -65,7 +116,7 @@ async def _world(conn: Any, services: Services) -> tuple[str, str, str, set[str]
         made = await automations.create_automation(conn, factory, spec)
         if kind == "match":
             matching.add(made.uid)
-    return factory, hook.uid, token, matching
+    return factory, hook.uid, token, matching, await _provider(conn, services, team, factory)
 
 
 async def _pairs(conn: Any, _services: Services, delivery_ids: set[str]) -> list[tuple[str, str]]:
@@ -118,7 +169,7 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
     settings = make_settings(
         database, values.get("redis_url"), prefix=values.get("redis_prefix", "gw")
     )
-    factory, hook, token, matching = asyncio.run(_with_services(settings, _world))
+    factory, hook, token, matching, provider = asyncio.run(_with_services(settings, _world))
     port = free_port()
     # Redis: ingress-only server plus a separate `gateway worker` that we kill.
     # Embedded: one process does both, so the whole server is killed and restarted.
@@ -126,6 +177,7 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
     server = serve_gateway(serve_env, port)
     evaluator = _worker(gateway_env(**values)) if uses_redis else server
     accepted: dict[str, str] = {}
+    accepted_github: dict[str, str] = {}
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             for n in range(DELIVERIES):
@@ -143,6 +195,13 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
                 response = client.post(f"/webhooks/w/{hook}", content=body, headers=headers)
                 assert response.status_code == 202, response.text
                 accepted[f"evt-{n}"] = response.json()["delivery_id"]
+                body, headers = _github(provider, n)
+                response = client.post(f"/webhooks/p/{provider.uid}", content=body, headers=headers)
+                assert response.status_code == 202, response.text
+                accepted_github[f"gh-{n}"] = response.json()["delivery_id"]
+            body, headers = _github(provider, 0)  # GitHub's redelivery
+            redelivered = client.post(f"/webhooks/p/{provider.uid}", content=body, headers=headers)
+            assert redelivered.json()["delivery_id"] == accepted_github["gh-0"]
             again = client.post(
                 f"/webhooks/w/{hook}",
                 content=b'{"kind": "match"}',
@@ -151,12 +210,12 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
             assert again.status_code == 202 and again.json()["delivery_id"] == accepted["evt-0"]
 
         expected = {(d, a) for d in accepted.values() for a in matching}
+        expected |= {(d, a) for d in accepted_github.values() for a in provider.matching}
+        every = set(accepted.values()) | set(accepted_github.values())
         deadline = time.monotonic() + 90  # a dead consumer's entries are reclaimed after 30 s
         pairs: list[tuple[str, str]] = []
         while time.monotonic() < deadline:
-            pairs = asyncio.run(
-                _with_services(settings, lambda c, s: _pairs(c, s, set(accepted.values())))
-            )
+            pairs = asyncio.run(_with_services(settings, lambda c, s: _pairs(c, s, every)))
             if len(set(pairs)) >= len(expected):
                 break
             time.sleep(1)

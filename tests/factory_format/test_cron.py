@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from datetime import UTC, datetime, timedelta
 
-from factory_format.triggers import CronError, parse_cron
+import pytest
+from croniter import croniter
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from factory_format.triggers import CronError, next_slot, parse_cron
 
 
 @pytest.mark.parametrize(
@@ -82,6 +87,9 @@ def test_day_fields_record_whether_they_are_restricted() -> None:
     both = parse_cron("0 0 13 * 5")  # robfig: the 13th OR a Friday
     assert not both.day_of_month_star and not both.day_of_week_star
     assert parse_cron("0 0 ? * 5").day_of_month_star
+    # robfig drops the star of a stepped `*` (`*/2`: every other day is a restriction)
+    assert parse_cron("0 0 */1 * 5").day_of_month_star
+    assert not parse_cron("0 0 */2 * 5").day_of_month_star
 
 
 @pytest.mark.parametrize(
@@ -128,3 +136,57 @@ def test_refused(text: str, words: str | None) -> None:
 def test_a_never_matching_day_is_accepted_when_the_weekday_is_restricted() -> None:
     # robfig ORs restricted day fields: every Monday still fires
     assert parse_cron("0 0 31 2 1").days_of_week == (1,)
+
+
+# --- the next slot --------------------------------------------------------------------------
+
+_FIELD_VALUES = {
+    "minute": (0, 59),
+    "hour": (0, 23),
+    "day": (1, 28),
+    "month": (1, 12),
+    "weekday": (0, 6),
+}
+
+
+def _field(name: str) -> st.SearchStrategy[str]:
+    low, high = _FIELD_VALUES[name]
+    value = st.integers(low, high).map(str)
+    # ranges of two values at least (croniter reads a degenerate `0-0` weekday range oddly)
+    span = st.tuples(st.integers(low, high - 1), st.integers(1, high - low)).map(
+        lambda pair: f"{pair[0]}-{min(pair[0] + pair[1], high)}"
+    )
+    stepped = st.tuples(st.sampled_from(["*", f"{low}-{high}"]), st.integers(1, 7)).map(
+        lambda pair: f"{pair[0]}/{pair[1]}"
+    )
+    listed = st.lists(value, min_size=1, max_size=3).map(",".join)
+    return st.one_of(st.just("*"), value, span, stepped, listed)
+
+
+@settings(max_examples=300)
+@given(
+    st.tuples(*(_field(name) for name in _FIELD_VALUES)).map(" ".join),
+    st.integers(1_600_000_000, 2_100_000_000),
+)
+def test_next_slot_agrees_with_croniter(expression: str, moment: int) -> None:
+    """Five-field expressions fire when croniter (Vixie cron's day rule, as robfig's) says.
+    Where the two differ, robfig is followed: `*/1` in a day field is unrestricted for robfig
+    (its star stays) and a restriction for croniter, and the reverse for `0-6`."""
+    fields = expression.split(" ")
+    assume("*/1" not in (fields[2], fields[4]))
+    # croniter also reads a weekday field naming all seven days (`0-6`) as `*`; robfig keeps
+    # it a restriction
+    assume(fields[4] == "*" or len(parse_cron(expression).days_of_week) < 7)
+    after = datetime.fromtimestamp(moment, UTC)
+    expected = croniter(expression, after).get_next(datetime).astimezone(UTC)
+    assert next_slot(parse_cron(expression), after) == expected
+
+
+def test_next_slot_of_descriptors_and_every() -> None:
+    after = datetime(2026, 11, 26, 22, 41, 7, tzinfo=UTC)
+    assert next_slot(parse_cron("@daily"), after) == datetime(2026, 11, 27, tzinfo=UTC)
+    assert next_slot(parse_cron("0 0 29 2 *"), after) == datetime(2028, 2, 29, tzinfo=UTC)
+    # @every: the multiples of its interval since the Unix epoch, whatever process asks
+    slot = next_slot(parse_cron("@every 90m"), after)
+    assert slot > after and slot.timestamp() % 5400 == 0 and slot - after <= timedelta(minutes=90)
+    assert next_slot(parse_cron("@every 90m"), slot) == slot + timedelta(minutes=90)

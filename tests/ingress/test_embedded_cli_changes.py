@@ -128,3 +128,22 @@ def test_the_poller_starts_from_what_the_cache_preloaded(client: GatewayClient) 
 
     unchanged, changed = client.run(run)
     assert (unchanged, changed) == (0, 1)
+
+
+def test_a_connection_made_and_rekeyed_from_the_cli_reaches_the_server(
+    tmp_path: Path, server: httpx.Client
+) -> None:
+    demo = admin(tmp_path, "demo")
+    team = demo["team_uid"]
+    made = admin(tmp_path, "connect", "jira", "--team", team, "--secret-name", "demo-secret")
+
+    def jira_post(secret: str, n: int) -> int:
+        body = b'{"webhookEvent": "jira:issue_created", "n": %d}' % n
+        signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        headers = {"X-Hub-Signature": signature, "X-Atlassian-Webhook-Identifier": f"j-{n}"}
+        return server.post(f"/webhooks/p/{made['uid']}", content=body, headers=headers).status_code
+
+    assert jira_post("demo-value", 1) == 202
+    admin(tmp_path, "set-secret", "--team", team, "--name", "demo-secret", "--value", "changed")
+    eventually(lambda: jira_post("changed", 2) == 202, timeout=5)
+    assert jira_post("demo-value", 3) == 401

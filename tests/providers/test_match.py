@@ -230,3 +230,20 @@ def test_compiled_matcher_agrees_with_reference() -> None:
     total = outcomes[True] + outcomes[False]
     assert total > 250
     assert 0.1 < outcomes[True] / total < 0.9, outcomes  # the property is not vacuous
+
+
+def test_by_name_filters_match_the_names_the_payload_carries() -> None:
+    from gateway.providers import normalize
+    from gateway.providers.values import names_key
+    from tests.providers.conftest import fixture
+
+    (created,) = normalize("linear", {}, fixture("linear", "issue_create"))
+    teams = names_key("team_ids")
+    assert matches({teams: ["Korosuke613"]}, created)  # a team's name, any case
+    assert matches({teams: ["KOR"], names_key("state_ids"): ["backlog"]}, created)
+    assert not matches({teams: ["Platform"]}, created)
+    assert matches({teams: {"not_in": ["Platform"]}}, created)
+    # no names in the payload (a Slack channel is an id only): no match, either way
+    mention = event("slack", "app_mention", channel_ids=["C1"], user_ids=["U1"])
+    assert not matches({names_key("channel_ids"): ["general"]}, mention)
+    assert not matches({names_key("channel_ids"): {"not_in": ["general"]}}, mention)

@@ -157,6 +157,9 @@ def test_linear_issue_created() -> None:
         "state_ids": ["c02edc3a-xxxx-xxxx-xxxx-85c349766a13"],
         "assignee_ids": [],
         "creator_ids": ["80e102b0-xxxx-xxxx-xxxx-044bcfb4cd39"],
+        # the names the payload carries, for by-name filters (`teams: [KOR]`)
+        "team_ids:names": ["korosuke613", "kor"],
+        "state_ids:names": ["backlog"],
     }
 
 
@@ -220,6 +223,7 @@ def test_linear_agent_session() -> None:
         "team_ids": ["eeaa0cbd-xxxx-xxxx-xxxx-1c701c3485f1"],
         "creator_ids": ["80e102b0-xxxx-xxxx-xxxx-044bcfb4cd39"],
         "keywords": ["@agent please fix the redirect after login; see the sentry trace"],
+        "team_ids:names": ["korosuke613", "kor"],
     }
 
 

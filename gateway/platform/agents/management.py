@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.factories import belongs_to_team
-from gateway.accounts.identities import Principal, issue_api_key
+from gateway.accounts.identities import Principal, creation_team, issue_api_key
 from gateway.catalog import EnvironmentSpec, ModelSpec
 from gateway.errors import AgentIsForeman, Forbidden, InvalidRequest, NotFound
 from gateway.platform.agents.models import (
@@ -40,17 +40,6 @@ from gateway.store.types import utcnow
 
 a = t.agents
 RUN_DEFAULTS = RunDefaults.__struct_fields__
-
-
-def creation_team(principal: Principal) -> str:
-    """The active team (X-Service-Team-Uid), else the caller's only team."""
-    if principal.active_team_uid is not None:
-        return principal.active_team_uid
-    if len(principal.team_uids) != 1:
-        raise InvalidRequest(
-            "X-Service-Team-Uid: required, this credential belongs to several teams"
-        )
-    return next(iter(principal.team_uids))
 
 
 def require_user(principal: Principal) -> None:

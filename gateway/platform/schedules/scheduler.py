@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from gateway.platform.schedules import automation_slots
 from gateway.platform.schedules import slot_runs as schedule_runs
 from gateway.store import Database
 from gateway.store.types import utcnow
@@ -18,7 +19,12 @@ POLL_S = 5.0
 
 
 async def start_due(database: Database) -> int:
-    """Starts every slot due now; returns how many runs this call started."""
+    """Starts every slot due now, of scheduled agents and of automations' inline schedules;
+    returns how many runs this call started."""
+    return await _start_agents(database) + await _start_automations(database)
+
+
+async def _start_agents(database: Database) -> int:
     started = 0
     while True:
         async with database.read() as conn:
@@ -33,6 +39,23 @@ async def start_due(database: Database) -> int:
         started += started_now
         # a full batch may hide more due slots; one that started nothing leaves them to others
         if len(due) < schedule_runs.DUE_BATCH or started_now == 0:
+            return started
+
+
+async def _start_automations(database: Database) -> int:
+    started = 0
+    while True:
+        async with database.read() as conn:
+            due = await automation_slots.due_slots(conn, utcnow())
+        started_now = 0
+        for slot in due:
+            async with database.transaction() as conn:
+                run_id = await automation_slots.start_slot(conn, slot)
+            if run_id is not None:
+                started_now += 1
+                log.info("automation %s: scheduled run %s", slot.automation_uid, run_id)
+        started += started_now
+        if len(due) < automation_slots.DUE_BATCH or started_now == 0:
             return started
 
 

@@ -25,6 +25,7 @@ from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.platform.runs.records import can_view, find_run, newest_root_run, visible_run
+from gateway.platform.tasks import stage_triggers
 from gateway.platform.tasks.models import (
     Task,
     TaskCreate,
@@ -183,6 +184,8 @@ async def _change(
             after=str(stage),
             at=now,
         )
+        # the automations a move to this stage fires, in this transaction
+        await stage_triggers.on_stage_change(conn, before, str(stage))
 
 
 async def cancel_task(

@@ -1,5 +1,5 @@
-"""Two real `gateway worker` processes on one store start each due slot of a scheduled agent
-exactly once (SQLite file and PostgreSQL)."""
+"""Two real `gateway worker` processes on one store start each due slot of a scheduled agent,
+and of an automation's inline schedule, exactly once (SQLite file and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from gateway.accounts import identities
+from benchmarks.postgres import temporary_database
+from gateway.accounts import factories, identities
+from gateway.automations import management as automations
+from gateway.automations.models import AutomationCreate
 from gateway.platform.schedules import schedules
 from gateway.platform.schedules.models import ScheduleCreate
 from gateway.store import create_database, migrate
@@ -27,6 +30,7 @@ from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env
 
 SCHEDULES = 8
+AUTOMATIONS = 4
 ROUNDS = 3
 
 
@@ -58,22 +62,30 @@ async def _prepare(database: Any) -> list[str]:
             ScheduleCreate(name=f"s{i}", cron_schedule=yearly, prompt="p") for i in range(SCHEDULES)
         ]
         created = [await schedules.create_schedule(conn, owner, spec, ()) for spec in specs]
+        agent, _ = await identities.create_agent(conn, team, "Foreman")
+        factory = await factories.create_factory(conn, team, "F", None, agent)
+        inline = {"provider": "schedule", "event": "cron_fired", "schedule": {"cron": yearly}}
+        for i in range(AUTOMATIONS):
+            spec = AutomationCreate(name=f"a{i}", prompt="p", triggers=[inline])
+            await automations.create_automation(conn, factory, spec)
     return [schedule.id for schedule in created]
 
 
 async def _make_due(database: Any) -> None:
     """A new slot, due now, for every schedule (each round's slot is a different moment)."""
     async with database.transaction() as conn:
-        await conn.execute(
-            update(t.scheduled_agents).values(next_run_at=utcnow() - timedelta(seconds=1))
-        )
+        for table in (t.scheduled_agents, t.automation_schedules):
+            await conn.execute(update(table).values(next_run_at=utcnow() - timedelta(seconds=1)))
 
 
 async def _all_started(database: Any) -> bool:
-    s = t.scheduled_agents
     async with database.read() as conn:
-        later = await conn.execute(select(s.c.next_run_at))
-        return all(at > datetime.now(UTC) for (at,) in later)
+        later = [
+            at
+            for table in (t.scheduled_agents, t.automation_schedules)
+            for (at,) in await conn.execute(select(table.c.next_run_at))
+        ]
+        return all(at > datetime.now(UTC) for at in later)
 
 
 async def _runs_per_schedule(database: Any) -> Counter[str]:
@@ -81,6 +93,13 @@ async def _runs_per_schedule(database: Any) -> Counter[str]:
     async with database.read() as conn:
         rows = await conn.execute(select(r.c.metadata).where(r.c.source == "SCHEDULED_AGENT"))
         return Counter(metadata["scheduled_agent_id"] for (metadata,) in rows)
+
+
+async def _runs_per_automation(database: Any) -> Counter[str]:
+    r = t.runs
+    async with database.read() as conn:
+        rows = await conn.execute(select(r.c.metadata).where(r.c.source == "AUTOMATION"))
+        return Counter(metadata["automation_id"] for (metadata,) in rows)
 
 
 def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
@@ -127,3 +146,5 @@ def test_two_workers_start_each_due_slot_once(store_url: str, tmp_path: Path) ->
             _stop(worker)
     assert _run(store_url, _runs_per_schedule) == {uid: ROUNDS for uid in uids}
     assert log.read_text().count("started run") == SCHEDULES * ROUNDS
+    per_automation = _run(store_url, _runs_per_automation)
+    assert len(per_automation) == AUTOMATIONS and set(per_automation.values()) == {ROUNDS}

@@ -1,0 +1,128 @@
+"""The console's pages of a provider connection: its deliveries (live), one delivery (payload,
+headers, and the trace with the events it was normalized to and why each automation did or did
+not start), and the trigger backtest. Read through the API's own functions, with the key's
+access (team scoped, as the API)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.accounts.identities import Principal
+from gateway.connections.management import get_connection, visible_row
+from gateway.console import session
+from gateway.console.html import page, render
+from gateway.console.pages import P, form_of, html_response, problem_page, signed_in
+from gateway.deliveries import log as delivery_log
+from gateway.deliveries import provider_backtest as backtests
+from gateway.deliveries.filter_backtest import Window
+from gateway.deliveries.models import MAX_WINDOW, Delivery
+from gateway.errors import InvalidRequest
+from gateway.services import Services
+
+EXAMPLES = {
+    "github": {"provider": "github", "event": "issue_labeled", "filter": {"labels": ["agent"]}},
+    "gitlab": {"provider": "gitlab", "event": "merge_request", "filter": {"actions": ["open"]}},
+    "slack": {"provider": "slack", "event": "app_mention", "filter": {"keywords": ["deploy"]}},
+    "linear": {"provider": "linear", "event": "issue_labeled", "filter": {"labels": ["agent"]}},
+    "jira": {"provider": "jira", "event": "issue_created", "filter": {"labels": ["agent"]}},
+}
+
+
+async def _connection(services: Services, principal: Principal, uid: str) -> backtests.Connection:
+    async with services.database.read() as conn:
+        row = await visible_row(conn, principal, uid)
+    return backtests.Connection(row.uid, row.provider, row.team_uid, row.bot)
+
+
+async def _deliveries(services: Services, uid: str) -> list[Delivery]:
+    async with services.database.read() as conn:
+        pending = await services.pending_deliveries.of_webhook(uid)
+        items, _more = await delivery_log.list_deliveries(conn, uid, 50, None, pending)
+    return items
+
+
+@signed_in
+async def connection(request: Request, services: Services, principal: Principal) -> Response:
+    uid = request.path_params["connection_uid"]
+    async with services.database.read() as conn:
+        found = await get_connection(conn, services, principal, uid)
+    items = await _deliveries(services, uid)
+    csrf = session.csrf_token(services.secret_box, request)
+    example = orjson.dumps(EXAMPLES.get(found.provider, {})).decode()
+    return html_response(
+        page(
+            "connection.html",
+            f"Deliveries of {found.name}",
+            csrf=csrf,
+            base=f"{P}/p/{uid}",
+            items=items,
+            connection=found,
+            example=example,
+        )
+    )
+
+
+@signed_in
+async def connection_rows(request: Request, services: Services, principal: Principal) -> Response:
+    uid = request.path_params["connection_uid"]
+    await _connection(services, principal, uid)
+    items = await _deliveries(services, uid)
+    return html_response(render("delivery_rows.html", base=f"{P}/p/{uid}", items=items))
+
+
+@signed_in
+async def delivery(request: Request, services: Services, principal: Principal) -> Response:
+    uid, delivery_id = request.path_params["connection_uid"], request.path_params["delivery_id"]
+    found = await _connection(services, principal, uid)
+    async with services.database.read() as conn:
+        pending = await services.pending_deliveries.find(uid, delivery_id)
+        explain = partial(backtests.explain, found)
+        item = await delivery_log.get_delivery(conn, uid, delivery_id, pending, explain)
+    csrf = session.csrf_token(services.secret_box, request)
+    body = page(
+        "delivery.html",
+        f"Delivery {delivery_id}",
+        csrf=csrf,
+        base=f"{P}/p/{uid}",
+        item=item,
+        nonce="",
+        replayable=False,
+    )
+    return html_response(body)
+
+
+@signed_in
+async def filter_test(request: Request, services: Services, principal: Principal) -> Response:
+    form = await form_of(request)
+    session.check_post(services.secret_box, request, form.get("csrf"))
+    uid = request.path_params["connection_uid"]
+    found = await _connection(services, principal, uid)
+    csrf = session.csrf_token(services.secret_box, request)
+    base = f"{P}/p/{uid}"
+    raw_filter = form.get("filter") or "{}"
+    try:
+        last = min(max(int(form.get("last") or 50), 1), MAX_WINDOW)
+        tested = backtests.trigger_to_test(
+            found, backtests.checked_trigger(orjson.loads(raw_filter))
+        )
+    except (orjson.JSONDecodeError, ValueError, InvalidRequest) as exc:
+        detail = exc.detail if isinstance(exc, InvalidRequest) else f"trigger: {exc}"
+        body = problem_page("Trigger backtest", detail, base, "Back to the deliveries", csrf=csrf)
+        return html_response(body, 400)
+    async with services.database.read() as conn:
+        result = await backtests.backtest(conn, found, tested, Window(last))
+    body = page(
+        "backtest.html",
+        "Trigger backtest",
+        csrf=csrf,
+        base=base,
+        raw_filter=raw_filter,
+        last=last,
+        result=result,
+        subject="trigger",
+    )
+    return html_response(body)

@@ -1,0 +1,72 @@
+"""The console's pages of a provider connection (SQLite and PostgreSQL): listed on the home
+page, its deliveries, one delivery's events and why each automation did or did not start,
+and the trigger backtest; another team's connection is refused."""
+
+from __future__ import annotations
+
+import html
+
+import orjson
+
+from tests.connections import signing
+from tests.connections.provider_world import (
+    automation,
+    connect,
+    deliver,
+    evaluated,
+    set_repositories,
+    trigger,
+)
+from tests.console.test_console_pages import csrf_of, login
+from tests.support import World
+
+PAYLOAD = {
+    "action": "labeled",
+    "label": {"name": "bug"},
+    "issue": {"labels": [{"name": "bug"}], "user": {"login": "ana"}, "body": "<b>x</b>"},
+    "repository": {"full_name": "acme/api"},
+}
+
+
+def test_a_connection_in_the_console(world: World) -> None:
+    client = world.client
+    set_repositories(client, world.factory_uid, "acme/api")
+    bugs = automation(
+        world, world.factory_uid, "bugs", trigger("github", "issue_labeled", labels=["bug"])
+    )
+    agent = automation(
+        world, world.factory_uid, "agent", trigger("github", "issue_labeled", labels=["agent"])
+    )
+    github = connect(world, "github", name="Acme <GitHub>")
+    delivery_id = deliver(client, github, signing.github(github["secret"], "issues", PAYLOAD))
+    evaluated(world, github, delivery_id)
+    login(client, world.user_key)
+
+    home = client.get("/console/").text
+    assert f"/console/p/{github['uid']}" in home and "Acme &lt;GitHub&gt;" in home
+    base = f"/console/p/{github['uid']}"
+    listing = client.get(base).text
+    assert delivery_id in listing and "matched" in listing
+    assert client.get(f"{base}/rows").text.count(delivery_id) >= 1
+    page = client.get(f"{base}/d/{delivery_id}")
+    assert page.status_code == 200
+    text = html.unescape(page.text)
+    assert "github / issue_labeled" in text and '"labels": [' in text
+    assert bugs in text and agent in text
+    assert "labels: the event's" in text  # why `agent` did not start
+    assert "<b>x</b>" not in page.text  # the payload is escaped
+    assert 'action="/console/p/' not in page.text.split("<h2>Trace</h2>")[0]  # no replay form
+
+    token = csrf_of(client, base)
+    wanted = trigger("github", "issue_labeled", labels=["agent"])
+    tried = {"filter": orjson.dumps(wanted).decode()}
+    answer = client.post(f"{base}/filter-test", data=tried | {"csrf": token, "last": "10"})
+    assert answer.status_code == 200 and "0 of 1 deliveries match the trigger" in answer.text
+    wrong = {"filter": '{"provider": "slack", "event": "app_mention"}', "csrf": token}
+    refused = client.post(f"{base}/filter-test", data=wrong)
+    assert refused.status_code == 400 and "trigger.provider" in refused.text
+
+    client.cookies.clear()
+    login(client, world.stranger_key)
+    assert client.get(base).status_code == 403
+    assert client.get(f"{base}/d/{delivery_id}").status_code == 403
