@@ -117,7 +117,10 @@ class App:
 
 
 async def _world(gateway: App) -> tuple[str, str, str]:
-    from gateway.accounts import factories, identities
+    try:
+        from gateway.accounts import factories, identities
+    except ImportError:  # a --baseline tree from before the packages by product (2026-11-26)
+        from gateway.domain import factories, identities  # type: ignore[no-redef]
 
     services = gateway.state.get("services") or gateway.app.state.services  # before: app.state
     async with services.database.transaction() as conn:

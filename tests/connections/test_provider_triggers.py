@@ -121,7 +121,9 @@ def test_github_starts_exactly_the_matching_automations(
         "delivery_id": delivery_id,
     }
     (artifact,) = first.artifacts
-    assert artifact["name"] == "event-payload.json" and artifact["size"] == len(sent.body)
+    assert artifact["artifact_type"] == "FILE"
+    assert artifact["data"]["filename"] == "event-payload.json"
+    assert artifact["data"]["size_bytes"] == len(sent.body)
     assert rows[not_wontfix].agent_config == config  # the automation's resolved configuration
 
     trace = record["trace"]

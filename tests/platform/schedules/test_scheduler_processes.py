@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from benchmarks.postgres import temporary_database
 from gateway.accounts import factories, identities
 from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate
