@@ -1,6 +1,6 @@
 """Fault injection against real processes: nothing accepted is lost, no run is started twice.
 
-    python -m benchmarks.chaos [--scenarios a,b] [--lock-seconds 45] [--server uvicorn|granian]
+    python -m benchmarks.chaos [--scenarios a,b] [--lock-seconds 45]
     (scripts/chaos is the same command)
 
 Each scenario starts its own `gateway serve` (evaluator as it runs by default), its own
@@ -69,7 +69,6 @@ class Stack:
     root: Path
     env: dict[str, str]
     redis_port: int | None
-    server: str
     port: int = 0
     gateway: subprocess.Popen[bytes] | None = None
     redis: subprocess.Popen[bytes] | None = None
@@ -108,8 +107,6 @@ class Stack:
             "serve",
             "--port",
             str(self.port),
-            "--server",
-            self.server,
         ]
         self.gateway = spawn(argv, env=self.env, log=self._log("gateway"), cwd=self.root)
         deadline = time.monotonic() + 60
@@ -377,10 +374,10 @@ def scenarios(lock_seconds: float) -> list[Scenario]:
 
 
 @contextmanager
-def stack_for(scenario: Scenario, server: str) -> Iterator[Stack]:
+def stack_for(scenario: Scenario) -> Iterator[Stack]:
     root = Path(tempfile.mkdtemp(prefix=f"chaos-{scenario.name}-"))
     redis_port = free_port() if scenario.redis else None
-    stack = Stack(root, gateway_env(root, redis_port), redis_port, server)
+    stack = Stack(root, gateway_env(root, redis_port), redis_port)
     try:
         if scenario.redis:
             stack.start_redis()
@@ -390,9 +387,9 @@ def stack_for(scenario: Scenario, server: str) -> Iterator[Stack]:
         stack.stop()
 
 
-def run(scenario: Scenario, server: str) -> dict[str, object]:
+def run(scenario: Scenario) -> dict[str, object]:
     tally = Tally()
-    with stack_for(scenario, server) as stack:
+    with stack_for(scenario) as stack:
         hooks = provision(stack)
         load = threading.Thread(
             target=send_load, args=(stack, hooks, scenario.load_s, tally, scenario.name)
@@ -432,7 +429,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--scenarios", help="comma-separated names (default: all)")
     parser.add_argument("--lock-seconds", type=float, default=45.0)
-    parser.add_argument("--server", choices=("uvicorn", "granian"), default="uvicorn")
     args = parser.parse_args(argv)
     chosen = scenarios(args.lock_seconds)
     if args.scenarios:
@@ -442,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("chaos: redis-server not found (apt-get install -y redis-server)")
     rows = []
     for scenario in chosen:
-        row = run(scenario, args.server)
+        row = run(scenario)
         rows.append(row)
         print(json.dumps(row), flush=True)
     print()

@@ -306,7 +306,6 @@ async def queue_deliveries(
                 f"bench-{i}",
                 github_payload(i) if kind == "provider" else payload(i),
                 True,
-                "127.0.0.1",
                 PROVIDER_HEADERS if kind == "provider" else b"",
             )
             for i in range(start, min(first + n, start + 500))

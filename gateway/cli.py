@@ -16,7 +16,7 @@ import orjson
 
 from gateway.preflight import masked, reachable
 from gateway.services import Services, build_services
-from gateway.settings import HTTP_SERVERS, Settings, SettingsError, load_settings
+from gateway.settings import Settings, SettingsError, load_settings
 from gateway.signatures import PROVIDER_VERIFIERS
 from gateway.store import migrate
 from gateway.types import JsonObject
@@ -50,11 +50,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (8000)")
     serve.add_argument(
         "--workers", type=int, default=1, help="HTTP worker processes; more than 1 needs Redis (1)"
-    )
-    serve.add_argument(
-        "--server",
-        choices=HTTP_SERVERS,
-        help="HTTP server (default: GATEWAY_SERVER, else uvicorn)",
     )
     serve.set_defaults(run=_serve)
 
@@ -186,8 +181,7 @@ def _serve_with_metrics_dir(settings: Settings, args: argparse.Namespace) -> int
         evaluator = EvaluatorProcess()
         evaluator.start()
     try:
-        server = args.server or settings.server
-        http_server.run(settings, server, args.host, args.port, args.workers)
+        http_server.run(settings, args.host, args.port, args.workers)
     finally:
         if evaluator is not None:
             evaluator.stop()
@@ -198,7 +192,6 @@ def _startup_block(settings: Settings, args: argparse.Namespace) -> None:
     """What this server runs with, once, before it starts (passwords masked)."""
     import os
 
-    server = args.server or settings.server
     evaluator: str = settings.evaluator
     if evaluator != "off":
         evaluator += f", priority {settings.evaluator_priority}"
@@ -211,7 +204,7 @@ def _startup_block(settings: Settings, args: argparse.Namespace) -> None:
         "database": masked(settings.database_url),
         "secret_key": settings.secret_key_source,
         "evaluator": evaluator,
-        "listen": f"http://{args.host}:{args.port} ({server}, {args.workers} worker(s))",
+        "listen": f"http://{args.host}:{args.port} (uvicorn, {args.workers} worker(s))",
         "ingress_urls": os.environ.get("GATEWAY_WEBHOOK_BASE_URL", settings.webhook_base_url)
         + "/webhooks/w/...",
     }

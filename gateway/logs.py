@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -20,11 +19,7 @@ def redact(text: str) -> str:
 
 class RedactTokens(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, Mapping):  # granian's access log formats from a dict
-            record.args = {
-                k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()
-            }
-        elif record.args:
+        if isinstance(record.args, tuple):
             record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
         record.msg = redact(str(record.msg))
         return True
@@ -60,7 +55,7 @@ class JsonFormatter(logging.Formatter):
 
 _encode = msgspec.json.Encoder().encode
 JSON_FORMATTER = {"()": "gateway.logs.JsonFormatter"}
-# a configuration of logging.config.dictConfig, in the form uvicorn and granian take it
+# a configuration of logging.config.dictConfig, in the form uvicorn takes it
 LogConfig = dict[str, Any]
 
 
@@ -91,29 +86,6 @@ def uvicorn_log_config(level: str, fmt: str = "text") -> LogConfig:
     config["loggers"] = {
         **LOGGING_CONFIG["loggers"],
         "gateway": {"handlers": ["default"], "level": level.upper(), "propagate": False},
-    }
-    return _as_json(config, fmt)
-
-
-# uvicorn's access line, from granian's fields
-ACCESS_FORMAT = '%(addr)s - "%(method)s %(path)s %(protocol)s" %(status)d'
-
-
-def granian_log_config(level: str, fmt: str = "text") -> LogConfig:
-    """Granian's loggers and the `gateway` logger on standard error (as under uvicorn), every
-    handler redacting url_token paths."""
-    from granian.log import LOGGING_CONFIG
-
-    base: LogConfig = LOGGING_CONFIG
-    config: LogConfig = {**base}
-    config["filters"] = {"redact_tokens": {"()": "gateway.logs.RedactTokens"}}
-    config["handlers"] = {
-        name: {**handler, "stream": "ext://sys.stderr", "filters": ["redact_tokens"]}
-        for name, handler in base["handlers"].items()
-    }
-    config["loggers"] = {
-        **base["loggers"],
-        "gateway": {"handlers": ["console"], "level": level.upper(), "propagate": False},
     }
     return _as_json(config, fmt)
 

@@ -34,9 +34,6 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
-# the HTTP server `gateway serve` runs (gateway/http_server.py)
-HttpServer = Literal["uvicorn", "granian"]
-HTTP_SERVERS: tuple[HttpServer, ...] = ("uvicorn", "granian")
 Choice = TypeVar("Choice", bound=str)
 Item = TypeVar("Item")
 # as Settings holds a store URL: with its driver (GATEWAY_DATABASE_URL may leave it out)
@@ -93,7 +90,6 @@ class Settings:
     egress_ranges: tuple[str, ...] = ("203.0.113.0/24", "2001:db8::/32")
     body_timeout: float = 10.0
     header_timeout: float = 10.0
-    server: HttpServer = "uvicorn"
     # derived from the store and Redis (load_settings applies the same rules to those given)
     evaluator: EvaluatorMode = EMBEDDED_EVALUATOR
     evaluator_priority: EvaluatorPriority = EMBEDDED_PRIORITY
@@ -164,7 +160,6 @@ def load_settings(
         or DEFAULTS.egress_ranges,
         body_timeout=_positive_float(env, "body_timeout"),
         header_timeout=_header_timeout(env),
-        server=_choice(env, "server", HTTP_SERVERS),
         evaluator=_evaluator(env, database_url, redis_url is not None),
         evaluator_priority=_choice(
             env, "evaluator_priority", EVALUATOR_PRIORITIES, default_priority(bool(redis_url))
@@ -280,8 +275,8 @@ def _evaluator(env: Mapping[str, str], database_url: str, uses_redis: bool) -> E
 
 
 def _header_timeout(env: Mapping[str, str]) -> float:
-    """Seconds a sender has to deliver the request line and headers; granian takes whole
-    milliseconds up to 60 s."""
+    """Seconds a sender has to deliver the request line and headers (at most a minute: a
+    longer wait only helps those who trickle heads)."""
     value = _positive_float(env, "header_timeout")
     if not 0.001 <= value <= 60:
         raise _fail("HEADER_TIMEOUT", str(env["HEADER_TIMEOUT"]), "expected 0.001 to 60 seconds")

@@ -13,7 +13,6 @@ FORBIDDEN = {
     "gateway",
     "starlette",
     "uvicorn",
-    "granian",
     "redis",
     "sqlalchemy",
     "asyncpg",

@@ -14,7 +14,7 @@ from gateway.errors import HeadersTooLarge, UriTooLong
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
 from gateway.types import ASGIApp, Receive, Scope, Send
 
-MAX_HEADERS = 100  # header lines; hyper's (granian's) own limit too
+MAX_HEADERS = 100  # header lines
 MAX_HEADER_LINE = 16_384  # bytes of one header's name + value (a 10 KB delivery id fits)
 MAX_HEADER_BYTES = 32_768  # bytes of all names + values together
 MAX_TARGET = 8_192  # bytes of the request target (path + query)

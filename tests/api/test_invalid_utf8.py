@@ -14,7 +14,7 @@ import pytest
 from benchmarks.procs import free_port
 from gateway.app import openapi_document
 from tests.conftest import make_settings
-from tests.ingress.hooks import gateway_env, serve_gateway_with, stop_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import World
 
 NOT_UTF8 = b'{"name": "caf\xe9"}'  # Latin-1, as a careless client sends it
@@ -90,8 +90,8 @@ async def _agent_key(database_url: str) -> str:
         await services.close()
 
 
-@pytest.fixture(params=["uvicorn", "granian"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
     database_url = f"sqlite:///{tmp_path}/gw.db"
     key = asyncio.run(_agent_key(database_url))
     values = {
@@ -100,7 +100,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[int
         "log_level": "info",
     }
     port, log = free_port(), tmp_path / "serve.log"
-    proc = serve_gateway_with(gateway_env(**values), port, request.param, log)
+    proc = serve_gateway(gateway_env(**values), port, log)
     try:
         yield port, key, log
     finally:

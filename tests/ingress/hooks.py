@@ -31,9 +31,6 @@ from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World
 
-# every HTTP server `gateway serve` offers (GATEWAY_SERVER): the tests of served behaviour run
-# under each, so dropping one from the product is dropping it here
-HTTP_SERVERS = ("uvicorn", "granian")
 # the ingress backends a served gateway runs on: embedded (SQLite alone) and Redis
 SERVED_BACKENDS = ("embedded", "redis")
 # Request handling no backend takes part in (parsing, authentication, signatures, identities):
@@ -269,16 +266,9 @@ async def prepare_token_webhook(settings: Settings, token: str) -> str:
     return (await prepare_world(settings, token)).webhook_uid
 
 
-def serve_gateway_with(
-    env: dict[str, str], port: int, server: str, log: Path | None = None
-) -> subprocess.Popen[bytes]:
-    """`serve_gateway` under a given HTTP server (GATEWAY_SERVER)."""
-    return serve_gateway(env | {"GATEWAY_SERVER": server}, port, log)
-
-
 def tree_peak_rss_kib(pid: int) -> int:
-    """The largest peak RSS (VmHWM) among `pid` and its children: the serving process under
-    either HTTP server (granian serves from a child)."""
+    """The largest peak RSS (VmHWM) among `pid` and its children (the serving process, and
+    its workers when there are several)."""
     pids = [pid]
     children = Path(f"/proc/{pid}/task/{pid}/children")
     if children.exists():
@@ -298,14 +288,13 @@ class Served:
     proc: subprocess.Popen[bytes]
     port: int
     prepared: Prepared
-    server: str  # of HTTP_SERVERS
 
 
 @contextmanager
 def served_gateway(
-    server: str, backend: str, tmp: Path, token: str, redis_prefix: str, **values: str
+    backend: str, tmp: Path, token: str, redis_prefix: str, **values: str
 ) -> Iterator[Served]:
-    """`gateway serve` under `server` on `backend` (evaluator off), with `prepare_world` done;
+    """`gateway serve` on `backend` (evaluator off), with `prepare_world` done;
     `values` are further settings (GATEWAY_<NAME>). Stopped at the end."""
     from tests.conftest import REDIS_URL
 
@@ -323,8 +312,8 @@ def served_gateway(
     settings = make_settings(env["database_url"], redis_url, prefix=env.get("redis_prefix", "gw"))
     prepared = asyncio.run(prepare_world(settings, token))
     port = free_port()
-    proc = serve_gateway_with(gateway_env(**env), port, server, tmp / "serve.log")
+    proc = serve_gateway(gateway_env(**env), port, tmp / "serve.log")
     try:
-        yield Served(proc, port, prepared, server)
+        yield Served(proc, port, prepared)
     finally:
         stop_gateway(proc)

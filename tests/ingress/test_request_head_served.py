@@ -1,4 +1,4 @@
-"""Request-head limits on a real `gateway serve`, under each HTTP server it can run: what a
+"""Request-head limits on a real `gateway serve`: what a
 stranger sends before any authentication (huge or many headers, a trickled head) is refused or
 dropped without the server holding it, and long delivery ids stay distinct deliveries."""
 
@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from gateway.ingress.request_head import MAX_HEADER_LINE, MAX_HEADERS
-from tests.ingress.hooks import HTTP_SERVERS, Served, served_gateway, tree_peak_rss_kib
+from tests.ingress.hooks import Served, served_gateway, tree_peak_rss_kib
 
 TOKEN = "wht_head_limits_token"
 HEADER_TIMEOUT_S = 1
@@ -56,15 +56,11 @@ class HeadClient:
         return delivery
 
 
-@pytest.fixture(scope="module", params=HTTP_SERVERS)
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, redis_prefix: str
-) -> Iterator[HeadClient]:
-    tmp = tmp_path_factory.mktemp(request.param)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, redis_prefix: str) -> Iterator[HeadClient]:
+    tmp = tmp_path_factory.mktemp("served")
     timeout = str(HEADER_TIMEOUT_S)
-    with served_gateway(
-        request.param, "embedded", tmp, TOKEN, redis_prefix, header_timeout=timeout
-    ) as gateway:
+    with served_gateway("embedded", tmp, TOKEN, redis_prefix, header_timeout=timeout) as gateway:
         yield HeadClient(gateway)
 
 
