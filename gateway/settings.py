@@ -140,6 +140,8 @@ def load_settings(
         values.update(_read_env_file(Path(env_file)))
     values.update(os.environ if environ is None else environ)
     env = {k[len(PREFIX) :]: v for k, v in values.items() if k.startswith(PREFIX)}
+    if env.get("SERVER", "uvicorn").lower() != "uvicorn":  # granian went on 2026-11-27
+        raise _fail("SERVER", env["SERVER"], "uvicorn is the only HTTP server; unset it")
     redis_url = _optional_url(env, "redis_url", ("redis://", "rediss://", "unix://"))
     base_url = _optional_url(env, "webhook_base_url", ("http://", "https://"))
     database_url = env.get("DATABASE_URL", DEFAULTS.database_url)

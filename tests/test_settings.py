@@ -30,6 +30,12 @@ def test_an_empty_environment_takes_every_default_of_the_settings_type() -> None
     assert (loaded.evaluator, loaded.evaluator_priority) == ("process", "low")
 
 
+def test_a_server_other_than_uvicorn_is_refused() -> None:
+    with pytest.raises(SettingsError, match="GATEWAY_SERVER='granian': uvicorn is the only"):
+        settings(SERVER="granian")
+    assert settings(SERVER="uvicorn").header_timeout == 10.0
+
+
 def test_header_deadline() -> None:
     assert settings().header_timeout == 10.0
     assert settings(HEADER_TIMEOUT="2.5").header_timeout == 2.5
