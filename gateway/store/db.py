@@ -195,10 +195,13 @@ def sqlite_pragmas(
     dbapi_connection: Any, _record: Any = None, *, background_checkpoints: bool = False
 ) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    # switching to WAL takes the file's exclusive lock: only the first connection to a file does
+    cursor.execute("PRAGMA journal_mode")
+    if str(cursor.fetchone()[0]).lower() != "wal":
+        cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
     if background_checkpoints:
         cursor.execute("PRAGMA wal_autocheckpoint=0")
     cursor.close()

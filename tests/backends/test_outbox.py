@@ -5,6 +5,8 @@ and the delivery log API finds a delivery in one place or the other, once."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,7 +19,7 @@ from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.embedded import MemoryBackend
-from gateway.backends.outbox import Outbox
+from gateway.backends.outbox import Outbox, create_schema
 from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.evaluator.delivery_consumer import Consumer
 from gateway.evaluator.outbox_source import OutboxSource
@@ -215,3 +217,27 @@ def test_duplicates_older_than_the_memory_are_found_in_the_store(
         oldest = [n for n in range(1000) if n % 50 < 10]
         again = gwc.run(lambda services: send_numbered(services, oldest))
         assert again == [("DUPLICATE", first[n][1]) for n in oldest]
+
+
+def test_openers_racing_on_a_new_outbox_all_get_wal(tmp_path: Path) -> None:
+    # two workers starting together: both read the new file (a shared lock) and both ask for WAL;
+    # SQLite refuses one of the two upgrades at once, without waiting (it failed ~1 race in 40)
+    failures: list[Exception] = []
+    for attempt in range(150):
+        path = str(tmp_path / f"store-{attempt}.db-outbox")
+        start = threading.Barrier(3)
+
+        def open_outbox(path: str = path, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                create_schema(path)
+            except sqlite3.OperationalError as error:
+                failures.append(error)
+
+        openers = [threading.Thread(target=open_outbox) for _ in range(3)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+        assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert failures == []
