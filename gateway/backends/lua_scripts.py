@@ -55,87 +55,106 @@ end
 SUBMIT_SCRIPT = (
     "#!lua\n"
     """
--- SUBMIT: one authenticated delivery, one round trip. The failed-auth budget is not consulted:
--- a delivery that authenticates is never refused by it (AUTH_FAILED alone counts and spends it).
--- KEYS: 1 version, 2 rate window, 3 reject-log window, 4 shard stream, 5 dropped-log counter,
---       6 backlog counter, 7 pending index (delivery id -> stream entry id) of the webhook,
---       8 seen(identity),
---       9 (large bodies only) the body, SET by the command pipelined just before this one
--- ARGV: 1 rate limit, 2 window ms, 3 reject-log limit, 4 de-dup ttl seconds, 5 webhook uid,
---       6 config version held, 7 backlog limit, 8 new delivery id, 9 '1' if body is JSON,
---       10 size, 11 body ('' if in KEYS[9]), 12 identity,
+-- SUBMIT: authenticated deliveries, one or many in one call (those that reached the gateway's
+-- backend in the same event-loop turn, see submit_groups.py), each with its own outcome and
+-- exactly the checks and writes it would have alone, in the order given. The failed-auth budget
+-- is not consulted: a delivery that authenticates is never refused by it (AUTH_FAILED alone
+-- counts and spends it).
+-- KEYS, 8 per delivery: 1 version, 2 rate window, 3 reject-log window, 4 shard stream,
+--       5 dropped-log counter, 6 backlog counter, 7 pending index (delivery id -> stream entry
+--       id) of the webhook, 8 seen(identity);
+--       or, for one large body alone, a 9th: the body, SET by the command pipelined just before
+-- ARGV, 13 per delivery: 1 rate limit, 2 window ms, 3 reject-log limit, 4 de-dup ttl seconds,
+--       5 webhook uid, 6 config version held, 7 backlog limit, 8 new delivery id,
+--       9 '1' if body is JSON, 10 size, 11 body ('' if in KEYS[9]), 12 identity,
 --       13 request headers (redacted JSON, stored with an accepted delivery)
 -- (Per-webhook keys and arguments come first, per-request ones last: the client sends the
--- first part pre-encoded, see redis.py.)
+-- first part pre-encoded, see redis_backend.py.)
 -- A large body stays out of the Lua VM: copying it in and out of Lua costs far more than the
 -- stream append. Accepted, its key loses the orphan TTL and the stream entry names it ('k');
 -- refused, the key is deleted. A missing key (the SET failed) refuses with NOBODY first.
 -- With the backlog (entries waiting for the evaluator) at its limit, a new delivery is refused
 -- with FULL and nothing recorded; a duplicate is still answered with its first delivery id.
--- Returns: {'STALE'} | {'NOBODY'} | {'RATE', retry_ms} | {'BADJSON'}
---          | {'DUP', first delivery id} | {'FULL'} | {'OK', delivery id}
+-- Returns one reply per delivery, in order:
+--   {'STALE'} | {'NOBODY'} | {'RATE', retry_ms} | {'BADJSON'} | {'DUP', first delivery id}
+--   | {'FULL'} | {'OK', delivery id} | {'ERR', message} (a Redis error: that delivery alone)
 """
     + _HELPERS
     + """
-local body_key = KEYS[9]
-local shared = redis.call('GET', KEYS[1])
-if shared and tonumber(shared) > tonumber(ARGV[6]) then
-  if body_key then redis.call('DEL', body_key) end
-  return {'STALE'}
-end
-if body_key and redis.call('EXISTS', body_key) == 0 then return {'NOBODY'} end
 local now = now_ms()
-local window = tonumber(ARGV[2])
-local floor = now - window
-local id, uid, size = ARGV[8], ARGV[5], ARGV[10]
-local backlog = {KEYS[6], ARGV[7]}
-local function reject(label, reason, extra)
-  if body_key then redis.call('DEL', body_key) end
-  local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
-  if reason then fields[11] = 'r'; fields[12] = reason end
-  for _, v in ipairs(extra) do fields[#fields + 1] = v end
-  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[3]), now, fields, backlog)
-end
-local rate = tonumber(ARGV[1])
-local free_at = full_until(KEYS[2], rate, floor, window)
-if free_at then
-  reject('Rejected (rate limited)', 'rate_limited', {})
-  return {'RATE', free_at - now}
-end
-if ARGV[9] ~= '1' then
-  reject('Rejected (invalid JSON)', 'invalid_json', {})
-  window_push(KEYS[2], now, window, rate)
-  return {'BADJSON'}
-end
-local first
-if backlog_full(KEYS[6], ARGV[7]) then
-  first = redis.call('GET', KEYS[8])
-  if not first then
+local function submit(K, A, body_key)
+  local shared = redis.call('GET', K[1])
+  if shared and tonumber(shared) > tonumber(A[6]) then
     if body_key then redis.call('DEL', body_key) end
-    return {'FULL'}
+    return {'STALE'}
   end
-else
-  -- checked and set in one command; every check that could refuse the delivery is behind us
-  first = redis.call('SET', KEYS[8], id, 'NX', 'GET', 'EX', tonumber(ARGV[4]))
+  if body_key and redis.call('EXISTS', body_key) == 0 then return {'NOBODY'} end
+  local window = tonumber(A[2])
+  local floor = now - window
+  local id, uid, size = A[8], A[5], A[10]
+  local backlog = {K[6], A[7]}
+  local function reject(label, reason, extra)
+    if body_key then redis.call('DEL', body_key) end
+    local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
+    if reason then fields[11] = 'r'; fields[12] = reason end
+    for _, v in ipairs(extra) do fields[#fields + 1] = v end
+    log_capped(K[3], K[5], K[4], floor, window, tonumber(A[3]), now, fields, backlog)
+  end
+  local rate = tonumber(A[1])
+  local free_at = full_until(K[2], rate, floor, window)
+  if free_at then
+    reject('Rejected (rate limited)', 'rate_limited', {})
+    return {'RATE', free_at - now}
+  end
+  if A[9] ~= '1' then
+    reject('Rejected (invalid JSON)', 'invalid_json', {})
+    window_push(K[2], now, window, rate)
+    return {'BADJSON'}
+  end
+  local first
+  if backlog_full(K[6], A[7]) then
+    first = redis.call('GET', K[8])
+    if not first then
+      if body_key then redis.call('DEL', body_key) end
+      return {'FULL'}
+    end
+  else
+    -- checked and set in one command; every check that could refuse the delivery is behind us
+    first = redis.call('SET', K[8], id, 'NX', 'GET', 'EX', tonumber(A[4]))
+  end
+  if first then
+    reject('Duplicate', nil, {'i', A[12], 'f', first})
+    window_push(K[2], now, window, rate)
+    return {'DUP', first}
+  end
+  local entry
+  if body_key then
+    redis.call('PERSIST', body_key)
+    entry = redis.call('XADD', K[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
+                       'l', 'Accepted', 'i', A[12], 'k', body_key, 'h', A[13])
+  else
+    entry = redis.call('XADD', K[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
+                       'l', 'Accepted', 'i', A[12], 'p', A[11], 'h', A[13])
+  end
+  redis.call('INCR', K[6])
+  redis.call('HSET', K[7], id, entry)
+  window_push(K[2], now, window, rate)
+  return {'OK', id}
 end
-if first then
-  reject('Duplicate', nil, {'i', ARGV[12], 'f', first})
-  window_push(KEYS[2], now, window, rate)
-  return {'DUP', first}
+-- one delivery's Redis error (pcall) is its own: the others of the call keep their outcomes
+local function settled(ok, reply)
+  if ok then return reply end
+  return {'ERR', type(reply) == 'table' and reply.err or tostring(reply)}
 end
-local entry
-if body_key then
-  redis.call('PERSIST', body_key)
-  entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                     'l', 'Accepted', 'i', ARGV[12], 'k', body_key, 'h', ARGV[13])
-else
-  entry = redis.call('XADD', KEYS[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                     'l', 'Accepted', 'i', ARGV[12], 'p', ARGV[11], 'h', ARGV[13])
+if #KEYS == 9 then
+  return {settled(pcall(submit, {unpack(KEYS, 1, 8)}, ARGV, KEYS[9]))}
 end
-redis.call('INCR', KEYS[6])
-redis.call('HSET', KEYS[7], id, entry)
-window_push(KEYS[2], now, window, rate)
-return {'OK', id}
+local replies = {}
+for i = 0, #KEYS / 8 - 1 do
+  replies[i + 1] = settled(pcall(submit, {unpack(KEYS, 8 * i + 1, 8 * i + 8)},
+                                 {unpack(ARGV, 13 * i + 1, 13 * i + 13)}))
+end
+return replies
 """
 )
 

@@ -1,4 +1,5 @@
-"""Redis ingress backend: one EVALSHA per accepted delivery, shared by every gateway process."""
+"""Redis ingress backend, shared by every gateway process: the deliveries of one event-loop turn
+leave in one EVALSHA (submit_groups.py), one round trip."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from gateway.backends.contract import (
     Verdict,
 )
 from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
+from gateway.backends.submit_groups import SubmitGroups
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
 
@@ -132,14 +134,14 @@ SIDE_BODY_ORPHAN_TTL_S = 3600
 
 
 class SubmitFrame:
-    """SUBMIT's EVALSHA for one webhook at one config version, encoded once.
+    """One webhook's part of SUBMIT (at one config version), encoded once.
 
-    Encoding 24 arguments per request cost ~10 µs; all but seven are the same for every delivery
-    to a webhook, so they are encoded when the webhook is first seen and the request path joins
-    the pre-encoded parts with the seven per-request bulk strings.
+    Encoding 21 keys and arguments per request cost ~10 µs; all but seven are the same for every
+    delivery to a webhook, so they are encoded when the webhook is first seen and the request
+    path joins the pre-encoded parts with the seven per-request bulk strings.
     """
 
-    __slots__ = ("body_prefix", "head", "middle", "seen_prefix", "slot", "version")
+    __slots__ = ("body_prefix", "fixed_args", "fixed_keys", "seen_prefix", "slot", "version")
 
     def __init__(self, k: WebhookKeys, target: Target, max_backlog: int) -> None:
         self.version = target.version
@@ -147,7 +149,7 @@ class SubmitFrame:
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
         fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped, k.backlog, k.pending)
-        self.head = _HEAD + b"".join([resp_client.bulk(key) for key in fixed_keys])
+        self.fixed_keys = b"".join([resp_client.bulk(key) for key in fixed_keys])
         fixed_args = (
             RATE_LIMIT,
             RATE_WINDOW_MS,
@@ -157,30 +159,23 @@ class SubmitFrame:
             target.version,
             max_backlog,
         )
-        self.middle = b"".join([resp_client.bulk(a) for a in fixed_args])
+        self.fixed_args = b"".join([resp_client.bulk(a) for a in fixed_args])
 
-    def command(self, s: Submission, body_key: str | None = None) -> bytes:
-        """SUBMIT for `s`; with `body_key`, the form whose body waits in that key (KEYS[9])."""
-        # one bytes-format of everything (a bulk() call per argument plus a join cost ~2x)
+    def keys(self, s: Submission) -> bytes:
+        """The delivery's 8 keys: the webhook's 7, then seen(identity)."""
         seen = (self.seen_prefix + _digest(s.identity)).encode()
+        return b"%b$%d\r\n%b\r\n" % (self.fixed_keys, len(seen), seen)
+
+    def args(self, s: Submission, body_in_key: bool = False) -> bytes:
+        """The delivery's 13 arguments (the body left out when it waits in a key of its own)."""
+        # one bytes-format of everything (a bulk() call per argument plus a join cost ~2x)
         delivery_id = s.delivery_id.encode()
         identity = s.identity.encode()
         headers = s.headers
         size = len(s.body)
-        if body_key is None:
-            head, side_key, body = self.head, b"", s.body if s.valid_json else b""
-        else:  # the 10-key head is derived when needed: rare, and it saves memory per webhook
-            head, side_key, body = (
-                _HEAD_SIDE + self.head[len(_HEAD) :],
-                resp_client.bulk(body_key),
-                b"",
-            )
-        return _SUBMIT_TAIL % (
-            head,
-            len(seen),
-            seen,
-            side_key,
-            self.middle,
+        body = b"" if body_in_key or not s.valid_json else s.body
+        return _ARGS_TAIL % (
+            self.fixed_args,
             len(delivery_id),
             delivery_id,
             b"1" if s.valid_json else b"0",
@@ -195,26 +190,28 @@ class SubmitFrame:
         )
 
     def side_commands(self, s: Submission) -> tuple[tuple[bytes, ...], bytes]:
-        """(SET of the body in pieces, SUBMIT naming its key) for a large valid-JSON body."""
+        """(SET of the body in pieces, SUBMIT of the delivery alone naming the body's key as
+        its 9th) for a large valid-JSON body."""
         body_key = self.body_prefix + s.delivery_id
         store = resp_client.command_parts(("SET", body_key), s.body, ("EX", SIDE_BODY_ORPHAN_TTL_S))
-        return store, self.command(s, body_key)
+        submit = b"%b%b%b%b" % (
+            _SIDE_HEAD,
+            self.keys(s),
+            resp_client.bulk(body_key),
+            self.args(s, body_in_key=True),
+        )
+        return store, submit
 
 
-# EVALSHA SUBMIT with 8 keys (24 arguments), or 9 with a side body
-_HEAD, _HEAD_SIDE = (
-    resp_client.array_head(3 + keys + 13)
+# EVALSHA SUBMIT of one delivery with a side body: 9 keys and 13 arguments
+_SIDE_HEAD = (
+    resp_client.array_head(3 + 9 + 13)
     + resp_client.bulk("EVALSHA")
     + resp_client.bulk(SUBMIT_SHA)
-    + resp_client.bulk(keys)
-    for keys in (8, 9)
+    + resp_client.bulk(9)
 )
-# head, seen, side-body key (encoded, or nothing), middle, delivery id, JSON flag, size, body,
-# identity, headers
-_SUBMIT_TAIL = (
-    b"%b$%d\r\n%b\r\n%b%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n"
-    b"$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n"
-)
+# fixed arguments, delivery id, JSON flag, size, body, identity, headers
+_ARGS_TAIL = b"%b$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%d\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n"
 
 
 class RedisBackend:
@@ -228,6 +225,7 @@ class RedisBackend:
         self.max_backlog = self.keyspace.backlog_limit(max_backlog)
         self._keys: dict[str, WebhookKeys] = {}
         self._frames: dict[str, SubmitFrame] = {}
+        self._groups = SubmitGroups(client, SUBMIT_SHA, by_slot=client.routes_by_slot)
 
     def keys(self, target: Target) -> WebhookKeys:
         keys = self._keys.get(target.webhook_uid)
@@ -256,16 +254,11 @@ class RedisBackend:
         try:
             if s.valid_json and len(s.body) >= SIDE_BODY_MIN:
                 store, submit = frame.side_commands(s)
-                reply = await self.client.script(submit, before=store, slot=frame.slot)
+                (reply,) = await self.client.script(submit, before=store, slot=frame.slot)
+                if reply[0] == b"ERR":
+                    raise ReplyError(reply[1].decode(errors="replace"))
             else:
-                command = frame.command(s)
-                try:
-                    reply = await self.client.send_script(command, frame.slot)
-                except ReplyError as exc:
-                    if not resp_client.is_noscript(exc):
-                        raise
-                    # loads the scripts, retries
-                    reply = await self.client.script(command, slot=frame.slot)
+                reply = await self._groups.submit(frame.slot, frame.keys(s), frame.args(s))
         except RedisUnavailable as exc:
             raise _unavailable(exc) from exc
         if reply[0] == b"NOBODY":  # the body's SET failed (e.g. maxmemory): nothing recorded

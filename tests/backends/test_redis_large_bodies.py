@@ -106,7 +106,7 @@ def test_missing_body_key_refuses_before_any_write() -> None:
                 frame = backend._frame(target)
                 _store, submit = frame.side_commands(submission)
                 before = redis.dbsize()
-                assert await client.script(submit) == [b"NOBODY"]  # sent without its SET
+                assert await client.script(submit) == [[b"NOBODY"]]  # sent without its SET
                 assert redis.dbsize() == before
                 # Redis refuses the SET (here: an ACL without it): the delivery is a 503
                 password = uuid.uuid4().hex
