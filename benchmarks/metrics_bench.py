@@ -9,7 +9,7 @@ the server (INSERT ... SELECT generate_series), then VACUUM ANALYZE. Each case i
 through the ASGI app in process (TestClient: routing, auth, budget, SQL, JSON; no network),
 one warm-up and `--repeat` timed calls; reported: median and max in ms. Every answer is
 checked against a count computed directly in SQL. `--explain` adds EXPLAIN (ANALYZE, BUFFERS)
-of the statements of the 30-day metrics and cost calls (docs/performance.md).
+of the statements of the 30-day metrics and cost calls (docs/performance-history.md).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ uvicorn worker each) and M workers (`GATEWAY_EVALUATOR_PRIORITY=normal`) start, 
 server (`-t1 -c32`, closed loop, signed 1 KB bodies, every request a new delivery) runs for
 `--duration` s, then the workers drain the streams.
 
-Reported per (N, M), the figures the model in docs/performance.md is built from:
+Reported per (N, M), the figures the model in docs/performance-history.md is built from:
 - ingress: 202s per second (sum over the wrk processes), server CPU per request;
 - evaluation: deliveries evaluated per second from the load's start until drained, worker CPU
   per delivery;

@@ -6,8 +6,8 @@ each such block freed (up to 32 MiB), and from then on serves blocks of that siz
 The de-duplication memory's table (5 MB at 65,536 entries) is reallocated every ~110,000
 deliveries as entries come and go: once it came from the heap, small blocks allocated in its
 freed copy meanwhile left no room for the next, and the serving process grew ~5 MB every 30-40 s
-under sustained load (docs/performance.md). A fixed threshold keeps every block of a mebibyte or
-more out of the heap; smaller ones are not worth a system call each.
+under sustained load (docs/performance-history.md). A fixed threshold keeps every block of a
+mebibyte or more out of the heap; smaller ones are not worth a system call each.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def create_app(settings: Settings) -> ASGIApp:
         map_large_blocks_apart()
         # threads beside the event loop run Python too (the outbox writer encodes each batch):
         # by default the loop may wait 5 ms for the GIL one holds; 1 ms took ~6 ms off the
-        # embedded ingress p99 at 64 connections (docs/performance.md)
+        # embedded ingress p99 at 64 connections (docs/performance-history.md)
         sys.setswitchinterval(GIL_SWITCH_S)
         services = build_services(settings)
         try:

@@ -6,7 +6,7 @@ many automations were considered (those with a trigger on one of the events, in 
 the events reach), and the ones that matched with the version of each the evaluator held. Only
 the matched ones are named: a team of 100 automations listening to GitHub's issue events would
 otherwise store a list of 100 with every delivery (~6 kB; measured: a quarter of the evaluator's
-CPU per delivery, docs/performance.md).
+CPU per delivery, docs/performance-history.md).
 
 Explaining costs more than matching, so it is done when the delivery is read (`explain`): the
 stored payload and headers are normalized again (the same pure function), the automations that
