@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.procs import free_port, process_tree, spawn, stop, wait_port
+from gateway import http_server
 from gateway.ingress.request_head import READ_BUFFER
 from gateway.settings import Settings
 
@@ -76,7 +77,10 @@ class Running:
 
 
 def uvicorn_argv(app: str, port: int, workers: int) -> list[str]:
-    """The same server settings for every target."""
+    """The same server settings for every target; the gateway as `gateway serve` runs it (its
+    protocol layer, uvicorn's proxy-header reading off), with the access log off as here."""
+    if app == http_server.APP:
+        return [sys.executable, "-m", "benchmarks.servers.gateway_serve", str(port), str(workers)]
     return [
         sys.executable, "-m", "uvicorn", "--factory", app,
         "--host", "127.0.0.1", "--port", str(port),

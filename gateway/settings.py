@@ -34,6 +34,7 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
+AccessLog = Literal["on", "off"]
 Choice = TypeVar("Choice", bound=str)
 Item = TypeVar("Item")
 # as Settings holds a store URL: with its driver (GATEWAY_DATABASE_URL may leave it out)
@@ -108,6 +109,9 @@ class Settings:
     scheduler_poll_s: float = 5.0
     log_level: LogLevel = "info"
     log_format: LogFormat = "text"
+    # uvicorn's line per request at info level; "off" at high volume (the delivery log and the
+    # metrics already account for every delivery)
+    access_log: AccessLog = "on"
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
     models: tuple[ModelSpec, ...] = BUILTIN_MODELS
     environments: tuple[EnvironmentSpec, ...] = BUILTIN_ENVIRONMENTS
@@ -175,6 +179,7 @@ def load_settings(
         scheduler_poll_s=_positive_float(env, "scheduler_poll_s"),
         log_level=_choice(env, "log_level", LOG_LEVELS),
         log_format=_choice(env, "log_format", LOG_FORMATS),
+        access_log=_choice(env, "access_log", ("on", "off")),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or DEFAULTS.models,
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or DEFAULTS.environments,
         attachments=_attachments(env),

@@ -13,7 +13,7 @@ import asyncio
 import ssl
 import time
 from collections import deque
-from collections.abc import Awaitable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
@@ -53,7 +53,7 @@ class ScriptClient(Protocol):
 
     routes_by_slot: bool
 
-    def send_script(self, command: bytes, slot: int) -> Awaitable[Any]: ...
+    def send_now(self, command: bytes, slot: int, on_reply: OnReply) -> bool: ...
 
     async def script(
         self, command: bytes, *, before: Sequence[bytes] = (), slot: int = 0
@@ -67,6 +67,28 @@ class ScriptClient(Protocol):
 
 
 ASKING = b"*1\r\n$6\r\nASKING\r\n"
+
+# called with the reply, or with the RedisUnavailable that stands for it
+OnReply = Callable[[Any], None]
+
+
+class _ReplyCallback:
+    """A pending reply handed to a function the moment it is read, where a future would wake
+    its waiter one loop turn later (a future's callbacks always go through call_soon)."""
+
+    __slots__ = ("_on_reply",)
+
+    def __init__(self, on_reply: OnReply) -> None:
+        self._on_reply = on_reply
+
+    def done(self) -> bool:
+        return False
+
+    def set_result(self, reply: Any) -> None:
+        self._on_reply(reply)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._on_reply(exc)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
@@ -102,7 +124,7 @@ class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.reader = hiredis.Reader()
-        self.pending: deque[tuple[asyncio.Future[Any], float]] = deque()
+        self.pending: deque[tuple[asyncio.Future[Any] | _ReplyCallback, float]] = deque()
         self.closed = False
         self._out: list[bytes] = []
         self._out_large = False  # a large piece is queued: hand the pieces over without joining
@@ -141,6 +163,17 @@ class _Protocol(asyncio.Protocol):
             self._loop.call_soon(self._flush)
         self._out.append(payload)
         return future
+
+    def send_now(self, payload: bytes, on_reply: OnReply) -> None:
+        """Write one command at once (after whatever this turn queued before it); `on_reply`
+        gets its reply as soon as it is read."""
+        if self.closed or self.transport is None:
+            raise NotSent("connection closed")
+        self.pending.append((_ReplyCallback(on_reply), time.monotonic()))
+        if self._out:  # commands queued earlier in this turn leave first
+            self._out.append(payload)
+        else:
+            self.transport.write(payload)
 
     def send_parts(self, parts: Sequence[bytes]) -> asyncio.Future[Any]:
         """Queue one command given in pieces (a large body among them is never copied)."""
@@ -184,13 +217,16 @@ class RespClient:
     ) -> Any:
         return await self.script(encode_command(["EVALSHA", sha, len(keys), *keys, *args]))
 
-    def send_script(self, command: bytes, slot: int = 0) -> Awaitable[Any]:
-        """The request path's EVALSHA: on a live connection, the reply's future itself (no
-        coroutine in between); a NOSCRIPT reply is the caller's to retry through `script`."""
+    def send_now(self, command: bytes, slot: int, on_reply: OnReply) -> bool:
+        """The request path's EVALSHA, written at once on a live connection, its reply handed
+        to `on_reply` as it is read (no future, no coroutine in between); False, nothing sent,
+        when there is no live connection: the caller goes through `script`, which connects.
+        A NOSCRIPT reply is the caller's to retry through `script`."""
         conn = self._conn
-        if conn is not None and not conn.closed:
-            return conn.send(command)
-        return self._call(command)
+        if conn is None or conn.closed:
+            return False
+        conn.send_now(command, on_reply)
+        return True
 
     async def script(
         self,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
@@ -30,6 +30,7 @@ from redis.crc import key_slot
 
 from gateway.backends.resp_client import (
     NotSent,
+    OnReply,
     RedisUnavailable,
     ReplyError,
     RespClient,
@@ -63,6 +64,11 @@ def _needs_new_map(exc: RedisUnavailable) -> bool:
     return str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MOVED"))
 
 
+def _is_failure(exc: RedisUnavailable) -> bool:
+    """Not a redirection nor NOSCRIPT (which `script` follows or repairs): a real failure."""
+    return not isinstance(exc, ReplyError) or (redirection(exc) is None and not is_noscript(exc))
+
+
 class ClusterRespClient:
     routes_by_slot = True
 
@@ -79,11 +85,20 @@ class ClusterRespClient:
 
     # -- the calls RedisBackend makes ------------------------------------------------------------
 
-    def send_script(self, command: bytes, slot: int) -> Awaitable[Any]:
+    def send_now(self, command: bytes, slot: int, on_reply: OnReply) -> bool:
+        """Write `command` at once to the master of `slot` as the map knows it (see
+        RespClient.send_now); False when the slot's master is not known yet. A redirection
+        or NOSCRIPT reply is the caller's to retry through `script`, which follows it."""
         address = self._slots[slot]
         if address is None:
-            return self.script(command, slot=slot)
-        return self._settled(self._node(address).send_script(command), command, slot)
+            return False
+
+        def settled(reply: Any) -> None:
+            if isinstance(reply, RedisUnavailable) and _is_failure(reply):
+                self._failed(reply)
+            on_reply(reply)
+
+        return self._node(address).send_now(command, slot, settled)
 
     async def script(self, command: bytes, *, before: Sequence[bytes] = (), slot: int = 0) -> Any:
         """Run `command` (and `before`, see RespClient.script) on the master of `slot`,
@@ -124,19 +139,6 @@ class ClusterRespClient:
         self._nodes.clear()
 
     # -- routing ---------------------------------------------------------------------------------
-
-    async def _settled(self, reply: Awaitable[Any], command: bytes, slot: int) -> Any:
-        """The fast path's reply; a redirection or NOSCRIPT goes the slow way (`script`)."""
-        try:
-            return await reply
-        except ReplyError as exc:
-            if redirection(exc) is None and not is_noscript(exc):
-                self._failed(exc)
-                raise
-            return await self.script(command, slot=slot)
-        except RedisUnavailable as exc:
-            self._failed(exc)
-            raise
 
     def _node(self, address: Address) -> RespClient:
         node = self._nodes.get(address)

@@ -20,7 +20,8 @@ from functools import partial
 from typing import Any
 
 from gateway.backends import resp_client
-from gateway.backends.resp_client import ReplyError, ReplyLost, ScriptClient
+from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
+from gateway.backends.resp_cluster import redirection
 
 # A script blocks Redis while it runs: a group is bounded (~10 µs of Redis time per delivery)
 MAX_GROUP = 64
@@ -73,43 +74,52 @@ class SubmitGroups:
                 *[args for _, args, _ in group],
             ]
         )
+        # the fast way: written now, the reply handed over as it is read (no extra loop turn
+        # on either side); without a live connection, the slow way connects first
         try:
-            reply = asyncio.ensure_future(self._client.send_script(command, slot))
-        except Exception as exc:  # NotSent and the like: every member fails alike
-            _fail(group, exc)
-            return
-        reply.add_done_callback(partial(self._settle, group, command, slot))
+            if self._client.send_now(command, slot, partial(self._settle, group, command, slot)):
+                return
+        except RedisUnavailable:  # the connection closed under us: the slow way reconnects
+            pass
+        self._send_slowly(group, command, slot)
 
-    def _settle(
-        self, group: list[Member], command: bytes, slot: int, reply: asyncio.Future[Any]
-    ) -> None:
-        if reply.cancelled():
-            _fail(group, ReplyLost("the group's reply was cancelled"))
-            return
-        exc = reply.exception()
-        if isinstance(exc, ReplyError) and resp_client.is_noscript(exc):
-            # Redis lost its scripts (restart, SCRIPT FLUSH): `script` loads them and retries
-            retry = asyncio.ensure_future(self._client.script(command, slot=slot))
-            retry.add_done_callback(partial(self._distribute, group))
-            return
-        self._distribute(group, reply)
+    def _send_slowly(self, group: list[Member], command: bytes, slot: int) -> None:
+        """Through `script`: connects, follows Cluster redirections, reloads lost scripts."""
+        sent = asyncio.ensure_future(self._client.script(command, slot=slot))
+        sent.add_done_callback(partial(_settle_task, group))
 
-    @staticmethod
-    def _distribute(group: list[Member], reply: asyncio.Future[Any]) -> None:
-        if reply.cancelled():
-            _fail(group, ReplyLost("the group's reply was cancelled"))
+    def _settle(self, group: list[Member], command: bytes, slot: int, reply: Any) -> None:
+        """The fast way's reply, from inside the connection's read: must not raise."""
+        if isinstance(reply, ReplyError) and (
+            resp_client.is_noscript(reply) or redirection(reply) is not None
+        ):
+            self._send_slowly(group, command, slot)  # Redis lost its scripts, or a slot moved
             return
-        exc = reply.exception()
-        if exc is not None:
-            _fail(group, exc)
-            return
-        for (_, _, future), one in zip(group, reply.result(), strict=True):
-            if future.done():
-                continue
-            if one[0] == b"ERR":
-                future.set_exception(ReplyError(one[1].decode(errors="replace")))
-            else:
-                future.set_result(one)
+        _distribute(group, reply)
+
+
+def _settle_task(group: list[Member], sent: asyncio.Future[Any]) -> None:
+    if sent.cancelled():
+        _distribute(group, ReplyLost("the group's call was cancelled"))
+    else:
+        _distribute(group, sent.exception() or sent.result())
+
+
+def _distribute(group: list[Member], reply: Any) -> None:
+    """Each member its own reply; an error of the whole call to every member alike."""
+    if isinstance(reply, BaseException):
+        _fail(group, reply)
+        return
+    if not isinstance(reply, list) or len(reply) != len(group):
+        _fail(group, ReplyError(f"SUBMIT answered {len(group)} deliveries with {reply!r:.80}"))
+        return
+    for (_, _, future), one in zip(group, reply, strict=True):
+        if future.done():
+            continue
+        if one[0] == b"ERR":
+            future.set_exception(ReplyError(one[1].decode(errors="replace")))
+        else:
+            future.set_result(one)
 
 
 def _fail(group: list[Member], exc: BaseException) -> None:
