@@ -59,8 +59,10 @@ INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * le
 # order, so the first slice with nothing moved ends a prune round (while the evaluator is
 # behind, a round costs one small look-up)
 PRUNE_SLICE = 128
-# the outbox's log is emptied past this size (when no reader is in it; see checkpoints.py)
-OUTBOX_LOG_RESET_BYTES = 16 * 1024 * 1024
+# the outbox's log is emptied past this size, when no reader is in it (see checkpoints.py).
+# Below it SQLite rewinds the log itself once a checkpoint copied all of it: rewriting a log in
+# place costs a commit less than growing a truncated one again
+OUTBOX_LOG_RESET_BYTES = 64 * 1024 * 1024
 _SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
 _SELECT_WITHOUT_PAYLOAD = (
     f"SELECT seq, {', '.join(c if c != 'payload' else 'NULL' for c in COLUMNS)} FROM outbox"
