@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from gateway.accounts.factories import Factory, get_accessible_factory
 from gateway.accounts.identities import Principal, authenticate
 from gateway.api.pagination import Cursors
 from gateway.errors import Unauthenticated
@@ -46,3 +47,10 @@ async def principal_of(request: Request, *, team_scoped: bool = False) -> Princi
     if team_scoped:
         return principal.with_active_team(request.headers.get(TEAM_HEADER))
     return principal
+
+
+async def factory_of(request: Request) -> Factory:
+    """The factory of the path (`uid`), one the caller may reach."""
+    principal = await principal_of(request)
+    async with services_of(request).database.read() as conn:
+        return await get_accessible_factory(conn, principal, request.path_params["uid"])

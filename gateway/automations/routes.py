@@ -5,8 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.accounts.factories import Factory, get_accessible_factory
-from gateway.api.auth import principal_of, services_of
+from gateway.api.auth import factory_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.automations import management as domain
 from gateway.automations.models import (
@@ -22,12 +21,6 @@ ONE = BASE + "/{automation_uid}"
 FILTERS = "An invalid payload filter is a 400 whose detail gives its JSON path."
 
 
-async def _factory(request: Request) -> Factory:
-    principal = await principal_of(request)
-    async with services_of(request).database.read() as conn:
-        return await get_accessible_factory(conn, principal, request.path_params["uid"])
-
-
 @routes.post(
     BASE,
     "Create an automation",
@@ -37,7 +30,7 @@ async def _factory(request: Request) -> Factory:
     notes=FILTERS,
 )
 async def create(request: Request, body: Body[AutomationCreate]) -> Automation:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     spec = await body.read()
     async with services_of(request).database.transaction() as conn:
         return await domain.create_automation(conn, factory.uid, spec)
@@ -45,14 +38,14 @@ async def create(request: Request, body: Body[AutomationCreate]) -> Automation:
 
 @routes.get(BASE, "List automations", response=AutomationList)
 async def list_all(request: Request) -> AutomationList:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     async with services_of(request).database.read() as conn:
         return AutomationList(await domain.list_automations(conn, factory.uid))
 
 
 @routes.get(ONE, "Get an automation", response=Automation)
 async def get_one(request: Request) -> Automation:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     async with services_of(request).database.read() as conn:
         uid = request.path_params["automation_uid"]
         return await domain.get_automation(conn, factory.uid, uid)
@@ -66,7 +59,7 @@ async def get_one(request: Request) -> Automation:
     notes=FILTERS,
 )
 async def patch(request: Request, body: Body[AutomationPatch]) -> Automation:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     changes = await body.read()
     async with services_of(request).database.transaction() as conn:
         uid = request.path_params["automation_uid"]
@@ -75,7 +68,7 @@ async def patch(request: Request, body: Body[AutomationPatch]) -> Automation:
 
 @routes.delete(ONE, "Delete an automation", ok=204)
 async def delete(request: Request) -> Response:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     async with services_of(request).database.transaction() as conn:
         await domain.delete_automation(conn, factory.uid, request.path_params["automation_uid"])
     return Response(status_code=204)

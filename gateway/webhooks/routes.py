@@ -5,8 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.accounts.factories import Factory, get_accessible_factory
-from gateway.api.auth import principal_of, services_of
+from gateway.api.auth import factory_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.webhooks import management
 from gateway.webhooks.models import (
@@ -23,12 +22,6 @@ BASE = "/factory/{uid}/webhooks"
 ONE = BASE + "/{webhook_uid}"
 
 
-async def _factory(request: Request) -> Factory:
-    principal = await principal_of(request)
-    async with services_of(request).database.read() as conn:
-        return await get_accessible_factory(conn, principal, request.path_params["uid"])
-
-
 @routes.post(
     BASE,
     "Create a webhook",
@@ -39,7 +32,7 @@ async def _factory(request: Request) -> Factory:
     problems=((409, "`webhook_limit_reached`: the factory already has 20 webhooks"),),
 )
 async def create(request: Request, body: Body[WebhookCreate]) -> Webhook:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     spec = await body.read()
     services = services_of(request)
     async with services.database.transaction() as conn:
@@ -48,7 +41,7 @@ async def create(request: Request, body: Body[WebhookCreate]) -> Webhook:
 
 @routes.get(BASE, "List live webhooks", response=WebhookList)
 async def list_all(request: Request) -> WebhookList:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     services = services_of(request)
     async with services.database.read() as conn:
         return WebhookList(await management.list_webhooks(conn, services, factory.uid))
@@ -56,7 +49,7 @@ async def list_all(request: Request) -> WebhookList:
 
 @routes.get(ONE, "Get a webhook", response=Webhook)
 async def get_one(request: Request) -> Webhook:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     services = services_of(request)
     async with services.database.read() as conn:
         uid = request.path_params["webhook_uid"]
@@ -70,7 +63,7 @@ async def get_one(request: Request) -> Webhook:
     errors=(400, 401, 403, 404, 413),
 )
 async def patch(request: Request, body: Body[WebhookPatch]) -> Webhook:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     changes = await body.read()
     services = services_of(request)
     async with services.database.transaction() as conn:
@@ -80,7 +73,7 @@ async def patch(request: Request, body: Body[WebhookPatch]) -> Webhook:
 
 @routes.delete(ONE, "Delete a webhook (senders get 404)", ok=204)
 async def delete(request: Request) -> Response:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     services = services_of(request)
     async with services.database.transaction() as conn:
         uid = request.path_params["webhook_uid"]
@@ -99,7 +92,7 @@ async def delete(request: Request) -> Response:
     problems=((409, "`managed_secret`: the webhook reads a team secret; change that"),),
 )
 async def rotate(request: Request, body: Body[RotateSecret]) -> RotatedSecret:
-    factory = await _factory(request)
+    factory = await factory_of(request)
     supplied = (await body.read()).secret
     services = services_of(request)
     async with services.database.transaction() as conn:

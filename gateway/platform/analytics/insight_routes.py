@@ -20,10 +20,10 @@ from gateway.platform.analytics.models import (
     RunCountQuery,
 )
 from gateway.platform.analytics.params import (
-    ERRORS,
-    RATE_LIMITED,
-    RATE_LIMITED_TYPE,
+    METERED,
+    UNBINNED,
     metered_factory,
+    metered_range,
     range_of,
     refuse_binning,
 )
@@ -59,16 +59,12 @@ async def pull_requests_endpoint(
     f"{BASE}/metrics/run-counts",
     "Run counts grouped by state, source, user or agent",
     response=FactoryRunCountsResponse,
-    errors=ERRORS,
-    problem_types=RATE_LIMITED_TYPE,
-    problems=(RATE_LIMITED,),
+    **METERED,
 )
 async def run_counts_endpoint(
     request: Request, query: Query[RunCountQuery]
 ) -> FactoryRunCountsResponse:
-    factory = await metered_factory(request)
-    params = query.read()
-    w = range_of(params.start_date, params.end_date, params.group_by_period)
+    factory, params, w = await metered_range(request, query)
     async with services_of(request).database.read() as conn:
         return await run_counts.run_counts(conn, factory.uid, w, params.group_by)
 
@@ -77,9 +73,7 @@ async def run_counts_endpoint(
     f"{BASE}/costs/per-pr/by-size",
     "PR cost distribution by PR size",
     response=FactoryPrCostBySizeResponse,
-    errors=ERRORS,
-    problem_types=RATE_LIMITED_TYPE,
-    problems=(RATE_LIMITED, (400, "`invalid_request`; also for any group_by_period")),
+    **UNBINNED,
 )
 async def cost_by_size_endpoint(
     request: Request, query: Query[PlainRange]

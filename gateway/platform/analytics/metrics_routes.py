@@ -21,10 +21,12 @@ from gateway.platform.analytics.models import (
     envelope,
 )
 from gateway.platform.analytics.params import (
-    ERRORS,
+    METERED,
     RATE_LIMITED,
     RATE_LIMITED_TYPE,
+    UNBINNED,
     metered_factory,
+    metered_range,
     range_of,
     refuse_binning,
 )
@@ -37,14 +39,10 @@ BASE = "/factory/{uid}"
     f"{BASE}/metrics",
     "Factory metrics: runs, PRs, autonomy, impact, PR latency",
     response=FactoryMetricsResponse,
-    errors=ERRORS,
-    problem_types=RATE_LIMITED_TYPE,
-    problems=(RATE_LIMITED,),
+    **METERED,
 )
 async def metrics_endpoint(request: Request, query: Query[MetricsRange]) -> FactoryMetricsResponse:
-    factory = await metered_factory(request)
-    params = query.read()
-    w = range_of(params.start_date, params.end_date, params.group_by_period)
+    factory, _, w = await metered_range(request, query)
     async with services_of(request).database.read() as conn:
         return await factory_metrics.factory_metrics(conn, factory.uid, w)
 
@@ -53,16 +51,12 @@ async def metrics_endpoint(request: Request, query: Query[MetricsRange]) -> Fact
     f"{BASE}/costs/per-pr",
     "Mean attributed cost per PR, per component",
     response=FactoryCostPerPRResponse,
-    errors=ERRORS,
-    problem_types=RATE_LIMITED_TYPE,
-    problems=(RATE_LIMITED,),
+    **METERED,
 )
 async def cost_per_pr_endpoint(
     request: Request, query: Query[MetricsRange]
 ) -> FactoryCostPerPRResponse:
-    factory = await metered_factory(request)
-    params = query.read()
-    w = range_of(params.start_date, params.end_date, params.group_by_period)
+    factory, _, w = await metered_range(request, query)
     async with services_of(request).database.read() as conn:
         return await factory_metrics.cost_per_pr(conn, factory.uid, w)
 
@@ -95,9 +89,7 @@ async def breakdown_endpoint(
     f"{BASE}/costs/per-pr/top",
     "Costliest PRs first seen in the range",
     response=FactoryTopPRsResponse,
-    errors=ERRORS,
-    problem_types=RATE_LIMITED_TYPE,
-    problems=(RATE_LIMITED, (400, "`invalid_request`; also for any group_by_period")),
+    **UNBINNED,
 )
 async def top_prs_endpoint(request: Request, query: Query[TopQuery]) -> FactoryTopPRsResponse:
     factory = await metered_factory(request)

@@ -5,14 +5,16 @@ the answers' envelope are in models.py."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from starlette.requests import Request
 
 from gateway.accounts.factories import Factory, get_accessible_factory
 from gateway.api.auth import principal_of, services_of
+from gateway.api.routing import Query
 from gateway.errors import FactoryMetricsRateLimited as BudgetSpent
 from gateway.errors import InvalidRequest
+from gateway.platform.analytics.models import MetricsRange
 from gateway.platform.analytics.window import Period, Window, window
 from gateway.problem import Problem
 from gateway.store.types import utcnow
@@ -31,6 +33,14 @@ class FactoryMetricsRateLimited(Problem, kw_only=True):
 
 RATE_LIMITED_TYPE = ((429, FactoryMetricsRateLimited),)
 ERRORS = (400, 401, 403, 404, 429)
+NO_BINNING = (400, "`invalid_request`; also for any group_by_period")
+# what a metered operation documents, as `Routes.get` takes it (UNBINNED: one without periods)
+METERED: dict[str, Any] = {
+    "errors": ERRORS,
+    "problem_types": RATE_LIMITED_TYPE,
+    "problems": (RATE_LIMITED,),
+}
+UNBINNED: dict[str, Any] = {**METERED, "problems": (RATE_LIMITED, NO_BINNING)}
 
 
 async def metered_factory(request: Request) -> Factory:
@@ -48,6 +58,16 @@ async def metered_factory(request: Request) -> Factory:
                 retry_after=wait,
             )
     return factory
+
+
+R = TypeVar("R", bound=MetricsRange)
+
+
+async def metered_range(request: Request, query: Query[R]) -> tuple[Factory, R, Window]:
+    """The factory (as `metered_factory`), then the query and the window it names."""
+    factory = await metered_factory(request)
+    params = query.read()
+    return factory, params, range_of(params.start_date, params.end_date, params.group_by_period)
 
 
 def range_of(start: datetime | None, end: datetime | None, period: Period | None = None) -> Window:

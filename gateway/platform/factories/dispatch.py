@@ -25,9 +25,8 @@ from gateway.accounts.factories import Factory
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NoForeman
 from gateway.platform.runs.models import RunItem as Run
-from gateway.platform.runs.records import NewRun, insert_run
+from gateway.platform.runs.records import NewRun, insert_run, run_item
 from gateway.platform.tasks.models import TaskSeed
-from gateway.platform.tasks.run_items import run_item
 from gateway.platform.tasks.tasks import create_seed_task, seed_title
 from gateway.store import Database
 from gateway.store import tables as t

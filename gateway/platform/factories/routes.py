@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import Factory, get_accessible_factory, list_factories
-from gateway.api.auth import cursors_of, principal_of, services_of
+from gateway.accounts.factories import Factory, list_factories
+from gateway.api.auth import cursors_of, factory_of, principal_of, services_of
 from gateway.api.pagination import page_info
 from gateway.api.routing import Query, Routes
 from gateway.platform.factories.models import FactoryList, FactoryQuery
@@ -39,6 +39,4 @@ async def list_factories_endpoint(request: Request, query: Query[FactoryQuery]) 
 
 @routes.get("/factory/{uid}", "Get a factory", response=Factory)
 async def get_factory_endpoint(request: Request) -> Factory:
-    principal = await principal_of(request)
-    async with services_of(request).database.read() as conn:
-        return await get_accessible_factory(conn, principal, request.path_params["uid"])
+    return await factory_of(request)

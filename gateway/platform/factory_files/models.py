@@ -4,7 +4,7 @@ the diagnostics of a tree that cannot apply, and the stored definition of a fact
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
@@ -23,17 +23,7 @@ Kind = Literal[
     "scorer",
     "benchmark_suite",
 ]
-KINDS: tuple[Kind, ...] = (
-    "factory",
-    "runner",
-    "agent",
-    "skill",
-    "agent_skill",
-    "webhook",
-    "automation",
-    "scorer",
-    "benchmark_suite",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)  # the order plans and definitions list resources in
 
 
 class PostedTree(Struct, kw_only=True, forbid_unknown_fields=True):

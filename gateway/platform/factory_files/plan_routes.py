@@ -3,6 +3,9 @@ definition of a factory (GET /factory/{uid}/definition); docs/factory-files.md."
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from starlette.requests import Request
 
 from factory_format import MAX_TREE_BYTES
@@ -17,7 +20,8 @@ from gateway.platform.factory_files.models import (
     PostedTree,
     StoredDefinition,
 )
-from gateway.platform.factory_files.posted import parse_posted
+from gateway.platform.factory_files.posted import Parsed, parse_posted
+from gateway.services import Services
 
 routes = Routes("factory-files")
 # a tree may hold 2 MiB of text (factory_format.MAX_TREE_BYTES); JSON escapes make it larger
@@ -35,49 +39,47 @@ NOTES = (
     "webhook UIDs, the alias) are all answered as diagnostics. The body may hold 8 MiB (a "
     "tree's files 2 MiB)."
 )
+# what /factory-files/plan and /factory-files/apply document alike
+TREE_OPERATION: dict[str, Any] = {
+    "response": Plan,
+    "errors": ERRORS,
+    "problems": PROBLEMS,
+    "problem_types": ((422, InvalidTreeProblem),),
+    "body_limit": TREE_BODY_LIMIT,
+    "team": True,
+}
+Step = Callable[[Services, Parsed, Caller, str | None], Awaitable[Plan]]
+
+
+async def _posted_tree(request: Request, body: Body[PostedTree], step: Step) -> Plan:
+    """`step` (plan_tree or apply_tree) on the posted tree, for the caller's team."""
+    principal = await principal_of(request, team_scoped=True)
+    posted = await body.read()
+    caller = Caller(principal=principal)
+    return await step(services_of(request), parse_posted(posted.files), caller, posted.factory_uid)
 
 
 @routes.post(
     "/factory-files/plan",
     "What applying a factory definition tree would change",
-    response=Plan,
-    errors=ERRORS,
-    problems=PROBLEMS,
-    problem_types=((422, InvalidTreeProblem),),
-    body_limit=TREE_BODY_LIMIT,
-    team=True,
+    **TREE_OPERATION,
     notes=NOTES + " Nothing is written.",
 )
 async def plan_endpoint(request: Request, body: Body[PostedTree]) -> Plan:
-    principal = await principal_of(request, team_scoped=True)
-    posted = await body.read()
-    caller = Caller(principal=principal)
-    return await plan_tree(
-        services_of(request), parse_posted(posted.files), caller, posted.factory_uid
-    )
+    return await _posted_tree(request, body, plan_tree)
 
 
 @routes.post(
     "/factory-files/apply",
     "Make a factory match its definition tree",
-    response=Plan,
-    errors=ERRORS,
-    problems=PROBLEMS,
-    problem_types=((422, InvalidTreeProblem),),
-    body_limit=TREE_BODY_LIMIT,
-    team=True,
+    **TREE_OPERATION,
     notes=NOTES + " One transaction: the factory, created when none of the team has the tree's "
     "name, and every resource files declare, created, updated or deleted; resources created "
     "through the API and never declared by a file are left alone. Answers the plan it carried "
     "out.",
 )
 async def apply_endpoint(request: Request, body: Body[PostedTree]) -> Plan:
-    principal = await principal_of(request, team_scoped=True)
-    posted = await body.read()
-    caller = Caller(principal=principal)
-    return await apply_tree(
-        services_of(request), parse_posted(posted.files), caller, posted.factory_uid
-    )
+    return await _posted_tree(request, body, apply_tree)
 
 
 @routes.get(

@@ -6,7 +6,7 @@ resolved configuration."""
 from __future__ import annotations
 
 from msgspec import Struct
-from sqlalchemy import delete, insert, update
+from sqlalchemy import delete
 
 from factory_format import Agent, EffectiveConfig, RunConfig, Skill
 from gateway import ids
@@ -74,26 +74,14 @@ def _columns(agent: Agent) -> AgentColumns:
 
 
 async def create_agent(w: Writing, agent: Agent) -> None:
-    uid, at = ids.new_id("agent"), w.moment()
-    await w.conn.execute(
-        insert(t.agents).values(
-            uid=uid,
-            team_uid=w.team_uid,
-            factory_uid=w.factory_uid,
-            created_at=at,
-            updated_at=at,
-            **_columns(agent).values(),
-        )
-    )
+    uid = ids.new_id("agent")
+    columns = _columns(agent)
+    await w.insert_row(t.agents, uid, columns, team_uid=w.team_uid, factory_uid=w.factory_uid)
     w.agents[agent.name] = uid
 
 
 async def update_agent(w: Writing, uid: str, agent: Agent) -> None:
-    await w.conn.execute(
-        update(t.agents)
-        .where(t.agents.c.uid == uid)
-        .values(updated_at=w.now, **_columns(agent).values())
-    )
+    await w.update_row(t.agents, uid, _columns(agent))
 
 
 async def delete_agent(w: Writing, uid: str) -> None:
@@ -126,25 +114,12 @@ def _skill_columns(w: Writing, skill: Skill) -> SkillColumns:
 
 
 async def create_skill(w: Writing, skill: Skill) -> None:
-    at = w.moment()
-    await w.conn.execute(
-        insert(t.factory_skills).values(
-            uid=ids.new_id("skill"),
-            factory_uid=w.factory_uid,
-            created_at=at,
-            updated_at=at,
-            **_skill_columns(w, skill).values(),
-        )
-    )
+    columns = _skill_columns(w, skill)
+    await w.insert_row(t.factory_skills, ids.new_id("skill"), columns, factory_uid=w.factory_uid)
 
 
 async def update_skill(w: Writing, uid: str, skill: Skill) -> None:
-    s = t.factory_skills
-    await w.conn.execute(
-        update(s)
-        .where(s.c.uid == uid)
-        .values(updated_at=w.now, **_skill_columns(w, skill).values())
-    )
+    await w.update_row(t.factory_skills, uid, _skill_columns(w, skill))
 
 
 async def delete_skill(w: Writing, uid: str) -> None:

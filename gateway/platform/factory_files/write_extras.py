@@ -7,7 +7,7 @@ suite.yaml lists them."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, update
+from sqlalchemy import delete, update
 
 from factory_format import BenchmarkSuite, BenchmarkTask, Runner, Scorer
 from gateway import ids
@@ -38,23 +38,12 @@ def _runner_columns(runner: Runner) -> RunnerColumns:
 
 
 async def create_runner(w: Writing, runner: Runner) -> None:
-    at = w.moment()
-    await w.conn.execute(
-        insert(t.factory_runners).values(
-            uid=ids.new_id("rcfg"),
-            factory_uid=w.factory_uid,
-            created_at=at,
-            updated_at=at,
-            **_runner_columns(runner).values(),
-        )
-    )
+    columns = _runner_columns(runner)
+    await w.insert_row(t.factory_runners, ids.new_id("rcfg"), columns, factory_uid=w.factory_uid)
 
 
 async def update_runner(w: Writing, uid: str, runner: Runner) -> None:
-    r = t.factory_runners
-    await w.conn.execute(
-        update(r).where(r.c.uid == uid).values(updated_at=w.now, **_runner_columns(runner).values())
-    )
+    await w.update_row(t.factory_runners, uid, _runner_columns(runner))
 
 
 async def delete_runner(w: Writing, uid: str) -> None:
@@ -96,28 +85,20 @@ def _scorer_columns(w: Writing, scorer: Scorer) -> ScorerColumns:
 
 
 async def create_scorer(w: Writing, scorer: Scorer) -> None:
-    at = w.moment()
-    await w.conn.execute(
-        insert(t.scorers).values(
-            uid=ids.new_uuid(),
-            factory_uid=w.factory_uid,
-            benchmark_managed=False,
-            version=1,
-            created_by_uid=w.creator_uid,
-            created_at=at,
-            updated_at=at,
-            **_scorer_columns(w, scorer).values(),
-        )
+    await w.insert_row(
+        t.scorers,
+        ids.new_uuid(),
+        _scorer_columns(w, scorer),
+        factory_uid=w.factory_uid,
+        benchmark_managed=False,
+        version=1,
+        created_by_uid=w.creator_uid,
     )
 
 
 async def update_scorer(w: Writing, uid: str, scorer: Scorer) -> None:
-    sc = t.scorers
-    await w.conn.execute(
-        update(sc)
-        .where(sc.c.uid == uid)
-        .values(version=sc.c.version + 1, updated_at=w.now, **_scorer_columns(w, scorer).values())
-    )
+    columns = _scorer_columns(w, scorer)
+    await w.update_row(t.scorers, uid, columns, version=t.scorers.c.version + 1)
 
 
 async def delete_scorer(w: Writing, uid: str) -> None:
@@ -143,27 +124,19 @@ def _suite_columns(w: Writing, suite: BenchmarkSuite) -> SuiteColumns:
 
 
 async def create_suite(w: Writing, suite: BenchmarkSuite) -> None:
-    uid, at = ids.new_uuid(), w.moment()
-    await w.conn.execute(
-        insert(t.benchmark_suites).values(
-            uid=uid,
-            factory_uid=w.factory_uid,
-            created_by_uid=w.creator_uid,
-            created_at=at,
-            updated_at=at,
-            **_suite_columns(w, suite).values(),
-        )
+    uid = ids.new_uuid()
+    await w.insert_row(
+        t.benchmark_suites,
+        uid,
+        _suite_columns(w, suite),
+        factory_uid=w.factory_uid,
+        created_by_uid=w.creator_uid,
     )
     await _write_tasks(w, uid, suite.tasks)
 
 
 async def update_suite(w: Writing, uid: str, suite: BenchmarkSuite) -> None:
-    s = t.benchmark_suites
-    await w.conn.execute(
-        update(s)
-        .where(s.c.uid == uid)
-        .values(updated_at=w.now, **_suite_columns(w, suite).values())
-    )
+    await w.update_row(t.benchmark_suites, uid, _suite_columns(w, suite))
     await _write_tasks(w, uid, suite.tasks)
 
 
@@ -212,19 +185,7 @@ async def _write_tasks(w: Writing, suite_uid: str, tasks: tuple[BenchmarkTask, .
     for position, task in enumerate(tasks):
         existing = by_slug.get(task.slug)
         if existing is None:
-            at = w.moment()
-            await w.conn.execute(
-                insert(k).values(
-                    uid=ids.new_uuid(),
-                    suite_uid=suite_uid,
-                    created_at=at,
-                    updated_at=at,
-                    **_task_columns(task, position).values(),
-                )
-            )
+            columns = _task_columns(task, position)
+            await w.insert_row(k, ids.new_uuid(), columns, suite_uid=suite_uid)
         else:
-            await w.conn.execute(
-                update(k)
-                .where(k.c.uid == existing.uid)
-                .values(updated_at=w.now, **_task_columns(task, position).values())
-            )
+            await w.update_row(k, existing.uid, _task_columns(task, position))

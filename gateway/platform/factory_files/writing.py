@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from msgspec import UNSET, Struct
+from sqlalchemy import Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.services import Services
@@ -33,6 +34,22 @@ class Writing:
 
     def agent_uid(self, name: str) -> str:
         return self.agents[name]
+
+    async def insert_row(self, table: Table, uid: str, columns: Columns, **fixed: object) -> None:
+        """A new row of `table`: its `columns`, the `fixed` ones only made at creation, and its
+        creation time (a `moment`)."""
+        at = self.moment()
+        await self.conn.execute(
+            insert(table).values(uid=uid, created_at=at, updated_at=at, **fixed, **columns.values())
+        )
+
+    async def update_row(self, table: Table, uid: str, columns: Columns, **more: object) -> None:
+        """The row `uid` of `table` given its `columns` (and `more`), updated now."""
+        await self.conn.execute(
+            update(table)
+            .where(table.c.uid == uid)
+            .values(updated_at=self.now, **more, **columns.values())
+        )
 
 
 class Columns(Struct, kw_only=True):

@@ -14,15 +14,20 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import msgspec
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import DebugUnavailable
-from gateway.platform.runners.execution import CLAIMED_COLUMNS, DEBUG_ENDED, Runner, follow_ups
+from gateway.platform.runners.execution import (
+    CLAIMED_COLUMNS,
+    DEBUG_ENDED,
+    Runner,
+    claimed_run,
+    follow_ups,
+)
 from gateway.platform.runners.models import ClaimedRun
 from gateway.platform.runs import timeline as run_timeline
-from gateway.platform.runs.models import AgentConfig, RunRecord
+from gateway.platform.runs.models import RunRecord
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -108,23 +113,11 @@ async def claim_sessions(
     )
     messages = await follow_ups(conn, [row.run_id for row in rows], routings=("debug",))
     return [
-        ClaimedRun(
-            run_id=row.run_id,
-            title=row.title,
-            prompt=row.prompt,
-            state=row.state,
-            attempt=row.attempts,
-            lease_expires_at=row.lease_expires_at,
-            conversation_id=row.conversation_id,
-            factory_uid=row.factory_uid,
-            source=row.source,
-            metadata=row.metadata,
-            agent_config=(
-                None if row.agent_config is None else msgspec.convert(row.agent_config, AgentConfig)
-            ),
+        claimed_run(
+            row,
+            messages.get(row.run_id, []),
             event_payload=row.delivery_id is not None,
             mode="normal",
-            messages=messages.get(row.run_id, []),
             session="debug",
         )
         for row in rows

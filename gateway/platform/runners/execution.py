@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, structs
-from sqlalchemy import Select, func, insert, or_, select, update
+from sqlalchemy import Row, Select, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
@@ -329,26 +329,44 @@ async def claim(
     payloads = await with_event_payload(conn, started_by_deliveries)
     messages = await follow_ups(conn, claimed_ids)
     return [
-        ClaimedRun(
-            run_id=row.run_id,
-            title=row.title,
-            prompt=row.prompt,
-            state=row.state,
-            attempt=row.attempts,
-            lease_expires_at=row.lease_expires_at,
-            conversation_id=row.conversation_id,
-            factory_uid=row.factory_uid,
-            source=row.source,
-            metadata=row.metadata,
-            agent_config=(
-                None if row.agent_config is None else msgspec.convert(row.agent_config, AgentConfig)
-            ),
+        claimed_run(
+            row,
+            messages.get(row.run_id, []),
             event_payload=row.run_id in payloads,
             mode=execution_mode(row.mode, messages.get(row.run_id, [])),
-            messages=messages.get(row.run_id, []),
         )
         for row in rows
     ]
+
+
+def claimed_run(
+    row: Row[Any],
+    messages: list[RunMessage],
+    *,
+    event_payload: bool,
+    mode: str,
+    session: Literal["run", "debug"] = "run",
+) -> ClaimedRun:
+    """What a runner is told of a run it claimed, from the row of its CLAIMED_COLUMNS."""
+    return ClaimedRun(
+        run_id=row.run_id,
+        title=row.title,
+        prompt=row.prompt,
+        state=row.state,
+        attempt=row.attempts,
+        lease_expires_at=row.lease_expires_at,
+        conversation_id=row.conversation_id,
+        factory_uid=row.factory_uid,
+        source=row.source,
+        metadata=row.metadata,
+        agent_config=(
+            None if row.agent_config is None else msgspec.convert(row.agent_config, AgentConfig)
+        ),
+        event_payload=event_payload,
+        mode=mode,
+        messages=messages,
+        session=session,
+    )
 
 
 async def _pick(conn: AsyncConnection, runner: Runner, limit: int) -> list[str]:

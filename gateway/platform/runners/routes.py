@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from gateway.accounts.identities import Principal
 from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Routes
+from gateway.api.routing import Body, Handler, Routes
 from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
 from gateway.platform.runners import debug_sessions
@@ -59,12 +59,46 @@ async def as_runner(
         yield conn, runner
 
 
+class _ByRunner(Protocol):
+    @property
+    def runner_uid(self) -> str: ...
+
+
+B = TypeVar("B", bound=_ByRunner)
+
+
+@asynccontextmanager
+async def held_by(
+    request: Request, body: Body[B]
+) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner, B]]:
+    """The caller's body, then a transaction on behalf of the runner it names (as_runner)."""
+    principal = await principal_of(request)
+    spec = await body.read()
+    async with as_runner(request, principal, spec.runner_uid) as (conn, runner):
+        yield conn, runner, spec
+
+
 routes = Routes("runners")
 BASE = "/runner"
 RUN = f"{BASE}/runs/{{run_id}}"
 AGENT_ONLY = (403, "`forbidden`: not an agent API key")
 LOST = (409, "`lease_lost`: this runner does not hold the run (finished, expired, re-claimed)")
 HELD_ERRORS = (400, 401, 403, 404, 409, 413)
+H = TypeVar("H", bound=Handler)
+
+
+def on_held_run(
+    action: str, summary: str, *problems: tuple[int, str], **details: Any
+) -> Callable[[H], H]:
+    """A POST on a run the calling runner holds: 403 for other callers, 409 once it is not
+    held, and `problems` of its own."""
+    return routes.post(
+        f"{RUN}/{action}",
+        summary,
+        errors=HELD_ERRORS,
+        problems=(AGENT_ONLY, LOST, *problems),
+        **details,
+    )
 
 
 @routes.post(
@@ -164,37 +198,29 @@ async def _claim(
     return claimed
 
 
-@routes.post(
-    f"{RUN}/heartbeat",
+@on_held_run(
+    "heartbeat",
     "Renew a claimed run's lease",
     response=HeartbeatResult,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST),
     notes="Tells the runner whether the run was cancelled or interrupted since its last call.",
 )
 async def heartbeat_endpoint(request: Request, body: Body[Held]) -> HeartbeatResult:
-    principal = await principal_of(request)
-    held = await body.read()
     lease_s = services_of(request).settings.run_lease_s
-    async with as_runner(request, principal, held.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, _):
         beat = await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
         await message_files(conn, beat.messages, attachment_links(request))
     return beat
 
 
-@routes.post(
-    f"{RUN}/progress",
+@on_held_run(
+    "progress",
     "Report a run's progress",
     response=RunStatus,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST),
     notes="state INPROGRESS starts a CLAIMED (or unblocks a BLOCKED) run; status_message says "
     "what it does now; session_link points at its live session.",
 )
 async def progress_endpoint(request: Request, body: Body[Progress]) -> RunStatus:
-    principal = await principal_of(request)
-    report = await body.read()
-    async with as_runner(request, principal, report.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, report):
         return await run_execution.progress(
             conn,
             runner,
@@ -206,30 +232,24 @@ async def progress_endpoint(request: Request, body: Body[Progress]) -> RunStatus
         )
 
 
-@routes.post(
-    f"{RUN}/messages",
+@on_held_run(
+    "messages",
     "Append conversation messages",
     response=Appended,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST),
 )
 async def messages_endpoint(request: Request, body: Body[Messages]) -> Appended:
-    principal = await principal_of(request)
-    batch = await body.read()
-    async with as_runner(request, principal, batch.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, batch):
         count = await run_execution.append_messages(
             conn, runner, request.path_params["run_id"], batch.messages
         )
     return Appended(count)
 
 
-@routes.post(
-    f"{RUN}/artifacts",
+@on_held_run(
+    "artifacts",
     "Attach an artifact (a file, or a pull request)",
     ok=201,
     response=ArtifactAdded,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST),
     notes="A factory task's run also adds the artifact to the task's outputs.",
 )
 async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> ArtifactAdded:
@@ -241,41 +261,30 @@ async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> Art
         return await run_execution.add_artifact(conn, runner, run_id, artifact)
 
 
-@routes.post(
-    f"{RUN}/usage",
+@on_held_run(
+    "usage",
     "Report usage (tokens, dollars per component)",
     response=Reported,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST),
     notes="A cumulative snapshot of the execution's usage of one model: it replaces the "
     "previous snapshot of that model; a figure left out is unavailable (null), not 0.",
 )
 async def usage_endpoint(request: Request, body: Body[Usage]) -> Reported:
-    principal = await principal_of(request)
-    usage = await body.read()
     run_id = request.path_params["run_id"]
-    async with as_runner(request, principal, usage.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, usage):
         await run_usage.report_usage(conn, runner, run_id, usage)
     return Reported(run_id, True)
 
 
-@routes.post(
-    f"{RUN}/finish",
+@on_held_run(
+    "finish",
     "Finish a run",
+    (400, "`invalid_request`: CANCELLED for a run that was not cancelled; or a bad field"),
     response=RunStatus,
-    errors=HELD_ERRORS,
-    problems=(
-        AGENT_ONLY,
-        LOST,
-        (400, "`invalid_request`: CANCELLED for a run that was not cancelled; or a bad field"),
-    ),
     notes="SUCCEEDED or FAILED; CANCELLED acknowledges a cancel the heartbeat reported. The "
     "transcript becomes the run's session_link. A second finish answers 409 `lease_lost`.",
 )
 async def finish_endpoint(request: Request, body: Body[Finish]) -> RunStatus:
-    principal = await principal_of(request)
-    done = await body.read()
-    async with as_runner(request, principal, done.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, done):
         run_id = request.path_params["run_id"]
         return await run_finish.finish(conn, runner, run_id, done, _transcript_link(request))
 
@@ -315,38 +324,31 @@ async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Fini
     return FinishedMany(finished, claimed)
 
 
-@routes.post(
-    f"{RUN}/release",
+@on_held_run(
+    "release",
     "Give a run back to the queue",
     response=RunStatus,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST),
     notes="For a runner that stops before a run ends: QUEUED again (the claim counts as an "
     "attempt).",
 )
 async def release_endpoint(request: Request, body: Body[Release]) -> RunStatus:
-    principal = await principal_of(request)
-    given = await body.read()
-    async with as_runner(request, principal, given.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, given):
         run_id = request.path_params["run_id"]
         released = await run_execution.release(conn, runner, run_id, given.reason)
     services_of(request).runs_queued.notify()
     return released
 
 
-@routes.post(
-    f"{RUN}/event-payload",
+@on_held_run(
+    "event-payload",
     "The webhook payload that started the run",
+    (404, "`not_found`: not a webhook run, or no such run"),
     response=Any,
-    errors=HELD_ERRORS,
-    problems=(AGENT_ONLY, LOST, (404, "`not_found`: not a webhook run, or no such run")),
     notes="The delivery's JSON body as received (event-payload.json).",
 )
 async def event_payload_endpoint(request: Request, body: Body[Held]) -> Response:
-    principal = await principal_of(request)
-    held = await body.read()
     run_id = request.path_params["run_id"]
-    async with as_runner(request, principal, held.runner_uid) as (conn, runner):
+    async with held_by(request, body) as (conn, runner, _):
         run = await run_execution.held_run(conn, runner, run_id)
         payload = await run_execution.event_payload(conn, run)
     if payload is None:

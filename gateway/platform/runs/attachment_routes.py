@@ -11,15 +11,14 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.decoding import read_capped
 from gateway.api.routing import Body, Routes
 from gateway.errors import NotFound
-from gateway.platform.runs import attachments, conversations
+from gateway.platform.runs import attachments
 from gateway.platform.runs.attachment_links import DOWNLOAD_PATH, UPLOAD_PATH, AttachmentLinks
 from gateway.platform.runs.attachment_models import (
     AttachmentsPrepare,
     PreparedAttachments,
     UploadedAttachment,
 )
-from gateway.platform.runs.conversation_routes import RUN_ERRORS
-from gateway.platform.runs.records import visible_run
+from gateway.platform.runs.conversation_routes import RUN_ERRORS, addressed_run
 
 routes = Routes("runs")
 PREPARE_NOTES = (
@@ -44,16 +43,7 @@ def attachment_links(request: Request) -> AttachmentLinks:
 async def conversation_prepare_endpoint(
     request: Request, body: Body[AttachmentsPrepare]
 ) -> PreparedAttachments:
-    principal = await principal_of(request)
-    files = await body.read()
-    services = services_of(request)
-    async with services.database.transaction() as conn:
-        run = await conversations.conversation_run(
-            conn, principal, request.path_params["conversation_id"]
-        )
-        return await attachments.prepare(
-            conn, run, files, services.settings.attachments, attachment_links(request)
-        )
+    return await _prepare(request, body)
 
 
 @routes.post(
@@ -69,11 +59,16 @@ async def conversation_prepare_endpoint(
 async def run_prepare_endpoint(
     request: Request, body: Body[AttachmentsPrepare]
 ) -> PreparedAttachments:
+    return await _prepare(request, body)
+
+
+async def _prepare(request: Request, body: Body[AttachmentsPrepare]) -> PreparedAttachments:
+    """Attachments prepared for the addressed run (its run_id, or its conversation's newest)."""
     principal = await principal_of(request)
     files = await body.read()
     services = services_of(request)
     async with services.database.transaction() as conn:
-        run = await visible_run(conn, principal, request.path_params["run_id"])
+        run = await addressed_run(conn, principal, request)
         return await attachments.prepare(
             conn, run, files, services.settings.attachments, attachment_links(request)
         )

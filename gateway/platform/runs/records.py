@@ -3,7 +3,7 @@ store as `models.RunRecord`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -158,11 +158,13 @@ async def newest_root_run(conn: AsyncConnection, conversation_id: str) -> RunRec
     return None if row is None else RunRecord.from_row(row)
 
 
-async def creators(conn: AsyncConnection, rows: Iterable[Any]) -> dict[str, Creator]:
-    """The creators of the given runs (anything with `creator_kind` and `creator_uid`), keyed by
-    principal uid (users and agents)."""
-    users = {row.creator_uid for row in rows if row.creator_kind == "user"}
-    agents = {row.creator_uid for row in rows if row.creator_kind == "agent"}
+async def creators(
+    conn: AsyncConnection, people: Collection[tuple[str | None, str | None]]
+) -> dict[str, Creator]:
+    """The creators of (kind, uid) principals, users and agents, keyed by uid; unknown ones are
+    missing."""
+    users = {uid for kind, uid in people if kind == "user"}
+    agents = {uid for kind, uid in people if kind == "agent"}
     found: dict[str, Creator] = {}
     if users:
         for u in await conn.execute(select(t.users).where(t.users.c.uid.in_(users))):
@@ -174,7 +176,7 @@ async def creators(conn: AsyncConnection, rows: Iterable[Any]) -> dict[str, Crea
 
 
 async def run_items(conn: AsyncConnection, runs: Sequence[RunRecord]) -> list[RunItem]:
-    found = await creators(conn, runs)
+    found = await creators(conn, [(run.creator_kind, run.creator_uid) for run in runs])
     return [RunItem.of(run, found.get(run.creator_uid or "")) for run in runs]
 
 

@@ -12,11 +12,16 @@ from starlette.responses import PlainTextResponse, Response
 from gateway.api.auth import cursors_of, principal_of, services_of
 from gateway.api.pagination import page_info
 from gateway.api.routing import Body, Query, Routes
-from gateway.platform.runs import conversations
 from gateway.platform.runs import lifecycle as run_lifecycle
 from gateway.platform.runs.attachments import forget_files, store_files
 from gateway.platform.runs.conversation_models import FollowUp, FollowUpResult, InterruptResult
-from gateway.platform.runs.conversation_routes import FOLLOW_UP_PROBLEMS, NOT_LIVE, RUN_ERRORS
+from gateway.platform.runs.conversation_routes import (
+    FOLLOW_UP_PROBLEMS,
+    NOT_LIVE,
+    RUN_ERRORS,
+    follow_up,
+    interrupt,
+)
 from gateway.platform.runs.creation import Catalog, create_agent_run, files_of
 from gateway.platform.runs.models import RunCreate, RunCreated, RunFilters, RunItem, RunList
 from gateway.platform.runs.records import run_item, run_items, visible_run
@@ -94,14 +99,7 @@ async def get_run_endpoint(request: Request) -> RunItem:
     problems=FOLLOW_UP_PROBLEMS,
 )
 async def followup_endpoint(request: Request, body: Body[FollowUp]) -> FollowUpResult:
-    principal = await principal_of(request)
-    followup = await body.read()
-    services = services_of(request)
-    async with services.database.transaction() as conn:
-        run = await visible_run(conn, principal, request.path_params["run_id"])
-        routed = await conversations.follow_up(conn, run, followup, services.settings.run_lease_s)
-    services.runs_queued.notify()  # a resumed run, or a debug session, for a waiting runner
-    return routed
+    return await follow_up(request, body)
 
 
 @routes.post(
@@ -134,7 +132,4 @@ async def cancel_endpoint(request: Request) -> Response:
     problems=NOT_LIVE,
 )
 async def interrupt_endpoint(request: Request) -> InterruptResult:
-    principal = await principal_of(request)
-    async with services_of(request).database.transaction() as conn:
-        run = await visible_run(conn, principal, request.path_params["run_id"])
-        return await conversations.interrupt(conn, run)
+    return await interrupt(request)

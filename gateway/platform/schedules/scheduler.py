@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.platform.schedules import automation_slots
 from gateway.platform.schedules import slot_runs as schedule_runs
@@ -16,6 +21,7 @@ log = logging.getLogger("gateway.scheduler")
 
 # cron slots are whole minutes: looking every few seconds starts a run within that of its slot
 POLL_S = 5.0
+S = TypeVar("S")
 
 
 async def start_due(database: Database) -> int:
@@ -25,38 +31,51 @@ async def start_due(database: Database) -> int:
 
 
 async def _start_agents(database: Database) -> int:
-    started = 0
-    while True:
-        async with database.read() as conn:
-            due = await schedule_runs.due_slots(conn, utcnow())
-        started_now = 0
-        for slot in due:
-            async with database.transaction() as conn:
-                run_id = await schedule_runs.start_slot(conn, slot)
-            if run_id is not None:
-                started_now += 1
-                log.info("schedule %s: started run %s", slot.schedule_uid, run_id)
-        started += started_now
-        # a full batch may hide more due slots; one that started nothing leaves them to others
-        if len(due) < schedule_runs.DUE_BATCH or started_now == 0:
-            return started
+    return await _start_slots(
+        database,
+        schedule_runs.due_slots,
+        schedule_runs.start_slot,
+        schedule_runs.DUE_BATCH,
+        lambda slot, run_id: log.info("schedule %s: started run %s", slot.schedule_uid, run_id),
+    )
 
 
 async def _start_automations(database: Database) -> int:
-    started = 0
+    return await _start_slots(
+        database,
+        automation_slots.due_slots,
+        automation_slots.start_slot,
+        automation_slots.DUE_BATCH,
+        lambda slot, run_id: log.info(
+            "automation %s: scheduled run %s", slot.automation_uid, run_id
+        ),
+    )
+
+
+async def _start_slots(
+    database: Database,
+    due_slots: Callable[[AsyncConnection, datetime], Awaitable[list[S]]],
+    start_slot: Callable[[AsyncConnection, S], Awaitable[str | None]],
+    batch: int,
+    started: Callable[[S, str], None],
+) -> int:
+    """Starts the due slots `due_slots` finds, `batch` at a time, each in a transaction of its
+    own (`started` is told of each run); returns how many runs it started."""
+    count = 0
     while True:
         async with database.read() as conn:
-            due = await automation_slots.due_slots(conn, utcnow())
+            due = await due_slots(conn, utcnow())
         started_now = 0
         for slot in due:
             async with database.transaction() as conn:
-                run_id = await automation_slots.start_slot(conn, slot)
+                run_id = await start_slot(conn, slot)
             if run_id is not None:
                 started_now += 1
-                log.info("automation %s: scheduled run %s", slot.automation_uid, run_id)
-        started += started_now
-        if len(due) < automation_slots.DUE_BATCH or started_now == 0:
-            return started
+                started(slot, run_id)
+        count += started_now
+        # a full batch may hide more due slots; one that started nothing leaves them to others
+        if len(due) < batch or started_now == 0:
+            return count
 
 
 async def scheduler(database: Database, interval_s: float = POLL_S) -> None:

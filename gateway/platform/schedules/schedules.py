@@ -23,11 +23,11 @@ from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
 from gateway.errors import Forbidden, InvalidRequest, NotFound
 from gateway.platform.runs.models import MAX_PROMPT
+from gateway.platform.runs.records import creators
 from gateway.platform.runs.standalone import parse_config
 from gateway.platform.runs.worker_pinning import check_worker_host
 from gateway.platform.schedules import cron
 from gateway.platform.schedules.models import ScheduleCreate, ScheduledAgent, ScheduleUpdate
-from gateway.platform.tasks.run_items import profiles
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from gateway.types import JsonObject
@@ -160,7 +160,7 @@ async def delete_schedule(conn: AsyncConnection, principal: Principal, uid: str)
 
 async def _views(conn: AsyncConnection, rows: Sequence[Row[Any]]) -> list[ScheduledAgent]:
     """ScheduledAgentItem of the official client for each row."""
-    people = await profiles(
+    people = await creators(
         conn,
         [
             (kind, uid)

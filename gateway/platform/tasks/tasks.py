@@ -24,7 +24,14 @@ from gateway.accounts.identities import Principal
 from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs import lifecycle as run_lifecycle
-from gateway.platform.runs.records import can_view, find_run, newest_root_run, visible_run
+from gateway.platform.runs.records import (
+    can_view,
+    creators,
+    find_run,
+    newest_root_run,
+    run_item,
+    visible_run,
+)
 from gateway.platform.tasks import stage_triggers
 from gateway.platform.tasks.models import (
     Task,
@@ -36,7 +43,6 @@ from gateway.platform.tasks.models import (
     TaskValues,
     TicketSource,
 )
-from gateway.platform.tasks.run_items import profiles, run_item
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -266,7 +272,7 @@ async def task_views(
     conversation's newest top-level run."""
     # a task's creator may be a user or an agent: ask for both, whichever exists answers
     uids = {row.created_by_uid for row in rows if row.created_by_uid}
-    people = await profiles(conn, [(kind, uid) for uid in uids for kind in ("user", "agent")])
+    people = await creators(conn, [(kind, uid) for uid in uids for kind in ("user", "agent")])
     outputs = await outputs_of(conn, [row.uid for row in rows]) if full else {}
     found = []
     for row in rows:
