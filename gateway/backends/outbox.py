@@ -35,7 +35,6 @@ from gateway.backends.delivery_rows import DELIVERIES
 from gateway.backends.first_copies import first_since
 from gateway.rejections import Reason
 from gateway.store import Database
-from gateway.store.checkpoints import WalCheckpointer
 
 SUFFIX = "-outbox"
 COLUMNS = (
@@ -59,10 +58,6 @@ INSERT = f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * le
 # order, so the first slice with nothing moved ends a prune round (while the evaluator is
 # behind, a round costs one small look-up)
 PRUNE_SLICE = 128
-# the outbox's log is emptied past this size, when no reader is in it (see checkpoints.py).
-# Below it SQLite rewinds the log itself once a checkpoint copied all of it: rewriting a log in
-# place costs a commit less than growing a truncated one again
-OUTBOX_LOG_RESET_BYTES = 64 * 1024 * 1024
 _SELECT = f"SELECT seq, {', '.join(COLUMNS)} FROM outbox"
 _SELECT_WITHOUT_PAYLOAD = (
     f"SELECT seq, {', '.join(c if c != 'payload' else 'NULL' for c in COLUMNS)} FROM outbox"
@@ -139,13 +134,6 @@ class OutboxAppender:
         )
         # WAL, synchronous=NORMAL: a commit is durable against a process kill without an fsync
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        # the commit that takes the log past 1,000 pages would copy it back into the file and
-        # sync it, holding every ingress commit behind it: checkpoints run on a thread instead
-        self._conn.execute("PRAGMA wal_autocheckpoint=0")
-        self._checkpointer = WalCheckpointer(
-            path, reset_bytes=OUTBOX_LOG_RESET_BYTES, reset_wait_ms=0
-        )
-        self._checkpointer.start()
         self._store = sqlite3.connect(
             f"file:{store_path}?mode=ro", uri=True, timeout=30, check_same_thread=False
         )
@@ -218,7 +206,6 @@ class OutboxAppender:
         return found
 
     def close(self) -> None:
-        self._checkpointer.stop()
         self._conn.close()
         self._store.close()
 

@@ -23,8 +23,12 @@ from gateway.backends import resp_client
 from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
 from gateway.backends.resp_cluster import redirection
 
-# A script blocks Redis while it runs: a group is bounded (~10 µs of Redis time per delivery)
+# A script blocks Redis while it runs, and replies to none of its deliveries before it has
+# read and run them all: a group leaves as soon as it holds MAX_GROUP deliveries or
+# MAX_GROUP_BYTES of them (Redis reads 16 KB at a time; a larger group made the first of its
+# deliveries wait for the reads of the last)
 MAX_GROUP = 64
+MAX_GROUP_BYTES = 16 * 1024
 
 # One waiting delivery: its keys and arguments, encoded, and the future of its reply
 Member = tuple[bytes, bytes, "asyncio.Future[Any]"]
@@ -36,6 +40,7 @@ class SubmitGroups:
         self._evalsha = resp_client.bulk("EVALSHA") + resp_client.bulk(sha)
         self._by_slot = by_slot
         self._waiting: dict[int, list[Member]] = {}
+        self._bytes: dict[int, int] = {}  # each waiting group's size, encoded
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def submit(self, slot: int, keys: bytes, args: bytes) -> asyncio.Future[Any]:
@@ -52,8 +57,10 @@ class SubmitGroups:
         group = waiting.get(slot)
         if group is None:
             group = waiting[slot] = []
+            self._bytes[slot] = 0
         group.append((keys, args, reply))
-        if len(group) >= MAX_GROUP:
+        size = self._bytes[slot] = self._bytes[slot] + len(keys) + len(args)
+        if len(group) >= MAX_GROUP or size >= MAX_GROUP_BYTES:
             del waiting[slot]
             self._send(slot, group)
         return reply

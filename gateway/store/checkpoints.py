@@ -14,9 +14,7 @@ reader always does (the evaluator plans its next batch while the last one commit
 grew without end (2.4 GB after 250,000 deliveries, measured) and every commit and read got
 slower as it grew. So when the log passes WAL_RESET_BYTES, a TRUNCATE checkpoint waits up to
 RESET_WAIT_MS for the readers to finish (new writers wait meanwhile) and empties it; busy, it
-gives up and the next round tries again. A log whose writers must never wait (the embedded
-outbox: every ingress commit goes there) is reset with no wait at all: the TRUNCATE is tried
-when no reader is in the log, which, with the outbox's short reads, is most rounds.
+gives up and the next round tries again.
 """
 
 from __future__ import annotations
@@ -35,16 +33,11 @@ RESET_WAIT_MS = 200
 
 class WalCheckpointer:
     def __init__(
-        self,
-        path: str,
-        interval: float = INTERVAL_S,
-        reset_bytes: int = WAL_RESET_BYTES,
-        reset_wait_ms: int = RESET_WAIT_MS,
+        self, path: str, interval: float = INTERVAL_S, reset_bytes: int = WAL_RESET_BYTES
     ) -> None:
         self.path = path
         self.interval = interval
         self.reset_bytes = reset_bytes
-        self.reset_wait_ms = reset_wait_ms
         self.checkpoints = 0
         self.resets = 0
         self._stop = threading.Event()
@@ -79,7 +72,7 @@ class WalCheckpointer:
             return 0
 
     def _reset(self, conn: sqlite3.Connection, size: int) -> None:
-        conn.execute(f"PRAGMA busy_timeout={int(self.reset_wait_ms)}")
+        conn.execute(f"PRAGMA busy_timeout={RESET_WAIT_MS}")
         try:
             (busy, _frames, _copied) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:

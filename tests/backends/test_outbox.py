@@ -241,28 +241,3 @@ def test_openers_racing_on_a_new_outbox_all_get_wal(tmp_path: Path) -> None:
             opener.join()
         assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert failures == []
-
-
-async def test_the_outbox_log_is_checkpointed_and_emptied_off_the_commit_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(outbox, "OUTBOX_LOG_RESET_BYTES", 256 * 1024)
-    async with store_with_outbox(tmp_path) as (_, appender, reader):
-        log_file = Path(str(tmp_path / "g.db") + outbox.SUFFIX + "-wal")
-        # no commit copies the log back (SQLite would at 1,000 pages): the thread does
-        (pages,) = appender._conn.execute("PRAGMA wal_autocheckpoint").fetchone()
-        assert pages == 0
-        when = datetime(2026, 11, 27, tzinfo=UTC)
-        payload = b'{"pad": "%b"}' % (b"x" * 1000)
-        for start in range(0, 2000, 100):
-            records = [
-                DeliveryRecord(f"d-{i}", "wh-1", when, 1014, Label.ACCEPTED, f"i{i}", None, payload)
-                for i in range(start, start + 100)
-            ]
-            append_to_outbox(appender, records)
-        deadline = time.monotonic() + 10
-        while log_file.stat().st_size > 0:  # past the reset size, no reader in it: emptied
-            assert time.monotonic() < deadline, log_file.stat().st_size
-            await asyncio.sleep(0.05)
-        assert appender._checkpointer.resets >= 1
-        assert await reader.count_waiting() == 2000  # nothing lost on the way

@@ -14,11 +14,11 @@ from redis import Redis
 
 from benchmarks.redis_cluster import ClusterServers
 from benchmarks.redis_server import RedisServer, redis_server
+from gateway.backends import submit_groups
 from gateway.backends.contract import RATE_LIMIT, SHARDS, Outcome, Submission, Target, Verdict
 from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp_client import RespClient
 from gateway.backends.resp_cluster import ClusterRespClient
-from gateway.backends.submit_groups import MAX_GROUP
 from gateway.errors import Unavailable
 
 
@@ -29,9 +29,9 @@ def own_redis() -> Iterator[RedisServer]:
         yield server
 
 
-def _delivery(target: Target, identity: str | None = None) -> Submission:
+def _delivery(target: Target, identity: str | None = None, size: int = 1000) -> Submission:
     identity = identity or uuid.uuid4().hex
-    body = b'{"identity": "%b", "pad": "%b"}' % (identity.encode(), b"x" * 900)  # ~1 KB
+    body = b'{"identity": "%b", "pad": "%b"}' % (identity.encode(), b"x" * (size - 60))
     return Submission(target, f"dl_{uuid.uuid4().hex}", identity, body, True)
 
 
@@ -49,26 +49,37 @@ def _targets(count: int) -> list[Target]:
     return [Target(f"wh_{uuid.uuid4().hex[:12]}", 1, n % SHARDS) for n in range(count)]
 
 
-async def test_one_turns_deliveries_are_one_script_call(own_redis: RedisServer) -> None:
+async def test_one_turns_deliveries_are_one_script_call(
+    own_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = RedisBackend(RespClient(own_redis.url, scripts=HOT_SCRIPTS), "grp", 20, 100_000)
     redis = own_redis.client()
     try:
         await backend.submit(_delivery(_targets(1)[0]))  # connected, scripts loaded
         redis.config_resetstat()
-        deliveries = [_delivery(target) for target in _targets(8) for _ in range(5)]
-        outcomes = await _together(backend, deliveries)
-        assert [o.verdict for o in outcomes] == [Verdict.ACCEPTED] * 40
-        assert [o.delivery_id for o in outcomes] == [d.delivery_id for d in deliveries]
+        small = [_delivery(target, size=10) for target in _targets(4) for _ in range(5)]
+        outcomes = await _together(backend, small)
+        assert [o.verdict for o in outcomes] == [Verdict.ACCEPTED] * 20
+        assert [o.delivery_id for o in outcomes] == [d.delivery_id for d in small]
         assert _script_calls(redis) == 1
-        assert sum(redis.xlen(backend.keyspace.stream(s)) for s in range(SHARDS)) == 41
+        assert sum(redis.xlen(backend.keyspace.stream(s)) for s in range(SHARDS)) == 21
         # a lone delivery leaves alone, in a call of its own
         redis.config_resetstat()
         lone = await backend.submit(_delivery(_targets(1)[0]))
         assert lone.verdict is Verdict.ACCEPTED and _script_calls(redis) == 1
-        # past MAX_GROUP waiting, a group leaves at once and the next one starts
+        # a group leaves as soon as it holds MAX_GROUP_BYTES ...
         redis.config_resetstat()
-        many = [_delivery(target) for target in _targets(2 * MAX_GROUP + 10)]
-        outcomes = await _together(backend, many)
+        kilobyte = [_delivery(target) for target in _targets(40)]
+        frame = backend._frame(kilobyte[0].target)
+        member = len(frame.keys(kilobyte[0])) + len(frame.args(kilobyte[0]))
+        per_group = -(-submit_groups.MAX_GROUP_BYTES // member)
+        outcomes = await _together(backend, kilobyte)
+        assert all(o.verdict is Verdict.ACCEPTED for o in outcomes)
+        assert _script_calls(redis) == -(-40 // per_group) >= 3
+        # ... or MAX_GROUP deliveries
+        monkeypatch.setattr(submit_groups, "MAX_GROUP", 5)
+        redis.config_resetstat()
+        outcomes = await _together(backend, [_delivery(t, size=10) for t in _targets(12)])
         assert all(o.verdict is Verdict.ACCEPTED for o in outcomes)
         assert _script_calls(redis) == 3
     finally:
