@@ -13,7 +13,7 @@ def test_internal_errors_leak_no_internals(world: World, monkeypatch: pytest.Mon
     async def explode(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("password=hunter2 at /srv/secret/path.py")
 
-    monkeypatch.setattr(factories_api, "get_accessible_factory", explode)
+    monkeypatch.setattr(factories_api, "factory_of", explode)
     response = world.api("GET", f"/factory/{world.factory_uid}")
     assert response.status_code == 500
     assert response.headers["content-type"] == "application/problem+json"
