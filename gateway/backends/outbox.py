@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from gateway.backends.delivery_rows import DELIVERIES
 from gateway.backends.first_copies import first_since
 from gateway.rejections import Reason
 from gateway.store import Database
+from gateway.store.wal_mode import use_wal
 
 SUFFIX = "-outbox"
 COLUMNS = (
@@ -96,27 +96,11 @@ def create_schema(path: str) -> None:
     """The file and its table, once; WAL mode stays set in the file."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     try:
-        _use_wal(conn)
+        use_wal(conn.cursor())
         for statement in SCHEMA:
             conn.execute(statement)
     finally:
         conn.close()
-
-
-def _use_wal(conn: sqlite3.Connection, patience_s: float = 30.0) -> None:
-    """WAL mode, set once per file. Switching modes takes the file's exclusive lock, and SQLite
-    answers a busy switch at once instead of waiting: two processes starting together retry."""
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
-            if str(mode).lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 class PruneSlice(NamedTuple):

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from gateway.store.checkpoints import WalCheckpointer
 from gateway.store.file_lock import FileWriteLock
+from gateway.store.wal_mode import use_wal
 
 AfterCommit = Callable[[], Awaitable[None]]
 _AFTER_COMMIT = "gateway.after_commit"
@@ -196,10 +197,7 @@ def sqlite_pragmas(
 ) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout=30000")
-    # switching to WAL takes the file's exclusive lock: only the first connection to a file does
-    cursor.execute("PRAGMA journal_mode")
-    if str(cursor.fetchone()[0]).lower() != "wal":
-        cursor.execute("PRAGMA journal_mode=WAL")
+    use_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     if background_checkpoints:
