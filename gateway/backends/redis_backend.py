@@ -25,7 +25,7 @@ from gateway.backends.contract import (
     Verdict,
 )
 from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
-from gateway.backends.submit_groups import SubmitGroups
+from gateway.backends.submit_groups import SubmitGroups, error_of
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
 
@@ -255,8 +255,8 @@ class RedisBackend:
             if s.valid_json and len(s.body) >= SIDE_BODY_MIN:
                 store, submit = frame.side_commands(s)
                 (reply,) = await self.client.script(submit, before=store, slot=frame.slot)
-                if reply[0] == b"ERR":
-                    raise ReplyError(reply[1].decode(errors="replace"))
+                if (error := error_of(reply)) is not None:
+                    raise error
             else:
                 reply = await self._groups.submit(frame.slot, frame.keys(s), frame.args(s))
         except RedisUnavailable as exc:

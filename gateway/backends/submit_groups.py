@@ -123,10 +123,16 @@ def _distribute(group: list[Member], reply: Any) -> None:
     for (_, _, future), one in zip(group, reply, strict=True):
         if future.done():
             continue
-        if one[0] == b"ERR":
-            future.set_exception(ReplyError(one[1].decode(errors="replace")))
-        else:
+        error = error_of(one)
+        if error is None:
             future.set_result(one)
+        else:
+            future.set_exception(error)
+
+
+def error_of(reply: list[Any]) -> ReplyError | None:
+    """The Redis error one delivery's reply carries (`{'ERR', message}`), if any."""
+    return ReplyError(reply[1].decode(errors="replace")) if reply[0] == b"ERR" else None
 
 
 def _fail(group: list[Member], exc: BaseException) -> None:
