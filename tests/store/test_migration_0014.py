@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from gateway.store import create_database, migrate
 from tests.conftest import make_settings
-from tests.store.migration_support import downgrade_to, upgrade_to
+from tests.store.migration_support import add_team_and_factory, downgrade_to, upgrade_to
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 WEBHOOK = (
@@ -29,17 +29,7 @@ def test_0014_renames_standard_webhooks(fresh_store: str) -> None:
             await upgrade_to(database, "0013")
             stamp = NOW.replace(tzinfo=None) if database.is_sqlite else NOW
             async with database.transaction() as conn:
-                await conn.execute(
-                    text("INSERT INTO teams (uid, name, created_at) VALUES ('team_1', 'T', :t)"),
-                    {"t": stamp},
-                )
-                await conn.execute(
-                    text(
-                        "INSERT INTO factories (uid, team_uid, name, created_at, updated_at) "
-                        "VALUES ('fac_1', 'team_1', 'F', :t, :t)"
-                    ),
-                    {"t": stamp},
-                )
+                await add_team_and_factory(conn, stamp)
                 for uid, mode, scheme in [
                     ("wh_a", "signature", "standard-webhooks"),
                     ("wh_b", "signature", "stripe"),

@@ -14,7 +14,7 @@ from sqlalchemy import inspect, text
 
 from gateway.store import create_database, migrate
 from tests.conftest import make_settings
-from tests.store.migration_support import downgrade_to, upgrade_to
+from tests.store.migration_support import add_team_and_factory, downgrade_to, upgrade_to
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 AUTOMATION = (
@@ -67,17 +67,7 @@ def test_0017_rewrites_triggers_and_adds_the_definition_storage(fresh_store: str
             await upgrade_to(database, "0016")
             stamp = NOW.replace(tzinfo=None) if database.is_sqlite else NOW
             async with database.transaction() as conn:
-                await conn.execute(
-                    text("INSERT INTO teams (uid, name, created_at) VALUES ('team_1', 'T', :t)"),
-                    {"t": stamp},
-                )
-                await conn.execute(
-                    text(
-                        "INSERT INTO factories (uid, team_uid, name, created_at, updated_at) "
-                        "VALUES ('fac_1', 'team_1', 'F', :t, :t)"
-                    ),
-                    {"t": stamp},
-                )
+                await add_team_and_factory(conn, stamp)
                 for uid, triggers in OLD.items():
                     await conn.execute(
                         text(AUTOMATION), {"u": uid, "triggers": json.dumps(triggers), "t": stamp}
