@@ -152,44 +152,21 @@ def test_a_worker_host_not_registered_yet_is_waited_for(world: World) -> None:
 def test_five_planted_errors_are_five_diagnostics_and_change_nothing(world: World) -> None:
     """The planted errors of tests/factory_format/test_planted_errors.py, through the API, on
     a factory the unedited tree applied to."""
-    from tests.factory_format.test_planted_errors import plant
+    from tests.factory_format.test_planted_errors import (
+        EXAMPLE,
+        FIVE_DIAGNOSTICS,
+        plant_five_errors,
+    )
 
-    files = example_files("02-sdlc-issue-to-pr")
+    files = example_files(EXAMPLE)
     factory_uid = applied(world, files)["factory_uid"]
     before = definition(world, factory_uid)
-    plant(files, "factory.yaml", "credentialStrategy: EXECUTOR", "credentialStrategyy: EXECUTOR")
-    plant(files, "runners/linux-build.yaml", "vcpus: 8", "vcpus: 6")
-    plant(
-        files,
-        "automations/slack-dms/automation.md",
-        "---\ntriggers:",
-        "---\nagent: ghost\ntriggers:",
-    )
-    plant(
-        files,
-        "automations/github-mention-assign/automation.md",
-        '      assignees: [warp-factory]\n      labels: ["factory:Acme"]\n  - provider: github\n'
-        "    event: pull_request_assigned",
-        '      assignee: [warp-factory]\n      labels: ["factory:Acme"]\n  - provider: github\n'
-        "    event: pull_request_assigned",
-    )
-    plant(
-        files,
-        "automations/slack-app-mentions/automation.md",
-        "event: app_mention",
-        "event: app_mentioned",
-    )
+    plant_five_errors(files)
 
     for operation in ("plan", "apply"):
         response = post(world, operation, files)
         assert response.status_code == 422
         found = response.json()["diagnostics"]
-        assert [(d["path"], d["line"], d["column"], d["code"]) for d in found] == [
-            ("automations/github-mention-assign/automation.md", 19, 7, "FF_INVALID_FILTER"),
-            ("automations/slack-app-mentions/automation.md", 4, 12, "FF_INVALID_TRIGGER"),
-            ("automations/slack-dms/automation.md", 2, 8, "FF_INVALID_REFERENCE"),
-            ("factory.yaml", 9, 1, "FF_UNKNOWN_FIELD"),
-            ("runners/linux-build.yaml", 9, 10, "FF_INVALID_VALUE"),
-        ]
+        assert [(d["path"], d["line"], d["column"], d["code"]) for d in found] == FIVE_DIAGNOSTICS
         assert response.json()["detail"].startswith("automations/github-mention-assign")
     assert definition(world, factory_uid) == before
