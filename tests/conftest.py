@@ -34,6 +34,7 @@ from benchmarks.redis_cluster import ClusterServers
 from benchmarks.redis_cluster import redis_cluster as start_redis_cluster
 from gateway.settings import Settings, load_settings
 from gateway.store import create_database, migrate
+from tests.examples import examples
 from tests.support import CLI_SECRET_KEY, Cli, GatewayClient, World
 
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -46,8 +47,9 @@ WORKER_INDEX = int(WORKER.removeprefix("gw")) if WORKER.startswith("gw") else 0
 RUN_ID = f"{os.getpid()}_{secrets.token_hex(4)}"
 
 # Property tests assert behaviour, never speed: no per-example deadline (hypothesis' default
-# 200 ms fails examples on a busy 2-core machine; timing belongs in benchmarks/)
-hypothesis_settings.register_profile("gateway", deadline=None)
+# 200 ms fails examples on a busy 2-core machine; timing belongs in benchmarks/). Hypothesis'
+# default of 100 examples, a quarter of it under `scripts/test --fast` (tests/examples.py).
+hypothesis_settings.register_profile("gateway", deadline=None, max_examples=examples(100))
 hypothesis_settings.load_profile("gateway")
 
 

@@ -13,18 +13,30 @@ from typing import Any, TypeVar
 
 import pytest
 from starlette.testclient import TestClient
+from starlette.types import ASGIApp
 
 from gateway.accounts import factories, identities
 from gateway.app import create_app
 from gateway.cli import main
 from gateway.services import Services
 from gateway.settings import Settings
+from tests.one_call_transport import OneCallTransport
 
 T = TypeVar("T")
 
 
 class GatewayClient(TestClient):
-    """TestClient that can also run coroutines against the app's own services."""
+    """TestClient that can also run coroutines against the app's own services, and hands each
+    request to the app in one call (`OneCallTransport`)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        base_url: str = "http://testserver",
+        client: tuple[str, int] = ("testclient", 50000),
+    ) -> None:
+        super().__init__(app, base_url, raise_server_exceptions=False, client=client)
+        self._transport = OneCallTransport(self, client)
 
     @classmethod
     @contextmanager
@@ -32,7 +44,7 @@ class GatewayClient(TestClient):
         cls, settings: Settings, *, peer: tuple[str, int] = ("testclient", 50000)
     ) -> Iterator[GatewayClient]:
         """The app of `settings` in a TestClient whose requests come from `peer`."""
-        with cls(create_app(settings), raise_server_exceptions=False, client=peer) as client:
+        with cls(create_app(settings), client=peer) as client:
             yield client
 
     @property

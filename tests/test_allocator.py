@@ -8,6 +8,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 PROBE = textwrap.dedent(
     """
     import ctypes, sys

@@ -128,6 +128,7 @@ def test_set_foreman_hands_a_factory_to_another_agent_or_none(cli: Cli) -> None:
     assert code == 1 and err.startswith("gateway admin: agent:")
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_version_and_help_list_what_there_is(cli: Cli, tmp_path: Path) -> None:
     assert gateway(tmp_path, "--version").stdout.strip() == "gateway 0.1.0"
     listed = cli.run("admin", "--help")[1]
@@ -139,6 +140,7 @@ def test_version_and_help_list_what_there_is(cli: Cli, tmp_path: Path) -> None:
     assert "port to listen on (8000)" in cli.run("serve", "--help")[1]
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_demo_prints_export_lines_for_a_shell(tmp_path: Path) -> None:
     lines = gateway(tmp_path, "admin", "demo", "--format", "env").stdout.splitlines()
     assert {line.split("=", 1)[0] for line in lines} >= {
@@ -149,6 +151,7 @@ def test_demo_prints_export_lines_for_a_shell(tmp_path: Path) -> None:
     assert shell.stdout.strip().startswith("fac")
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_serve_hands_out_ingress_urls_on_its_own_port(sqlite_store: Callable[..., str]) -> None:
     from benchmarks.procs import free_port
     from tests.ingress.hooks import gateway_env, serve_gateway
@@ -180,6 +183,7 @@ def test_serve_hands_out_ingress_urls_on_its_own_port(sqlite_store: Callable[...
     assert "names this machine on another port" in warned.stderr
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_an_unreachable_redis_or_store_at_start_is_one_line_and_a_failed_exit(
     tmp_path: Path,
 ) -> None:
@@ -209,6 +213,7 @@ def test_an_unreachable_redis_or_store_at_start_is_one_line_and_a_failed_exit(
             assert "hunter2" not in said and ":***@" in said
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_redis_that_does_not_answer_is_announced_while_it_is_waited_for(
     tmp_path: Path,
 ) -> None:
@@ -237,6 +242,7 @@ def test_a_redis_that_does_not_answer_is_announced_while_it_is_waited_for(
     assert line.startswith("gateway: cannot start: redis: no answer within 2 s")
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_connect_prints_the_connection_and_its_secret_once(tmp_path: Path) -> None:
     team = admin(tmp_path, "create-team", "--name", "Ops")["team_uid"]
     github = admin(tmp_path, "connect", "github", "--team", team, "--name", "Acme GitHub")

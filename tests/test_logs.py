@@ -62,6 +62,7 @@ def test_an_outage_is_logged_once_per_interval_and_its_recovery(
     assert len(messages) == 2
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_serve_starts_with_one_block_saying_what_it_runs_with(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
     env |= {"GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/g.db", "GATEWAY_LOG_FORMAT": "json"}

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from gateway.app import openapi_document
 from tests.conftest import make_settings
+from tests.examples import examples
 from tests.support import GatewayClient, World
 
 DOCUMENT = openapi_document()
@@ -157,7 +158,7 @@ def test_malformed_input_is_a_problem_not_a_crash(
     fixture: Fixture, method: str, path: str, operation: dict[str, Any]
 ) -> None:
     @settings(
-        max_examples=30,
+        max_examples=examples(30),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

@@ -131,6 +131,7 @@ def _answer(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_served_400_keeps_the_connection_and_logs_no_error(
     served: tuple[int, str, Path],
 ) -> None:

@@ -22,6 +22,8 @@ from benchmarks.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.npm_packages import node
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 SCRIPT = Path(__file__).with_name("typescript_client.mjs")
 ENVIRONMENTS = [
     {"uid": "web", "name": "Web app", "link_shared": True,

@@ -25,6 +25,8 @@ from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
 from tests.test_cli import admin
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 
 def _port(offset: int) -> int:
     base = os.environ.get("GATEWAY_TEST_PORT_BASE")

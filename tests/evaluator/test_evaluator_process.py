@@ -118,6 +118,7 @@ def test_serve_runs_the_evaluator_child_and_it_never_outlives_the_server(
     eventually(lambda: not _alive(child), timeout=60)
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_worker_started_for_a_server_that_is_already_gone_stops(tmp_path: Path) -> None:
     """The server died while its child was still starting: the child is someone else's now."""
     env = gateway_env(database_url=f"sqlite:///{tmp_path}/gw.db", log_level="info")

@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from factory_format.triggers import CronError, next_slot, parse_cron
+from tests.examples import examples
 
 
 @pytest.mark.parametrize(
@@ -163,7 +164,7 @@ def _field(name: str) -> st.SearchStrategy[str]:
     return st.one_of(st.just("*"), value, span, stepped, listed)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     st.tuples(*(_field(name) for name in _FIELD_VALUES)).map(" ".join),
     st.integers(1_600_000_000, 2_100_000_000),

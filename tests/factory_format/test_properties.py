@@ -14,9 +14,12 @@ from factory_format.frontmatter import split_frontmatter
 from factory_format.layout import FileKind, Placement, place
 from factory_format.positions import DocPath
 from factory_format.yaml_strict import load_yaml
+from tests.examples import examples
 from tests.factory_format.strategies import dump, markdown, trees
 
-PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 INVALID = {"unexpected-key": [[]]}  # invalid wherever it is put: no key of the format takes it
 
 
@@ -107,7 +110,7 @@ def _lines_of(path: str, text: str, key: DocPath) -> range:
     return range(first, first + 3)  # key, then `unexpected-key:` and `- []` below it
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     trees(),
     st.data(),

@@ -7,9 +7,11 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
+
 # the property tests' settings: many examples, the same every run (CI reproduces a failure)
 FIXED = settings(
-    max_examples=800,
+    max_examples=examples(800),
     derandomize=True,
     database=None,
     deadline=None,

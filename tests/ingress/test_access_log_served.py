@@ -18,6 +18,8 @@ from benchmarks.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_world, stop_gateway
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 
 @pytest.mark.parametrize("access_log", ["on", "off"])
 def test_access_log_follows_the_setting(access_log: str, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from gateway.api.decoding import MAX_API_BODY
 from gateway.ingress.body import MAX_BODY
+from tests.examples import examples
 from tests.ingress.hooks import (
     SERVED_BACKENDS,
     Served,
@@ -36,6 +37,8 @@ from tests.ingress.raw_http import (
     read_answer,
     request,
 )
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 TOKEN = "wht_bodies_token"
 DEADLINE_S = 2  # GATEWAY_HEADER_TIMEOUT and GATEWAY_BODY_TIMEOUT of the served gateways
@@ -88,7 +91,7 @@ def test_a_body_sent_with_its_head_in_one_write_gets_its_own_answer(
     assert len({str(each) for each in accepted}) == len(accepted)  # each a delivery of its own
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(data=st.data())
 def test_the_same_bodies_split_anywhere_get_the_same_answers(
     served: Served, one_write: dict[int, Answer], data: st.DataObject

@@ -20,6 +20,7 @@ from gateway.errors import RequestTimeout
 from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length, read_body
 from gateway.logs import RedactTokens, redact
 from gateway.store import create_database, migrate
+from tests.examples import examples
 
 
 def _receiver(chunks: list[bytes]) -> Any:
@@ -43,7 +44,7 @@ def chunked(draw: st.DrawFn) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(chunked())
 def test_streamed_body_cap(chunks: list[bytes]) -> None:
     size = sum(map(len, chunks))
@@ -104,7 +105,9 @@ def backend_factory(
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(n=st.integers(1, 140), dup_every=st.integers(0, 5), bad_every=st.integers(0, 7))
 def test_rate_window_gives_min_n_60(

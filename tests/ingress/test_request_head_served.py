@@ -14,6 +14,8 @@ import pytest
 from gateway.ingress.request_head import MAX_HEADER_LINE, MAX_HEADERS
 from tests.ingress.hooks import Served, served_gateway, tree_peak_rss_kib
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 TOKEN = "wht_head_limits_token"
 HEADER_TIMEOUT_S = 1
 

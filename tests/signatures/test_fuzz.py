@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.signatures import PROVIDER_VERIFIERS, SCHEMES, SignatureError, Verified
+from tests.examples import examples
 
 # every verifier: the custom webhook schemes, then the provider connections' ones
 VERIFIERS = SCHEMES | {f"provider {name}": v for name, v in PROVIDER_VERIFIERS.items()}
@@ -87,7 +88,7 @@ clocks = st.one_of(
 
 
 @pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(headers=header_maps, body=st.one_of(st.binary(max_size=300), structured_bytes), now=clocks)
 def test_verify_raises_only_signature_error(
     name: str, headers: dict[str, str], body: bytes, now: float

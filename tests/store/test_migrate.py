@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 
+import pytest
 from alembic.script import ScriptDirectory
 
 from gateway.store import create_database, migrate
@@ -30,6 +31,7 @@ def _revision_after_migrate(url: str) -> tuple[str | None, str | None]:
     return asyncio.run(run())
 
 
+@pytest.mark.slow  # starts processes of its own
 def test_a_store_at_head_is_not_migrated_again(fresh_store: str) -> None:
     url = make_settings(fresh_store).database_url
     assert _revision_after_migrate(url) == (None, HEAD_REVISION)  # migrated from nothing

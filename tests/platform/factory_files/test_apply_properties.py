@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from factory_format import parse_tree
 from factory_format.layout import place
+from tests.examples import examples
 from tests.factory_format.strategies import dump, markdown, trees
 from tests.factory_format.test_properties import (
     INVALID,
@@ -25,7 +26,7 @@ from tests.platform.factory_files.support import post, set_secrets
 from tests.support import World
 
 PROPERTY = settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

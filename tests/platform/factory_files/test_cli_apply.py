@@ -10,8 +10,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.platform.factory_files.support import EXAMPLES
 from tests.test_cli import admin, gateway
+
+pytestmark = pytest.mark.slow  # starts processes of its own
 
 EXAMPLE = EXAMPLES / "04-code-review-only"
 

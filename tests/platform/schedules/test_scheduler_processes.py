@@ -28,6 +28,8 @@ from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env
 
+pytestmark = pytest.mark.slow  # starts processes of its own
+
 SCHEDULES = 8
 AUTOMATIONS = 4
 ROUNDS = 3
