@@ -18,39 +18,79 @@ import hashlib
 # A rolling window is a list of Redis-clock timestamps (ms), newest first. It is full when its
 # limit-th newest entry is still inside the window, and that entry's age says when a slot frees
 # up: one LINDEX answers both. Lists are trimmed lazily (at twice the limit, down to the limit;
-# only the newest `limit` entries ever matter), so an append is usually LPUSH + PEXPIRE.
+# only the newest `limit` entries ever matter).
+#
+# The writes a call would repeat for each delivery it carries are gathered and made once, by
+# `flush()` at its end: the timestamps pushed onto each window (all `now`: one LPUSH and one
+# PEXPIRE a window) and what each backlog counter gained (one INCRBY). The reads before the end
+# see them as made, so every delivery of a call gets the answer it would get alone.
 _HELPERS = """
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local now = now_ms()
+local pushes = {}    -- window key -> {n = timestamps not pushed yet, window = ms, limit = n}
+local backlogs = {}  -- backlog counter -> {count = as read, added = entries added, limit = n}
 -- nil while the window has room, else the time (ms) at which it will have room again
 local function full_until(key, limit, floor, window)
-  local nth = redis.call('LINDEX', key, limit - 1)
+  local waiting = pushes[key]
+  local n = waiting and waiting.n or 0
+  if n >= limit then return now + window end
+  local nth = redis.call('LINDEX', key, limit - 1 - n)
   if nth and tonumber(nth) > floor then return tonumber(nth) + window end
   return nil
 end
-local function window_push(key, now, window, limit)
-  if redis.call('LPUSH', key, now) > 2 * limit then redis.call('LTRIM', key, 0, limit - 1) end
-  redis.call('PEXPIRE', key, window)
+local function window_push(key, window, limit)
+  local waiting = pushes[key]
+  if not waiting then
+    waiting = {n = 0}
+    pushes[key] = waiting
+  end
+  waiting.n = waiting.n + 1
+  waiting.window = window
+  waiting.limit = limit
 end
--- entries waiting in the streams for the evaluator, against the backlog limit
-local function backlog_full(backlog, max_backlog)
-  return tonumber(redis.call('GET', backlog) or '0') >= tonumber(max_backlog)
+-- the counter of entries waiting in the streams for the evaluator, read once a call
+local function backlog_of(key, max_backlog)
+  local backlog = backlogs[key]
+  if not backlog then
+    backlog = {count = tonumber(redis.call('GET', key) or '0'), added = 0}
+    backlogs[key] = backlog
+  end
+  backlog.limit = tonumber(max_backlog)
+  return backlog
+end
+local function backlog_full(backlog)
+  return backlog.count + backlog.added >= backlog.limit
 end
 -- rejected and duplicate records are logged up to `limit` per window, and while the backlog
 -- has room; beyond that only counted
-local function log_capped(rej, dropped, stream, floor, window, limit, now, fields, log)
-  if full_until(rej, limit, floor, window) or backlog_full(log[1], log[2]) then
+local function log_capped(rej, dropped, stream, floor, window, limit, fields, backlog)
+  if full_until(rej, limit, floor, window) or backlog_full(backlog) then
     redis.call('INCR', dropped)
     redis.call('EXPIRE', dropped, 604800)
     return
   end
   redis.call('XADD', stream, '*', unpack(fields))
-  redis.call('INCR', log[1])
-  window_push(rej, now, window, limit)
+  backlog.added = backlog.added + 1
+  window_push(rej, window, limit)
+end
+local function flush()
+  for key, waiting in pairs(pushes) do
+    local stamps = {}
+    for i = 1, waiting.n do stamps[i] = now end
+    if redis.call('LPUSH', key, unpack(stamps)) > 2 * waiting.limit then
+      redis.call('LTRIM', key, 0, waiting.limit - 1)
+    end
+    redis.call('PEXPIRE', key, waiting.window)
+  end
+  for key, backlog in pairs(backlogs) do
+    if backlog.added > 0 then redis.call('INCRBY', key, backlog.added) end
+  end
 end
 """
+
 
 SUBMIT_SCRIPT = (
     "#!lua\n"
@@ -81,10 +121,18 @@ SUBMIT_SCRIPT = (
 """
     + _HELPERS
     + """
-local now = now_ms()
+-- a webhook's shared config version, read once a call
+local versions = {}
+local function stale(key, held)
+  local shared = versions[key]
+  if shared == nil then
+    shared = tonumber(redis.call('GET', key) or '0')
+    versions[key] = shared
+  end
+  return shared > tonumber(held)
+end
 local function submit(K, A, body_key)
-  local shared = redis.call('GET', K[1])
-  if shared and tonumber(shared) > tonumber(A[6]) then
+  if stale(K[1], A[6]) then
     if body_key then redis.call('DEL', body_key) end
     return {'STALE'}
   end
@@ -92,13 +140,13 @@ local function submit(K, A, body_key)
   local window = tonumber(A[2])
   local floor = now - window
   local id, uid, size = A[8], A[5], A[10]
-  local backlog = {K[6], A[7]}
+  local backlog = backlog_of(K[6], A[7])
   local function reject(label, reason, extra)
     if body_key then redis.call('DEL', body_key) end
     local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
     if reason then fields[11] = 'r'; fields[12] = reason end
     for _, v in ipairs(extra) do fields[#fields + 1] = v end
-    log_capped(K[3], K[5], K[4], floor, window, tonumber(A[3]), now, fields, backlog)
+    log_capped(K[3], K[5], K[4], floor, window, tonumber(A[3]), fields, backlog)
   end
   local rate = tonumber(A[1])
   local free_at = full_until(K[2], rate, floor, window)
@@ -108,11 +156,11 @@ local function submit(K, A, body_key)
   end
   if A[9] ~= '1' then
     reject('Rejected (invalid JSON)', 'invalid_json', {})
-    window_push(K[2], now, window, rate)
+    window_push(K[2], window, rate)
     return {'BADJSON'}
   end
   local first
-  if backlog_full(K[6], A[7]) then
+  if backlog_full(backlog) then
     first = redis.call('GET', K[8])
     if not first then
       if body_key then redis.call('DEL', body_key) end
@@ -124,7 +172,7 @@ local function submit(K, A, body_key)
   end
   if first then
     reject('Duplicate', nil, {'i', A[12], 'f', first})
-    window_push(K[2], now, window, rate)
+    window_push(K[2], window, rate)
     return {'DUP', first}
   end
   local entry
@@ -136,9 +184,9 @@ local function submit(K, A, body_key)
     entry = redis.call('XADD', K[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
                        'l', 'Accepted', 'i', A[12], 'p', A[11], 'h', A[13])
   end
-  redis.call('INCR', K[6])
+  backlog.added = backlog.added + 1
   redis.call('HSET', K[7], id, entry)
-  window_push(K[2], now, window, rate)
+  window_push(K[2], window, rate)
   return {'OK', id}
 end
 -- one delivery's Redis error (pcall) is its own: the others of the call keep their outcomes
@@ -146,14 +194,16 @@ local function settled(ok, reply)
   if ok then return reply end
   return {'ERR', type(reply) == 'table' and reply.err or tostring(reply)}
 end
-if #KEYS == 9 then
-  return {settled(pcall(submit, {unpack(KEYS, 1, 8)}, ARGV, KEYS[9]))}
-end
 local replies = {}
-for i = 0, #KEYS / 8 - 1 do
-  replies[i + 1] = settled(pcall(submit, {unpack(KEYS, 8 * i + 1, 8 * i + 8)},
-                                 {unpack(ARGV, 13 * i + 1, 13 * i + 13)}))
+if #KEYS == 9 then
+  replies[1] = settled(pcall(submit, {unpack(KEYS, 1, 8)}, ARGV, KEYS[9]))
+else
+  for i = 0, #KEYS / 8 - 1 do
+    replies[i + 1] = settled(pcall(submit, {unpack(KEYS, 8 * i + 1, 8 * i + 8)},
+                                   {unpack(ARGV, 13 * i + 1, 13 * i + 13)}))
+  end
 end
+flush()
 return replies
 """
 )
@@ -172,22 +222,23 @@ AUTH_FAILED_SCRIPT = (
     + """
 local shared = redis.call('GET', KEYS[1])
 if shared and tonumber(shared) > tonumber(ARGV[1]) then return {'STALE'} end
-local now = now_ms()
 local window = tonumber(ARGV[3])
 local floor = now - window
 local limit = tonumber(ARGV[2])
-local backlog = {KEYS[6], ARGV[8]}
+local backlog = backlog_of(KEYS[6], ARGV[8])
 local fields = {'d', ARGV[5], 'w', ARGV[6], 't', now, 'n', ARGV[7], 'l', 'Rejected (auth)',
                 'r', ARGV[9]}
 local free_at = full_until(KEYS[2], limit, floor, window)
 if free_at then
   fields[10] = 'Rejected (rate limited)'
   fields[12] = 'auth_rate_limited'
-  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
+  log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), fields, backlog)
+  flush()
   return {'AUTHLIMIT', free_at - now}
 end
-window_push(KEYS[2], now, window, limit)
-log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), now, fields, backlog)
+window_push(KEYS[2], window, limit)
+log_capped(KEYS[3], KEYS[5], KEYS[4], floor, window, tonumber(ARGV[4]), fields, backlog)
+flush()
 return {'DENIED'}
 """
 )
@@ -203,11 +254,11 @@ LOG_REJECTION_SCRIPT = (
 """
     + _HELPERS
     + """
-local now = now_ms()
 local window = tonumber(ARGV[1])
 local fields = {'d', ARGV[3], 'w', ARGV[4], 't', now, 'n', ARGV[5], 'l', ARGV[6], 'r', ARGV[8]}
-log_capped(KEYS[1], KEYS[3], KEYS[2], now - window, window, tonumber(ARGV[2]), now, fields,
-           {KEYS[4], ARGV[7]})
+log_capped(KEYS[1], KEYS[3], KEYS[2], now - window, window, tonumber(ARGV[2]), fields,
+           backlog_of(KEYS[4], ARGV[7]))
+flush()
 return 1
 """
 )

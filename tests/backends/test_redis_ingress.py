@@ -47,13 +47,14 @@ def test_one_round_trip_per_accepted_delivery(sqlite_store: Callable[..., str]) 
                 "pexpire",
                 "set",
                 "xadd",
-                "incr",
+                "incrby",
                 "hset",
             }
             assert {name.removeprefix("cmdstat_") for name in stats} <= inside, stats
-            # per accepted delivery: GET version, TIME, LINDEX (rate window; the failed-auth
-            # budget is not consulted), GET backlog, SET NX GET (de-dup), XADD, INCR backlog,
-            # HSET pending index, LPUSH + PEXPIRE (window); no trim below 2 x 60 entries
+            # per accepted delivery alone in its call: GET version, TIME, LINDEX (rate window;
+            # the failed-auth budget is not consulted), GET backlog, SET NX GET (de-dup), XADD,
+            # HSET pending index, and at the call's end LPUSH + PEXPIRE (window) and INCRBY
+            # backlog; no trim below 2 x 60 entries
             assert stats["cmdstat_lindex"] == 20
             assert sum(stats.values()) == 20 * 10, stats
             redis.close()

@@ -49,6 +49,42 @@ def _targets(count: int) -> list[Target]:
     return [Target(f"wh_{uuid.uuid4().hex[:12]}", 1, n % SHARDS) for n in range(count)]
 
 
+def _commands(redis: Redis) -> dict[str, int]:
+    stats = redis.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(s["calls"]) for name, s in stats.items()}
+
+
+async def test_a_group_reads_and_writes_what_its_deliveries_share_once(
+    own_redis: RedisServer,
+) -> None:
+    """20 deliveries to one webhook in one call: the config version, the clock and the backlog
+    are read once, the rate window pushed and expired once, the backlog raised once; each
+    delivery costs its own window check, de-duplication, stream entry and pending-index field."""
+    backend = RedisBackend(RespClient(own_redis.url, scripts=HOT_SCRIPTS), "cmd", 60, 100_000)
+    redis = own_redis.client()
+    try:
+        target = _targets(1)[0]
+        await backend.submit(_delivery(target))  # connected, scripts loaded
+        redis.config_resetstat()
+        outcomes = await _together(backend, [_delivery(target, size=10) for _ in range(20)])
+        assert [o.verdict for o in outcomes] == [Verdict.ACCEPTED] * 20
+        calls = _commands(redis)
+        calls.pop("config|resetstat", None)
+        calls.pop("info", None)
+        assert calls.pop("evalsha") == 1
+        once = {"time": 1, "get": 2, "lpush": 1, "pexpire": 1, "incrby": 1}
+        each = {"lindex": 20, "set": 20, "xadd": 20, "hset": 20}
+        assert calls == once | each
+        # what was written is what 20 calls of one delivery write
+        rate_key = backend.keyspace.webhook(target.webhook_uid, target.shard).rate
+        assert redis.llen(rate_key) == 21 and 0 < redis.pttl(rate_key) <= 60_000
+        assert int(redis.get(backend.keyspace.backlog(target.shard)) or 0) == 21
+        assert redis.hlen(backend.keyspace.pending(target.webhook_uid, target.shard)) == 21
+    finally:
+        redis.close()
+        await backend.close()
+
+
 async def test_one_turns_deliveries_are_one_script_call(
     own_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
