@@ -64,9 +64,10 @@ def _needs_new_map(exc: RedisUnavailable) -> bool:
     return str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MOVED"))
 
 
-def _is_failure(exc: RedisUnavailable) -> bool:
-    """Not a redirection nor NOSCRIPT (which `script` follows or repairs): a real failure."""
-    return not isinstance(exc, ReplyError) or (redirection(exc) is None and not is_noscript(exc))
+def followed_by_script(reply: Any) -> bool:
+    """A redirection or NOSCRIPT reply, which `script` follows or repairs: the fast way's
+    caller sends the command again through it. Any other error is a real failure."""
+    return isinstance(reply, ReplyError) and (redirection(reply) is not None or is_noscript(reply))
 
 
 class ClusterRespClient:
@@ -94,7 +95,7 @@ class ClusterRespClient:
             return False
 
         def settled(reply: Any) -> None:
-            if isinstance(reply, RedisUnavailable) and _is_failure(reply):
+            if isinstance(reply, RedisUnavailable) and not followed_by_script(reply):
                 self._failed(reply)
             on_reply(reply)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from gateway.backends import resp_client
 from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
-from gateway.backends.resp_cluster import redirection
+from gateway.backends.resp_cluster import followed_by_script
 
 # A script blocks Redis while it runs, and replies to none of its deliveries before it has
 # read and run them all: a group leaves as soon as it holds MAX_GROUP deliveries or
@@ -97,9 +97,7 @@ class SubmitGroups:
 
     def _settle(self, group: list[Member], command: bytes, slot: int, reply: Any) -> None:
         """The fast way's reply, from inside the connection's read: must not raise."""
-        if isinstance(reply, ReplyError) and (
-            resp_client.is_noscript(reply) or redirection(reply) is not None
-        ):
+        if followed_by_script(reply):
             self._send_slowly(group, command, slot)  # Redis lost its scripts, or a slot moved
             return
         _distribute(group, reply)
