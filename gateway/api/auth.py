@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from gateway.accounts.factories import Factory, get_accessible_factory
-from gateway.accounts.identities import Principal, authenticate
+from gateway.accounts.identities import Principal, authenticate_hash
 from gateway.api.pagination import Cursors
 from gateway.errors import Unauthenticated
 from gateway.security import hash_token
@@ -38,7 +38,7 @@ async def principal_of(request: Request, *, team_scoped: bool = False) -> Princi
     if principal is None:
         generation = cached.generation
         async with services.database.read() as conn:
-            principal = await authenticate(conn, key)
+            principal = await authenticate_hash(conn, key_hash)
         # agents' keys only: an agent's team never changes; a user's memberships do
         if principal is not None and principal.kind == "agent":
             cached.put(key_hash, principal, principal.uid, generation)
