@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from gateway.store.checkpoints import WalCheckpointer
 from gateway.store.file_lock import FileWriteLock
+from gateway.store.sqlite_driver import OneCallDbapi
 from gateway.store.wal_mode import use_wal
 
 AfterCommit = Callable[[], Awaitable[None]]
@@ -174,7 +175,9 @@ def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
 def create_database(url: str, **engine_options: Any) -> Database:
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
-        engine = create_async_engine(url, connect_args={"timeout": 30}, **engine_options)
+        engine = create_async_engine(
+            url, connect_args={"timeout": 30}, module=OneCallDbapi(), **engine_options
+        )
         database = Database(engine)
         event.listen(engine.sync_engine, "connect", database.on_connect)
         return database
