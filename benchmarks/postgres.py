@@ -25,13 +25,17 @@ async def admin(sql: str, server: str = SERVER) -> None:
 
 @contextmanager
 def temporary_database(
-    tag: str, server: str = SERVER, *, template: str | None = None
+    tag: str, server: str = SERVER, *, template: str | None = None, durable: bool = True
 ) -> Iterator[str]:
     """The URL of a new database, empty or a copy of the database named `template` (which
-    nobody may be connected to); dropped (with its connections) on exit."""
+    nobody may be connected to); dropped (with its connections) on exit. `durable=False`: its
+    commits do not wait for the disk (synchronous_commit off), for tests; benchmarks keep the
+    server's setting."""
     name = f"{tag}_{os.getpid()}_{secrets.token_hex(3)}"
     copy = f' TEMPLATE "{template}"' if template else ""
     asyncio.run(admin(f'CREATE DATABASE "{name}"{copy}', server))
+    if not durable:
+        asyncio.run(admin(f'ALTER DATABASE "{name}" SET synchronous_commit = off', server))
     try:
         yield f"{server.rstrip('/')}/{name}"
     finally:

@@ -11,7 +11,9 @@ database migrated once (CREATE DATABASE ... TEMPLATE: 0.26-0.33 s, plus 0.05-0.6
 The process's PostgreSQL database is shared by its tests, which make their own teams and ids; a
 copy per test would cost those 0.3-0.9 s each, so only tests that count every row or run
 processes over the whole store get one (`own_store`). The `client` gateway is shared by a
-module's tests on each store in the same way (`world` is a team of the test's own)."""
+module's tests on each store in the same way (`world` is a team of the test's own). The tests'
+PostgreSQL databases commit without waiting for the WAL to reach the disk (synchronous_commit
+off: what a crash of the machine could lose is a test run)."""
 
 from __future__ import annotations
 
@@ -82,7 +84,10 @@ def postgres_template() -> Iterator[str]:
 def postgres_url(postgres_template: str) -> Iterator[str]:
     """This test process's database, migrated: its tests share it (each makes its own teams
     and ids); dropped at the end."""
-    with temporary_database(f"gwtest_{RUN_ID}", POSTGRES_SERVER, template=postgres_template) as url:
+    copy = temporary_database(
+        f"gwtest_{RUN_ID}", POSTGRES_SERVER, template=postgres_template, durable=False
+    )
+    with copy as url:
         yield url
 
 
@@ -156,7 +161,9 @@ def own_store(
             if kind == "sqlite":
                 return sqlite_store(f"own-{secrets.token_hex(3)}.db")
             template: str = request.getfixturevalue("postgres_template")
-            own = temporary_database(f"gwtest_{RUN_ID}_own", POSTGRES_SERVER, template=template)
+            own = temporary_database(
+                f"gwtest_{RUN_ID}_own", POSTGRES_SERVER, template=template, durable=False
+            )
             return stack.enter_context(own)
 
         yield make
