@@ -3,6 +3,7 @@ what apply stores, and what its plan shows as changed."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from msgspec import Struct, UnsetType
@@ -13,6 +14,13 @@ __all__ = ["changed_fields", "comparable"]
 _LOCATION_FIELDS = frozenset({"path"})
 
 
+@cache
+def _compared_fields(kind: type[Struct]) -> tuple[tuple[str, str], ...]:
+    """(attribute, encoded name) of the Struct type's fields but the location: msgspec's
+    `fields` resolves the type's annotations on every call, a plan compares hundreds of values."""
+    return tuple((f.name, f.encode_name) for f in fields(kind) if f.name not in _LOCATION_FIELDS)
+
+
 def comparable(value: Any) -> Any:
     """JSON-compatible plain data: Structs become mappings by their encoded field names
     (every field but the file `path`, which is where a resource is written, not what it is;
@@ -20,9 +28,9 @@ def comparable(value: Any) -> Any:
     forms, whichever file order or list order (of sets) the tree was written in."""
     if isinstance(value, Struct):
         return {
-            f.encode_name: comparable(getattr(value, f.name))
-            for f in fields(value)
-            if f.name not in _LOCATION_FIELDS and not isinstance(getattr(value, f.name), UnsetType)
+            encoded: comparable(field)
+            for name, encoded in _compared_fields(type(value))
+            if not isinstance(field := getattr(value, name), UnsetType)
         }
     if isinstance(value, dict):
         return {str(k): comparable(v) for k, v in sorted(value.items())}
