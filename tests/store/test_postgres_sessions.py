@@ -1,0 +1,49 @@
+"""PostgreSQL sessions of the store (gateway.store.db): a read is its statements, each on its
+own (autocommit, no BEGIN or ROLLBACK around them); a transaction is one, in READ COMMITTED,
+committed or rolled back whole."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+import pytest
+from sqlalchemy import text
+
+from gateway.store import create_database
+
+XID = text("SELECT txid_current()")  # the transaction's id: a new one per transaction
+
+
+def test_reads_are_statements_and_transactions_are_whole(postgres_url: str) -> None:
+    table = f"sessions_{secrets.token_hex(4)}"
+
+    async def main() -> None:
+        database = create_database(postgres_url.replace("postgresql://", "postgresql+asyncpg://"))
+        try:
+            async with database.read() as conn:
+                first, second = [(await conn.execute(XID)).scalar() for _ in range(2)]
+            assert first != second  # each statement was a transaction of its own
+
+            async with database.transaction() as conn:
+                first = (await conn.execute(XID)).scalar()
+                await conn.execute(text(f"CREATE TABLE {table} (n integer)"))
+                second = (await conn.execute(XID)).scalar()
+                level = (await conn.execute(text("SHOW transaction_isolation"))).scalar()
+            assert (first == second, level) == (True, "read committed")
+
+            with pytest.raises(RuntimeError):
+                async with database.transaction() as conn:
+                    await conn.execute(text(f"INSERT INTO {table} VALUES (1)"))
+                    raise RuntimeError("the unit of work fails")
+            async with database.transaction() as conn:
+                await conn.execute(text(f"INSERT INTO {table} VALUES (2)"))
+            async with database.read() as conn:
+                kept = (await conn.execute(text(f"SELECT n FROM {table}"))).scalars().all()
+            assert kept == [2]
+        finally:
+            async with database.transaction() as conn:
+                await conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+            await database.close()
+
+    asyncio.run(main())
