@@ -76,6 +76,10 @@ class Source(Protocol):
         """A batch failed: make sure these entries are read again."""
         ...
 
+    def stop_waiting(self) -> None:
+        """The consumer is stopping: end an idle wait now, and wait no more."""
+        ...
+
 
 class Consumer:
     def __init__(
@@ -132,6 +136,7 @@ class Consumer:
     def stop(self) -> None:
         """Stop reading; `run` returns once what was read is written."""
         self._stopping = True
+        self.source.stop_waiting()  # an idle source would notice only after its wait
 
     async def _read_and_plan(self, planned: asyncio.Queue[Planned | None]) -> None:
         while not self._stopping:

@@ -45,6 +45,10 @@ class PolledSource:
         if rows < self.batch:
             self._not_before = asyncio.get_running_loop().time() + self.linger
 
+    def stop_waiting(self) -> None:
+        self.idle_wait = self.linger = 0.0
+        self.wake.set()
+
     async def _idle(self) -> list[Entry]:
         """Nothing new: wait for the ingress writer's wake-up, or `idle_wait`."""
         with contextlib.suppress(TimeoutError):

@@ -17,6 +17,7 @@ the backlog counter is set to what the streams hold, in case something deleted e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -69,6 +70,7 @@ class StreamSource:
         self._groups_ready = False
         self._own_pending = True  # on start, re-read anything this name left unacknowledged
         self._next_claim = 0.0
+        self._stopped = asyncio.Event()  # set by stop_waiting: an idle wait ends
 
     async def read(self) -> list[Entry]:
         if not self._groups_ready:
@@ -89,8 +91,13 @@ class StreamSource:
                 return pending
         entries = await self._read_group(">")
         if not entries:
-            await asyncio.sleep(self.idle_wait)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), self.idle_wait)
         return entries
+
+    def stop_waiting(self) -> None:
+        self.idle_wait = 0.0
+        self._stopped.set()
 
     async def _create_groups(self) -> None:
         for stream in self.streams:

@@ -50,17 +50,17 @@ def gwc(
         yield client
 
 
-def _source(services: Services) -> Source:
+def _source(services: Services, idle_wait: float = 0.01) -> Source:
     settings = services.settings
     if settings.uses_redis:
         assert settings.redis_url
         redis = connect(settings.redis_url, cluster=settings.redis_cluster)
         services.closers.append(redis.aclose)
         keyspace = KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
-        return StreamSource(redis, keyspace, idle_wait=0.01)
+        return StreamSource(redis, keyspace, idle_wait=idle_wait)
     if isinstance(services.pending_deliveries, Outbox):  # embedded on a SQLite file
-        return OutboxSource(services.pending_deliveries, idle_wait=0.01)
-    return PendingSource(services.database, idle_wait=0.01)
+        return OutboxSource(services.pending_deliveries, idle_wait=idle_wait)
+    return PendingSource(services.database, idle_wait=idle_wait)
 
 
 def drain(
@@ -331,3 +331,18 @@ def test_a_batch_that_could_not_be_planned_is_read_again(gwc: GatewayClient) -> 
 
     assert gwc.run(run) == 3
     assert sorted(d for d, _, _ in runs_of(gwc, sent)) == sorted(sent)
+
+
+def test_stopping_ends_an_idle_wait(gwc: GatewayClient) -> None:
+    """A consumer with nothing to read stops at once, not after its source's idle wait (an
+    hour here): shutting a gateway down does not wait for it."""
+
+    async def run(services: Services) -> None:
+        consumer = Consumer(services.database, _source(services, idle_wait=3600), RunStarter())
+        task = asyncio.create_task(consumer.run())
+        await asyncio.sleep(0.5)  # started, read nothing, waiting
+        assert not task.done()
+        consumer.stop()
+        await asyncio.wait_for(task, 30)  # a guard: without the wake-up, an hour
+
+    gwc.run(run)
