@@ -133,7 +133,7 @@ class Database:
 
     @asynccontextmanager
     async def _begin(self, urgent: bool) -> AsyncIterator[AsyncConnection]:
-        if self.write_gate is None:  # PostgreSQL: its connections are in autocommit between
+        if self.write_gate is None:  # PostgreSQL: in autocommit but for transactions
             async with self.engine.connect() as conn:
                 await conn.execution_options(isolation_level=POSTGRES_TRANSACTIONS)
                 async with conn.begin():

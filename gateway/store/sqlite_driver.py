@@ -31,7 +31,9 @@ from sqlalchemy.util.concurrency import await_
 _Outcome = tuple[Any, list[Any], int, int | None, bool]
 
 
-def _run(conn: sqlite3.Connection, operation: str, parameters: Any, many: bool = False) -> _Outcome:
+def _whole_statement(
+    conn: sqlite3.Connection, operation: str, parameters: Any, many: bool = False
+) -> _Outcome:
     """On aiosqlite's thread: the statement, its rows, and what the cursor knows after it."""
     cursor = conn.cursor()
     try:
@@ -51,7 +53,7 @@ def _run(conn: sqlite3.Connection, operation: str, parameters: Any, many: bool =
 class OneCallCursor(AsyncAdapt_aiosqlite_cursor):
     """A cursor that holds a finished statement's results; no aiosqlite cursor behind it."""
 
-    __slots__ = ("_description", "_lastrowid", "_rowcount")
+    __slots__ = ("_arraysize", "_description", "_lastrowid", "_rowcount")
 
     def __init__(self, adapt_connection: OneCallConnection) -> None:  # nothing opens: no hand-off
         self._adapt_connection = adapt_connection
@@ -62,6 +64,7 @@ class OneCallCursor(AsyncAdapt_aiosqlite_cursor):
         self._description: Any = None
         self._rowcount = -1
         self._lastrowid: int | None = None
+        self._arraysize = 1  # sqlite3's default: what fetchmany() takes without a size
 
     @property
     def description(self) -> Any:
@@ -77,11 +80,11 @@ class OneCallCursor(AsyncAdapt_aiosqlite_cursor):
 
     @property
     def arraysize(self) -> int:
-        return 1
+        return self._arraysize
 
     @arraysize.setter
     def arraysize(self, value: int) -> None:
-        pass  # every row is fetched with the statement
+        self._arraysize = value
 
     async def _async_soft_close(self) -> None:
         pass  # the statement's cursor closed on the thread
@@ -93,23 +96,20 @@ class OneCallCursor(AsyncAdapt_aiosqlite_cursor):
         pass
 
     def execute(self, operation: Any, parameters: Any = None) -> Any:
-        self._finish(self._call(operation, parameters, False))
+        self._run(operation, parameters, False)
 
     def executemany(self, operation: Any, seq_of_parameters: Sequence[Any]) -> Any:
-        self._finish(self._call(operation, seq_of_parameters, True))
+        self._run(operation, seq_of_parameters, True)
 
-    def _call(self, operation: Any, parameters: Any, many: bool) -> _Outcome:
+    def _run(self, operation: Any, parameters: Any, many: bool) -> None:
+        """The statement on the thread, in one call; its results kept here."""
         adapt = cast(OneCallConnection, self._adapt_connection)
         try:
             outcome: _Outcome = await_(adapt.run_on_thread(operation, parameters, many))
         except Exception as error:
             adapt._handle_exception(error)
-        return outcome
-
-    def _finish(self, outcome: _Outcome) -> None:
-        self._description, rows, self._rowcount, self._lastrowid, in_transaction = outcome
+        self._description, rows, self._rowcount, self._lastrowid, adapt.in_transaction = outcome
         self._rows = collections.deque(rows)
-        cast(OneCallConnection, self._adapt_connection).in_transaction = in_transaction
 
 
 class OneCallConnection(AsyncAdapt_aiosqlite_connection):
@@ -127,7 +127,7 @@ class OneCallConnection(AsyncAdapt_aiosqlite_connection):
         async with self._execute_mutex:
             conn = self._connection._conn
             outcome: _Outcome = await self._connection._execute(
-                _run, conn, operation, parameters, many
+                _whole_statement, conn, operation, parameters, many
             )
             return outcome
 

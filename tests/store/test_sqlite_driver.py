@@ -100,6 +100,15 @@ async def test_rows_counts_and_returning_are_the_statements(database: Database) 
         none = await conn.execute(text("SELECT name FROM t WHERE id > 100"))
         assert none.all() == [] and list(none.keys()) == ["name"]
 
+        def fetch_by_arraysize(sync_conn: Any) -> list[Any]:
+            cursor = sync_conn.connection.dbapi_connection.cursor()
+            assert cursor.arraysize == 1  # sqlite3's default
+            cursor.arraysize = 3
+            cursor.execute("SELECT id FROM t ORDER BY id")
+            return [row[0] for row in cursor.fetchmany()]
+
+        assert await conn.run_sync(fetch_by_arraysize) == [1, 2, 3]
+
 
 @on_store
 async def test_errors_are_sqlalchemys_and_leave_the_connection_usable(
