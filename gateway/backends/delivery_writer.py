@@ -7,10 +7,11 @@ request (batches form while the previous commit runs). `committed` wakes an eval
 process after each commit.
 
 On a SQLite file the rows go to the outbox (`gateway.backends.outbox`), a file of its own whose
-only writer is this writer's thread: a commit never waits for the evaluator's transactions on the
-store. Every PRUNE_EVERY_S the same thread deletes the outbox rows the evaluator has moved into
-the store, a slice at a time between commits (`outbox.PRUNE_SLICE`); it answers the
-de-duplication memory's look-ups (`first_copies`) too. On other
+only writer is this writer, on the event loop: a commit never waits for the evaluator's
+transactions on the store. Every PRUNE_EVERY_S it deletes the outbox rows the evaluator has moved
+into the store, a slice at a time between commits (`outbox.PRUNE_SLICE`). What it reads of the
+store (which rows were moved, and the de-duplication memory's look-ups, `first_copies`) is read
+on a thread of its own. On other
 stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the delivery log itself as
 "pending", the evaluator's queue there.
 """
@@ -54,13 +55,15 @@ class DeliveryWriter:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._appender: outbox.OutboxAppender | None = None
+        self._lookups: outbox.OutboxLookups | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._next_prune = 0.0
         self._prune_after: int | None = None  # the seq the next slice starts after, in a round
         path = outbox.outbox_path(database)
         if path is not None:
             assert database.sqlite_file is not None
-            self._appender = outbox.OutboxAppender(path, database.sqlite_file)
+            self._appender = outbox.OutboxAppender(path)
+            self._lookups = outbox.OutboxLookups(path, database.sqlite_file)
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox")
 
     def start(self) -> None:
@@ -96,7 +99,7 @@ class DeliveryWriter:
 
     async def _prune_slice(self) -> None:
         """One slice of the prune round in progress, or of a new one when it is due."""
-        if self._appender is None:
+        if self._appender is None or self._lookups is None:
             return
         if self._prune_after is None:
             if time.monotonic() < self._next_prune:
@@ -104,7 +107,8 @@ class DeliveryWriter:
             self._next_prune = time.monotonic() + PRUNE_EVERY_S
             self._prune_after = 0
         try:
-            pruned = await self._on_thread(self._appender.prune_slice, self._prune_after)
+            pruned = await self._on_thread(self._lookups.moved_slice, self._prune_after)
+            self._appender.delete(pruned.moved)
             self._prune_after = pruned.resume_after
         except Exception as exc:  # the next round tries again; rows stay until then
             self._prune_after = None
@@ -144,14 +148,15 @@ class DeliveryWriter:
             async with self._database.transaction(urgent=True) as conn:
                 await DELIVERIES.insert(conn, rows)
             return
-        await self._on_thread(_append, appender, rows)
+        # on the event loop, as the outbox's only writer: its commits never wait (OutboxAppender)
+        appender.append(outbox.encode(DELIVERIES.encode(_SQLITE, rows)))
 
     async def first_copies(self, wanted: Sequence[Wanted]) -> list[str | None]:
         """The delivery id of the first accepted copy of each, or None (for FirstCopies): on
         a SQLite file on this writer's thread, its connections (no pool, no thread per query),
         the outbox too; elsewhere in one query on a pooled connection, from the log alone."""
-        if self._appender is not None:
-            found: list[str | None] = await self._on_thread(_first_copies, self._appender, wanted)
+        if self._lookups is not None:
+            found: list[str | None] = await self._on_thread(_first_copies, self._lookups, wanted)
             return found
         async with self._database.read() as conn:
             return await _firsts_in_log(conn, wanted)
@@ -164,15 +169,18 @@ class DeliveryWriter:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         await self._drain()
-        if self._appender is not None and self._executor is not None:
-            appender, self._appender = self._appender, None
-            await self._on_thread(appender.close)
+        if self._lookups is not None and self._executor is not None:
+            lookups, self._lookups = self._lookups, None
+            await self._on_thread(lookups.close)
             self._executor.shutdown(wait=True)
+        if self._appender is not None:
+            appender, self._appender = self._appender, None
+            appender.close()
 
 
-def _first_copies(appender: outbox.OutboxAppender, wanted: Sequence[Wanted]) -> list[str | None]:
+def _first_copies(lookups: outbox.OutboxLookups, wanted: Sequence[Wanted]) -> list[str | None]:
     encode = DELIVERIES.encoder(_SQLITE, "received_at")
-    return appender.first_copies(
+    return lookups.first_copies(
         [(w.webhook_uid, w.identity, encode(w.since), encode(w.outbox_until)) for w in wanted]
     )
 
@@ -193,8 +201,3 @@ async def _firsts_in_log(conn: AsyncConnection, wanted: Sequence[Wanted]) -> lis
     for found in copies.values():
         found.sort(key=lambda copy: (copy[1], copy[0]))  # oldest first
     return [first_since(copies.get((w.webhook_uid, w.identity), ()), w.since) for w in wanted]
-
-
-def _append(appender: outbox.OutboxAppender, rows: list[dict[str, Any]]) -> None:
-    """On the writer's thread: rows encoded there, off the event loop."""
-    appender.append(outbox.encode(DELIVERIES.encode(_SQLITE, rows)))

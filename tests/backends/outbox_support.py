@@ -17,7 +17,7 @@ from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
 from gateway.backends.delivery_rows import DELIVERIES, delivery_row
 from gateway.backends.embedded import MemoryBackend
-from gateway.backends.outbox import Outbox, OutboxAppender
+from gateway.backends.outbox import Outbox, OutboxAppender, OutboxLookups
 from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
@@ -29,21 +29,25 @@ from tests.support import GatewayClient
 class StoreWithOutbox(NamedTuple):
     database: Database
     appender: OutboxAppender
+    lookups: OutboxLookups
     reader: Outbox
 
 
 @asynccontextmanager
 async def store_with_outbox(tmp_path: Path) -> AsyncIterator[StoreWithOutbox]:
-    """A migrated store file, the outbox's writer and its reader; all closed on exit."""
+    """A migrated store file, the outbox's writer, the writer's look-ups and the outbox's reader;
+    all closed on exit."""
     store = str(tmp_path / "g.db")
     database = create_database(f"sqlite+aiosqlite:///{store}")
     await migrate(database)
     path = store + outbox.SUFFIX
-    appender = OutboxAppender(path, store)
+    appender = OutboxAppender(path)
+    lookups = OutboxLookups(path, store)
     reader = Outbox(path, store)
     try:
-        yield StoreWithOutbox(database, appender, reader)
+        yield StoreWithOutbox(database, appender, lookups, reader)
     finally:
+        lookups.close()
         appender.close()
         await reader.close()
         await database.close()
@@ -54,12 +58,13 @@ def append_to_outbox(appender: OutboxAppender, records: Sequence[DeliveryRecord]
     appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), rows)))
 
 
-def prune_round(appender: OutboxAppender) -> int:
+def prune_round(outbox: StoreWithOutbox) -> int:
     """A whole prune round, slice after slice as the writer runs it: how many rows it deleted."""
     removed, after = 0, 0
     while True:
-        pruned = appender.prune_slice(after)
-        removed += pruned.removed
+        pruned = outbox.lookups.moved_slice(after)
+        outbox.appender.delete(pruned.moved)
+        removed += len(pruned.moved)
         if pruned.resume_after is None:
             return removed
         after = pruned.resume_after

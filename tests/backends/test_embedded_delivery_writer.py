@@ -115,13 +115,22 @@ async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: 
             rows = [delivery_row(r, EVALUATED, datetime.now(UTC)) for r in moved]
             await DELIVERIES.insert(conn, rows)
 
+        drains = 0  # the writer's drains begun: one returns only once the queue is empty
+        drain = writer._drain
+
+        async def counted_drain() -> None:
+            nonlocal drains
+            drains += 1
+            await drain()
+
+        writer._drain = counted_drain  # type: ignore[method-assign]
         load = asyncio.create_task(_keep_the_queue_full(writer, first=1000))
         try:
             deadline = asyncio.get_running_loop().time() + 6 * PRUNE_EVERY_S
             while {"d-0", "d-99"} & {d for d, _ in _outbox_rows(tmp_path)}:
                 assert asyncio.get_running_loop().time() < deadline, "not pruned under load"
                 await asyncio.sleep(0.05)
-            assert writer._queue  # the load was still queueing when the prune came
+            assert drains == 1  # pruned inside the drain the load began: its queue never emptied
         finally:
             load.cancel()
             await asyncio.gather(load, return_exceptions=True)
@@ -138,20 +147,19 @@ async def test_a_prune_round_under_load_goes_one_slice_between_commits(tmp_path:
     writer = DeliveryWriter(database)
     appender = writer._appender
     assert appender is not None
-    calls: list[str] = []  # on the writer's thread, in order
-    append, prune_slice = appender.append, appender.prune_slice
+    calls: list[str] = []  # the outbox's writes, in order
+    append, delete = appender.append, appender.delete
 
     def recorded_append(rows: Any) -> None:
         calls.append("commit")
         append(rows)
 
-    def recorded_slice(after: int, limit: int = outbox.PRUNE_SLICE) -> outbox.PruneSlice:
-        pruned = prune_slice(after, limit)
-        calls.append(f"slice {pruned.removed}")
-        return pruned
+    def recorded_delete(seqs: Any) -> None:
+        delete(seqs)
+        calls.append(f"slice {len(seqs)}")
 
     appender.append = recorded_append  # type: ignore[method-assign]
-    appender.prune_slice = recorded_slice  # type: ignore[method-assign]
+    appender.delete = recorded_delete  # type: ignore[method-assign]
     writer.start()
     moved = [_record(i) for i in range(5 * outbox.PRUNE_SLICE)]
     try:

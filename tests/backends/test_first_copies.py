@@ -44,7 +44,8 @@ def _times(since: float, outbox_until: float) -> tuple[str, str]:
 async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
     tmp_path: Path,
 ) -> None:
-    async with store_with_outbox(tmp_path) as (database, appender, _reader):
+    async with store_with_outbox(tmp_path) as box:
+        database, appender, lookups = box.database, box.appender, box.lookups
         async with database.transaction() as conn:  # moved into the log by the evaluator
             rows = [delivery_row(_record(1, "moved", 10), EVALUATED, T0)]
             rows.append(delivery_row(_record(2, "moved", 20), EVALUATED, T0))  # a second copy
@@ -52,7 +53,7 @@ async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
         append_to_outbox(appender, [_record(3, "waiting", 30), _record(4, "waiting", 40)])
 
         def first(identity: str, since: float, outbox_until: float) -> str | None:
-            (found,) = appender.first_copies([("wh-1", identity, *_times(since, outbox_until))])
+            (found,) = lookups.first_copies([("wh-1", identity, *_times(since, outbox_until))])
             return found
 
         assert first("moved", 0, 0) == "d-1"  # the oldest copy in the window
@@ -65,7 +66,7 @@ async def test_the_log_answers_first_then_the_outbox_when_it_may_hold_the_key(
         # ...not once every row there is newer than any key memory let go
         assert first("waiting", 0, 29) is None
         # one call, several answers in order, the outbox read once for all of them
-        assert appender.first_copies([
+        assert lookups.first_copies([
             ("wh-1", "waiting", *_times(0, 30)),
             ("wh-1", "moved", *_times(0, 30)),
             ("wh-2", "waiting", *_times(0, 30)),

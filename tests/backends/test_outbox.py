@@ -49,11 +49,12 @@ def _record(i: int) -> DeliveryRecord:
 async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
     tmp_path: Path,
 ) -> None:
-    async with store_with_outbox(tmp_path) as (database, appender, reader):
+    async with store_with_outbox(tmp_path) as box:
+        database, appender, reader = box.database, box.appender, box.reader
         append_to_outbox(appender, [_record(1), _record(2), _record(3)])
         assert [r.delivery_id for _, r in await reader.read(0, 10)] == ["d-1", "d-2", "d-3"]
         assert await reader.count_waiting() == 3
-        assert prune_round(appender) == 0  # the evaluator moved nothing yet: everything stays
+        assert prune_round(box) == 0  # the evaluator moved nothing yet: everything stays
 
         async def move(*records: DeliveryRecord) -> None:
             async with database.transaction() as conn:
@@ -63,11 +64,11 @@ async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
         await move(_record(1), _record(2))
         assert await reader.count_waiting() == 1
         assert await reader.oldest_waiting() == _record(3).received_at
-        assert prune_round(appender) == 2
+        assert prune_round(box) == 2
         left = await reader.read(0, 10)
         assert [r.delivery_id for _, r in left] == ["d-3"]
         await move(_record(3))
-        assert prune_round(appender) == 1
+        assert prune_round(box) == 1
         assert await reader.read(0, 10) == [] and await reader.oldest_waiting() is None
 
         # a reader positioned after the last seq still sees what comes next (seq not reused)
@@ -80,17 +81,35 @@ async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
 
 
 async def test_prune_goes_slice_by_slice_up_to_what_the_evaluator_moved(tmp_path: Path) -> None:
-    async with store_with_outbox(tmp_path) as (database, appender, reader):
+    async with store_with_outbox(tmp_path) as box:
+        database, appender, reader = box.database, box.appender, box.reader
         records = [_record(i) for i in range(3 * outbox.PRUNE_SLICE)]
         append_to_outbox(appender, records)
         moved = records[: 2 * outbox.PRUNE_SLICE + 10]  # past the second slice's end
         async with database.transaction() as conn:
             now = datetime.now(UTC)
             await DELIVERIES.insert(conn, [delivery_row(r, EVALUATED, now) for r in moved])
-        assert prune_round(appender) == len(moved)
+        assert prune_round(box) == len(moved)
         left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_SLICE)]
         assert left == [r.delivery_id for r in records[len(moved) :]]
         assert await reader.count_waiting() == len(left)
+
+
+async def test_an_append_of_many_statements_is_one_transaction(tmp_path: Path) -> None:
+    """A batch goes in as few multi-row INSERTs (outbox.ROWS_PER_INSERT rows each): all of them
+    commit together, or none (here the last row repeats a delivery id: the unique index
+    refuses it after two whole statements went in)."""
+    async with store_with_outbox(tmp_path) as box:
+        size = 2 * outbox.ROWS_PER_INSERT + 1
+        batch = [_record(i) for i in range(size)]
+        with pytest.raises(sqlite3.IntegrityError):
+            append_to_outbox(box.appender, [*batch, _record(0)])
+        assert await box.reader.read(0, 10 * size) == []
+        append_to_outbox(box.appender, batch)
+        append_to_outbox(box.appender, [_record(size)])  # one statement: its own transaction
+        stored = await box.reader.read(0, 10 * size)
+        assert [r.delivery_id for _, r in stored] == [f"d-{i}" for i in range(size + 1)]
+        assert [r for _, r in stored] == [*batch, _record(size)]
 
 
 def test_a_batch_moved_again_after_a_crash_starts_no_second_run(
