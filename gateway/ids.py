@@ -3,12 +3,41 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 
 def new_id(prefix: str) -> str:
     """`prefix_` + 12 hex digits of milliseconds + 20 random hex digits."""
-    return f"{prefix}_{int(time.time() * 1000):012x}{os.urandom(10).hex()}"
+    return f"{prefix}_{int(time.time() * 1000):012x}{random_bytes(10).hex()}"
+
+
+# os.urandom lets go of the GIL for its getrandom() call, and under load another thread (a
+# database driver's, the outbox's) took it at nearly every one: an id cost a hand-over of the
+# GIL and back. So the operating system's random bytes are drawn POOL_BYTES at a time and
+# handed out in order, each byte once; a forked child starts a pool of its own.
+POOL_BYTES = 4096
+_pool_lock = threading.Lock()
+_pool = b""
+_taken = 0
+
+
+def random_bytes(count: int) -> bytes:
+    """`count` (at most POOL_BYTES) bytes from the operating system's random source."""
+    global _pool, _taken
+    with _pool_lock:
+        if _taken + count > len(_pool):
+            _pool, _taken = os.urandom(POOL_BYTES), 0
+        start, _taken = _taken, _taken + count
+        return _pool[start:_taken]
+
+
+def _new_pool_in_child() -> None:
+    global _pool, _taken, _pool_lock
+    _pool, _taken, _pool_lock = b"", 0, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_pool_in_child)
 
 
 # Provider connections share the ingress cache, the backend keys and the delivery log with custom
@@ -36,7 +65,7 @@ def new_uuid() -> str:
     clients parse as UUIDs: 48 bits of Unix milliseconds, then 74 random bits. New ids land at
     the end of the indexes that hold them instead of on random pages (random version 4 ids
     made the evaluator's inserts ~2x slower once the tables outgrew the page cache)."""
-    raw = bytearray(int(time.time() * 1000).to_bytes(6, "big") + os.urandom(10))
+    raw = bytearray(int(time.time() * 1000).to_bytes(6, "big") + random_bytes(10))
     raw[6] = raw[6] & 0x0F | 0x70  # version 7
     raw[8] = raw[8] & 0x3F | 0x80  # RFC 9562 variant
     h = raw.hex()

@@ -4,6 +4,7 @@ the evaluator handles them like live deliveries."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -238,8 +239,15 @@ def test_replay_refusals_name_the_problem(app: GatewayClient) -> None:
 def test_bulk_replay_is_bounded_and_keyed(app: GatewayClient) -> None:
     hook = Hook(World.create(app))
     since = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
-    sent = [hook.send({"action": "opened", "i": i}) for i in range(3)]
-    sent.append(hook.send({"action": "edited"}))
+    sent = []
+    for payload in (
+        {"action": "opened", "i": 0},
+        {"action": "opened", "i": 1},
+        {"action": "opened", "i": 2},
+        {"action": "edited"},
+    ):
+        sent.append(hook.send(payload))
+        time.sleep(0.002)  # receipt times differ: same-millisecond deliveries go by id
     for delivery_id in sent:
         hook.evaluated(delivery_id)
     path = f"{hook.base}/deliveries/replay"
