@@ -4,7 +4,7 @@ SQLite lets one connection write a file at a time. With accepted deliveries writ
 store's delivery log, every ingress commit waited for whatever write transaction the evaluator
 had open, and the evaluator, at idle CPU priority, could be preempted while holding the lock:
 ingress p99 followed the evaluator's batches. So ingress appends to this file instead, and it is
-the file's only writer (the serving process's event loop); it never waits for anyone's lock.
+the file's only writer (the serving process's delivery writer); it never waits for anyone's lock.
 
 The evaluator reads the outbox in append order (`seq`) and moves each batch into the store's
 delivery log in the batch transaction that starts its runs, skipping deliveries already logged
@@ -120,11 +120,12 @@ class PruneSlice(NamedTuple):
 
 
 class OutboxAppender:
-    """The outbox's only writer, used from the serving process's event loop: appends batches,
-    deletes moved rows. Its statements never wait: no other connection writes this file, and in
-    WAL mode readers never block a writer. On the loop it costs less than on a thread of its
-    own: handing each batch to a thread and back cost ~15 µs of CPU per delivery more (the
-    embedded grid, 1 KB: 81 against 95 µs per request with the evaluator off)."""
+    """The outbox's only writer: appends batches, deletes moved rows. Its statements never
+    wait: no other connection writes this file, and in WAL mode readers never block a writer.
+    The delivery writer calls it on the event loop for batches of small payloads (handing each
+    to a thread and back cost ~15 µs of CPU per delivery more: the embedded grid, 1 KB, 81
+    against 95 µs per request with the evaluator off), and on the outbox thread for large ones
+    and for deletes; one call at a time."""
 
     def __init__(self, path: str) -> None:
         create_schema(path)

@@ -4,8 +4,10 @@ delivery log itself on PostgreSQL)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
-from gateway.backends.delivery_writer import PRUNE_EVERY_S, DeliveryWriter
+from gateway.backends.delivery_writer import PRUNE_EVERY_S, THREAD_APPEND_BYTES, DeliveryWriter
 from gateway.store import create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
@@ -191,6 +193,41 @@ async def test_a_prune_round_under_load_goes_one_slice_between_commits(tmp_path:
         await writer.close()
         await database.close()
     assert not {r.delivery_id for r in moved} & {d for d, _ in _outbox_rows(tmp_path)}
+
+
+async def test_small_batches_commit_on_the_event_loop_large_ones_on_the_outbox_thread(
+    tmp_path: Path,
+) -> None:
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
+    await migrate(database)
+    writer = DeliveryWriter(database)
+    appender = writer._appender
+    assert appender is not None
+    threads: list[tuple[int, bool]] = []  # (rows, on the event loop's thread) of each append
+    append = appender.append
+
+    def recorded_append(rows: Any) -> None:
+        threads.append((len(rows), threading.current_thread() is threading.main_thread()))
+        append(rows)
+
+    appender.append = recorded_append  # type: ignore[method-assign]
+    writer.start()
+    large = b'{"pad": "' + b"x" * THREAD_APPEND_BYTES + b'"}'
+    try:
+        await writer.write(_record(1))
+        await writer.write(dataclasses.replace(_record(2), payload=large, size=len(large)))
+        await writer.write(_record(3))
+    finally:
+        await writer.close()
+        await database.close()
+    assert threads == [(1, True), (1, False), (1, True)]
+    assert [d for d, _ in _outbox_rows(tmp_path)] == ["d-1", "d-2", "d-3"]
+    conn = sqlite3.connect(tmp_path / ("g.db" + outbox.SUFFIX))
+    try:
+        (stored,) = conn.execute("SELECT payload FROM outbox WHERE delivery_id = 'd-2'").fetchone()
+    finally:
+        conn.close()
+    assert stored == large
 
 
 async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:
