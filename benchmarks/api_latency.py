@@ -16,6 +16,7 @@ import asyncio
 import base64
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -174,6 +175,7 @@ async def _measure(requests: int) -> dict[str, Any]:
         return results
     finally:
         await gateway.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _child(source: str | None, requests: int) -> dict[str, Any]:
