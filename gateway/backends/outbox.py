@@ -20,6 +20,7 @@ not yet in the store's log".
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -58,8 +59,10 @@ _ROW_MARKS = f"({', '.join('?' * len(COLUMNS))})"
 ROWS_PER_INSERT = 64
 
 
-def insert_statement(rows: int) -> str:
-    """One INSERT of `rows` rows (cached by sqlite3 per distinct text: at most ROWS_PER_INSERT)."""
+@functools.cache
+def _insert_statement(rows: int) -> str:
+    """One INSERT of `rows` rows; its text built once per size (sqlite3 then finds the prepared
+    statement by it: at most ROWS_PER_INSERT of them)."""
     return f"INSERT INTO outbox ({', '.join(COLUMNS)}) VALUES " + ", ".join([_ROW_MARKS] * rows)
 
 
@@ -154,7 +157,7 @@ class OutboxAppender:
             raise
 
     def _insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        self._conn.execute(insert_statement(len(rows)), [value for row in rows for value in row])
+        self._conn.execute(_insert_statement(len(rows)), [value for row in rows for value in row])
 
     def delete(self, seqs: Sequence[int]) -> None:
         """Deletes rows (at most PRUNE_SLICE), in one statement."""
