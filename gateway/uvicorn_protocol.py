@@ -35,6 +35,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from gateway.errors import HeadersTooLarge, RequestTimeout, ServiceError
 from gateway.ingress.request_head import READ_BUFFER, trailer_error
 from gateway.problem import PROBLEM_CONTENT_TYPE, render
+from gateway.response_writes import OneWriteResponses
 
 SWEEP_S = 1.0
 _STATUS = {408: b"408 Request Timeout", 431: b"431 Request Header Fields Too Large"}
@@ -70,6 +71,7 @@ class BoundedHttpTools(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.responses = OneWriteResponses(transport, self.loop)
         self.open_section(IDLE)  # a connection that sends nothing is overdue too
         _sweeper(self.loop, self.connections)
 
@@ -103,6 +105,9 @@ class BoundedHttpTools(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self.section = self.section_due = None
         _Base.on_headers_complete(self)
+        cycle = self.cycle
+        if cycle is not None:  # (an upgrade request makes none)
+            cycle.transport = self.responses  # type: ignore[assignment]
 
     def on_chunk_header(self) -> None:
         """A chunk's size line: its data follows, or (the last chunk) the trailer section."""
@@ -173,13 +178,14 @@ class BoundedHttpTools(HttpToolsProtocol):
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True  # as when the connection is lost: its app sends nothing
             cycle.message_event.set()
+        responses = self.responses  # after what a cycle wrote, and closed once that is out
         if answer and error is not None:
             status, body, _ = render(error)
-            transport.write(
+            responses.write(
                 b"HTTP/1.1 %s\r\ncontent-type: %s\r\ncontent-length: %d\r\nconnection: close"
                 b"\r\n\r\n" % (_STATUS[status], PROBLEM_CONTENT_TYPE, len(body)) + body
             )
-        transport.close()
+        responses.close()
 
 
 class TrailerFields(list[tuple[bytes, bytes]]):
