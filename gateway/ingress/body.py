@@ -44,13 +44,21 @@ class BodyReader:
         self._reading: dict[asyncio.Task[object], float] = {}
         self._expired: set[asyncio.Task[object]] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the last read ran
 
     async def read(self, receive: Receive) -> bytes:
         """The whole body, or TooLarge the moment it passes the cap, or 408 past the deadline."""
-        task: asyncio.Task[object] | None = asyncio.current_task()
-        if task is None:  # not inside a task: nothing to cancel, read without a deadline
-            return await _read(receive, self.cap)
-        loop = task.get_loop()
+        # current_task() without its loop asks for the running loop, and on Python 3.11 that
+        # asks the kernel for the process id (a system call per request): given the loop of the
+        # reads before, it looks the task up directly
+        known = self._loop
+        task: asyncio.Task[object] | None = asyncio.current_task(known) if known else None
+        loop = task.get_loop() if task is not None else asyncio.get_running_loop()
+        if task is None:  # the first read, or one on another loop
+            self._loop = loop
+            task = asyncio.current_task(loop)
+            if task is None:  # not inside a task: nothing to cancel, read without a deadline
+                return await _read(receive, self.cap)
         cancelling = task.cancelling()
         expiry = loop.time() + self.deadline
         self._reading[task] = expiry

@@ -155,6 +155,22 @@ def test_url_tokens_never_reach_a_log_line(caplog: pytest.LogCaptureFixture) -> 
     assert "wht_TOPSECRET" not in caplog.text and "{token}" in caplog.text
 
 
+def test_a_body_reader_keeps_its_deadline_on_a_later_event_loop() -> None:
+    """It remembers the loop of its last read; on another loop it finds that one instead."""
+    reader = BodyReader(0.05)
+
+    async def never() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def late_read() -> None:
+        with pytest.raises(RequestTimeout):  # not TimeoutError: the reader's own deadline
+            await asyncio.wait_for(reader.read(never), 2)
+
+    asyncio.run(late_read())
+    asyncio.run(late_read())
+
+
 def test_shared_body_deadline_times_out_only_the_slow_reader() -> None:
     async def run() -> None:
         reader = BodyReader(0.05)
