@@ -4,8 +4,7 @@ The evaluator writes hundreds of rows per batch. Through `conn.execute(insert(ta
 SQLAlchemy processes every value of every row through its type objects, which cost more than the
 database's own work for the row. A `BulkInsert` compiles its statement once per dialect, encodes
 each row with one small function per column that needs it (chosen once from the column's type)
-and sends tuples through `exec_driver_sql` (an executemany on PostgreSQL, a few multi-row
-statements on SQLite), in the caller's transaction.
+and sends tuples through `exec_driver_sql`: one executemany, in the caller's transaction.
 
 Rows are encoded by `prepare`, before the transaction (SQLite has one writer: every microsecond
 of Python inside a write transaction is one every other writer waits), and grouped by one
@@ -28,9 +27,6 @@ from gateway.store.types import UTCDateTime
 
 # PostgreSQL and SQLite both take at most 32,766 parameters in one statement
 MAX_PARAMETERS = 30_000
-# rows in one SQLite INSERT at most; fewer rows go as statements of power-of-two sizes, so that
-# a table's inserts are a few statements that each connection prepares once (statement_sizes)
-MAX_ROWS_PER_STATEMENT = 1024
 Row = Mapping[str, Any]
 Encode = Callable[[Any], Any]
 Values = tuple[Any, ...]
@@ -80,24 +76,10 @@ class BulkInsert:
         return Prepared(group, [row[group] for row in rows], self.encode(dialect, rows))
 
     async def insert(self, conn: AsyncConnection, rows: Prepared | Sequence[Row]) -> None:
-        """All of `rows`: one executemany on PostgreSQL, a few multi-row statements on SQLite.
-
-        sqlite3's executemany runs the statement once per row and lets go of the GIL around
-        each run; with the event loop's thread busy planning the next batch, every row then
-        waited to get it back. A multi-row statement runs once (measured: +13 % deliveries a
-        second through the evaluator, the same CPU)."""
+        """All of `rows`, as one executemany."""
         values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
-        if not values:
-            return
-        dialect = conn.dialect
-        if dialect.name != "sqlite":
-            await conn.exec_driver_sql(self.sql(dialect, 0), values)
-            return
-        start = 0
-        for size in statement_sizes(len(values), MAX_PARAMETERS // len(self.columns)):
-            chunk = values[start : start + size]
-            start += size
-            await conn.exec_driver_sql(self.sql(dialect, size), tuple(v for r in chunk for v in r))
+        if values:
+            await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
 
     async def insert_new(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
         """The rows whose group (a unique column) is not taken yet; returns the groups it
@@ -105,7 +87,7 @@ class BulkInsert:
 
         PostgreSQL: ON CONFLICT DO NOTHING RETURNING; a row another transaction is inserting
         waits for that one to end, so two writers never both see a key as new. SQLite has one
-        writer at a time: the taken keys are read first and the others inserted by `insert`
+        writer at a time: the taken keys are read first and the others inserted by executemany
         (a multi-row VALUES ... RETURNING cost twice as much there)."""
         rows = rows.unique()
         if conn.dialect.name == "sqlite":
@@ -189,21 +171,6 @@ class BulkInsert:
         if len(self._statements) < 512:  # one per batch size seen; batch sizes are bounded
             self._statements[(dialect.name, count, returning)] = sql
         return sql
-
-
-def statement_sizes(count: int, most: int) -> list[int]:
-    """Rows per statement for `count` rows: MAX_ROWS_PER_STATEMENT (or the largest power of two
-    up to `most`) each, the rest in power-of-two parts, largest first."""
-    largest = 1
-    while largest * 2 <= min(most, MAX_ROWS_PER_STATEMENT):
-        largest *= 2
-    sizes = [largest] * (count // largest)
-    rest = count % largest
-    while rest:
-        part = 1 << (rest.bit_length() - 1)
-        sizes.append(part)
-        rest -= part
-    return sizes
 
 
 def _encoder(column_type: Any, dialect: Dialect) -> Encode | None:
