@@ -5,18 +5,15 @@ connection closes. Then the same through uvicorn with the gateway's protocol, on
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from gateway.response_writes import OneWriteResponses
 from gateway.uvicorn_protocol import BoundedHttpTools
-from tests.ingress.raw_http import connection, read_answer, request
+from tests.ingress.raw_http import connection, read_answer, request, served_in_thread
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
 
@@ -133,22 +130,8 @@ class CountedProtocol(BoundedHttpTools):
 
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        free = int(probe.getsockname()[1])
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=free, http=CountedProtocol, loop="uvloop", log_level="error"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    yield free
-    server.should_exit = True
-    thread.join(10)
+    with served_in_thread(app, CountedProtocol) as served:
+        yield served
 
 
 @pytest.mark.parametrize("size", [2, 1024, 256 * 1024])

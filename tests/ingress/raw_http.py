@@ -4,13 +4,15 @@ write, pieces, pipelined requests, trailers) and read the answers as sent."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
+import uvicorn
 
 # between the pieces of a split request, so that each tends to arrive in a read of its own
 PIECE_PAUSE_S = 0.005
@@ -113,3 +115,27 @@ def closed_by_server(sock: socket.socket, wait_s: float) -> bool:
     except OSError:
         return True
     return True
+
+
+@contextmanager
+def served_in_thread(app: Any, http: type, **config: Any) -> Iterator[int]:
+    """`app` under uvicorn with the protocol class `http`, in a thread of this process; yields
+    its port (for tests of the protocol layer that need no gateway behind it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    settings = uvicorn.Config(
+        app, host="127.0.0.1", port=port, http=http, loop="uvloop", log_level="error", **config
+    )
+    server = uvicorn.Server(settings)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
