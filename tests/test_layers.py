@@ -25,7 +25,8 @@ LAYERS: list[set[str]] = [
     {"backends", "blobs"},
     {"store", "signatures", "providers", "openapi"},
     {"problem", "security", "settings", "logs", "metrics", "trusted_proxies"},
-    {"errors", "ids", "types", "catalog", "attachment_storage", "rejections", "allocator"},
+    {"errors", "ids", "types", "catalog", "attachment_storage", "rejections", "allocator"}
+    | {"response_writes"},
 ]
 # The two products: the webhook gateway reaches the agent platform only through the one module
 # that starts runs (docs/architecture.md, "Two products")
