@@ -57,9 +57,8 @@ def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(
             closed = closed_by_server(sock, 0.1)
         idle_for = time.monotonic() - idle_since
     assert closed, "an idle connection was kept"
-    assert KEEP_ALIVE_S <= idle_for <= KEEP_ALIVE_S + SWEEP_S + 0.5, (
-        f"closed after {idle_for:.2f} s"
-    )
+    # the server's clock starts as it answers, a moment before this one does
+    assert KEEP_ALIVE_S - 0.1 <= idle_for <= KEEP_ALIVE_S + SWEEP_S + 0.5, f"after {idle_for:.2f} s"
 
 
 def test_a_connection_used_again_within_the_timeout_serves(port: int) -> None:
