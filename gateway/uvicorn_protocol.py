@@ -108,8 +108,8 @@ class BoundedHttpTools(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self.section = self.section_due = None
         _Base.on_headers_complete(self)
-        cycle = self.cycle
-        if cycle is not None:  # (an upgrade request makes none)
+        cycle = self.cycle  # the new request's (an upgrade request makes none: still the last)
+        if cycle is not None:
             cycle.transport = self.responses  # type: ignore[assignment]
 
     def on_chunk_header(self) -> None:
@@ -141,9 +141,9 @@ class BoundedHttpTools(HttpToolsProtocol):
         self.section_bytes = 0
 
     def on_response_complete(self) -> None:
-        """uvicorn's, without its keep-alive timer (one armed and cancelled per request, ~2 µs
-        of the loop's time): an idle connection is a section of its own, which the sweep closes
-        once the keep-alive timeout has passed."""
+        """uvicorn's (as of 0.54), without its keep-alive timer (one armed and cancelled per
+        request, ~2 µs of the loop's time): an idle connection is a section of its own, which
+        the sweep closes once the keep-alive timeout has passed."""
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
