@@ -14,6 +14,8 @@ from typing import Any, BinaryIO
 import orjson
 import uvicorn
 
+from benchmarks.procs import free_port
+
 # between the pieces of a split request, so that each tends to arrive in a read of its own
 PIECE_PAUSE_S = 0.005
 
@@ -121,9 +123,7 @@ def closed_by_server(sock: socket.socket, wait_s: float) -> bool:
 def served_in_thread(app: Any, http: type, **config: Any) -> Iterator[int]:
     """`app` under uvicorn with the protocol class `http`, in a thread of this process; yields
     its port (for tests of the protocol layer that need no gateway behind it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     settings = uvicorn.Config(
         app, host="127.0.0.1", port=port, http=http, loop="uvloop", log_level="error", **config
     )
