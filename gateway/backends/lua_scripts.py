@@ -78,9 +78,15 @@ local function log_capped(rej, dropped, stream, floor, window, limit, fields, ba
 end
 local function flush()
   for key, waiting in pairs(pushes) do
-    local stamps = {}
-    for i = 1, waiting.n do stamps[i] = now end
-    if redis.call('LPUSH', key, unpack(stamps)) > 2 * waiting.limit then
+    local length
+    if waiting.n == 1 then  -- the usual case: no table to build
+      length = redis.call('LPUSH', key, now)
+    else
+      local stamps = {}
+      for i = 1, waiting.n do stamps[i] = now end
+      length = redis.call('LPUSH', key, unpack(stamps))
+    end
+    if length > 2 * waiting.limit then
       redis.call('LTRIM', key, 0, waiting.limit - 1)
     end
     redis.call('PEXPIRE', key, waiting.window)
@@ -131,62 +137,73 @@ local function stale(key, held)
   end
   return shared > tonumber(held)
 end
-local function submit(K, A, body_key)
-  if stale(K[1], A[6]) then
+-- a refused delivery's record in the reject log (capped), and its side body gone; `first`:
+-- the first copy's delivery id, for a duplicate
+local function reject(k, a, body_key, floor, window, backlog, label, reason, first)
+  if body_key then redis.call('DEL', body_key) end
+  local fields = {'d', ARGV[a + 8], 'w', ARGV[a + 5], 't', now, 'n', ARGV[a + 10], 'l', label}
+  if reason then fields[11] = 'r'; fields[12] = reason end
+  if first then
+    fields[#fields + 1] = 'i'; fields[#fields + 1] = ARGV[a + 12]
+    fields[#fields + 1] = 'f'; fields[#fields + 1] = first
+  end
+  log_capped(KEYS[k + 3], KEYS[k + 5], KEYS[k + 4], floor, window, tonumber(ARGV[a + 3]),
+             fields, backlog)
+end
+-- one delivery: its keys are KEYS[k + 1 .. k + 8], its arguments ARGV[a + 1 .. a + 13], read
+-- in place (copied into tables of their own, and with a closure per delivery, Lua's allocations
+-- cost Redis more than most of the commands)
+local function submit(k, a, body_key)
+  if stale(KEYS[k + 1], ARGV[a + 6]) then
     if body_key then redis.call('DEL', body_key) end
     return {'STALE'}
   end
   if body_key and redis.call('EXISTS', body_key) == 0 then return {'NOBODY'} end
-  local window = tonumber(A[2])
+  local rate_key, id = KEYS[k + 2], ARGV[a + 8]
+  local window = tonumber(ARGV[a + 2])
   local floor = now - window
-  local id, uid, size = A[8], A[5], A[10]
-  local backlog = backlog_of(K[6], A[7])
-  local function reject(label, reason, extra)
-    if body_key then redis.call('DEL', body_key) end
-    local fields = {'d', id, 'w', uid, 't', now, 'n', size, 'l', label}
-    if reason then fields[11] = 'r'; fields[12] = reason end
-    for _, v in ipairs(extra) do fields[#fields + 1] = v end
-    log_capped(K[3], K[5], K[4], floor, window, tonumber(A[3]), fields, backlog)
-  end
-  local rate = tonumber(A[1])
-  local free_at = full_until(K[2], rate, floor, window)
+  local backlog = backlog_of(KEYS[k + 6], ARGV[a + 7])
+  local rate = tonumber(ARGV[a + 1])
+  local free_at = full_until(rate_key, rate, floor, window)
   if free_at then
-    reject('Rejected (rate limited)', 'rate_limited', {})
+    reject(k, a, body_key, floor, window, backlog, 'Rejected (rate limited)', 'rate_limited')
     return {'RATE', free_at - now}
   end
-  if A[9] ~= '1' then
-    reject('Rejected (invalid JSON)', 'invalid_json', {})
-    window_push(K[2], window, rate)
+  if ARGV[a + 9] ~= '1' then
+    reject(k, a, body_key, floor, window, backlog, 'Rejected (invalid JSON)', 'invalid_json')
+    window_push(rate_key, window, rate)
     return {'BADJSON'}
   end
   local first
   if backlog_full(backlog) then
-    first = redis.call('GET', K[8])
+    first = redis.call('GET', KEYS[k + 8])
     if not first then
       if body_key then redis.call('DEL', body_key) end
       return {'FULL'}
     end
   else
     -- checked and set in one command; every check that could refuse the delivery is behind us
-    first = redis.call('SET', K[8], id, 'NX', 'GET', 'EX', tonumber(A[4]))
+    first = redis.call('SET', KEYS[k + 8], id, 'NX', 'GET', 'EX', tonumber(ARGV[a + 4]))
   end
   if first then
-    reject('Duplicate', nil, {'i', A[12], 'f', first})
-    window_push(K[2], window, rate)
+    reject(k, a, body_key, floor, window, backlog, 'Duplicate', nil, first)
+    window_push(rate_key, window, rate)
     return {'DUP', first}
   end
   local entry
   if body_key then
     redis.call('PERSIST', body_key)
-    entry = redis.call('XADD', K[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                       'l', 'Accepted', 'i', A[12], 'k', body_key, 'h', A[13])
+    entry = redis.call('XADD', KEYS[k + 4], '*', 'd', id, 'w', ARGV[a + 5], 't', now,
+                       'n', ARGV[a + 10], 'l', 'Accepted', 'i', ARGV[a + 12], 'k', body_key,
+                       'h', ARGV[a + 13])
   else
-    entry = redis.call('XADD', K[4], '*', 'd', id, 'w', uid, 't', now, 'n', size,
-                       'l', 'Accepted', 'i', A[12], 'p', A[11], 'h', A[13])
+    entry = redis.call('XADD', KEYS[k + 4], '*', 'd', id, 'w', ARGV[a + 5], 't', now,
+                       'n', ARGV[a + 10], 'l', 'Accepted', 'i', ARGV[a + 12], 'p', ARGV[a + 11],
+                       'h', ARGV[a + 13])
   end
   backlog.added = backlog.added + 1
-  redis.call('HSET', K[7], id, entry)
-  window_push(K[2], window, rate)
+  redis.call('HSET', KEYS[k + 7], id, entry)
+  window_push(rate_key, window, rate)
   return {'OK', id}
 end
 -- one delivery's Redis error (pcall) is its own: the others of the call keep their outcomes
@@ -196,11 +213,10 @@ local function settled(ok, reply)
 end
 local replies = {}
 if #KEYS == 9 then
-  replies[1] = settled(pcall(submit, {unpack(KEYS, 1, 8)}, ARGV, KEYS[9]))
+  replies[1] = settled(pcall(submit, 0, 0, KEYS[9]))
 else
   for i = 0, #KEYS / 8 - 1 do
-    replies[i + 1] = settled(pcall(submit, {unpack(KEYS, 8 * i + 1, 8 * i + 8)},
-                                   {unpack(ARGV, 13 * i + 1, 13 * i + 13)}))
+    replies[i + 1] = settled(pcall(submit, 8 * i, 13 * i))
   end
 end
 flush()
