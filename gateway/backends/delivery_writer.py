@@ -80,7 +80,9 @@ class DeliveryWriter:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append((delivery_row(record, PENDING), future))
         self._wake.set()
-        await asyncio.shield(future)
+        # the caller's own future, not shielded: a cancelled caller cancels it, and the writer
+        # (which skips futures already done) commits the row all the same
+        await future
 
     def write_later(self, record: DeliveryRecord) -> None:
         """Metadata-only records (rejections) ride along with the next batch; nobody waits."""
@@ -134,7 +136,8 @@ class DeliveryWriter:
     async def _commit(self, batch: list[Pending]) -> None:
         rows = [row for row, _ in batch]
         try:
-            await asyncio.shield(self._insert(rows))  # a cancelled writer still finishes a commit
+            if not self._appended_on_loop(rows):
+                await asyncio.shield(self._insert(rows))  # a cancelled writer still commits
         except Exception as exc:  # every waiter learns of it and answers 503
             log.error("delivery log commit of %d rows failed: %s", len(batch), exc)
             for _, future in batch:
@@ -146,17 +149,24 @@ class DeliveryWriter:
                 future.set_result(None)
         self.committed.set()
 
+    def _appended_on_loop(self, rows: list[dict[str, Any]]) -> bool:
+        """Appends a batch of small payloads to the outbox here, on the event loop (its commits
+        never wait: OutboxAppender), and says so. No await, no task: nothing can cancel it
+        midway, and the commit goes out in this turn of the loop."""
+        appender = self._appender
+        if appender is None or _payload_bytes(rows) >= THREAD_APPEND_BYTES:
+            return False
+        appender.append(outbox.encode(DELIVERIES.encode(_SQLITE, rows)))
+        return True
+
     async def _insert(self, rows: list[dict[str, Any]]) -> None:
         appender = self._appender
         if appender is None:
             async with self._database.transaction(urgent=True) as conn:
                 await DELIVERIES.insert(conn, rows)
             return
-        encoded = outbox.encode(DELIVERIES.encode(_SQLITE, rows))
-        if sum(len(row["payload"] or b"") for row in rows) < THREAD_APPEND_BYTES:
-            appender.append(encoded)  # on the event loop: its commits never wait (OutboxAppender)
-        else:  # large: the loop goes on with other requests while SQLite copies the bytes
-            await self._on_thread(appender.append, encoded)
+        # large: the loop goes on with other requests while SQLite copies the bytes
+        await self._on_thread(appender.append, outbox.encode(DELIVERIES.encode(_SQLITE, rows)))
 
     async def first_copies(self, wanted: Sequence[Wanted]) -> list[str | None]:
         """The delivery id of the first accepted copy of each, or None (for FirstCopies): on
@@ -183,6 +193,10 @@ class DeliveryWriter:
         if self._appender is not None:
             appender, self._appender = self._appender, None
             appender.close()
+
+
+def _payload_bytes(rows: list[dict[str, Any]]) -> int:
+    return sum(len(row["payload"] or b"") for row in rows)
 
 
 def _prune(

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from gateway.backends import outbox
+from gateway.backends import delivery_writer, outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.delivery_writer import PRUNE_EVERY_S, THREAD_APPEND_BYTES, DeliveryWriter
@@ -105,7 +105,42 @@ async def _keep_the_queue_full(writer: DeliveryWriter, first: int) -> None:
         await asyncio.sleep(0)
 
 
-async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: Path) -> None:
+@pytest.mark.parametrize("appends", ["on the thread", "on the loop"])
+async def test_a_cancelled_caller_s_row_is_committed_and_the_others_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, appends: str
+) -> None:
+    """A caller cancelled while its row waits (a client gone, a shutdown) leaves the row to be
+    committed like the others; the writer skips its cancelled future and answers the rest."""
+    if appends == "on the thread":
+        monkeypatch.setattr(delivery_writer, "THREAD_APPEND_BYTES", 0)
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
+    await migrate(database)
+    writer = DeliveryWriter(database)
+    writer.start()
+    try:
+        callers = [asyncio.create_task(writer.write(_record(i))) for i in range(3)]
+        await asyncio.sleep(0)  # each has queued its row
+        callers[1].cancel()
+        done = await asyncio.gather(*callers, return_exceptions=True)
+        assert done[0] is None and done[2] is None
+        assert isinstance(done[1], asyncio.CancelledError)
+        assert sorted(d for d, _ in _outbox_rows(tmp_path)) == ["d-0", "d-1", "d-2"]
+        await writer.write(_record(3))  # the writer goes on
+    finally:
+        await writer.close()
+        await database.close()
+    assert sorted(d for d, _ in _outbox_rows(tmp_path)) == ["d-0", "d-1", "d-2", "d-3"]
+
+
+@pytest.mark.parametrize("appends", ["on the thread", "on the loop"])
+async def test_writer_prunes_the_outbox_under_sustained_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, appends: str
+) -> None:
+    """On the thread, each commit awaits and more records queue meanwhile: the queue never
+    empties, and the prune must happen inside the drain. On the loop, a commit takes no turn of
+    the loop, and the drain returns between turns."""
+    if appends == "on the thread":
+        monkeypatch.setattr(delivery_writer, "THREAD_APPEND_BYTES", 0)
     database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
     await migrate(database)
     writer = DeliveryWriter(database)
@@ -132,7 +167,10 @@ async def test_writer_prunes_the_outbox_while_its_queue_never_empties(tmp_path: 
             while {"d-0", "d-99"} & {d for d, _ in _outbox_rows(tmp_path)}:
                 assert asyncio.get_running_loop().time() < deadline, "not pruned under load"
                 await asyncio.sleep(0.05)
-            assert drains == 1  # pruned inside the drain the load began: its queue never emptied
+            if appends == "on the thread":  # pruned inside the drain the load began
+                assert drains == 1
+            else:
+                assert drains > 1
         finally:
             load.cancel()
             await asyncio.gather(load, return_exceptions=True)
