@@ -40,7 +40,10 @@ from gateway.store import tables as t
 
 log = logging.getLogger("gateway.ingress")
 
-Pending = tuple[dict[str, Any], asyncio.Future[None] | None]
+# a row waiting for the writer: beside a SQLite file an outbox row (outbox.row_of), else a
+# delivery-log row (delivery_row); and the future of the caller waiting for its commit, if any
+Row = Any
+Pending = tuple[Row, asyncio.Future[None] | None]
 PRUNE_EVERY_S = 0.5
 # A batch whose payloads add up to this many bytes is appended on the outbox thread, not on the
 # event loop: with 200 KB bodies, appended on the loop, ingress answered 9 % fewer requests at a
@@ -78,7 +81,7 @@ class DeliveryWriter:
         """Logs an accepted delivery as pending; returns once the row is committed, raises when
         the commit failed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((delivery_row(record, PENDING), future))
+        self._queue.append((self._row(record, PENDING), future))
         self._wake.set()
         # the caller's own future, not shielded: a cancelled caller cancels it, and the writer
         # (which skips futures already done) commits the row all the same
@@ -86,8 +89,13 @@ class DeliveryWriter:
 
     def write_later(self, record: DeliveryRecord) -> None:
         """Metadata-only records (rejections) ride along with the next batch; nobody waits."""
-        self._queue.append((delivery_row(record, None), None))
+        self._queue.append((self._row(record, None), None))
         self._wake.set()
+
+    def _row(self, record: DeliveryRecord, evaluation: str | None) -> Row:
+        if self._appender is not None:  # the outbox has no evaluation: all of it is pending
+            return outbox.row_of(record)
+        return delivery_row(record, evaluation)
 
     async def _run(self) -> None:
         while True:
@@ -149,24 +157,24 @@ class DeliveryWriter:
                 future.set_result(None)
         self.committed.set()
 
-    def _appended_on_loop(self, rows: list[dict[str, Any]]) -> bool:
+    def _appended_on_loop(self, rows: list[Row]) -> bool:
         """Appends a batch of small payloads to the outbox here, on the event loop (its commits
         never wait: OutboxAppender), and says so. No await, no task: nothing can cancel it
         midway, and the commit goes out in this turn of the loop."""
         appender = self._appender
         if appender is None or _payload_bytes(rows) >= THREAD_APPEND_BYTES:
             return False
-        appender.append(outbox.encode(DELIVERIES.encode(_SQLITE, rows)))
+        appender.append(rows)
         return True
 
-    async def _insert(self, rows: list[dict[str, Any]]) -> None:
+    async def _insert(self, rows: list[Row]) -> None:
         appender = self._appender
         if appender is None:
             async with self._database.transaction(urgent=True) as conn:
                 await DELIVERIES.insert(conn, rows)
             return
         # large: the loop goes on with other requests while SQLite copies the bytes
-        await self._on_thread(appender.append, outbox.encode(DELIVERIES.encode(_SQLITE, rows)))
+        await self._on_thread(appender.append, rows)
 
     async def first_copies(self, wanted: Sequence[Wanted]) -> list[str | None]:
         """The delivery id of the first accepted copy of each, or None (for FirstCopies): on
@@ -195,8 +203,9 @@ class DeliveryWriter:
             appender.close()
 
 
-def _payload_bytes(rows: list[dict[str, Any]]) -> int:
-    return sum(len(row["payload"] or b"") for row in rows)
+def _payload_bytes(rows: list[Row]) -> int:
+    """Of outbox rows."""
+    return sum(len(row[outbox.PAYLOAD] or b"") for row in rows)
 
 
 def _prune(

@@ -176,7 +176,7 @@ class BulkInsert:
 def _encoder(column_type: Any, dialect: Dialect) -> Encode | None:
     """How a value of this column type goes to the driver; None: as it is."""
     if isinstance(column_type, UTCDateTime):
-        return _sqlite_time if dialect.name == "sqlite" else _aware_time
+        return sqlite_time if dialect.name == "sqlite" else _aware_time
     if isinstance(column_type, JSON):
         return _json
     return None
@@ -202,7 +202,7 @@ def _aware_time(value: datetime | None) -> datetime | None:
     return value
 
 
-def _sqlite_time(value: datetime | None) -> str | None:
+def sqlite_time(value: datetime | None) -> str | None:
     """The naive UTC text SQLAlchemy stores on SQLite (fixed width: text order is time order)."""
     if value is None:
         return None

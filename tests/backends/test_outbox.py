@@ -9,15 +9,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.dialects import sqlite
 
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, create_schema
 from gateway.backends.seen_deliveries import MIN_EXACT
@@ -25,6 +26,7 @@ from gateway.evaluator.delivery_consumer import Consumer
 from gateway.evaluator.outbox_source import OutboxSource
 from gateway.evaluator.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
+from gateway.rejections import Reason
 from gateway.services import Services
 from gateway.store import create_database
 from gateway.store import tables as t
@@ -44,6 +46,30 @@ from tests.support import GatewayClient, World
 def _record(i: int) -> DeliveryRecord:
     when = datetime(2026, 11, 24, 12, 0, 0, i, tzinfo=UTC)
     return DeliveryRecord(f"d-{i}", "wh-1", when, 2, Label.ACCEPTED, f"id-{i}", None, b"{}")
+
+
+_AT = datetime(2026, 11, 24, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        DeliveryRecord("d-1", "wh-1", _AT, 9, Label.ACCEPTED, "id-1", None, b'{"a":1}', None,
+                       b"content-type: application/json"),
+        DeliveryRecord("d-2", "wh-1", _AT, 2, Label.ACCEPTED, None, None, b"{}"),
+        DeliveryRecord("d-3", "wh-1", _AT, 9, Label.AUTH, None, None, b'{"a":1}',
+                       Reason.SIGNATURE_MISMATCH, b"x-sig: 1"),
+        DeliveryRecord("d-4", "wh-2", _AT, 2, Label.DUPLICATE, "id-1", "d-1"),
+        DeliveryRecord("d-5", "wh-2", _AT.astimezone(timezone(timedelta(hours=2))), 2,
+                       Label.ACCEPTED, "id-5", None, b"{}"),
+    ],
+    ids=["accepted", "accepted, no headers", "refused", "duplicate", "another zone"],
+)  # fmt: skip
+def test_an_outbox_row_is_the_log_row_it_stands_for(record: DeliveryRecord) -> None:
+    """row_of builds directly what the delivery log's row of the record encodes to, moved into
+    the outbox's columns: the evaluator moves it back into that log."""
+    log_values = DELIVERIES.encode(sqlite.dialect(), [delivery_row(record, PENDING)])
+    assert outbox.row_of(record) == outbox.encode(log_values)[0]
 
 
 async def test_prune_removes_only_what_the_log_holds_and_never_reuses_a_seq(
