@@ -21,7 +21,7 @@ from gateway.backends import delivery_writer, outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.backends.delivery_writer import PRUNE_EVERY_S, THREAD_APPEND_BYTES, DeliveryWriter
-from gateway.store import create_database, migrate
+from gateway.store import Database, create_database, migrate
 from gateway.store import tables as t
 from gateway.store.db import WriteGate
 from tests.conftest import make_settings
@@ -105,18 +105,29 @@ async def _keep_the_queue_full(writer: DeliveryWriter, first: int) -> None:
         await asyncio.sleep(0)
 
 
-@pytest.mark.parametrize("appends", ["on the thread", "on the loop"])
-async def test_a_cancelled_caller_s_row_is_committed_and_the_others_answered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, appends: str
-) -> None:
-    """A caller cancelled while its row waits (a client gone, a shutdown) leaves the row to be
-    committed like the others; the writer skips its cancelled future and answers the rest."""
-    if appends == "on the thread":
+@pytest.fixture(params=["on the thread", "on the loop"])
+def appends(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both of the writer's append paths: small batches on the event loop, or every batch on
+    the outbox thread (its threshold at 0)."""
+    if request.param == "on the thread":
         monkeypatch.setattr(delivery_writer, "THREAD_APPEND_BYTES", 0)
+    return str(request.param)
+
+
+async def _started_writer(tmp_path: Path) -> tuple[Database, DeliveryWriter]:
     database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
     await migrate(database)
     writer = DeliveryWriter(database)
     writer.start()
+    return database, writer
+
+
+async def test_a_cancelled_caller_s_row_is_committed_and_the_others_answered(
+    tmp_path: Path, appends: str
+) -> None:
+    """A caller cancelled while its row waits (a shutdown) leaves the row to be committed like
+    the others; the writer skips its cancelled future and answers the rest."""
+    database, writer = await _started_writer(tmp_path)
     try:
         callers = [asyncio.create_task(writer.write(_record(i))) for i in range(3)]
         await asyncio.sleep(0)  # each has queued its row
@@ -132,19 +143,11 @@ async def test_a_cancelled_caller_s_row_is_committed_and_the_others_answered(
     assert sorted(d for d, _ in _outbox_rows(tmp_path)) == ["d-0", "d-1", "d-2", "d-3"]
 
 
-@pytest.mark.parametrize("appends", ["on the thread", "on the loop"])
-async def test_writer_prunes_the_outbox_under_sustained_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, appends: str
-) -> None:
+async def test_writer_prunes_the_outbox_under_sustained_load(tmp_path: Path, appends: str) -> None:
     """On the thread, each commit awaits and more records queue meanwhile: the queue never
     empties, and the prune must happen inside the drain. On the loop, a commit takes no turn of
     the loop, and the drain returns between turns."""
-    if appends == "on the thread":
-        monkeypatch.setattr(delivery_writer, "THREAD_APPEND_BYTES", 0)
-    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
-    await migrate(database)
-    writer = DeliveryWriter(database)
-    writer.start()
+    database, writer = await _started_writer(tmp_path)
     moved = [_record(i) for i in range(100)]
     try:
         await asyncio.gather(*(writer.write(r) for r in moved))
