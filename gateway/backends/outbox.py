@@ -31,7 +31,6 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES
 from gateway.backends.first_copies import first_since
 from gateway.rejections import Reason
 from gateway.store import Database
@@ -43,6 +42,7 @@ COLUMNS = (
     *("delivery_id", "webhook_uid", "received_at", "size", "label", "identity"),
     *("duplicate_of", "payload", "reason", "headers"),
 )
+PAYLOAD = COLUMNS.index("payload")  # where an outbox row holds its payload
 # AUTOINCREMENT: a seq is never reused, even after every row was pruned (readers keep their
 # position as the last seq they read)
 SCHEMA = (
@@ -93,7 +93,6 @@ _FIRST_IN_OUTBOX = (
 _OLDEST = "SELECT received_at FROM outbox ORDER BY seq LIMIT 1"
 _NOT_IN_STORE = "NOT EXISTS (SELECT 1 FROM store.deliveries d WHERE d.delivery_id = o.delivery_id)"
 _LABELS = {label.value: label for label in Label}
-_FROM_LOG = tuple(DELIVERIES.columns.index(column) for column in COLUMNS)
 
 
 def outbox_path(database: Database) -> str | None:
@@ -320,17 +319,11 @@ class Outbox:
         await self.engine.dispose()
 
 
-def encode(values: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Delivery-log values (`DELIVERIES` column order, encoded for SQLite) -> outbox rows (the
-    same columns without the evaluation's two)."""
-    return [tuple(row[i] for i in _FROM_LOG) for row in values]
-
-
 def row_of(record: DeliveryRecord) -> tuple[Any, ...]:
-    """The outbox row of `record` (COLUMNS, encoded for SQLite), built directly: the same row as
-    `encode` of its delivery-log values, without the log row's dict and the generic column
-    encoders in between, which cost the embedded serving process more than the rest of its
-    part in the append."""
+    """The outbox row of `record` (COLUMNS, encoded for SQLite): its delivery-log values
+    (`DELIVERIES`) without the evaluation's two, built directly, without the log row's dict and
+    the generic column encoders, which cost the embedded serving process more than the rest of
+    its part in the append."""
     accepted = record.label is Label.ACCEPTED
     return (
         *(record.delivery_id, record.webhook_uid, sqlite_time(record.received_at), record.size),
@@ -339,9 +332,6 @@ def row_of(record: DeliveryRecord) -> tuple[Any, ...]:
         None if record.reason is None else record.reason.value,
         record.headers if accepted else None,
     )
-
-
-PAYLOAD = COLUMNS.index("payload")  # where an outbox row holds its payload
 
 
 def _record(row: Sequence[Any]) -> DeliveryRecord:

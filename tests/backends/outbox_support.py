@@ -10,12 +10,9 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy.dialects import sqlite
-
 from gateway import ids
 from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
-from gateway.backends.delivery_rows import DELIVERIES, delivery_row
 from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, OutboxAppender, OutboxLookups
 from gateway.backends.seen_deliveries import MIN_EXACT
@@ -54,8 +51,7 @@ async def store_with_outbox(tmp_path: Path) -> AsyncIterator[StoreWithOutbox]:
 
 
 def append_to_outbox(appender: OutboxAppender, records: Sequence[DeliveryRecord]) -> None:
-    rows = [delivery_row(r, None) for r in records]
-    appender.append(outbox.encode(DELIVERIES.encode(sqlite.dialect(), rows)))
+    appender.append([outbox.row_of(r) for r in records])
 
 
 def prune_round(outbox: StoreWithOutbox) -> int:
