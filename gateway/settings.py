@@ -84,6 +84,9 @@ class Settings:
     redis_cluster: bool = False
     webhook_base_url: str = "http://127.0.0.1:8000"
     webhook_base_url_given: bool = False  # GATEWAY_WEBHOOK_BASE_URL set, not the default
+    # where people reach the console and the API (links in replies to providers), when not at
+    # the webhook base URL (ingress on hosts of its own)
+    public_url: str | None = None
     role: Role = "all"
     secret_key: bytes = b""
     secret_key_source: str = "GATEWAY_SECRET_KEY"  # noqa: S105 -- where the key came from
@@ -123,6 +126,12 @@ class Settings:
         return self.redis_url is not None
 
     @property
+    def console_base_url(self) -> str:
+        """GATEWAY_PUBLIC_URL, else GATEWAY_WEBHOOK_BASE_URL: the one address of a deployment
+        whose API and ingress share a host."""
+        return self.public_url or self.webhook_base_url
+
+    @property
     def serves_api(self) -> bool:
         return self.role in ("all", "api")
 
@@ -156,6 +165,7 @@ def load_settings(
         redis_cluster=_redis_cluster(env, redis_url),
         webhook_base_url=base_url or DEFAULTS.webhook_base_url,
         webhook_base_url_given=base_url is not None,
+        public_url=_optional_url(env, "public_url", ("http://", "https://")),
         role=_choice(env, "role", ROLES),
         secret_key=_secret_key(env),
         secret_key_source=DEFAULTS.secret_key_source

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"automations", "webhooks", "connections", "ingress"},
     {"api"},
     {"accounts", "services"},
-    {"backends", "blobs"},
+    {"backends", "blobs", "replies"},
     {"store", "signatures", "providers", "openapi"},
     {"problem", "security", "settings", "logs", "metrics", "trusted_proxies"},
     {"errors", "ids", "types", "catalog", "attachment_storage", "rejections", "allocator"}

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal, creation_team, get_team_secret
+from gateway.connections import reply_settings
 from gateway.connections.models import (
     GENERATED,
     ConnectionCreate,
@@ -26,6 +27,7 @@ from gateway.connections.models import (
     RotatedSecret,
 )
 from gateway.errors import Forbidden, InvalidRequest, ManagedSecret, NotFound
+from gateway.replies.credentials import FIELDS
 from gateway.security import new_connection_secret
 from gateway.services import Services
 from gateway.signatures import PROVIDER_VERIFIERS
@@ -35,6 +37,7 @@ from gateway.store.types import utcnow
 
 UID_PREFIX = ids.CONNECTION_PREFIX
 c = t.provider_connections
+REPLY_FIELDS = (*FIELDS, "api_base_url", "reply_templates")
 
 
 def require_user(principal: Principal) -> None:
@@ -74,9 +77,11 @@ async def connect(
         check_secret(spec.provider, secret)
     elif spec.secret_name is None and spec.provider in GENERATED:
         generated = secret = new_connection_secret()
+    replies = reply_settings.applied(spec.provider, reply_settings.ReplySettings(), spec)
     uid, now = ids.new_id(UID_PREFIX), utcnow()
     await conn.execute(
         insert(c).values(
+            **reply_settings.columns(replies, services.secret_box),
             uid=uid,
             team_uid=team_uid,
             provider=spec.provider,
@@ -91,7 +96,7 @@ async def connect(
         )
     )
     _publish(conn, services, uid, 1)
-    return ProviderConnection.from_row(await _row(conn, uid), _base(services), generated)
+    return _answer(await _row(conn, uid), services, generated)
 
 
 async def list_connections(
@@ -104,15 +109,13 @@ async def list_connections(
         .where(c.c.team_uid.in_(sorted(teams)), c.c.deleted_at.is_(None))
         .order_by(c.c.created_at, c.c.uid)
     )
-    base = _base(services)
-    return [ProviderConnection.from_row(row, base) for row in await conn.execute(query)]
+    return [_answer(row, services) for row in await conn.execute(query)]
 
 
 async def get_connection(
     conn: AsyncConnection, services: Services, principal: Principal, uid: str
 ) -> ProviderConnection:
-    row = await visible_row(conn, principal, uid)
-    return ProviderConnection.from_row(row, _base(services))
+    return _answer(await visible_row(conn, principal, uid), services)
 
 
 async def visible_row(conn: AsyncConnection, principal: Principal, uid: str) -> Row[Any]:
@@ -132,14 +135,21 @@ async def update_connection(
     patch: ConnectionPatch,
 ) -> ProviderConnection:
     require_user(principal)
-    await visible_row(conn, principal, uid)
+    row = await visible_row(conn, principal, uid)
     values = {
         name: getattr(patch, name)
         for name in ("name", "enabled", "bot")
         if getattr(patch, name) is not UNSET
     }
-    row = await _change(conn, services, uid, values)
-    return ProviderConnection.from_row(row, _base(services))
+    if _names_replies(patch):
+        current = reply_settings.stored(row, services.secret_box)
+        replies = reply_settings.applied(row.provider, current, patch)
+        values |= reply_settings.columns(replies, services.secret_box)
+    return _answer(await _change(conn, services, uid, values), services)
+
+
+def _names_replies(patch: ConnectionPatch) -> bool:
+    return any(getattr(patch, name) is not UNSET for name in REPLY_FIELDS)
 
 
 async def rotate_secret(
@@ -221,5 +231,6 @@ def _publish(conn: AsyncConnection, services: Services, uid: str, version: int) 
     after_commit(conn, publish)
 
 
-def _base(services: Services) -> str:
-    return services.settings.webhook_base_url
+def _answer(row: Row[Any], services: Services, generated: str | None = None) -> ProviderConnection:
+    names = reply_settings.credential_names(row, services.secret_box)
+    return ProviderConnection.from_row(row, services.settings.webhook_base_url, names, generated)

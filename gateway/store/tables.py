@@ -206,6 +206,11 @@ provider_connections = Table(
     Column("secret_encrypted", Text, nullable=True),
     Column("secret_name", String(200), nullable=True),
     Column("bot", String(200), nullable=True),
+    # what replies are posted with (gateway/replies/credentials.py: encrypted JSON), where, and
+    # the connection's own reply templates; all NULL for a connection that only receives
+    Column("credentials_encrypted", Text, nullable=True),
+    Column("api_base_url", String(500), nullable=True),
+    Column("reply_templates", JSON, nullable=True),
     Column("enabled", Boolean, nullable=False),
     Column("config_version", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),

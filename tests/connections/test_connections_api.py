@@ -11,7 +11,8 @@ import pytest
 from tests.support import World
 
 BASE = "/provider-connections"
-CONTRACT_FIELDS = {"uid", "provider", "name", "ingress_url", "enabled", "created_at"}
+# `replies` says whether the connection can reply (false: it only receives; docs/providers.md)
+CONTRACT_FIELDS = {"uid", "provider", "name", "ingress_url", "enabled", "created_at", "replies"}
 
 
 def connect(world: World, **body: Any) -> Any:
@@ -24,7 +25,7 @@ def connect(world: World, **body: Any) -> Any:
 def test_the_secret_is_generated_and_shown_once(world: World, provider: str) -> None:
     made = connect(world, provider=provider)
     assert set(made) == CONTRACT_FIELDS | {"secret"}
-    assert made["provider"] == provider and made["enabled"] is True
+    assert made["provider"] == provider and made["enabled"] is True and made["replies"] is False
     assert made["ingress_url"] == f"https://hooks.example.test/webhooks/p/{made['uid']}"
     assert made["uid"].startswith("pcn_") and len(made["secret"]) >= 40
     assert made["name"] == {"github": "GitHub", "gitlab": "GitLab", "jira": "Jira"}[provider]
