@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TypeVar
 
 import msgspec
@@ -413,6 +414,9 @@ class Connected(msgspec.Struct, kw_only=True):
     secret: str | None
     secret_name: str | msgspec.UnsetType = msgspec.UNSET
     bot: str | msgspec.UnsetType = msgspec.UNSET
+    replies: bool
+    credentials: list[str] | msgspec.UnsetType = msgspec.UNSET
+    api_base_url: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Demo(msgspec.Struct, kw_only=True):
@@ -493,8 +497,12 @@ async def _connect(services: Services, args: argparse.Namespace) -> Connected:
     from gateway.errors import InvalidRequest
 
     asked = {"provider": args.provider, "name": args.name, "secret_name": args.secret_name}
+    asked |= {field: getattr(args, field) for field in CONNECT_VALUES}
+    asked |= {field: _read_value(field, getattr(args, f"{field}_file")) for field in CONNECT_FILES}
     try:  # the API's own validation
-        spec = msgspec.convert(asked, ConnectionCreate)
+        spec = msgspec.convert(
+            {name: value for name, value in asked.items() if value is not None}, ConnectionCreate
+        )
     except msgspec.ValidationError as exc:
         raise InvalidRequest(str(exc)) from exc
     async with services.database.transaction() as conn:
@@ -510,7 +518,28 @@ async def _connect(services: Services, args: argparse.Namespace) -> Connected:
         secret=made.secret if isinstance(made.secret, str) else None,
         secret_name=made.secret_name,
         bot=made.bot,
+        replies=made.replies,
+        credentials=made.credentials,
+        api_base_url=made.api_base_url,
     )
+
+
+# `gateway admin connect`: reply credentials that are no secret come as flags; secret ones are
+# read from a file (`-`: standard input), so they stay out of the shell's history and `ps`
+CONNECT_VALUES = ("app_id", "installation_id", "email", "api_base_url")
+CONNECT_FILES = ("api_token", "bot_token", "private_key")
+
+
+def _read_value(field: str, path: str | None) -> str | None:
+    from gateway.errors import InvalidRequest
+
+    if path is None:
+        return None
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"{field}: cannot read {path} ({exc})") from exc
+    return text.strip() or None
 
 
 async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
@@ -535,9 +564,20 @@ async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
     )
 
 
+CONNECT_OPTIONS = (
+    ("api-token-file", "a file holding the GitHub, GitLab or Linear token, or Jira's API token "
+     "(- : standard input)"),
+    ("app-id", "the GitHub App's id"),
+    ("private-key-file", "the GitHub App's private key (.pem)"),
+    ("installation-id", "the GitHub App installation's id"),
+    ("bot-token-file", "a file holding the Slack bot token (xoxb-...)"),
+    ("email", "the Atlassian account of Jira's API token"),
+    ("api-base-url", "the API root: GitHub Enterprise, GitLab self-managed, the Jira site"),
+)  # fmt: skip
 OPTIONAL: tuple[str | tuple[str, str], ...] = (
     *("alias", "foreman", "agent"),  # set-foreman without --agent leaves none
     *(("connect", "name"), ("connect", "secret-name")),
+    *(("connect", option) for option, _ in CONNECT_OPTIONS),
 )
 POSITIONAL = {"provider": tuple(PROVIDER_VERIFIERS)}
 AdminCommand = Callable[[Services, argparse.Namespace], Awaitable[msgspec.Struct]]
@@ -559,6 +599,7 @@ _ADMIN_COMMANDS: list[tuple[str, str, tuple[tuple[str, str], ...], AdminCommand]
     ("connect", "connect a provider for a team; prints its ingress URL (and secret, once)",
      (("provider", "the provider"), TEAM,
       ("name", "the connection's name (default: the provider's)"),
-      ("secret-name", "a team secret holding the provider's signing secret")), _connect),
+      ("secret-name", "a team secret holding the provider's signing secret"),
+      *CONNECT_OPTIONS), _connect),
     ("demo", "a team, user, agent, factory and secret, with their keys", (), _demo),
 ]  # fmt: skip

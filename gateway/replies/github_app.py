@@ -124,5 +124,7 @@ class InstallationTokens:
 
 def _about_installation(refused: RetryLater | Failed) -> RetryLater | Failed:
     if isinstance(refused, Failed):
-        return Failed(error=f"GitHub App installation token: {refused.error}")
+        return Failed(
+            error=f"GitHub App installation token: {refused.error}", status=refused.status
+        )
     return refused
