@@ -247,7 +247,8 @@ def test_connect_prints_the_connection_and_its_secret_once(tmp_path: Path) -> No
     team = admin(tmp_path, "create-team", "--name", "Ops")["team_uid"]
     github = admin(tmp_path, "connect", "github", "--team", team, "--name", "Acme GitHub")
     assert set(github) == {"uid", "provider", "name", "ingress_url", "enabled", "created_at",
-                           "secret"}  # fmt: skip
+                           "secret", "replies"}  # fmt: skip
+    assert github["replies"] is False  # no reply credentials: it only receives
     assert github["provider"] == "github" and github["name"] == "Acme GitHub"
     assert github["ingress_url"].endswith(f"/webhooks/p/{github['uid']}")
     assert github["secret"].startswith("pcs_")
