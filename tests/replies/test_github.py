@@ -19,9 +19,9 @@ from gateway.replies import (
     InstallationTokens,
     RetryLater,
     client_for,
-    post_or_edit,
 )
 from gateway.replies.github_app import RENEW_BEFORE
+from tests.replies.checks import check_a_deleted_message_is_posted_anew
 from tests.replies.github_api import GitHubApi
 
 ISSUE = GitHubThread(repository="octo-org/hello", number=7)
@@ -126,13 +126,7 @@ async def test_refusals_are_final_with_githubs_own_words(
 
 
 async def test_a_deleted_comment_is_posted_anew(http: httpx.AsyncClient, github: GitHubApi) -> None:
-    replies = client(http, github)
-    made = await replies.create(ISSUE, "started")
-    assert isinstance(made, Delivered)
-    github.comments.clear()  # a person deleted it
-    again = await post_or_edit(replies, ISSUE, "ended", made.message_id)
-    assert isinstance(again, Delivered) and again.message_id != made.message_id
-    assert [c["body"] for c in github.comments.values()] == ["ended"]
+    await check_a_deleted_message_is_posted_anew(client(http, github), ISSUE, github.comments.clear)
 
 
 async def test_a_network_failure_is_retried(http: httpx.AsyncClient) -> None:

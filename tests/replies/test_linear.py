@@ -20,9 +20,9 @@ from gateway.replies import (
     LinearIssue,
     RetryLater,
     client_for,
-    post_or_edit,
 )
 from tests.npm_packages import node
+from tests.replies.checks import check_a_deleted_message_is_posted_anew
 from tests.replies.linear_api import LinearApi, rate_limited
 
 KEY = "lin_api_valid"
@@ -98,9 +98,4 @@ async def test_graphql_errors_are_classified(http: httpx.AsyncClient, linear: Li
 
 
 async def test_a_deleted_comment_is_posted_anew(http: httpx.AsyncClient, linear: LinearApi) -> None:
-    replies = client(http, linear)
-    made = await replies.create(ISSUE, "started")
-    assert isinstance(made, Delivered)
-    linear.comments.clear()
-    again = await post_or_edit(replies, ISSUE, "ended", made.message_id)
-    assert isinstance(again, Delivered) and again.message_id != made.message_id
+    await check_a_deleted_message_is_posted_anew(client(http, linear), ISSUE, linear.comments.clear)

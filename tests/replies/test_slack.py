@@ -19,8 +19,8 @@ from gateway.replies import (
     RetryLater,
     SlackThread,
     client_for,
-    post_or_edit,
 )
+from tests.replies.checks import check_a_deleted_message_is_posted_anew
 from tests.replies.slack_api import SlackApi
 
 BOT = "xoxb-1-valid"
@@ -110,12 +110,7 @@ async def test_ok_false_is_an_error_and_its_code_decides(
 async def test_a_deleted_acknowledgement_is_replaced(
     http: httpx.AsyncClient, slack: SlackApi
 ) -> None:
-    replies = client(http, slack)
-    made = await replies.create(THREAD, "on it")
-    assert isinstance(made, Delivered)
-    slack.messages.clear()
-    again = await post_or_edit(replies, THREAD, "done", made.message_id)
-    assert isinstance(again, Delivered) and again.message_id != made.message_id
+    await check_a_deleted_message_is_posted_anew(client(http, slack), THREAD, slack.messages.clear)
 
 
 async def test_a_missing_permalink_loses_nothing(http: httpx.AsyncClient, slack: SlackApi) -> None:
