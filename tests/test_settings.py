@@ -191,3 +191,12 @@ def test_log_format_is_text_or_json() -> None:
     assert settings(LOG_FORMAT="JSON").log_format == "json"
     with pytest.raises(SettingsError, match="GATEWAY_LOG_FORMAT"):
         settings(LOG_FORMAT="xml")
+
+
+def test_the_public_url_defaults_to_the_webhook_base_url() -> None:
+    base = {"GATEWAY_WEBHOOK_BASE_URL": "https://hooks.example.com/"}
+    assert load_settings(base).console_base_url == "https://hooks.example.com"
+    split = load_settings({**base, "GATEWAY_PUBLIC_URL": "https://gateway.example.com/"})
+    assert split.console_base_url == "https://gateway.example.com"
+    with pytest.raises(SettingsError, match="GATEWAY_PUBLIC_URL"):
+        load_settings({"GATEWAY_PUBLIC_URL": "gateway.example.com"})
