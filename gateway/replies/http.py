@@ -44,14 +44,16 @@ async def call(
     headers: Mapping[str, str],
     body: Any = None,
 ) -> httpx.Response | RetryLater | Failed:
-    """The response, whatever its status; a network failure as RetryLater, a URL that can never
-    work (unsupported scheme, malformed) as Failed."""
+    """The response, whatever its status; a network failure as RetryLater; a URL that can never
+    work (unsupported scheme, malformed) or any other HTTP error as Failed."""
     try:
         return await http.request(method, url, headers=headers, json=body)
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         return Failed(error=f"{type(exc).__name__}: {exc}")
     except httpx.TransportError as exc:
         return RetryLater(error=f"{type(exc).__name__}: {exc or 'no detail'}")
+    except httpx.HTTPError as exc:  # not the network: a refused destination, too many redirects
+        return Failed(error=f"{type(exc).__name__}: {exc}")
 
 
 def refusal(response: httpx.Response) -> RetryLater | Failed | None:

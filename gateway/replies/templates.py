@@ -38,6 +38,9 @@ LIMITS = {"github": 65_000, "gitlab": 999_000, "linear": 100_000, "jira": 32_000
 CUT = "\n\n…"
 MAX_TEMPLATE = 10_000
 MAX_RANGE = 100
+# what a template can raise while it renders (SecurityError and UndefinedError are
+# TemplateErrors; a macro calling itself ends in RecursionError)
+RENDER_ERRORS = (TemplateError, TypeError, ValueError, ArithmeticError, LookupError, RecursionError)
 
 DEFAULTS: dict[Phase, str] = {
     "started": """\
@@ -78,7 +81,7 @@ class ReplyTemplates:
         if source is not None:
             try:
                 return self._render(source, context)
-            except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+            except RENDER_ERRORS as exc:
                 log.warning(
                     "reply template %r of %s failed (%s: %s); the default template is used",
                     context.phase, self._owner, type(exc).__name__, exc,
@@ -108,7 +111,7 @@ def check(provider: str, overrides: Mapping[str, str]) -> None:
             template = _compiled(DIALECTS[provider], source)
             for full in (True, False):
                 "".join(template.generate(sample(phase, full=full).variables()))
-        except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+        except RENDER_ERRORS as exc:
             raise ValueError(f"reply_templates.{phase}: {_problem(exc)}") from exc
 
 

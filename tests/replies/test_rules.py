@@ -8,8 +8,9 @@ from email.utils import formatdate
 import httpx
 import pytest
 
+from gateway.replies import Failed
 from gateway.replies.credentials import api_root, check_fields
-from gateway.replies.http import error_text, refusal, retry_after
+from gateway.replies.http import call, error_text, refusal, retry_after
 
 NOW = 1_700_000_000.0
 
@@ -98,3 +99,16 @@ def test_api_roots() -> None:
     assert api_root("gitlab", "https://git.example/api/v4/") == "https://git.example/api/v4"
     with pytest.raises(ValueError, match=r"^api_base_url: Jira"):
         api_root("jira", None)
+
+
+class Refusing:
+    """An HTTP client that refuses the destination before any byte is sent, as the outbound
+    package's does for a private address: with an httpx error that is not a network one."""
+
+    async def request(self, method: str, url: str, **_: object) -> httpx.Response:
+        raise httpx.TooManyRedirects("refused", request=httpx.Request(method, url))
+
+
+async def test_an_http_error_that_is_not_the_networks_is_final() -> None:
+    outcome = await call(Refusing(), "POST", "http://10.0.0.1/x", {})
+    assert outcome == Failed(error="TooManyRedirects: refused")

@@ -163,3 +163,9 @@ def test_durations_read_as_people_read_them() -> None:
     for seconds, text in expected.items():
         assert duration(start, start + timedelta(seconds=seconds)) == text
     assert duration(start, None) is None
+
+
+def test_a_template_that_calls_itself_is_refused() -> None:
+    recursive = "{% macro again() %}{{ again() }}{% endmacro %}{{ again() }}"
+    with pytest.raises(ValueError, match=r"^reply_templates.ended: RecursionError"):
+        check("github", {"ended": recursive})
