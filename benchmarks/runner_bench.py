@@ -39,8 +39,7 @@ from sqlalchemy import func, select
 from benchmarks.postgres import temporary_database
 from benchmarks.procs import cpu_seconds, free_port, process_tree, spawn, stop, wait_port
 from gateway.accounts import factories, identities
-from gateway.ids import new_uuid
-from gateway.platform.runs.records import NewRun, insert_runs
+from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate
@@ -72,12 +71,8 @@ async def _seed(env: dict[str, str], runs: int) -> dict[str, str]:
             _, user_key = await identities.create_user(conn, team, "bench@example.com")
             agent, agent_key = await identities.create_agent(conn, team, "runner")
             factory = await factories.create_factory(conn, team, "F", None, agent)
-            for start in range(0, runs, 1000):
-                batch = [
-                    (NewRun(prompt=f"job {n}", team_uid=team), new_uuid())
-                    for n in range(start, min(runs, start + 1000))
-                ]
-                await insert_runs(conn, batch)
+            for n in range(runs):  # created in order: runners claim them oldest first
+                await insert_run(conn, NewRun(prompt=f"job {n}", team_uid=team))
         return {"team": team, "user_key": user_key, "agent_key": agent_key, "factory": factory}
     finally:
         await services.close()

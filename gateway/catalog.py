@@ -1,21 +1,27 @@
-"""Models and cloud environments offered to runs: their records, the built-in defaults, and the
-parsing of a deployment's own lists (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE]).
+"""Models and cloud environments offered to runs: their records, the built-in defaults, the
+parsing of a deployment's own lists (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE]), and
+which of them a run or an agent may select (`check_model`, `access_of`, `check_environment`).
 
 Parsing raises ValueError with the path of the fault; settings names the variable around it.
+A selection that is not allowed is a 400 naming the request's field.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta, Struct
+
+from gateway.errors import InvalidRequest
 
 Id = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][\w.:/@+-]*$")]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
 Price = Annotated[float, Meta(ge=0)]
 T = TypeVar("T")
+Access = Literal["owned", "guest", "link_shared"]
 
 
 class ModelCost(Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -165,3 +171,41 @@ def _unique(keys: list[str], field: str) -> None:
         if key in seen:
             raise ValueError(f"[{i}].{field}: {key!r} appears twice")
         seen.add(key)
+
+
+# --- what a team may select --------------------------------------------------------------------
+
+
+def check_model(models: Sequence[ModelSpec], model_id: str, field: str) -> ModelSpec:
+    """The model named `model_id`; a 400 naming `field` when it is unknown or disabled."""
+    for model in models:
+        if model.id == model_id:
+            if model.disabled:
+                reason = f": {model.disabled_reason}" if model.disabled_reason else ""
+                raise InvalidRequest(f"{field}: model {model_id!r} is disabled{reason}")
+            return model
+    raise InvalidRequest(
+        f"{field}: unknown model {model_id!r}; GET /api/v1/agent/models lists the models"
+    )
+
+
+def access_of(spec: EnvironmentSpec, teams: Collection[str]) -> Access | None:
+    """How `teams` reach the environment: theirs, as guests, by its link; None: not at all."""
+    if spec.team_uid is not None and spec.team_uid in teams:
+        return "owned"
+    if any(team in teams for team in spec.guest_team_uids):
+        return "guest"
+    return "link_shared" if spec.link_shared else None
+
+
+def check_environment(
+    environments: Sequence[EnvironmentSpec], environment_id: str, teams: Collection[str], field: str
+) -> None:
+    """A 400 naming `field` unless the environment is visible to one of `teams`."""
+    for spec in environments:
+        if spec.uid == environment_id and access_of(spec, teams) is not None:
+            return
+    raise InvalidRequest(
+        f"{field}: no environment {environment_id!r} available to this team; "
+        "GET /api/v1/agent/environments lists them"
+    )

@@ -14,8 +14,8 @@ from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
 from gateway.metrics import export as metrics
 from gateway.metrics.counts import COUNTS
-from gateway.platform.factories.dispatch import task_binder
 from gateway.platform.schedules.scheduler import scheduler
+from gateway.platform.tasks.binding import task_binder
 from gateway.services import Services
 from gateway.store import migrate
 

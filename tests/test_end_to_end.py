@@ -11,9 +11,8 @@ from datetime import UTC, datetime
 import pytest
 import standardwebhooks
 
-from gateway.platform.runs import lifecycle as run_lifecycle
-from gateway.services import Services
 from gateway.settings import Settings
+from tests.platform.runs.runs_support import advance
 from tests.support import GatewayClient, World, eventually
 
 
@@ -91,12 +90,7 @@ def test_signed_delivery_to_cancelled_run(e2e_client: GatewayClient) -> None:
         )
     )
 
-    async def start_run(services: Services) -> None:
-        async with services.database.transaction() as conn:
-            await run_lifecycle.advance(conn, run["run_id"], "claim")
-            await run_lifecycle.advance(conn, run["run_id"], "start")
-
-    e2e_client.run(start_run)
+    advance(world, run["run_id"], "claim", "start")
     cancelled = world.api("POST", f"{factory}/tasks/{task['uid']}/cancel")
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["stage"] == "CANCELLED"

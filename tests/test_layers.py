@@ -1,103 +1,86 @@
-"""Dependencies point one way: a gateway module imports only from its own package or from a
-lower layer (docs/architecture.md), and no modules import each other in a cycle."""
+"""The import contracts of pyproject.toml (`[tool.importlinter]`, docs/architecture.md "Layers")
+hold on the tree, and each breaks on the imports it forbids: a contract that cannot fail checks
+nothing. `lint-imports` reads the tree from the files, so the forbidden imports are planted in a
+copy of it."""
 
 from __future__ import annotations
 
-import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent / "gateway"
-# top to bottom; the packages (or top-level modules) of one layer do not import each other
-LAYERS: list[set[str]] = [
-    {"__main__"},
-    {"cli"},
-    {"http_server", "runner", "preflight"},
-    {"app", "uvicorn_protocol", "worker_process"},
-    {"resources", "wiring"},
-    {"console", "platform"},
-    {"evaluator"},
-    {"deliveries"},
-    {"automations", "webhooks", "connections", "ingress"},
-    {"api"},
-    {"accounts", "services"},
-    {"backends", "blobs", "replies"},
-    {"store", "signatures", "providers", "openapi"},
-    {"problem", "security", "settings", "logs", "metrics", "trusted_proxies"},
-    {"errors", "ids", "types", "catalog", "attachment_storage", "rejections", "allocator"}
-    | {"response_writes"},
-]
-# The two products: the webhook gateway reaches the agent platform only through the one module
-# that starts runs (docs/architecture.md, "Two products")
-GATEWAY = {
-    "ingress", "backends", "signatures", "providers", "evaluator",
-    "webhooks", "connections", "automations", "deliveries", "console",
-}  # fmt: skip
-NARROW_INTERFACE = "gateway.platform.run_start"
+pytestmark = pytest.mark.slow  # runs lint-imports
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("gateway", "filters", "factory_format")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+CONTRACTS = {
+    contract["id"]: contract["name"]
+    for contract in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
+}
+# (file, the import planted at its end, the contract it breaks)
+PLANTED = [
+    ("gateway/ingress/webhook_config.py", "gateway.platform.runs.record.states", "gateway-layers"),
+    ("gateway/webhooks/models.py", "gateway.platform.runs.record.models", "product-boundary"),
+    ("gateway/platform/inbox/models.py", "gateway.platform.tasks.models", "platform-layers"),
+    ("gateway/platform/runs/record/states.py", "gateway.platform.runs.outputs", "runs-layers"),
+    ("gateway/platform/runners/registry.py", "gateway.platform.runners.leases", "runners-layers"),
+    ("filters/__init__.py", "gateway.ids", "pure-libraries"),
+]  # fmt: skip
+# record/cancellation.py imports record/timeline.py: the other way round is a cycle ("no-cycles")
+CYCLE = ("gateway/platform/runs/record/timeline.py", "gateway.platform.runs.record.cancellation")
+STRAY = "gateway/stray.py"  # a top-level module no layer names: the layers are exhaustive
 
 
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = path.relative_to(ROOT.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found[name] = path
-    return found
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    # the copy ahead of the installed tree; lines wide enough not to wrap an import
+    env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "300"}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", str(tree / "pyproject.toml")],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-MODULES = _modules()
+def test_the_tree_keeps_every_contract() -> None:
+    done = lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in CONTRACTS.values():
+        assert f"{name} KEPT" in done.stdout
 
 
-def _imports(name: str) -> set[str]:
-    targets: set[str] = set()
-    for node in ast.walk(ast.parse(MODULES[name].read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gateway"):
-            for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                targets.add(full if full in MODULES else node.module)
-        elif isinstance(node, ast.Import):
-            targets |= {alias.name for alias in node.names if alias.name in MODULES}
-    return targets
+def test_each_contract_breaks_on_an_import_it_forbids(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=_caches)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for file, imported in [(file, imported) for file, imported, _ in PLANTED] + [CYCLE]:
+        with (tmp_path / file).open("a") as source:
+            source.write(f"\nimport {imported}  # planted by tests/test_layers.py\n")
+    (tmp_path / STRAY).write_text('"""In no layer."""\n')
+
+    done = lint_imports(tmp_path)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    for file, imported, contract in PLANTED:
+        assert f"{CONTRACTS[contract]} BROKEN" in done.stdout, contract
+        importer = file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        assert f"{importer} -> {imported}" in done.stdout, file
+    assert f"{CONTRACTS['no-cycles']} BROKEN" in done.stdout  # the cycle, named where it closes
+    assert "No cycles are allowed in gateway.platform.runs.record." in done.stdout
+    assert "- .timeline -> .cancellation (1 import)" in done.stdout
+    assert "gateway.stray" in done.stdout  # named as a layer missing from the contract
 
 
-def _layer(module: str) -> int:
-    part = module.split(".")[1] if "." in module else "__init__"
-    for level, names in enumerate(LAYERS):
-        if part in names:
-            return level
-    raise AssertionError(f"{module}: in no layer of tests/test_layers.py")
-
-
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "gateway"))
-def test_imports_point_down(module: str) -> None:
-    own = module.split(".")[1]
-    for target in _imports(module):
-        if target == "gateway" or target.split(".")[1] == own or target == NARROW_INTERFACE:
-            continue
-        assert _layer(target) > _layer(module), f"{module} imports {target}: not a lower layer"
-
-
-def test_no_import_cycles() -> None:
-    graph = {name: _imports(name) & MODULES.keys() for name in MODULES}
-    done: set[str] = set()
-
-    def visit(name: str, path: list[str]) -> None:
-        if name in path:
-            raise AssertionError(" -> ".join([*path[path.index(name) :], name]))
-        if name in done:
-            return
-        for target in sorted(graph[name]):
-            visit(target, [*path, name])
-        done.add(name)
-
-    for name in sorted(graph):
-        visit(name, [])
-
-
-@pytest.mark.parametrize(
-    "module", sorted(m for m in MODULES if m.count(".") and m.split(".")[1] in GATEWAY)
-)
-def test_the_gateway_reaches_the_platform_only_to_start_runs(module: str) -> None:
-    platform = {t for t in _imports(module) if t.startswith("gateway.platform")}
-    assert platform <= {NARROW_INTERFACE}, f"{module} imports {sorted(platform)}"
+def _caches(directory: str, names: list[str]) -> list[str]:
+    return [name for name in names if name == "__pycache__"]

@@ -19,15 +19,7 @@ from gateway.store.bulk import BulkInsert, Encode, Values
 
 PAYLOAD_NAME = "event-payload.json"
 
-RUNS = BulkInsert(
-    t.runs,
-    (
-        *("run_id", "team_uid", "factory_uid", "conversation_id", "root_run_id", "title"),
-        *("prompt", "state", "source", "run_type", "metadata", "artifacts", "created_at"),
-        *("updated_at", "task_pending", "delivery_id", "automation_uid", "agent_uid"),
-        "agent_config",
-    ),
-)
+RUNS = run_start.DELIVERY_RUNS  # the platform's layout of a run's row; it writes them
 ATTACHMENTS = BulkInsert(
     t.attachments,
     (

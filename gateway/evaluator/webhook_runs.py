@@ -113,7 +113,7 @@ class RunBatch:
         """Inserts the runs of the `claimed` deliveries (the others were evaluated before) with
         their attachments and tasks, and the outcome traces of all of them: four statements,
         whatever the batch size."""
-        await RUNS.insert(conn, self._runs.only(claimed))
+        await run_start.insert_delivery_runs(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
         await self.traces.write(conn, claimed)

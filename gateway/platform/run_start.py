@@ -1,8 +1,10 @@
 """What the gateway's evaluator may use of the platform when deliveries start runs: the one
-narrow interface between the two products (tests/test_layers.py holds every other gateway
-module to no platform import). The runs themselves are rows the evaluator writes in bulk
-(gateway/evaluator/webhook_runs.py); around them the platform wants to hear of two things, and
-it says what a run's payload attachment is listed as."""
+narrow interface between the two products (the import contracts of pyproject.toml hold every
+other gateway module to no platform import). The evaluator plans the runs of a batch of
+deliveries (gateway/evaluator/webhook_runs.py) as rows in the column order of `DELIVERY_RUNS`,
+encoded for the driver, and the platform writes them (`insert_delivery_runs`: the platform's
+one writer of runs, runs/creation/new_runs.py); around them the platform wants to hear of two
+things, and it says what a run's payload attachment is listed as."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import msgspec
 
 from gateway.platform.analytics.pull_requests import FORGE_MARK, forge_detail, record_forge_detail
 from gateway.platform.inbox.notifications import on_dispatch_failed
-from gateway.platform.runs.models import file_artifact
+from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delivery_runs
+from gateway.platform.runs.record.models import file_artifact
 
 
 def payload_artifact(attachment_id: str, created: datetime, name: str, size: int) -> Any:
@@ -25,8 +28,10 @@ def payload_artifact(attachment_id: str, created: datetime, name: str, size: int
 
 
 __all__ = [
+    "DELIVERY_RUNS",
     "FORGE_MARK",
     "forge_detail",
+    "insert_delivery_runs",
     "on_dispatch_failed",
     "payload_artifact",
     "record_forge_detail",

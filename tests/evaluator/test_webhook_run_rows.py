@@ -12,8 +12,8 @@ from sqlalchemy.engine import Dialect
 
 from gateway.automations.index import Automation, LiveHook
 from gateway.evaluator import webhook_runs as wr
-from gateway.platform.runs.models import file_artifact
-from gateway.platform.runs.records import NewRun, run_values
+from gateway.platform.runs.creation.new_runs import NewRun, run_values
+from gateway.platform.runs.record.models import file_artifact
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import task_values
 
@@ -81,7 +81,7 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: Dialect) -> None:
-    from gateway.platform.runs.models import AgentConfig, RunHarness
+    from gateway.platform.runs.record.models import AgentConfig, RunHarness
     from gateway.store.bulk import json_value
 
     config = AgentConfig(

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.accounts.factories import belongs_to_team
 from gateway.accounts.identities import Principal, creation_team, issue_api_key
-from gateway.catalog import EnvironmentSpec, ModelSpec
+from gateway.catalog import EnvironmentSpec, ModelSpec, check_environment, check_model
 from gateway.errors import AgentIsForeman, Forbidden, InvalidRequest, NotFound
 from gateway.platform.agents.models import (
     Agent,
@@ -31,10 +31,8 @@ from gateway.platform.agents.models import (
     RunDefaults,
     SecretRef,
 )
-from gateway.platform.catalog.environments import check_environment
-from gateway.platform.catalog.llm_models import check_model
-from gateway.platform.runs.skill_specs import parse_skill_spec
-from gateway.platform.runs.worker_pinning import check_worker
+from gateway.platform.runs.creation.worker_pinning import check_worker
+from gateway.platform.runs.skills.specs import parse_skill_spec
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 

@@ -12,7 +12,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
-from gateway.platform.runs.models import RunItem, StatusMessage
+from gateway.platform.runs.record.models import RunItem, StatusMessage
 
 RunStatus = Literal["running", "completed", "cancelled"]
 RunDetail = Literal["launch_settings", "aggregate_results", "creator_name"]

@@ -26,7 +26,8 @@ from gateway.platform.benchmark_suites.records import (
     status_of,
 )
 from gateway.platform.benchmark_suites.runs import outcome_counts
-from gateway.platform.runs.records import load_run, run_item
+from gateway.platform.runs.record.items import run_item
+from gateway.platform.runs.record.store import load_run
 
 
 async def run_results(

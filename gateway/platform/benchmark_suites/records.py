@@ -20,7 +20,7 @@ from gateway.platform.benchmark_suites.models import (
     Trial,
     stored_configurations,
 )
-from gateway.platform.runs.records import TERMINAL
+from gateway.platform.runs.record.states import TERMINAL
 from gateway.store import tables as t
 
 b, tr, r = t.benchmark_runs, t.benchmark_trials, t.runs

@@ -38,9 +38,11 @@ from gateway.platform.benchmark_suites.records import (
     trials,
 )
 from gateway.platform.benchmark_suites.suites import get_suite, suite_tasks
-from gateway.platform.runs import lifecycle as run_lifecycle
-from gateway.platform.runs.models import AgentConfig
-from gateway.platform.runs.records import TERMINAL, NewRun, insert_run, load_run
+from gateway.platform.runs.creation.new_runs import NewRun, insert_run
+from gateway.platform.runs.record import cancellation
+from gateway.platform.runs.record.models import AgentConfig
+from gateway.platform.runs.record.states import TERMINAL
+from gateway.platform.runs.record.store import load_run
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -174,7 +176,7 @@ async def cancel(
             row = await load_run(conn, trial.agent_run_id)
             # cancel locks the run and checks again: one that ended meanwhile stays as it is
             with contextlib.suppress(RunTerminal, RunPending):
-                await run_lifecycle.cancel(conn, row)
+                await cancellation.cancel(conn, row)
     await conn.execute(update(b).where(b.c.uid == uid).values(cancelled_at=utcnow()))
     return await _view(conn, await get_run(conn, factory, uid), ["aggregate_results"])
 

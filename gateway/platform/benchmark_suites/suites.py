@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.accounts.factories import Factory, require_manage_access
 from gateway.accounts.identities import Principal
-from gateway.catalog import ModelSpec
+from gateway.catalog import ModelSpec, check_model
 from gateway.errors import Conflict, InvalidRequest, NotFound
 from gateway.platform.benchmark_suites.models import (
     Configuration,
@@ -35,8 +35,7 @@ from gateway.platform.benchmark_suites.models import (
     TaskCreate,
     TaskUpdate,
 )
-from gateway.platform.catalog.llm_models import check_model
-from gateway.platform.runs.records import can_view, find_run
+from gateway.platform.runs.record.store import can_view, find_run
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 

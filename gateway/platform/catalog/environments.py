@@ -12,12 +12,10 @@ from typing import Any, Literal
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.catalog import EnvironmentSpec
-from gateway.errors import InvalidRequest
-from gateway.platform.runs.conversations import SETUP_FAILURE
+from gateway.catalog import Access, EnvironmentSpec, access_of
+from gateway.platform.runs.record.models import SETUP_FAILURE
 from gateway.store import tables as t
 
-Access = Literal["owned", "guest", "link_shared"]
 SortBy = Literal["name", "last_updated"]
 r = t.runs
 
@@ -54,27 +52,6 @@ class VisibleEnvironment:
     access: Access
     newest_run: SelectingRun | None  # the newest visible run that selected it
     last_started_at: datetime | None  # when the latest of those runs started
-
-
-def access_of(spec: EnvironmentSpec, teams: Collection[str]) -> Access | None:
-    if spec.team_uid is not None and spec.team_uid in teams:
-        return "owned"
-    if any(team in teams for team in spec.guest_team_uids):
-        return "guest"
-    return "link_shared" if spec.link_shared else None
-
-
-def check_environment(
-    environments: Sequence[EnvironmentSpec], environment_id: str, teams: Collection[str], field: str
-) -> None:
-    """A 400 naming `field` unless the environment is visible to one of `teams`."""
-    for spec in environments:
-        if spec.uid == environment_id and access_of(spec, teams) is not None:
-            return
-    raise InvalidRequest(
-        f"{field}: no environment {environment_id!r} available to this team; "
-        "GET /api/v1/agent/environments lists them"
-    )
 
 
 async def list_environments(

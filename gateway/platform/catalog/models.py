@@ -12,7 +12,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from gateway.api.fields import Timestamp, unless_none
 from gateway.catalog import ModelSpec
 from gateway.platform.catalog.environments import SelectingRun, VisibleEnvironment, setup_failed
-from gateway.platform.runs.models import RunState
+from gateway.platform.runs.record.states import RunState
 
 
 class ModelCost(Struct):

@@ -9,7 +9,8 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.platform.factories import dispatch as factory_dispatch
 from gateway.platform.factories.models import FactoryRunCreate
-from gateway.platform.runs.models import RunItem as Run
+from gateway.platform.runs.record.models import RunItem as Run
+from gateway.platform.tasks.binding import bind_pending
 
 routes = Routes("factories")
 
@@ -33,5 +34,5 @@ async def dispatch_endpoint(request: Request, body: Body[FactoryRunCreate]) -> R
         run = await factory_dispatch.dispatch_run(conn, factory, parsed, creator=principal)
     services.runs_queued.notify()
     # the factory task comes after the response; lookups bind it too if this is lost
-    services.spawn(factory_dispatch.bind_pending(services.database), name=f"bind-task-{run.run_id}")
+    services.spawn(bind_pending(services.database), name=f"bind-task-{run.run_id}")
     return run

@@ -17,9 +17,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Code, DeferredReference, Diagnostic, FactoryTree
-from gateway.catalog import EnvironmentSpec, ModelSpec
+from gateway.catalog import EnvironmentSpec, ModelSpec, check_environment
 from gateway.errors import InvalidRequest
-from gateway.platform.catalog.environments import check_environment
 from gateway.platform.factory_files.state import StoredState
 from gateway.security import SecretBox
 from gateway.signatures.identity_headers import identity_header_refusal

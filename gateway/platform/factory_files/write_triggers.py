@@ -11,7 +11,7 @@ from gateway.automations import management as automations
 from gateway.automations.models import FileLayers, json_form
 from gateway.platform.factory_files.write_agents import mcp_configs
 from gateway.platform.factory_files.writing import Writing
-from gateway.platform.runs.models import AgentConfig, RunHarness
+from gateway.platform.runs.record.models import AgentConfig, RunHarness
 from gateway.types import JsonObject
 from gateway.webhooks import management as webhooks
 from gateway.webhooks.models import WebhookCreate

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.platform.runners.models import ClaimedRun, RunMessage
-from gateway.platform.runs import attachments
-from gateway.platform.runs.attachment_links import AttachmentLinks
+from gateway.platform.runs.attachments import files as attachments
+from gateway.platform.runs.attachments.signed_urls import AttachmentLinks
 
 
 async def with_files(

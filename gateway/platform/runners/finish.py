@@ -17,19 +17,15 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import InvalidRequest, ServiceError
-from gateway.platform.runners.debug_sessions import ended_entry
-from gateway.platform.runners.execution import (
-    MAX_STATUS,
-    Runner,
-    held_runs,
-    lease_lost,
-    status_of,
-    store_artifact,
-)
-from gateway.platform.runners.models import NewArtifact, RunEnding, RunStatus
-from gateway.platform.runs import timeline as run_timeline
-from gateway.platform.runs.models import RunRecord, StatusMessage
-from gateway.platform.runs.records import json_column
+from gateway.platform.runners.leases import ended_entry, held_runs, lease_lost
+from gateway.platform.runners.models import RunEnding, RunStatus
+from gateway.platform.runners.registry import Runner
+from gateway.platform.runners.reports import MAX_STATUS, status_of, store_artifact
+from gateway.platform.runs.outputs.models import NewArtifact
+from gateway.platform.runs.record import timeline as run_timeline
+from gateway.platform.runs.record.models import RunRecord, StatusMessage
+from gateway.platform.runs.record.states import allows, next_state
+from gateway.platform.runs.record.store import json_column
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -94,7 +90,7 @@ async def finish_runs(
             continue
         try:
             ended = _ending(run, ending, runner, now, events)
-        except InvalidRequest as exc:
+        except ServiceError as exc:
             results.append(exc)
             continue
         held[run_id] = lease_lost(runner, run_id, ended.state)
@@ -124,8 +120,8 @@ def _ending(
     now: datetime,
     events: list[run_timeline.Entry],
 ) -> RunRecord:
-    """The run as the ending leaves it; its timeline rows appended to `events`. Raises
-    InvalidRequest (before appending anything) for an outcome the run's state does not allow."""
+    """The run as the ending leaves it; its timeline rows appended to `events`. Raises a
+    ServiceError (before appending anything) for an outcome the run's state does not allow."""
     freed = structs.replace(
         run, updated_at=now, runner_uid=None, lease_expires_at=None, lease_renewed_at=None
     )
@@ -143,32 +139,36 @@ def _ending(
         )
     at = now
     if ending.outcome == "ERROR":  # the platform failed it, wherever the run was
+        failed = next_state(run.state, "error")
         events.append(
             run_timeline.entry(
-                run.run_id, "ERROR", at, runner_uid=runner.uid, reason=ending.status_message
+                run.run_id, failed, at, runner_uid=runner.uid, reason=ending.status_message
             )
         )
         message = (ending.status_message or "the platform failed the run")[:MAX_STATUS]
         status = StatusMessage(message, ending.error_code or "platform_error", True)
-        return structs.replace(freed, state="ERROR", status_message=status)
-    if run.state in ("CLAIMED", "PENDING", "BLOCKED"):
+        return structs.replace(freed, state=failed, status_message=status)
+    state = run.state
+    if allows(state, "start"):  # CLAIMED, PENDING or BLOCKED: it ran, then ended
+        state = next_state(state, "start")
         if run.state != "BLOCKED":
             freed = structs.replace(freed, started_at=run.started_at or now)
-        events.append(run_timeline.entry(run.run_id, "INPROGRESS", at, runner_uid=runner.uid))
+        events.append(run_timeline.entry(run.run_id, state, at, runner_uid=runner.uid))
         at += timedelta(microseconds=1)  # the timeline orders by time: it ended after
+    ended = next_state(state, "succeed" if ending.outcome == "SUCCEEDED" else "fail")
     events.append(
         run_timeline.entry(
-            run.run_id, ending.outcome, at, runner_uid=runner.uid, reason=ending.status_message
+            run.run_id, ended, at, runner_uid=runner.uid, reason=ending.status_message
         )
     )
-    if ending.outcome == "FAILED":
+    if ended == "FAILED":
         status = status_of(
             ending.status_message or "the run failed", ending.error_code or "run_failed"
         )
-        return structs.replace(freed, state="FAILED", failed_at=at, status_message=status)
+        return structs.replace(freed, state=ended, failed_at=at, status_message=status)
     if ending.status_message is not None:
         freed = structs.replace(freed, status_message=status_of(ending.status_message))
-    return structs.replace(freed, state=ending.outcome)
+    return structs.replace(freed, state=ended)
 
 
 def _transcript(text: str) -> NewArtifact:

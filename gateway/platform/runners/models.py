@@ -14,9 +14,11 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
 from gateway.errors import InvalidRequest, ServiceError
-from gateway.platform.runs.attachment_models import AttachmentFile
-from gateway.platform.runs.conversation_models import Action
-from gateway.platform.runs.models import AgentConfig, RunRecord, RunState, StatusMessage
+from gateway.platform.runs.attachments.models import AttachmentFile
+from gateway.platform.runs.conversations.models import Action
+from gateway.platform.runs.outputs.models import NewArtifact, PrState
+from gateway.platform.runs.record.models import AgentConfig, RunRecord, StatusMessage
+from gateway.platform.runs.record.states import RunState
 
 Uid = Annotated[str, Meta(min_length=1, max_length=64)]
 Text = Annotated[str, Meta(max_length=100_000)]
@@ -24,8 +26,6 @@ MAX_WAIT_S = 30.0
 MAX_CLAIM = 50  # runs per claim call: a runner of many short runs takes them in batches
 MAX_FINISH = 50  # runs per finish call
 MAX_FILE_BYTES = 512 * 1024  # decoded; the 1 MB API body cap holds its base64 and the rest
-ArtifactType = Literal["FILE", "PULL_REQUEST", "TRANSCRIPT"]
-PrState = Literal["open", "closed", "merged"]
 Outcome = Literal["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
 
 
@@ -202,35 +202,6 @@ class Messages(Struct, kw_only=True, forbid_unknown_fields=True):
 
 class Appended(Struct):
     appended: int
-
-
-class NewArtifact(Struct, kw_only=True):
-    """An artifact to store (tables.run_artifacts): a FILE or TRANSCRIPT with its content, or a
-    PULL_REQUEST."""
-
-    artifact_type: ArtifactType
-    filename: str | None = None
-    filepath: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
-    content: bytes | None = None
-    description: str | None = None
-    title: str | None = None
-    url: str | None = None
-    branch: str | None = None
-    pr_state: PrState | None = None
-
-
-class StoredArtifact(NewArtifact, kw_only=True):
-    """An artifact as the store holds it."""
-
-    artifact_uid: str
-    run_id: str
-    created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Row[Any]) -> StoredArtifact:
-        return msgspec.convert(row, cls, from_attributes=True)
 
 
 class ArtifactUpload(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -449,6 +420,12 @@ class Worker(Struct, kw_only=True):
     worker_id: Annotated[
         str | None, Meta(description="runs pin to it by config.worker_host; null: the pool")
     ] = None
+
+    @classmethod
+    def of(cls, row: Row[Any], *, online: bool, runs_held: int) -> Worker:
+        """A row of tables.runners, with what its reader made of it."""
+        values = {str(name): value for name, value in row._mapping.items()}  # plain str keys
+        return msgspec.convert(values | {"online": online, "runs_held": runs_held}, cls)
 
 
 class WaitedWorker(Struct, kw_only=True):

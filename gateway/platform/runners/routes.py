@@ -17,11 +17,11 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Handler, Routes
 from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
-from gateway.platform.runners import debug_sessions
-from gateway.platform.runners import execution as run_execution
+from gateway.platform.runners import claims, debug_sessions, leases, registry, reports
 from gateway.platform.runners import finish as run_finish
 from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.attachment_files import message_files, with_files
+from gateway.platform.runners.handover import event_payload
 from gateway.platform.runners.models import (
     Appended,
     ArtifactAdded,
@@ -45,17 +45,18 @@ from gateway.platform.runners.models import (
     RunStatus,
     Usage,
 )
-from gateway.platform.runs.attachment_routes import attachment_links
+from gateway.platform.runners.registry import Runner
+from gateway.platform.runs.attachments.routes import attachment_links
 
 
 @asynccontextmanager
 async def as_runner(
     request: Request, principal: Principal, runner_uid: str
-) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner]]:
+) -> AsyncIterator[tuple[AsyncConnection, Runner]]:
     """A transaction on behalf of the caller's runner (404 for anyone else's)."""
     services = services_of(request)
     async with services.database.transaction() as conn:
-        runner = await run_execution.runner_of(conn, principal, runner_uid, services.runners_seen)
+        runner = await registry.runner_of(conn, principal, runner_uid, services.runners_seen)
         yield conn, runner
 
 
@@ -70,7 +71,7 @@ B = TypeVar("B", bound=_ByRunner)
 @asynccontextmanager
 async def held_by(
     request: Request, body: Body[B]
-) -> AsyncIterator[tuple[AsyncConnection, run_execution.Runner, B]]:
+) -> AsyncIterator[tuple[AsyncConnection, Runner, B]]:
     """The caller's body, then a transaction on behalf of the runner it names (as_runner)."""
     principal = await principal_of(request)
     spec = await body.read()
@@ -115,7 +116,7 @@ async def register_endpoint(request: Request, body: Body[RunnerRegister]) -> Run
     spec = await body.read()
     services = services_of(request)
     async with services.database.transaction() as conn:
-        runner = await run_execution.register(
+        runner = await registry.register(
             conn,
             principal,
             name=spec.name,
@@ -188,10 +189,10 @@ def _counted(claimed: list[ClaimedRun]) -> list[ClaimedRun]:
 
 
 async def _claim(
-    request: Request, conn: AsyncConnection, runner: run_execution.Runner, max_runs: int
+    request: Request, conn: AsyncConnection, runner: Runner, max_runs: int
 ) -> list[ClaimedRun]:
     lease_s = services_of(request).settings.run_lease_s
-    claimed = await run_execution.claim(conn, runner, lease_s, max_runs)
+    claimed = await claims.claim(conn, runner, lease_s, max_runs)
     # then the debug sessions asked of this runner (runners/debug_sessions.py)
     claimed += await debug_sessions.claim_sessions(conn, runner, lease_s, max_runs - len(claimed))
     await with_files(conn, claimed, attachment_links(request))
@@ -207,7 +208,7 @@ async def _claim(
 async def heartbeat_endpoint(request: Request, body: Body[Held]) -> HeartbeatResult:
     lease_s = services_of(request).settings.run_lease_s
     async with held_by(request, body) as (conn, runner, _):
-        beat = await run_execution.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
+        beat = await claims.heartbeat(conn, runner, request.path_params["run_id"], lease_s)
         await message_files(conn, beat.messages, attachment_links(request))
     return beat
 
@@ -221,7 +222,7 @@ async def heartbeat_endpoint(request: Request, body: Body[Held]) -> HeartbeatRes
 )
 async def progress_endpoint(request: Request, body: Body[Progress]) -> RunStatus:
     async with held_by(request, body) as (conn, runner, report):
-        return await run_execution.progress(
+        return await reports.progress(
             conn,
             runner,
             request.path_params["run_id"],
@@ -239,7 +240,7 @@ async def progress_endpoint(request: Request, body: Body[Progress]) -> RunStatus
 )
 async def messages_endpoint(request: Request, body: Body[Messages]) -> Appended:
     async with held_by(request, body) as (conn, runner, batch):
-        count = await run_execution.append_messages(
+        count = await reports.append_messages(
             conn, runner, request.path_params["run_id"], batch.messages
         )
     return Appended(count)
@@ -258,7 +259,7 @@ async def artifact_endpoint(request: Request, body: Body[ArtifactUpload]) -> Art
     artifact = upload.stored()
     async with as_runner(request, principal, upload.runner_uid) as (conn, runner):
         run_id = request.path_params["run_id"]
-        return await run_execution.add_artifact(conn, runner, run_id, artifact)
+        return await reports.add_artifact(conn, runner, run_id, artifact)
 
 
 @on_held_run(
@@ -334,7 +335,7 @@ async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Fini
 async def release_endpoint(request: Request, body: Body[Release]) -> RunStatus:
     async with held_by(request, body) as (conn, runner, given):
         run_id = request.path_params["run_id"]
-        released = await run_execution.release(conn, runner, run_id, given.reason)
+        released = await leases.release(conn, runner, run_id, given.reason)
     services_of(request).runs_queued.notify()
     return released
 
@@ -349,8 +350,8 @@ async def release_endpoint(request: Request, body: Body[Release]) -> RunStatus:
 async def event_payload_endpoint(request: Request, body: Body[Held]) -> Response:
     run_id = request.path_params["run_id"]
     async with held_by(request, body) as (conn, runner, _):
-        run = await run_execution.held_run(conn, runner, run_id)
-        payload = await run_execution.event_payload(conn, run)
+        run = await leases.held_run(conn, runner, run_id)
+        payload = await event_payload(conn, run)
     if payload is None:
         raise NotFound(f"run_id: {run_id} was not started by a webhook delivery")
     return Response(payload, media_type="application/json")

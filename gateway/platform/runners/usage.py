@@ -17,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.platform.analytics import pr_costs
-from gateway.platform.runners.execution import Runner, held_run
+from gateway.platform.runners.leases import held_run
 from gateway.platform.runners.models import RunUsage, Usage, UsageDimensions, UsageLine
+from gateway.platform.runners.registry import Runner
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 

@@ -12,20 +12,22 @@ from starlette.responses import PlainTextResponse, Response
 from gateway.api.auth import cursors_of, principal_of, services_of
 from gateway.api.pagination import page_info
 from gateway.api.routing import Body, Query, Routes
-from gateway.platform.runs import lifecycle as run_lifecycle
-from gateway.platform.runs.attachments import forget_files, store_files
-from gateway.platform.runs.conversation_models import FollowUp, FollowUpResult, InterruptResult
-from gateway.platform.runs.conversation_routes import (
+from gateway.platform.runs.attachments.files import forget_files, store_files
+from gateway.platform.runs.conversations.models import FollowUp, FollowUpResult, InterruptResult
+from gateway.platform.runs.conversations.routes import (
     FOLLOW_UP_PROBLEMS,
     NOT_LIVE,
-    RUN_ERRORS,
     follow_up,
     interrupt,
 )
-from gateway.platform.runs.creation import Catalog, create_agent_run, files_of
-from gateway.platform.runs.models import RunCreate, RunCreated, RunFilters, RunItem, RunList
-from gateway.platform.runs.records import run_item, run_items, visible_run
-from gateway.platform.runs.standalone import list_runs, run_query
+from gateway.platform.runs.creation.agent_runs import Catalog, create_agent_run, files_of
+from gateway.platform.runs.creation.models import RunCreate, RunCreated
+from gateway.platform.runs.listing.models import RunFilters, RunList
+from gateway.platform.runs.listing.query import list_runs, run_query
+from gateway.platform.runs.record.cancellation import cancel
+from gateway.platform.runs.record.items import run_item, run_items
+from gateway.platform.runs.record.models import RunItem
+from gateway.platform.runs.record.store import RUN_ERRORS, visible_run
 
 routes = Routes("runs")
 RUN = "/agent/runs/{run_id}"
@@ -118,7 +120,7 @@ async def cancel_endpoint(request: Request) -> Response:
     principal = await principal_of(request)
     async with services_of(request).database.transaction() as conn:
         run = await visible_run(conn, principal, request.path_params["run_id"])
-        await run_lifecycle.cancel(conn, run)
+        await cancel(conn, run)
     # the bare id as text: the official client hands the body to its users as is
     return PlainTextResponse(run.run_id)
 

@@ -12,10 +12,10 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format.triggers import CronError, next_slot, parse_cron
-from gateway.platform.runs.automation_runs import (
+from gateway.platform.runs.creation.automation_runs import (
+    AutomationOfRun,
     automation_columns,
     joined,
-    of_row,
     start_automation_run,
 )
 from gateway.platform.tasks.models import TaskSeed
@@ -77,7 +77,7 @@ async def start_slot(conn: AsyncConnection, due: DueAutomationSlot) -> str | Non
     )
     if claim.rowcount != 1:
         return None
-    automation = of_row(row)
+    automation = AutomationOfRun.from_row(row)
     if automation.agent_uid is None:
         error = (
             "the factory has no foreman agent to run the automation as (gateway admin set-foreman)"

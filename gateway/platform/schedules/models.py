@@ -10,7 +10,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp, unless_none
-from gateway.platform.runs.models import MAX_PROMPT, AgentConfig, Creator
+from gateway.platform.runs.record.models import MAX_PROMPT, AgentConfig, Creator
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 CronSchedule = Annotated[

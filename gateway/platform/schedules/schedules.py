@@ -22,10 +22,10 @@ from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.catalog import ModelSpec
 from gateway.errors import Forbidden, InvalidRequest, NotFound
-from gateway.platform.runs.models import MAX_PROMPT
-from gateway.platform.runs.records import creators
-from gateway.platform.runs.standalone import parse_config
-from gateway.platform.runs.worker_pinning import check_worker_host
+from gateway.platform.runs.creation.agent_config import parse_config
+from gateway.platform.runs.creation.worker_pinning import check_worker_host
+from gateway.platform.runs.record.items import creators
+from gateway.platform.runs.record.models import MAX_PROMPT
 from gateway.platform.schedules import cron
 from gateway.platform.schedules.models import ScheduleCreate, ScheduledAgent, ScheduleUpdate
 from gateway.store import tables as t

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
 from gateway.errors import ServiceError
-from gateway.platform.runs.models import AgentConfig
-from gateway.platform.runs.records import NewRun, insert_run
+from gateway.platform.runs.creation.new_runs import NewRun, insert_run
+from gateway.platform.runs.record.models import AgentConfig
 from gateway.platform.schedules import cron
 from gateway.store import tables as t
 from gateway.store.types import utcnow

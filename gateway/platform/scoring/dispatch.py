@@ -27,7 +27,7 @@ from gateway import ids
 from gateway.accounts.factories import Factory, require_manage_access
 from gateway.accounts.identities import Principal
 from gateway.errors import InvalidRequest, NotFound
-from gateway.platform.runs.records import can_view, find_run, visible_run
+from gateway.platform.runs.record.store import can_view, find_run, visible_run
 from gateway.platform.scoring.models import DispatchResult, Scorer
 from gateway.platform.scoring.scorers import find_scorer, get_scorer, scores_agent
 from gateway.store import tables as t

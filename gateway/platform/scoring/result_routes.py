@@ -20,7 +20,7 @@ from gateway.platform.analytics.params import (
     range_of,
 )
 from gateway.platform.runners.routes import AGENT_ONLY, as_runner
-from gateway.platform.runs.records import visible_run
+from gateway.platform.runs.record.store import visible_run
 from gateway.platform.scoring import results as scoring
 from gateway.platform.scoring.models import (
     Attempt,

@@ -19,7 +19,7 @@ from gateway import ids
 from gateway.accounts.factories import belongs_to_team
 from gateway.errors import Conflict, NotFound
 from gateway.platform.analytics.window import Window, period_key
-from gateway.platform.runners.execution import Runner
+from gateway.platform.runners.registry import Runner
 from gateway.platform.scoring.models import MAX_JOBS, Attempt, ClaimedJob, RunScore, ScorerMetrics
 from gateway.store import tables as t
 from gateway.store.types import utcnow

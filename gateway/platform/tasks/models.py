@@ -12,8 +12,8 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc, unless_none
 from gateway.api.pagination import PageInfo
-from gateway.platform.runs.models import Creator, RunRecord
-from gateway.platform.runs.models import RunItem as Run
+from gateway.platform.runs.record.models import Creator, RunRecord
+from gateway.platform.runs.record.models import RunItem as Run
 
 TaskStage = Literal["TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"]
 TicketSource = Literal["repository_issue", "issue_key", "reference"]

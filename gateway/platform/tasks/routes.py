@@ -12,8 +12,8 @@ from gateway.accounts.identities import Principal
 from gateway.api.auth import cursors_of, principal_of, services_of
 from gateway.api.pagination import page_info
 from gateway.api.routing import Body, Query, Routes
-from gateway.platform.factories.dispatch import ensure_bound
 from gateway.platform.tasks import tasks
+from gateway.platform.tasks.binding import ensure_bound
 from gateway.platform.tasks.listing import TaskQuery, list_tasks
 from gateway.platform.tasks.models import (
     ByConversation,

@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
 from gateway.platform.inbox.notifications import on_dispatch_failed
-from gateway.platform.runs.automation_runs import (
+from gateway.platform.runs.creation.automation_runs import (
+    AutomationOfRun,
     automation_columns,
     joined,
-    of_row,
     start_automation_run,
 )
 from gateway.store import tables as t
@@ -67,7 +67,7 @@ async def on_stage_change(conn: AsyncConnection, task: Any, stage: str) -> list[
     for row in (await conn.execute(query)).all():
         if not _listens(row) or not fires(_triggers(row), stage):
             continue
-        automation = of_row(row)
+        automation = AutomationOfRun.from_row(row)
         if automation.agent_uid is None:
             detail = (
                 f"task {task.uid} moved to {stage} and matched automation {automation.uid}, but "

@@ -23,15 +23,9 @@ from gateway.accounts.factories import Factory
 from gateway.accounts.identities import Principal
 from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.platform.inbox import notifications as inbox
-from gateway.platform.runs import lifecycle as run_lifecycle
-from gateway.platform.runs.records import (
-    can_view,
-    creators,
-    find_run,
-    newest_root_run,
-    run_item,
-    visible_run,
-)
+from gateway.platform.runs.record import cancellation
+from gateway.platform.runs.record.items import creators, run_item
+from gateway.platform.runs.record.store import can_view, find_run, newest_root_run, visible_run
 from gateway.platform.tasks import stage_triggers
 from gateway.platform.tasks.models import (
     Task,
@@ -205,7 +199,7 @@ async def cancel_task(
         raise NotFound(f"task: {task_uid} has no resolvable current run")
     if not can_view(principal, run):
         raise Forbidden(f"task: the current run of {task_uid} is not accessible to you")
-    await run_lifecycle.cancel(conn, run)
+    await cancellation.cancel(conn, run)
     await _change(conn, factory_uid, task_uid, {"stage": "CANCELLED"})
     return await get_task(conn, factory_uid, task_uid, current_run=True)
 

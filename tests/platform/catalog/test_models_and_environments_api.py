@@ -137,7 +137,7 @@ def test_environment_errors(world: World) -> None:
 def test_setup_failure_and_last_run_come_from_the_runs(database_url: str) -> None:
     with configured(database_url) as world:
         older = new_run(world, config={"environment_id": "ours"})
-        advance(world, older["run_id"], "start", "succeed")
+        advance(world, older["run_id"], "claim", "start", "succeed")
         newest = new_run(world, config={"environment_id": "ours"}, title="latest")
         new_run(world, headers=world.stranger, config={"environment_id": "ours"})  # not theirs
 
@@ -150,7 +150,9 @@ def test_setup_failure_and_last_run_come_from_the_runs(database_url: str) -> Non
         assert seen["last_task_created"]["state"] == "QUEUED" and not seen["setup_failed"]
         started = world.api("GET", f"/agent/runs/{older['run_id']}").json()["started_at"]
         assert seen["last_task_run_timestamp"] == started
-        advance(world, newest["run_id"], "start", "fail", error_code="environment_setup_failed")
+        advance(
+            world, newest["run_id"], "claim", "start", "fail", error_code="environment_setup_failed"
+        )
         failed = ours()
         assert failed["setup_failed"] and failed["last_task_created"]["state"] == "FAILED"
         assert failed["last_task_run_timestamp"] >= started

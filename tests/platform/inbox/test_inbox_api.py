@@ -43,8 +43,8 @@ def _teammate(world: World) -> dict[str, str]:
 
 def test_failed_and_blocked_runs_notify_the_team_until_resolved(world: World) -> None:
     failing, asking = _dispatch(world, "Breaks"), _dispatch(world, "Asks")
-    advance(world, failing["run_id"], "start", "fail", message="setup failed")
-    advance(world, asking["run_id"], "start", "block")
+    advance(world, failing["run_id"], "claim", "start", "fail", message="setup failed")
+    advance(world, asking["run_id"], "claim", "start", "block")
     mine = _inbox(world)["notifications"]
     assert [(n["kind"], n["run_id"], n["is_read"]) for n in mine] == [
         ("run_needs_input", asking["run_id"], False),
@@ -59,7 +59,7 @@ def test_failed_and_blocked_runs_notify_the_team_until_resolved(world: World) ->
     assert [n["run_id"] for n in _inbox(world)["notifications"]] == [failing["run_id"]]
     # a standalone run (no factory) has no inbox
     standalone = world.api("POST", "/agent/runs", json={"prompt": "p"}).json()
-    advance(world, standalone["run_id"], "start", "fail")
+    advance(world, standalone["run_id"], "claim", "start", "fail")
     assert len(_inbox(world)["notifications"]) == 1
 
 
@@ -77,8 +77,8 @@ def test_a_run_that_its_runner_reports_blocked_notifies_with_its_question(world:
 
 def test_a_follow_up_that_answers_or_resumes_the_run_resolves_its_notice(world: World) -> None:
     asking, failing = _dispatch(world, "Asks"), _dispatch(world, "Breaks")
-    advance(world, asking["run_id"], "start", "block")
-    advance(world, failing["run_id"], "start", "fail")
+    advance(world, asking["run_id"], "claim", "start", "block")
+    advance(world, failing["run_id"], "claim", "start", "fail")
     assert len(_inbox(world)["notifications"]) == 2
     for run in (asking, failing):
         path = f"/agent/runs/{run['run_id']}/followups"
@@ -90,14 +90,14 @@ def test_a_follow_up_that_answers_or_resumes_the_run_resolves_its_notice(world: 
 
 def test_a_run_has_one_active_notice_its_newest(world: World) -> None:
     run = _dispatch(world, "Flaky")
-    advance(world, run["run_id"], "start", "block")
+    advance(world, run["run_id"], "claim", "start", "block")
     advance(world, run["run_id"], "error", message="harness crashed")  # leaves BLOCKED
     assert _inbox(world)["notifications"] == []
     again = _dispatch(world, "Twice")
-    advance(world, again["run_id"], "start", "fail", message="first")
+    advance(world, again["run_id"], "claim", "start", "fail", message="first")
     path = f"/agent/runs/{again['run_id']}/followups"
     assert world.api("POST", path, json={"message": "retry"}).json()["state"] == "QUEUED"
-    advance(world, again["run_id"], "start", "fail", message="second")
+    advance(world, again["run_id"], "claim", "start", "fail", message="second")
     found = _inbox(world)["notifications"]
     assert [(n["run_id"], n["detail"]) for n in found] == [(again["run_id"], "second")]
 
@@ -124,7 +124,7 @@ def test_task_stage_changes_notify_and_supersede_each_other(world: World) -> Non
 
 def test_read_and_unread_answer_one_outcome_per_notification_in_order(world: World) -> None:
     for title in ("a", "b"):
-        advance(world, _dispatch(world, title)["run_id"], "start", "fail")
+        advance(world, _dispatch(world, title)["run_id"], "claim", "start", "fail")
     late = _teammate(world)  # joined after the notifications were made: not a recipient
     first, second = (n["uid"] for n in _inbox(world)["notifications"])
     body = {"notification_uids": [second, "ntf_missing", first]}
@@ -152,7 +152,7 @@ def test_read_and_unread_answer_one_outcome_per_notification_in_order(world: Wor
 
 def test_a_resolved_notification_cannot_be_marked(world: World) -> None:
     run = _dispatch(world, "asks")
-    advance(world, run["run_id"], "start", "block")
+    advance(world, run["run_id"], "claim", "start", "block")
     (notice,) = _inbox(world)["notifications"]
     advance(world, run["run_id"], "unblock")
     answer = world.api("POST", READ, json={"notification_uids": [notice["uid"]]}).json()
@@ -172,7 +172,7 @@ def test_mutations_are_for_users_and_need_a_valid_list(world: World) -> None:
 
 def test_listing_filters_pages_and_rejects_bad_queries(world: World) -> None:
     for title in ("a", "b", "c"):
-        advance(world, _dispatch(world, title)["run_id"], "start", "fail")
+        advance(world, _dispatch(world, title)["run_id"], "claim", "start", "fail")
     first = _inbox(world, limit=2)
     assert len(first["notifications"]) == 2 and first["page_info"]["has_next_page"]
     rest = _inbox(world, limit=2, cursor=first["page_info"]["next_cursor"])
@@ -206,7 +206,7 @@ def test_listing_filters_pages_and_rejects_bad_queries(world: World) -> None:
 
 
 def test_a_removed_member_is_no_live_recipient(world: World) -> None:
-    advance(world, _dispatch(world, "a")["run_id"], "start", "fail")
+    advance(world, _dispatch(world, "a")["run_id"], "claim", "start", "fail")
 
     async def leave(services: Services) -> None:
         from sqlalchemy import delete

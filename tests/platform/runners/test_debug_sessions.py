@@ -12,7 +12,6 @@ from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 from tests.platform.runners.test_runner_api import Runner, get_run, new_run
-from tests.platform.runs.runs_support import advance
 from tests.support import World
 
 SETUP = "environment_setup_failed"
@@ -88,12 +87,6 @@ def _refused(world: World, run_id: str, why: str) -> None:
 def test_no_session_is_opened_by_a_runner_that_does_not_open_them(world: World) -> None:
     run_id = _failed_by(world, Runner(world))
     _refused(world, run_id, "does not open debug sessions")
-
-
-def test_no_session_for_a_failure_no_runner_reported(world: World) -> None:
-    run_id = new_run(world)
-    advance(world, run_id, "start", "fail", error_code=SETUP)
-    _refused(world, run_id, "no runner reported its failure")
 
 
 def test_no_session_on_an_offline_runner(world: World) -> None:

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from gateway.accounts import identities
-from gateway.platform.runners.execution import MAX_ATTEMPTS
+from gateway.platform.runners.leases import MAX_ATTEMPTS
 from gateway.services import Services
 from gateway.types import Message
 from tests.conftest import make_settings

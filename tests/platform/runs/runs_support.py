@@ -1,26 +1,94 @@
-"""Helpers of the runs, tasks, dispatch and conversation API tests: the harness hook and
-direct store access for states the API cannot produce on its own."""
+"""Helpers of the runs, tasks, dispatch and conversation API tests: runs moved through the
+product's own transitions (a runner of the run's team, driven by the runner protocol's rules),
+and direct store access for runs the API does not create."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
-from gateway.platform.runs import lifecycle as run_lifecycle
-from gateway.platform.runs.records import NewRun, insert_run
+from gateway.platform.runners import claims, finish, leases, registry, reports
+from gateway.platform.runners.models import RunEnding
+from gateway.platform.runners.registry import Runner
+from gateway.platform.runs.creation.new_runs import NewRun, insert_run
+from gateway.platform.runs.record.store import load_run
 from gateway.services import Services
 from tests.support import World
 
+# the runner protocol's steps a test may take a run through, each one call of its rules
+PROGRESS: dict[str, Literal["PENDING", "INPROGRESS", "BLOCKED"]] = {
+    "accept": "PENDING",
+    "start": "INPROGRESS",
+    "block": "BLOCKED",
+    "unblock": "INPROGRESS",
+}
+OUTCOMES: dict[str, Literal["SUCCEEDED", "FAILED", "ERROR"]] = {
+    "succeed": "SUCCEEDED",
+    "fail": "FAILED",
+    "error": "ERROR",
+}
+
 
 def advance(world: World, run_id: str, *events: str, **kwargs: Any) -> None:
-    """Moves a run through harness events (claim, start, succeed, fail, ...)."""
+    """Moves a run through runner events, in order, as a runner of its team would: `claim`
+    (it takes the run), `accept` (not started yet), `start`, `block`, `unblock`, `succeed`,
+    `fail`, `error`, `release`. Each is the runner protocol's own rule (runners/claims.py,
+    reports.py, finish.py, leases.py), which asks the product's state table: an event the product
+    refuses in the run's state fails the test. `kwargs`: session_id and session_link (with
+    `start`), message and error_code (with an ending)."""
 
     async def go(services: Services) -> None:
+        lease_s = services.settings.run_lease_s
         async with services.database.transaction() as conn:
             for event in events:
-                await run_lifecycle.advance(conn, run_id, event, **kwargs)
+                runner = await _runner(conn, world, run_id, event)
+                if event == "claim":
+                    claimed = await claims.claim_runs(conn, runner, [run_id], lease_s)
+                    assert [c.run_id for c in claimed] == [run_id], "not a QUEUED run"
+                else:
+                    await _report(conn, runner, run_id, event, kwargs)
 
     world.client.run(go)
+
+
+async def _runner(conn: AsyncConnection, world: World, run_id: str, event: str) -> Runner:
+    """A new runner of the run's team for a claim, else the runner holding the run."""
+    run = await load_run(conn, run_id)
+    team = frozenset({run.team_uid or ""})
+    principal = Principal("agent", world.agent_uid, "Foreman", None, team)
+    if event == "claim":
+        return await registry.register(
+            conn, principal, name="tests", host=None, factory_uid=None, concurrency=1, version=None
+        )
+    assert run.runner_uid is not None, f"{event}: no runner holds the {run.state} run"
+    return await registry.runner_of(conn, principal, run.runner_uid)
+
+
+async def _report(
+    conn: AsyncConnection, runner: Runner, run_id: str, event: str, kwargs: dict[str, Any]
+) -> None:
+    if event in PROGRESS:
+        await reports.progress(
+            conn,
+            runner,
+            run_id,
+            state=PROGRESS[event],
+            status_message=None,
+            session_id=kwargs.get("session_id"),
+            session_link=kwargs.get("session_link"),
+        )
+    elif event in OUTCOMES:
+        ending = RunEnding(
+            outcome=OUTCOMES[event],
+            status_message=kwargs.get("message"),
+            error_code=kwargs.get("error_code"),
+        )
+        await finish.finish(conn, runner, run_id, ending, lambda run: f"https://t.test/{run}")
+    else:
+        assert event == "release", f"{event}: not a runner event"
+        await leases.release(conn, runner, run_id, kwargs.get("message") or "given back")
 
 
 def insert_raw_run(world: World, *, run_type: str = "cloud", team_uid: str | None = None) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gateway.platform.runs.attachment_links import AttachmentLinks
-from gateway.platform.runs.attachment_models import UploadGrant
+from gateway.platform.runs.attachments.models import UploadGrant
+from gateway.platform.runs.attachments.signed_urls import AttachmentLinks
 from gateway.security import SecretBox
 from tests.conftest import make_settings
 from tests.platform.runners.test_runner_api import Runner

@@ -46,7 +46,7 @@ def test_conversation_interrupt_and_errors(world: World) -> None:
     run = new_run(world)
     base = f"/agent/conversations/{run['conversation_id']}"
     assert world.api("POST", f"{base}/interrupt").status_code == 409
-    advance(world, run["run_id"], "start")
+    advance(world, run["run_id"], "claim", "start")
     assert world.api("POST", f"{base}/interrupt").status_code == 202
     assert world.api("POST", f"{base}/interrupt", headers=world.stranger).status_code == 404
     assert world.api("POST", "/agent/conversations/nope/interrupt").status_code == 404

@@ -44,7 +44,9 @@ def test_handoff_attachments_are_the_files_of_the_last_ended_execution(world: Wo
 
 def test_session_and_conversation_redirects_are_public(world: World) -> None:
     run = new_run(world)
-    advance(world, run["run_id"], "start", session_id="3f1c2b9e-0000-4000-8000-000000000001")
+    advance(
+        world, run["run_id"], "claim", "start", session_id="3f1c2b9e-0000-4000-8000-000000000001"
+    )
     session = world.client.get(
         "/api/v1/agent/sessions/3f1c2b9e-0000-4000-8000-000000000001/redirect"
     )
@@ -64,7 +66,7 @@ def test_session_and_conversation_redirects_are_public(world: World) -> None:
 def test_the_official_client_reads_handoffs_and_redirects(world: World) -> None:
     oz = official_client(world)
     run = new_run(world)
-    advance(world, run["run_id"], "start", "succeed", session_id="s-1")
+    advance(world, run["run_id"], "claim", "start", "succeed", session_id="s-1")
     assert oz.agent.runs.list_handoff_attachments(run["run_id"]).attachments == []
     assert oz.agent.sessions.check_redirect("s-1").conversation_id == run["conversation_id"]
     assert oz.agent.conversations.check_redirect(run["conversation_id"]).session_id == "s-1"

@@ -106,7 +106,7 @@ def test_an_agent_of_the_team_can_execute_the_run(world: World) -> None:
     assert created.status_code == 200, created.text
 
     async def agent_of(services: Services) -> str | None:
-        from gateway.platform.runs.records import find_run
+        from gateway.platform.runs.record.store import find_run
 
         async with services.database.read() as conn:
             run = await find_run(conn, created.json()["run_id"])

@@ -48,7 +48,7 @@ def test_create_rejects_bad_bodies(world: World) -> None:
 def test_the_config_schema_has_the_domains_keys() -> None:
     from msgspec.structs import fields
 
-    from gateway.platform.runs.models import AgentConfig
+    from gateway.platform.runs.record.models import AgentConfig
 
     keys = {"name", "model_id", "base_prompt", "environment_id", "worker_host", "skill_spec"}
     answers_only = set(AgentConfig.SERVICE_SET)  # resolved by the service, refused in requests
@@ -81,7 +81,7 @@ def test_list_filters_sort_and_cursor(world: World) -> None:
     first = new_run(world, title="alpha one", config={"name": "n1", "model_id": "gemini-2.5-pro"})
     second = new_run(world, title="beta two", config={"name": "n2"})
     third = new_run(world, title="alpha three")
-    advance(world, second["run_id"], "start")
+    advance(world, second["run_id"], "claim", "start")
 
     def ids(**params: object) -> list[str]:
         response = world.api("GET", "/agent/runs", params=params)
@@ -147,7 +147,7 @@ def test_cancel_rules(world: World) -> None:
     root = new_run(world)
     child = new_run(world, parent_run_id=root["run_id"])
     done_child = new_run(world, parent_run_id=root["run_id"])
-    advance(world, done_child["run_id"], "start", "succeed")
+    advance(world, done_child["run_id"], "claim", "start", "succeed")
     response = world.api("POST", f"/agent/runs/{root['run_id']}/cancel")
     assert response.status_code == 200 and response.text == root["run_id"]  # not JSON
     assert response.headers["content-type"].startswith("text/plain")
@@ -163,7 +163,7 @@ def test_cancel_rules(world: World) -> None:
     again = world.api("POST", f"/agent/runs/{root['run_id']}/cancel")
     assert again.status_code == 400 and again.json()["code"] == "run_terminal"
     pending = new_run(world)
-    advance(world, pending["run_id"], "pend")
+    advance(world, pending["run_id"], "claim", "accept")
     response = world.api("POST", f"/agent/runs/{pending['run_id']}/cancel")
     assert response.status_code == 409 and response.json()["code"] == "run_pending"
     local = insert_raw_run(world, run_type="local")
@@ -179,7 +179,7 @@ def test_followups_are_routed_by_state(world: World) -> None:
     path = f"/agent/runs/{run['run_id']}/followups"
     queued = world.api("POST", path, json={"message": "also this", "mode": "plan"}).json()
     assert queued == {"run_id": run["run_id"], "state": "QUEUED", "routing": "queued"}
-    advance(world, run["run_id"], "start")
+    advance(world, run["run_id"], "claim", "start")
     assert world.api("POST", path, json={"message": "more"}).json()["routing"] == "injected"
     advance(world, run["run_id"], "block")
     unblocked = world.api("POST", path, json={"message": "answer"}).json()

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from gateway.accounts import factories
 from gateway.accounts.factories import get_accessible_factory
 from gateway.accounts.identities import Principal
-from gateway.platform.runs.records import NewRun, insert_run
+from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.scoring import scorers
 from gateway.platform.scoring.models import ScorerCreate
 from gateway.services import Services
@@ -43,7 +43,7 @@ class Setup:
         assert response.status_code == 201, response.text
         run_id: str = response.json()["run_id"]
         if start:
-            advance(self.world, run_id, "start")
+            advance(self.world, run_id, "claim", "start")
         return run_id
 
     def dispatch(self, run_ids: list[str], scorer: str | None = None, **kwargs: Any) -> Any:
@@ -97,7 +97,7 @@ class Setup:
                 return str((await insert_run(conn, new)).run_id)
 
         run_id = self.world.client.run(go)
-        advance(self.world, run_id, "start")
+        advance(self.world, run_id, "claim", "start")
         return run_id
 
 
@@ -115,7 +115,7 @@ def _child_run(world: World, parent: str, agent_key: str) -> str:
     )
     assert created.status_code == 200, created.text
     run_id: str = created.json()["run_id"]
-    advance(world, run_id, "start")
+    advance(world, run_id, "claim", "start")
     return run_id
 
 
@@ -285,7 +285,7 @@ def test_dispatch_needs_manage_access(world: World) -> None:
 
 
 def _started(world: World, run_id: str) -> str:
-    advance(world, run_id, "start")
+    advance(world, run_id, "claim", "start")
     return run_id
 
 

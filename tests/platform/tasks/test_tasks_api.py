@@ -162,7 +162,7 @@ def test_cancel_task_rules(world: World) -> None:
     child = new_run(world, parent_run_id=run["run_id"])
     task = _create(world, run["conversation_id"]).json()
     cancel = f"/factory/{world.factory_uid}/tasks/{task['uid']}/cancel"
-    advance(world, run["run_id"], "start")
+    advance(world, run["run_id"], "claim", "start")
     response = world.api("POST", cancel)
     assert response.status_code == 200
     body = response.json()
@@ -172,7 +172,7 @@ def test_cancel_task_rules(world: World) -> None:
     assert again.status_code == 400 and again.json()["code"] == "run_terminal"
 
     pending = new_run(world)
-    advance(world, pending["run_id"], "pend")
+    advance(world, pending["run_id"], "claim", "accept")
     pending_task = _create(world, pending["conversation_id"]).json()
     path = f"/factory/{world.factory_uid}/tasks/{pending_task['uid']}/cancel"
     assert world.api("POST", path).status_code == 409

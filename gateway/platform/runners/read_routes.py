@@ -1,0 +1,44 @@
+"""What users read of runners (tag `runs`, in the document beside the run outputs): the usage a
+run's runner reported, and the team's runners (self-hosted workers, presence from heartbeats).
+docs/runs-and-tasks.md."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from gateway.api.auth import principal_of, services_of
+from gateway.api.routing import Routes
+from gateway.platform.runners import usage as run_usage
+from gateway.platform.runners.models import RunUsage, Workers
+from gateway.platform.runners.registry import list_runners
+from gateway.platform.runners.waiting import waiting_workers
+from gateway.platform.runs.record.store import visible_run
+
+routes = Routes("runs")
+RUN = "/agent/runs/{run_id}"
+
+
+@routes.get(f"{RUN}/usage", "The run's reported usage", response=RunUsage)
+async def usage_endpoint(request: Request) -> RunUsage:
+    principal = await principal_of(request)
+    async with services_of(request).database.read() as conn:
+        run = await visible_run(conn, principal, request.path_params["run_id"])
+        return await run_usage.usage_of(conn, run.run_id)
+
+
+@routes.get(
+    "/agent/workers",
+    "Self-hosted workers of the caller's teams",
+    response=Workers,
+    errors=(400, 401),
+    notes="Runners seen within two leases; `online` from their last call (may be a few seconds "
+    "stale). `waiting`: the workerHost names factory definitions give that no runner of that "
+    "name was seen for.",
+)
+async def workers_endpoint(request: Request) -> Workers:
+    principal = await principal_of(request)
+    services = services_of(request)
+    async with services.database.read() as conn:
+        seen = await list_runners(conn, principal, services.settings.run_lease_s)
+        names = {worker.name for worker in seen}
+        return Workers(seen, await waiting_workers(conn, principal.team_uids, names))

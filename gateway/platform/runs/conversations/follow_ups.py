@@ -1,0 +1,145 @@
+"""Follow-ups, interrupts and prepared attachments, addressed by run or by conversation.
+
+A conversation is served by its newest top-level run. Follow-ups are routed by the run's state:
+QUEUED/PENDING -> "queued" (ahead of the start), CLAIMED/INPROGRESS/BLOCKED -> "injected" into the
+live session (a BLOCKED run resumes INPROGRESS), ended -> "resumed" (a new execution: the run is
+QUEUED again), except a FAILED environment-setup run inside its debug window -> "debug" (stays
+FAILED, status message unchanged). The window runs from the failure (`failed_at`), so debug
+follow-ups do not extend it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import ids
+from gateway.errors import AttachmentNotUploaded, RunNotLive, UnknownAttachment
+from gateway.platform.runs.conversations.debug_requests import request_session
+from gateway.platform.runs.conversations.models import (
+    FollowUp,
+    FollowUpResult,
+    InterruptResult,
+    Routing,
+)
+from gateway.platform.runs.record import timeline as run_timeline
+from gateway.platform.runs.record.models import CANCELLABLE_TYPES, SETUP_FAILURE, RunRecord
+from gateway.platform.runs.record.states import LIVE, RunState, allows, next_state
+from gateway.platform.runs.record.store import lock_run
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+DEBUG_WINDOW = timedelta(hours=1)
+r = t.runs
+
+
+def _routing(run: RunRecord) -> tuple[Routing, RunState]:
+    """(routing, next state) of a follow-up to this run."""
+    if run.state in ("QUEUED", "PENDING"):
+        return "queued", run.state
+    if run.state in LIVE:
+        return "injected", run.state
+    if allows(run.state, "unblock"):  # the input it waited for
+        return "injected", next_state(run.state, "unblock")
+    if run.state == "FAILED" and run.debug_session == "open":
+        return "debug", "FAILED"  # an open debug session goes on until its runner ends it
+    error_code = None if run.status_message is None else run.status_message.error_code
+    # measured from the failure, not from updated_at, which each debug follow-up moves (a run
+    # made FAILED by a path that does not record failed_at falls back to updated_at)
+    failed_at = run.failed_at or run.updated_at
+    if (
+        run.state == "FAILED"
+        and error_code == SETUP_FAILURE
+        and utcnow() - failed_at <= DEBUG_WINDOW
+    ):
+        return "debug", "FAILED"
+    return "resumed", next_state(run.state, "resume")
+
+
+async def follow_up(
+    conn: AsyncConnection, run: RunRecord, request: FollowUp, lease_s: float
+) -> FollowUpResult:
+    """Routes the follow-up by the run's state; a debug follow-up goes to a debug session of
+    the runner that failed the run (409 `debug_session_unavailable` when none can be opened;
+    `lease_s` tells whether that runner is online)."""
+    run = await lock_run(conn, run.run_id)
+    attachments = request.attachments or []
+    await _check_attachments(conn, run, attachments)
+    routing, state = _routing(run)
+    if routing == "debug":
+        await request_session(conn, run, lease_s)
+    now = utcnow()
+    await conn.execute(
+        insert(t.run_messages).values(
+            id=ids.new_id("msg"),
+            run_id=run.run_id,
+            message=request.message,
+            attachments=attachments or None,
+            # a message injected into a live session runs in that session's mode
+            mode=None if routing in ("injected", "debug") else request.mode,
+            routing=routing,
+            created_at=now,
+        )
+    )
+    resumed = routing == "resumed"  # a new execution of the same run
+    await conn.execute(  # (a column set to itself keeps its value)
+        update(r)
+        .where(r.c.run_id == run.run_id)
+        .values(
+            state=state,
+            updated_at=now,
+            started_at=None if resumed else r.c.started_at,
+            status_message=None if resumed else r.c.status_message,
+            failed_at=None if resumed else r.c.failed_at,
+            # a debug session requested and never opened is moot once the run runs again
+            debug_session=None if resumed else r.c.debug_session,
+            debug_runner_uid=None if resumed else r.c.debug_runner_uid,
+        )
+    )
+    if state != run.state:  # BLOCKED -> INPROGRESS, or ended -> QUEUED: a change of state
+        await run_timeline.record(conn, [run.run_id], state, now, reason=f"follow-up ({routing})")
+    return FollowUpResult(run.run_id, state, routing)
+
+
+async def _check_attachments(
+    conn: AsyncConnection, run: RunRecord, attachment_ids: list[str]
+) -> None:
+    if not attachment_ids:
+        return
+    a = t.attachments
+    query = select(a.c.attachment_id, a.c.uploaded_at).where(
+        a.c.attachment_id.in_(attachment_ids), a.c.run_id == run.run_id
+    )
+    known = {row.attachment_id: row.uploaded_at for row in await conn.execute(query)}
+    for i, attachment_id in enumerate(attachment_ids):
+        if attachment_id not in known:
+            raise UnknownAttachment(
+                f"attachments[{i}]: {attachment_id} was not prepared for run {run.run_id}, "
+                "the newest run of this conversation; prepare the attachments again"
+            )
+        if known[attachment_id] is None:  # a file that never reaches the agent: refuse it
+            raise AttachmentNotUploaded(
+                f"attachments[{i}]: {attachment_id} has no content yet; PUT it to the upload "
+                "URL prepare answered, then send the follow-up"
+            )
+
+
+async def interrupt(conn: AsyncConnection, run: RunRecord) -> InterruptResult:
+    """Records an interrupt of the current turn for the harness; the run keeps its state."""
+    if run.state not in LIVE or run.run_type not in CANCELLABLE_TYPES:
+        raise RunNotLive(
+            f"run_id: only a live run (CLAIMED or INPROGRESS) on the service's own harness can "
+            f"be interrupted; this one is {run.state}"
+        )
+    await conn.execute(
+        insert(t.run_messages).values(
+            id=ids.new_id("msg"),
+            run_id=run.run_id,
+            message="",
+            routing="interrupt",
+            created_at=utcnow(),
+        )
+    )
+    return InterruptResult(run.run_id, run.state, True)

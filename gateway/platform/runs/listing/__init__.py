@@ -1,0 +1,1 @@
+"""GET /agent/runs: its filters and keyset pages."""

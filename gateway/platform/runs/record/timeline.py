@@ -1,0 +1,81 @@
+"""The run timeline: every state a run entered and when. Its creation (QUEUED at created_at) is
+implied; later changes are rows of `run_events`, written with the change they record."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from msgspec import Struct, structs
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import ids
+from gateway.platform.inbox import notifications as inbox
+from gateway.platform.runs.record.models import RunRecord, TimelineEvent
+from gateway.store import tables as t
+
+e = t.run_events
+
+
+class Entry(Struct, kw_only=True):
+    """One timeline row (tables.run_events): `run_id` entered `state` at `at`."""
+
+    id: str
+    run_id: str
+    state: str
+    at: datetime
+    runner_uid: str | None
+    reason: str | None
+
+
+async def record(
+    conn: AsyncConnection,
+    run_ids: Iterable[str],
+    state: str,
+    at: datetime,
+    *,
+    runner_uid: str | None = None,
+    reason: str | None = None,
+) -> None:
+    """`state` entered at `at` by each of `run_ids`."""
+    await record_entries(
+        conn, [entry(run_id, state, at, runner_uid=runner_uid, reason=reason) for run_id in run_ids]
+    )
+
+
+def entry(
+    run_id: str, state: str, at: datetime, *, runner_uid: str | None, reason: str | None = None
+) -> Entry:
+    return Entry(
+        id=ids.new_id("evt"),
+        run_id=run_id,
+        state=state,
+        at=at,
+        runner_uid=runner_uid,
+        reason=None if reason is None else reason[:500],
+    )
+
+
+async def record_entries(conn: AsyncConnection, entries: list[Entry]) -> None:
+    """Timeline rows made by `entry`, of any runs and states, in one INSERT."""
+    if not entries:
+        return
+    await conn.execute(insert(e), [structs.asdict(entry) for entry in entries])
+    # the factory inbox hears of every change here, in the same transaction (only the states it
+    # reports cost anything)
+    changes: dict[tuple[str, datetime, str | None], list[str]] = {}
+    for entry in entries:
+        if entry.state in inbox.RUN_KINDS:
+            changes.setdefault((entry.state, entry.at, entry.reason), []).append(entry.run_id)
+    for (state, at, reason), run_ids in changes.items():
+        await inbox.on_run_states(conn, run_ids, state, at, reason)
+
+
+async def timeline(conn: AsyncConnection, run: RunRecord) -> list[TimelineEvent]:
+    """The run's states in order: QUEUED at its creation, then each recorded change."""
+    query = select(e.c.state, e.c.at, e.c.runner_uid, e.c.reason).where(e.c.run_id == run.run_id)
+    events = [TimelineEvent(state="QUEUED", at=run.created_at, runner_uid=None, reason="created")]
+    for state, at, runner_uid, reason in await conn.execute(query.order_by(e.c.at, e.c.id)):
+        events.append(TimelineEvent(state=state, at=at, runner_uid=runner_uid, reason=reason))
+    return events
