@@ -49,7 +49,7 @@ class Services:
     pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
     # agents' API keys authenticated lately (runners call often); see its module for the bound
     agent_keys: KeyCache = field(default_factory=KeyCache)
-    # runners this process saw, while their recorded presence is fresh (run_execution.runner_of)
+    # runners this process saw, while their recorded presence is fresh (runners/registry.runner_of)
     runners_seen: KeyCache = field(default_factory=KeyCache)
     # told when this process queued runs (started by deliveries, dispatched, given back): wakes
     # the runners' long-polling claims at once

@@ -1,7 +1,8 @@
 """What this process looked up lately, by key, for a few seconds: the API keys it authenticated,
 so a runner's many calls skip the SELECTs of authentication (`gateway.api.auth` decides what is
 kept: agents' keys only, whose principal does not change while the key exists), and the runners
-whose presence it recorded (`run_execution.runner_of`). See docs/runs-and-tasks.md, "Runners".
+whose presence it recorded (`platform/runners/registry.runner_of`). See docs/runs-and-tasks.md,
+"Runners".
 
 How long an agent's deleted key may still work:
 - deleted through this process (DELETE /agent/identities/{uid}): not at all; the handler calls

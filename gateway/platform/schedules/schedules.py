@@ -203,7 +203,7 @@ async def _checked(
     `spec` gives none."""
     config = current
     if spec.agent_config is not None:
-        # the stored config is the runs' own form of it (runs.standalone.parse_config)
+        # the stored config is the runs' own form of it (runs/creation/agent_config.parse_config)
         parsed = parse_config(spec.agent_config, models, "agent_config")
         await check_worker_host(conn, team, parsed, "agent_config.worker_host")
         config = None if parsed is None else msgspec.to_builtins(parsed)
