@@ -13,6 +13,7 @@ from gateway import ids
 from gateway.accounts.identities import Principal, require_team
 from gateway.errors import Forbidden, InvalidRequest, NotFound
 from gateway.store import tables as t
+from gateway.store.rows import from_row
 from gateway.store.types import utcnow
 from gateway.types import Timestamp
 
@@ -29,15 +30,7 @@ class Factory(Struct, frozen=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Factory:
-        return cls(
-            row.uid,
-            row.name,
-            row.alias,
-            row.team_uid,
-            row.foreman_agent_uid,
-            row.created_at,
-            row.updated_at,
-        )
+        return from_row(cls, row)
 
 
 async def create_factory(

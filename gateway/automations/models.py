@@ -20,6 +20,7 @@ from factory_format import EffectiveConfig, RunConfig
 from factory_format import Trigger as CanonicalTrigger
 from factory_format.triggers import event_spec
 from gateway.api.fields import Timestamp
+from gateway.store.rows import from_row
 from gateway.types import JsonObject
 
 MAX_TRIGGERS = 20
@@ -143,16 +144,11 @@ class Automation(Struct, kw_only=True):
     def from_row(cls, row: Row[Any], deleted: list[str]) -> Automation:
         """`deleted`: the uids of its trigger webhooks that are deleted."""
         layers = FileLayers.stored(row.definition)
-        return cls(
-            uid=row.uid,
-            factory_uid=row.factory_uid,
-            name=row.name,
-            prompt=row.prompt,
-            enabled=row.enabled,
+        return from_row(
+            cls,
+            row,
             triggers=[TriggerView.of(trigger) for trigger in stored_triggers(row.triggers)],
             webhooks_deleted=sorted(deleted),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
             definition_name=row.definition_name or UNSET,
             agent_uid=row.agent_uid or UNSET,
             config=UNSET if layers is None else layers.config,

@@ -12,6 +12,7 @@ from sqlalchemy import Row
 from gateway.api.fields import Timestamp
 from gateway.providers import DISPLAY_NAMES
 from gateway.signatures import PROVIDER_VERIFIERS
+from gateway.store.rows import from_row
 
 if TYPE_CHECKING:
     Provider = str
@@ -224,13 +225,10 @@ class ProviderConnection(Struct, kw_only=True, omit_defaults=True):
         """`credentials`: the names of the credential fields the row holds; `generated`: the
         secret the service has just made, shown this once."""
         templates = row.reply_templates
-        return cls(
-            uid=row.uid,
-            provider=row.provider,
-            name=row.name,
+        return from_row(
+            cls,
+            row,
             ingress_url=ingress_url(base_url, row.uid),
-            enabled=row.enabled,
-            created_at=row.created_at,
             replies=bool(credentials),
             credentials=credentials or UNSET,
             api_base_url=UNSET if row.api_base_url is None else row.api_base_url,

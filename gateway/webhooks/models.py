@@ -11,6 +11,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
 from gateway.signatures import SCHEME_ALIASES, SCHEMES, scheme_name
+from gateway.store.rows import from_row
 
 AuthMode = Literal["token", "url_token", "signature"]
 
@@ -125,20 +126,12 @@ class Webhook(Struct, kw_only=True):
         ingress_url = f"{base_url}/webhooks/w/{row.uid}"
         if row.auth_mode == "url_token":
             ingress_url += f"/{generated}" if generated else "/{token}"
-        return cls(
-            uid=row.uid,
-            factory_uid=row.factory_uid,
-            name=row.name,
-            auth_mode=row.auth_mode,
-            signature_scheme=row.signature_scheme,
-            secret_name=row.secret_name,
-            delivery_id_header=row.delivery_id_header,
-            enabled=row.enabled,
+        return from_row(
+            cls,
+            row,
             has_secret=bool(row.token_hash or row.secret_encrypted or row.secret_name),
             ingress_url=ingress_url,
             secret=UNSET if generated is None else generated,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
         )
 
 

@@ -11,6 +11,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp, unless_none
+from gateway.store.rows import from_row
 from gateway.types import JsonObject
 
 AgentType = Literal["FOREMAN", "TRIAGE", "SPEC", "IMPLEMENT", "REVIEW", "VERIFY", "CUSTOM"]
@@ -128,11 +129,9 @@ class Agent(Struct, kw_only=True):
     @classmethod
     def from_row(cls, row: Row[Any]) -> Agent:
         defaults = RunDefaults.stored(row.run_defaults)
-        return cls(
-            uid=row.uid,
-            name=row.name,
-            team_uid=row.team_uid,
-            created_at=row.created_at,
+        return from_row(
+            cls,
+            row,
             updated_at=row.updated_at or row.created_at,
             available=True,  # no plan limits here: every agent may run
             default_runner_uid="",  # runners are not assigned per agent here

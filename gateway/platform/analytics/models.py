@@ -13,6 +13,7 @@ from sqlalchemy import Row
 from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
 from gateway.api.pagination import PageInfo
 from gateway.platform.analytics.window import Period, Window
+from gateway.store.rows import from_row
 
 Rate = Annotated[float, Meta(ge=0, le=1)]
 Dollars = Annotated[float, Meta(description="US dollars")]
@@ -209,21 +210,7 @@ class TopPr(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any], cost_usd: float, components: list[PrComponentCost]) -> TopPr:
-        return cls(
-            url=row.url,
-            title=row.title,
-            branch=row.branch,
-            state=row.state,
-            first_seen_at=row.first_seen_at,
-            run_id=row.run_id,
-            root_run_id=row.root_run_id,
-            cost_usd=cost_usd,
-            components=components,
-            additions=row.additions,
-            deletions=row.deletions,
-            changed_files=row.changed_files,
-            merged_at=row.merged_at,
-        )
+        return from_row(cls, row, cost_usd=cost_usd, components=components)
 
 
 class FactoryTopPRsResponse(Envelope, kw_only=True):
@@ -282,20 +269,7 @@ class PullRequest(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> PullRequest:
-        return cls(
-            url=row.url,
-            title=row.title,
-            branch=row.branch,
-            state=row.state,
-            first_seen_at=row.first_seen_at,
-            updated_at=row.updated_at,
-            run_id=row.run_id,
-            root_run_id=row.root_run_id,
-            additions=row.additions,
-            deletions=row.deletions,
-            changed_files=row.changed_files,
-            merged_at=row.merged_at,
-        )
+        return from_row(cls, row)
 
 
 class PullRequestList(Struct):

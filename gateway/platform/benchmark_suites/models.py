@@ -13,6 +13,7 @@ from sqlalchemy import Row
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
 from gateway.platform.runs.record.models import RunItem, StatusMessage
+from gateway.store.rows import from_row
 
 RunStatus = Literal["running", "completed", "cancelled"]
 RunDetail = Literal["launch_settings", "aggregate_results", "creator_name"]
@@ -79,17 +80,8 @@ class Task(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Task:
-        return cls(
-            uid=row.uid,
-            suite_uid=row.suite_uid,
-            title=row.title,
-            prompt=row.prompt,
-            success_criteria=row.success_criteria,
-            source_run_id=row.source_run_id,
-            starting_repo_refs=row.starting_repo_refs or [],
-            tags=row.tags or [],
-            created_at=row.created_at,
-            updated_at=row.updated_at,
+        return from_row(
+            cls, row, starting_repo_refs=row.starting_repo_refs or [], tags=row.tags or []
         )
 
 
@@ -123,17 +115,7 @@ class Suite(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any], tasks: list[Task] | UnsetType = UNSET) -> Suite:
-        return cls(
-            uid=row.uid,
-            factory_uid=row.factory_uid,
-            name=row.name,
-            description=row.description,
-            configurations=stored_configurations(row.configurations),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            tasks=tasks,
-            agent_uid=row.agent_uid or UNSET,
-        )
+        return from_row(cls, row, tasks=tasks, agent_uid=row.agent_uid or UNSET)
 
 
 class SuiteList(Struct):

@@ -18,10 +18,10 @@ from gateway.platform.benchmark_suites.models import (
     ConfigurationOut,
     RunStatus,
     Trial,
-    stored_configurations,
 )
 from gateway.platform.runs.record.states import TERMINAL
 from gateway.store import tables as t
+from gateway.store.rows import from_row
 
 b, tr, r = t.benchmark_runs, t.benchmark_trials, t.runs
 
@@ -39,15 +39,7 @@ class StoredRun(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> StoredRun:
-        return cls(
-            uid=row.uid,
-            suite_uid=row.suite_uid,
-            factory_uid=row.factory_uid,
-            configurations=stored_configurations(row.configurations),
-            created_by_uid=row.created_by_uid,
-            created_at=row.created_at,
-            cancelled_at=row.cancelled_at,
-        )
+        return from_row(cls, row)
 
 
 class StoredTrial(Struct, kw_only=True):
@@ -67,19 +59,7 @@ class StoredTrial(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> StoredTrial:
-        return cls(
-            uid=row.uid,
-            benchmark_run_uid=row.benchmark_run_uid,
-            task_uid=row.task_uid,
-            task_title=row.task_title,
-            configuration=row.configuration,
-            attempt_number=row.attempt_number,
-            agent_run_id=row.agent_run_id,
-            state=row.state,
-            created_at=row.created_at,
-            run_created_at=row.run_created_at,
-            run_updated_at=row.run_updated_at,
-        )
+        return from_row(cls, row)
 
     @property
     def finished(self) -> bool:

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.catalog import Access, EnvironmentSpec, access_of
 from gateway.platform.runs.record.models import SETUP_FAILURE
 from gateway.store import tables as t
+from gateway.store.rows import from_row
 
 SortBy = Literal["name", "last_updated"]
 r = t.runs
@@ -34,16 +35,7 @@ class SelectingRun:
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> SelectingRun:
-        error_code = (row.status_message or {}).get("error_code")
-        return cls(
-            row.run_id,
-            row.title,
-            row.state,
-            row.created_at,
-            row.updated_at,
-            row.started_at,
-            error_code,
-        )
+        return from_row(cls, row, error_code=(row.status_message or {}).get("error_code"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
+from gateway.store.rows import from_row
 
 Kind = Literal["run_failed", "run_needs_input", "task_stage_changed", "dispatch_failed"]
 Scope = Literal["mine", "team"]
@@ -33,17 +34,7 @@ class Notification(Struct, kw_only=True):
     @classmethod
     def from_row(cls, row: Row[Any], scope: Scope) -> Notification:
         """Read state is the caller's own: other scopes than `mine` omit it (spec 2.7)."""
-        return cls(
-            uid=row.uid,
-            factory_uid=row.factory_uid,
-            kind=row.kind,
-            title=row.title,
-            detail=row.detail,
-            run_id=row.run_id,
-            task_uid=row.task_uid,
-            created_at=row.created_at,
-            is_read=row.read_at is not None if scope == "mine" else UNSET,
-        )
+        return from_row(cls, row, is_read=row.read_at is not None if scope == "mine" else UNSET)
 
 
 class InboxList(Struct):

@@ -18,6 +18,7 @@ from gateway.platform.runners.models import Worker
 from gateway.platform.runs.creation.worker_pinning import POOL
 from gateway.platform.runs.record.states import HELD
 from gateway.store import tables as t
+from gateway.store.rows import from_row
 from gateway.store.types import utcnow
 
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
@@ -35,7 +36,7 @@ class Runner(msgspec.Struct, frozen=True):
     @classmethod
     def from_row(cls, row: Any) -> Runner:
         """A row of tables.runners."""
-        return msgspec.convert(row, cls, from_attributes=True)
+        return from_row(cls, row)
 
 
 def _agent(principal: Principal) -> None:

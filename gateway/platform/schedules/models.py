@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp, unless_none
 from gateway.platform.runs.record.models import MAX_PROMPT, AgentConfig, Creator
+from gateway.store.rows import from_row
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 CronSchedule = Annotated[
@@ -95,22 +95,17 @@ class ScheduledAgent(Struct, kw_only=True):
     def from_row(cls, row: Row[Any], people: dict[str, Creator]) -> ScheduledAgent:
         """`people`: the creators of the principals who created and last changed it."""
         team_owned = row.owner_kind == "team"
-        config = row.agent_config
-        return cls(
+        return from_row(
+            cls,
+            row,
             id=row.uid,
-            name=row.name,
-            cron_schedule=row.cron_schedule,
-            enabled=row.enabled,
             prompt=row.prompt or "",
-            mode=row.mode,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
             scope=ScheduleScope(
                 "Team" if team_owned else "User",
                 row.team_uid if team_owned else row.created_by_uid,
             ),
             history=ScheduleHistory(row.last_ran_at, row.next_run_at),
-            agent_config=UNSET if config is None else msgspec.convert(config, AgentConfig),
+            agent_config=unless_none(row.agent_config),
             agent_uid=unless_none(row.agent_uid),
             metadata=unless_none(row.metadata),
             last_spawn_error=unless_none(row.last_spawn_error),

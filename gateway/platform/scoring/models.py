@@ -15,6 +15,7 @@ from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
 from gateway.platform.analytics.window import Period
 from gateway.platform.runners.models import Uid
+from gateway.store.rows import from_row
 
 MAX_JOBS = 50  # a runner claims at most this many scoring jobs at once
 ScopeMode = Literal["all_agents", "selected_agents"]
@@ -71,20 +72,7 @@ class Scorer(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Scorer:
-        return cls(
-            uid=row.uid,
-            factory_uid=row.factory_uid,
-            name=row.name,
-            prompt=row.prompt,
-            scope_mode=row.scope_mode,
-            agent_uids=row.agent_uids or [],
-            active=row.active,
-            self_improvement_enabled=row.self_improvement_enabled,
-            benchmark_managed=row.benchmark_managed,
-            version=row.version,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
+        return from_row(cls, row, agent_uids=row.agent_uids or [])
 
 
 class ScorerList(Struct):
@@ -142,22 +130,8 @@ class ClaimedJob(Struct, kw_only=True):
     @classmethod
     def from_row(cls, row: Row[Any]) -> ClaimedJob:
         """A row of the job joined with its scorer and its run (`run_prompt`)."""
-        run = JudgedRun(
-            run_id=row.run_id,
-            title=row.title,
-            prompt=row.run_prompt,
-            state=row.state,
-            conversation_id=row.conversation_id,
-            session_link=row.session_link,
-        )
-        return cls(
-            job_id=row.job_id,
-            scorer_uid=row.scorer_uid,
-            scorer_version=row.scorer_version,
-            scorer_name=row.name,
-            prompt=row.prompt,
-            run=run,
-        )
+        run = from_row(JudgedRun, row, prompt=row.run_prompt)
+        return from_row(cls, row, scorer_name=row.name, run=run)
 
 
 class ClaimedJobs(Struct):
@@ -189,18 +163,7 @@ class Attempt(Struct, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any], *, with_reasoning: bool) -> Attempt:
-        return cls(
-            attempt_id=row.attempt_id,
-            job_id=row.job_id,
-            scorer_uid=row.scorer_uid,
-            scorer_version=row.scorer_version,
-            run_id=row.run_id,
-            status=row.status,
-            score=row.score,
-            error=row.error,
-            attempted_at=row.attempted_at,
-            reasoning=row.reasoning if with_reasoning else UNSET,
-        )
+        return from_row(cls, row, reasoning=row.reasoning if with_reasoning else UNSET)
 
 
 # --- what they found ---------------------------------------------------------------------------
@@ -246,15 +209,7 @@ class RunScore(Struct, kw_only=True):
     @classmethod
     def from_row(cls, row: Row[Any]) -> RunScore:
         """A row of the attempt joined with its scorer's `name`."""
-        return cls(
-            scorer_uid=row.scorer_uid,
-            scorer_name=row.name,
-            scorer_version=row.scorer_version,
-            score=row.score,
-            reasoning=row.reasoning,
-            attempt_id=row.attempt_id,
-            attempted_at=row.attempted_at,
-        )
+        return from_row(cls, row, scorer_name=row.name)
 
 
 class RunScores(Struct):

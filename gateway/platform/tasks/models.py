@@ -14,6 +14,7 @@ from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc, unless_
 from gateway.api.pagination import PageInfo
 from gateway.platform.runs.record.models import Creator, RunRecord
 from gateway.platform.runs.record.models import RunItem as Run
+from gateway.store.rows import from_row
 
 TaskStage = Literal["TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"]
 TicketSource = Literal["repository_issue", "issue_key", "reference"]
@@ -49,7 +50,7 @@ class TaskOutput(Struct):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> TaskOutput:
-        return cls(row.id, row.kind, row.title, row.url, row.created_at)
+        return from_row(cls, row)
 
 
 class Task(Struct, kw_only=True):
@@ -89,19 +90,14 @@ class Task(Struct, kw_only=True):
     ) -> Task:
         """The full form with `outputs` (and the ticket), the lean one of a listing without."""
         full = outputs is not None
-        return cls(
-            uid=row.uid,
-            factory_uid=row.factory_uid,
-            title=row.title,
-            description=row.description,
-            stage=row.stage,
-            conversation_id=row.conversation_id,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
+        return from_row(
+            cls,
+            row,
             created_by=unless_none(created_by),
             ticket_source=row.ticket_source if full else UNSET,
             ticket_id=row.ticket_id if full else UNSET,
             outputs=unless_none(outputs),
+            current_run=UNSET,
         )
 
 

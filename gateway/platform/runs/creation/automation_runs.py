@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.runs.record.models import RunRecord
 from gateway.store import tables as t
+from gateway.store.rows import from_row
 from gateway.types import JsonObject
 
 SOURCE = "AUTOMATION"  # a run an automation started from within the platform
@@ -35,7 +36,7 @@ class AutomationOfRun(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def from_row(cls, row: Any) -> AutomationOfRun:
         """A row of `automation_columns()` (with the columns a query adds before them)."""
-        return msgspec.convert(row, cls, from_attributes=True)
+        return from_row(cls, row)
 
 
 def automation_columns() -> tuple[Any, ...]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-import msgspec
 from msgspec import Meta, Struct
 from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
+from gateway.store.rows import from_row
 
 ArtifactType = Literal["FILE", "PULL_REQUEST", "TRANSCRIPT"]
 PrState = Literal["open", "closed", "merged"]
@@ -42,7 +42,7 @@ class StoredArtifact(NewArtifact, kw_only=True):
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> StoredArtifact:
-        return msgspec.convert(row, cls, from_attributes=True)
+        return from_row(cls, row)
 
 
 class ArtifactData(Struct, kw_only=True, omit_defaults=True):
