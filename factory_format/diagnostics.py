@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from msgspec import Struct
+from msgspec import Meta, Struct
 
 from .codes import Code
 
@@ -26,7 +26,7 @@ class Diagnostic(Struct, frozen=True, kw_only=True):
     path: str
     line: int | None
     column: int | None
-    code: str
+    code: Annotated[str, Meta(description="an FF_* code (docs/factory-files.md)")]
     message: str
 
     def sort_key(self) -> tuple[str, int, int, str, str]:

@@ -24,7 +24,7 @@ T = TypeVar("T")
 Access = Literal["owned", "guest", "link_shared"]
 
 
-class ModelCost(Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+class ModelCostSpec(Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """List price in US dollars per million tokens."""
 
     input_per_million_tokens: Price
@@ -36,12 +36,12 @@ class ModelSpec(Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     display_name: Name
     provider: Name
     default: bool = False
-    cost: ModelCost | None = None
+    cost: ModelCostSpec | None = None
     disabled: bool = False
     disabled_reason: Annotated[str, Meta(max_length=500)] | None = None
 
 
-class GitHubRepo(Struct, forbid_unknown_fields=True, frozen=True):
+class GitHubRepoSpec(Struct, forbid_unknown_fields=True, frozen=True):
     owner: Name
     repo: Name
 
@@ -54,7 +54,7 @@ class EnvironmentSpec(Struct, kw_only=True, forbid_unknown_fields=True, frozen=T
     name: Name
     description: Annotated[str, Meta(max_length=2000)] | None = None
     docker_image: Annotated[str, Meta(max_length=500)] | None = None
-    github_repos: tuple[GitHubRepo, ...] = ()
+    github_repos: tuple[GitHubRepoSpec, ...] = ()
     setup_commands: tuple[Annotated[str, Meta(max_length=2000)], ...] = ()
     team_uid: Id | None = None
     guest_team_uids: tuple[Id, ...] = ()
@@ -70,19 +70,19 @@ BUILTIN_MODELS: tuple[ModelSpec, ...] = (
         display_name="Claude Sonnet 4.5",
         provider="anthropic",
         default=True,
-        cost=ModelCost(input_per_million_tokens=3.0, output_per_million_tokens=15.0),
+        cost=ModelCostSpec(input_per_million_tokens=3.0, output_per_million_tokens=15.0),
     ),
     ModelSpec(
         id="gpt-5",
         display_name="GPT-5",
         provider="openai",
-        cost=ModelCost(input_per_million_tokens=1.25, output_per_million_tokens=10.0),
+        cost=ModelCostSpec(input_per_million_tokens=1.25, output_per_million_tokens=10.0),
     ),
     ModelSpec(
         id="gemini-2.5-pro",
         display_name="Gemini 2.5 Pro",
         provider="google",
-        cost=ModelCost(input_per_million_tokens=1.25, output_per_million_tokens=10.0),
+        cost=ModelCostSpec(input_per_million_tokens=1.25, output_per_million_tokens=10.0),
     ),
     # the ids factory definition files name (the public warp-factory-examples apply with the
     # built-in list); no list price is published for these here

@@ -24,7 +24,7 @@ from gateway.connections.models import (
     ConnectionCreate,
     ConnectionPatch,
     ProviderConnection,
-    RotatedSecret,
+    RotatedConnectionSecret,
 )
 from gateway.errors import Forbidden, InvalidRequest, ManagedSecret, NotFound
 from gateway.replies.credentials import FIELDS
@@ -158,7 +158,7 @@ async def rotate_secret(
     principal: Principal,
     uid: str,
     supplied: str | None,
-) -> RotatedSecret:
+) -> RotatedConnectionSecret:
     """The provider's new secret (`supplied`), or a generated one for the providers that take
     one of the user's choosing; the old one stops working at once."""
     require_user(principal)
@@ -175,7 +175,7 @@ async def rotate_secret(
     else:
         raise InvalidRequest(f"secret: required; {row.provider} issues its own signing secret")
     await _change(conn, services, uid, {"secret_encrypted": services.secret_box.encrypt(supplied)})
-    return RotatedSecret(secret=UNSET if generated is None else generated)
+    return RotatedConnectionSecret(secret=UNSET if generated is None else generated)
 
 
 async def delete_connection(

@@ -176,11 +176,11 @@ class ConnectionPatch(ReplyCredentialsIn, kw_only=True, forbid_unknown_fields=Tr
             self.name = self.name.strip()
 
 
-class RotateSecret(Struct, kw_only=True, forbid_unknown_fields=True):
+class RotateConnectionSecret(Struct, kw_only=True, forbid_unknown_fields=True):
     secret: Secret | None = None
 
 
-class RotatedSecret(Struct, kw_only=True, omit_defaults=True):
+class RotatedConnectionSecret(Struct, kw_only=True, omit_defaults=True):
     secret: ShownOnce | UnsetType = UNSET
 
 

@@ -14,8 +14,8 @@ from gateway.connections.models import (
     ConnectionList,
     ConnectionPatch,
     ProviderConnection,
-    RotatedSecret,
-    RotateSecret,
+    RotateConnectionSecret,
+    RotatedConnectionSecret,
 )
 
 routes = Routes("provider connections")
@@ -104,14 +104,14 @@ async def delete(request: Request) -> Response:
     ONE + "/rotate-secret",
     "Rotate the secret; the old one stops at once",
     team=True,
-    response=RotatedSecret,
+    response=RotatedConnectionSecret,
     body_required=False,
     errors=(400, 401, 403, 404, 409, 413),
     notes="GitHub, GitLab and Jira: without a body the service generates the new secret and "
     "answers it once. Slack and Linear issue their own: send it as `secret`.",
     problems=((409, "`managed_secret`: the connection reads a team secret; change that"),),
 )
-async def rotate(request: Request, body: Body[RotateSecret]) -> RotatedSecret:
+async def rotate(request: Request, body: Body[RotateConnectionSecret]) -> RotatedConnectionSecret:
     principal = await _principal(request)
     supplied = (await body.read()).secret
     services = services_of(request)

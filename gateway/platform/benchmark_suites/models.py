@@ -46,7 +46,7 @@ class SuiteUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
     configurations: Configurations | UnsetType = UNSET
 
 
-class TaskCreate(Struct, kw_only=True, forbid_unknown_fields=True):
+class SuiteTaskCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     title: Name
     prompt: Text
     success_criteria: Text
@@ -66,7 +66,7 @@ class TaskUpdate(Struct, kw_only=True, forbid_unknown_fields=True):
     tags: Tags | UnsetType | None = UNSET
 
 
-class Task(Struct, kw_only=True):
+class SuiteTask(Struct, kw_only=True):
     uid: str
     suite_uid: str
     title: str
@@ -79,7 +79,7 @@ class Task(Struct, kw_only=True):
     updated_at: Timestamp
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> Task:
+    def from_row(cls, row: Row[Any]) -> SuiteTask:
         return from_row(
             cls, row, starting_repo_refs=row.starting_repo_refs or [], tags=row.tags or []
         )
@@ -104,7 +104,7 @@ class Suite(Struct, kw_only=True):
     configurations: list[ConfigurationOut]
     created_at: Timestamp
     updated_at: Timestamp
-    tasks: Annotated[list[Task], Meta(description="GET of one suite")] | UnsetType = UNSET
+    tasks: Annotated[list[SuiteTask], Meta(description="GET of one suite")] | UnsetType = UNSET
     agent_uid: (
         Annotated[
             str,
@@ -114,7 +114,7 @@ class Suite(Struct, kw_only=True):
     ) = UNSET
 
     @classmethod
-    def from_row(cls, row: Row[Any], tasks: list[Task] | UnsetType = UNSET) -> Suite:
+    def from_row(cls, row: Row[Any], tasks: list[SuiteTask] | UnsetType = UNSET) -> Suite:
         return from_row(cls, row, tasks=tasks, agent_uid=row.agent_uid or UNSET)
 
 
@@ -216,7 +216,7 @@ class RunListQuery(Struct, kw_only=True):
     include: list[RunDetail] = []
 
 
-class ResultsQuery(Struct, kw_only=True):
+class BenchmarkResultsQuery(Struct, kw_only=True):
     include: list[Literal["metrics"]] = []
 
 

@@ -13,17 +13,17 @@ from gateway.api.routing import Body, Query, Routes
 from gateway.errors import InvalidRequest
 from gateway.platform.benchmark_suites import outcomes, runs, suites
 from gateway.platform.benchmark_suites.models import (
+    BenchmarkResultsQuery,
     BenchmarkRun,
     Results,
-    ResultsQuery,
     RunListQuery,
     RunPage,
     Suite,
     SuiteCreate,
     SuiteList,
+    SuiteTask,
+    SuiteTaskCreate,
     SuiteUpdate,
-    Task,
-    TaskCreate,
     TaskUpdate,
     Trial,
     TrialOneQuery,
@@ -122,12 +122,12 @@ async def delete_suite_endpoint(request: Request) -> Response:
     TASKS,
     "Add a task to a suite",
     ok=201,
-    response=Task,
+    response=SuiteTask,
     errors=(400, 401, 403, 404, 409, 413),
     problems=(MANAGE, (409, "`task_title_taken`: a different task has this title")),
     also_ok=((200, "an identical task (every field the same): the existing one"),),
 )
-async def add_task_endpoint(request: Request, body: Body[TaskCreate]) -> Task | Response:
+async def add_task_endpoint(request: Request, body: Body[SuiteTaskCreate]) -> SuiteTask | Response:
     principal = await principal_of(request)
     spec = await body.read()
     async with services_of(request).database.transaction() as conn:
@@ -138,8 +138,8 @@ async def add_task_endpoint(request: Request, body: Body[TaskCreate]) -> Task | 
     return task if created else json_response(task)  # the identical one: 200, not `ok`
 
 
-@routes.get(TASK, "A suite's task", response=Task)
-async def get_task_endpoint(request: Request) -> Task:
+@routes.get(TASK, "A suite's task", response=SuiteTask)
+async def get_task_endpoint(request: Request) -> SuiteTask:
     principal = await principal_of(request)
     params = request.path_params
     async with services_of(request).database.read() as conn:
@@ -150,13 +150,13 @@ async def get_task_endpoint(request: Request) -> Task:
 @routes.patch(
     TASK,
     "Edit a suite's task",
-    response=Task,
+    response=SuiteTask,
     errors=(400, 401, 403, 404, 409, 413),
     problems=(MANAGE, (409, "`task_title_taken`")),
     notes="Omitted fields are kept; null source_run_id, or empty starting_repo_refs or tags, "
     "clears the field; null or blank title, prompt or success_criteria is a 400.",
 )
-async def update_task_endpoint(request: Request, body: Body[TaskUpdate]) -> Task:
+async def update_task_endpoint(request: Request, body: Body[TaskUpdate]) -> SuiteTask:
     principal = await principal_of(request)
     changes = await body.read()
     params = request.path_params
@@ -246,7 +246,7 @@ async def cancel_endpoint(request: Request) -> BenchmarkRun:
     response=Results,
     notes="Not paginated: one entry per configuration.",
 )
-async def results_endpoint(request: Request, query: Query[ResultsQuery]) -> Results:
+async def results_endpoint(request: Request, query: Query[BenchmarkResultsQuery]) -> Results:
     principal = await principal_of(request)
     include = query.read().include
     async with services_of(request).database.read() as conn:

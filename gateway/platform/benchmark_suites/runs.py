@@ -27,7 +27,7 @@ from gateway.platform.benchmark_suites.models import (
     ConfigurationOut,
     RunDetail,
     Suite,
-    Task,
+    SuiteTask,
 )
 from gateway.platform.benchmark_suites.records import (
     StoredRun,
@@ -107,7 +107,7 @@ def _trial_run(
     factory: Factory,
     principal: Principal,
     suite: Suite,
-    task: Task,
+    task: SuiteTask,
     configuration: ConfigurationOut,
     run_uid: str,
     attempt: int,

@@ -30,9 +30,9 @@ from gateway.platform.benchmark_suites.models import (
     Configuration,
     Suite,
     SuiteCreate,
+    SuiteTask,
+    SuiteTaskCreate,
     SuiteUpdate,
-    Task,
-    TaskCreate,
     TaskUpdate,
 )
 from gateway.platform.runs.record.store import can_view, find_run
@@ -146,9 +146,9 @@ async def delete_suite(
     await conn.execute(update(s).where(s.c.uid == uid).values(deleted_at=now, updated_at=now))
 
 
-async def suite_tasks(conn: AsyncConnection, suite_uid: str) -> list[Task]:
+async def suite_tasks(conn: AsyncConnection, suite_uid: str) -> list[SuiteTask]:
     query = select(k).where(k.c.suite_uid == suite_uid).order_by(k.c.created_at, k.c.uid)
-    return [Task.from_row(row) for row in await conn.execute(query)]
+    return [SuiteTask.from_row(row) for row in await conn.execute(query)]
 
 
 async def add_task(
@@ -156,8 +156,8 @@ async def add_task(
     principal: Principal,
     factory: Factory,
     suite_uid: str,
-    spec: TaskCreate,
-) -> tuple[Task, bool]:
+    spec: SuiteTaskCreate,
+) -> tuple[SuiteTask, bool]:
     """(the task, whether it was created): an identical one is answered as it is."""
     require_manage_access(principal, factory)
     await get_suite(conn, factory, suite_uid)
@@ -170,7 +170,7 @@ async def add_task(
     ).first()
     if same_title is not None:
         if all(getattr(same_title, name) == values[name] for name in TASK_FIELDS):
-            return Task.from_row(same_title), False
+            return SuiteTask.from_row(same_title), False
         raise TaskTitleTaken(f"title: the suite has a different task titled {spec.title!r}")
     uid, now = ids.new_uuid(), utcnow()
     await conn.execute(
@@ -179,12 +179,12 @@ async def add_task(
     return await get_task(conn, factory, suite_uid, uid), True
 
 
-async def get_task(conn: AsyncConnection, factory: Factory, suite_uid: str, uid: str) -> Task:
+async def get_task(conn: AsyncConnection, factory: Factory, suite_uid: str, uid: str) -> SuiteTask:
     await get_suite(conn, factory, suite_uid)
     row = (await conn.execute(select(k).where(k.c.uid == uid))).first()
     if row is None or row.suite_uid != suite_uid:
         raise NotFound(f"task_uid: no task {uid} in this suite")
-    return Task.from_row(row)
+    return SuiteTask.from_row(row)
 
 
 async def update_task(
@@ -194,7 +194,7 @@ async def update_task(
     suite_uid: str,
     uid: str,
     changes: TaskUpdate,
-) -> Task:
+) -> SuiteTask:
     require_manage_access(principal, factory)
     await get_task(conn, factory, suite_uid, uid)
     values: dict[str, object] = {

@@ -8,6 +8,7 @@ from typing import Annotated, Literal, get_args
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from factory_format import Diagnostic
 from gateway.problem import Problem
 from gateway.types import JsonObject
 
@@ -76,19 +77,11 @@ class Plan(Struct, kw_only=True):
     webhooks: list[TreeWebhook]
 
 
-class Diagnostic(Struct, kw_only=True):
-    path: str
-    line: int | None
-    column: int | None
-    code: Annotated[str, Meta(description="an FF_* code (docs/factory-files.md)")]
-    message: str
-
-
 class InvalidTreeProblem(Problem, kw_only=True):
     """The 422 of plan and apply: every problem of the tree, nothing changed."""
 
     code: Literal["invalid_factory_tree"]
-    diagnostics: list[Diagnostic]
+    diagnostics: list[Diagnostic]  # as factory_format reports them
 
 
 class StoredResource(Struct, kw_only=True):
