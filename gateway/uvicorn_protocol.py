@@ -41,6 +41,33 @@ from gateway.problem import PROBLEM_CONTENT_TYPE, render
 from gateway.response_writes import OneWriteResponses
 
 SWEEP_S = 1.0
+
+# The private code of uvicorn (uvicorn.protocols.http.httptools_impl) this module and
+# gateway/response_writes.py follow: the methods BoundedHttpTools overrides, calls or stands in
+# for (on_response_complete is a copy of uvicorn's; refuse does what connection_lost does) and
+# what a request's cycle does with its transport. pyproject.toml pins the uvicorn versions they
+# were checked against; tests/test_uvicorn_pin.py compares a digest of their source with
+# FOLLOWED_DIGEST and fails, naming what to re-check, when an upgrade changes any of them.
+FOLLOWED: dict[str, tuple[str, ...]] = {
+    "HttpToolsProtocol": (
+        "__init__",
+        "connection_made",
+        "connection_lost",
+        "_unset_keepalive_if_required",
+        "data_received",
+        "on_message_begin",
+        "on_header",
+        "on_headers_complete",
+        "_start_asgi_task",
+        "on_body",
+        "on_message_complete",
+        "on_response_complete",
+        "timeout_keep_alive_handler",
+    ),
+    "RequestResponseCycle": ("__init__", "send", "receive"),
+}
+FOLLOWED_VERSION = "0.54.0"  # the uvicorn whose source FOLLOWED_DIGEST is of
+FOLLOWED_DIGEST = "4a13d3d9f647f68ebdd3834cc1c05faebe14c9d0167b763a08e3293b8a859bc9"
 _STATUS = {408: b"408 Request Timeout", 431: b"431 Request Header Fields Too Large"}
 
 
