@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import accounting, profiling
-from benchmarks.procs import children_cpu_seconds, cpu_seconds, host_cpu, peak_rss_kib
-from benchmarks.redis_server import RedisServer
 from benchmarks.requests_file import RATE_LIMIT_PER_MINUTE, Plan, write_requests
 from benchmarks.seed import Seed
 from benchmarks.targets import EVALUATOR, Running, Target, serve
 from benchmarks.wrk import CONNECTIONS, WrkResult, run_wrk
+from testbed.procs import children_cpu_seconds, cpu_seconds, host_cpu, peak_rss_kib
+from testbed.redis_server import RedisServer
 
 REDIS_PREFIX = "gw"
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.procs import free_port, process_tree, spawn, stop, wait_port
+from testbed.procs import free_port, process_tree, spawn, stop, wait_port
 
 RATE_PER_S = 12  # deliveries per second in all: 20 webhooks stay far below 60 per minute each
 WEBHOOKS = 20

@@ -29,7 +29,6 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from benchmarks.redis_server import redis_server
 from gateway.backends.contract import (
     DEDUP_WINDOW_S,
     RATE_LIMIT,
@@ -48,6 +47,7 @@ from gateway.backends.redis_backend import (
     RedisBackend,
 )
 from gateway.backends.resp_client import RespClient
+from testbed.redis_server import redis_server
 
 WEBHOOKS = 1000
 AUTH_LIMIT = 10

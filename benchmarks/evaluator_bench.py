@@ -32,7 +32,7 @@ backlog empty). The default command runs the four cases the evaluator is held to
                                                >= 5,000 deliveries/s, <= 150 us CPU each
 
 SQLite runs in a temporary directory; PostgreSQL in a database of its own (created and
-dropped: benchmarks/postgres.py).
+dropped: testbed/postgres.py).
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select, text
 
-from benchmarks.postgres import temporary_database
 from gateway import ids, wiring
 from gateway.backends.contract import Submission, Target, shard_of
 from gateway.evaluator.delivery_consumer import Consumer
@@ -61,6 +60,7 @@ from gateway.ingress.pipeline import Ingress
 from gateway.services import Services, build_services
 from gateway.settings import Settings, load_settings
 from gateway.store import tables as t
+from testbed.postgres import temporary_database
 
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10
@@ -438,7 +438,7 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
 
 
 def run_case(case: Case) -> dict[str, Any]:
-    from benchmarks.redis_server import redis_server
+    from testbed.redis_server import redis_server
 
     with ExitStack() as stack:
         if case.db == "sqlite":

@@ -27,13 +27,13 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from benchmarks.postgres import temporary_database
 from gateway.accounts import factories, identities
 from gateway.app import create_app
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate
 from gateway.store.migrate import MIGRATIONS_DIR
+from testbed.postgres import temporary_database
 
 END = datetime(2026, 11, 1, tzinfo=UTC)
 DAY = timedelta(days=1)

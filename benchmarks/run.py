@@ -24,7 +24,6 @@ from typing import Any
 
 from benchmarks import loadgen, report
 from benchmarks.cases import APPS, Case, companion, run_case, target_env
-from benchmarks.redis_server import RedisServer, redis_server
 from benchmarks.requests_file import (
     RATE_LIMIT_PER_MINUTE,
     Plan,
@@ -37,6 +36,7 @@ from benchmarks.requests_file import (
 from benchmarks.seed import AuthMode, Seed, seed
 from benchmarks.targets import HTTP_SERVERS, ROOT, Target, serve, split_label
 from benchmarks.wrk import CONNECTIONS, THREADS, ensure_wrk
+from testbed.redis_server import RedisServer, redis_server
 
 SERVERS = ("ceiling", "gateway-redis", "gateway-embedded", "naive")
 SMALL, BIG = 1024, 200 * 1024

@@ -36,14 +36,14 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from benchmarks.postgres import temporary_database
-from benchmarks.procs import cpu_seconds, free_port, process_tree, spawn, stop, wait_port
 from gateway.accounts import factories, identities
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate
 from gateway.store import tables as t
+from testbed.postgres import temporary_database
+from testbed.procs import cpu_seconds, free_port, process_tree, spawn, stop, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.scaleout [--gateways 1,2] [--workers 1,2] [--duration 10]
         [--factories 100]
 
-A private 3-master Redis Cluster (benchmarks/redis_cluster.py, first free ports from 18540) and a
+A private 3-master Redis Cluster (testbed/redis_cluster.py, first free ports from 18540) and a
 temporary PostgreSQL database seeded once (20 webhooks per factory, 10 automations each, one
 matching every payload: every accepted delivery starts a run). For each (N, M): the cluster is
 flushed, N ingress-only servers (`GATEWAY_REDIS_CLUSTER=1`, `GATEWAY_EVALUATOR=off`, one
@@ -36,15 +36,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.postgres import temporary_database
-from benchmarks.procs import cpu_seconds, process_tree, spawn, stop
-from benchmarks.redis_cluster import ClusterServers, redis_cluster
 from benchmarks.requests_file import spread_plan, write_requests
 from benchmarks.seed import Seed, seed
 from benchmarks.sustained import _query
 from benchmarks.targets import EVALUATOR, ROOT, Target, serve
 from benchmarks.wrk import CONNECTIONS, run_wrk
 from gateway.backends.contract import SHARDS
+from testbed.postgres import temporary_database
+from testbed.procs import cpu_seconds, process_tree, spawn, stop
+from testbed.redis_cluster import ClusterServers, redis_cluster
 
 PREFIX = "gwscale"
 CLUSTER_PORT = 18540

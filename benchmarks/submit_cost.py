@@ -24,12 +24,12 @@ from typing import Any
 
 import redis
 
-from benchmarks.redis_server import redis_server
 from gateway.backends import lua_scripts
 from gateway.backends.contract import SHARDS, Submission, Target, Verdict
 from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp_client import RespClient
 from gateway.backends.submit_groups import SubmitGroups
+from testbed.redis_server import redis_server
 
 BODY = b'{"action": "opened", "pad": "' + b"x" * 980 + b'"}'  # 1 KB, as the grid's
 HEADERS = b'{"content-type": "application/json"}'

@@ -50,13 +50,13 @@ from typing import Any
 
 from benchmarks import accounting, loadgen
 from benchmarks.cases import remove_store
-from benchmarks.postgres import temporary_database
-from benchmarks.procs import cpu_seconds, host_cpu, process_tree, spawn, stop
-from benchmarks.redis_server import RedisServer, redis_server
 from benchmarks.requests_file import spread_plan, write_requests
 from benchmarks.seed import Seed, seed
 from benchmarks.targets import EVALUATOR, ROOT, Target, serve
 from benchmarks.wrk import run_wrk
+from testbed.postgres import temporary_database
+from testbed.procs import cpu_seconds, host_cpu, process_tree, spawn, stop
+from testbed.redis_server import RedisServer, redis_server
 
 PREFIX = "gwbench"
 RESULTS = ROOT / "benchmarks" / "results"

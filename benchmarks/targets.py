@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.procs import free_port, process_tree, spawn, stop, wait_port
 from gateway import http_server
 from gateway.ingress.request_head import READ_BUFFER
 from gateway.settings import Settings
+from testbed.procs import free_port, process_tree, spawn, stop, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 EVALUATOR = (sys.executable, "-m", "gateway", "worker")

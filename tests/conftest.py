@@ -31,11 +31,11 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
-from benchmarks.postgres import temporary_database
-from benchmarks.redis_cluster import ClusterServers
-from benchmarks.redis_cluster import redis_cluster as start_redis_cluster
 from gateway.settings import Settings, load_settings
 from gateway.store import create_database, migrate
+from testbed.postgres import temporary_database
+from testbed.redis_cluster import ClusterServers
+from testbed.redis_cluster import redis_cluster as start_redis_cluster
 from tests.examples import examples
 from tests.support import CLI_SECRET_KEY, Cli, GatewayClient, World
 

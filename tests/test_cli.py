@@ -153,7 +153,7 @@ def test_demo_prints_export_lines_for_a_shell(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # starts processes of its own
 def test_serve_hands_out_ingress_urls_on_its_own_port(sqlite_store: Callable[..., str]) -> None:
-    from benchmarks.procs import free_port
+    from testbed.procs import free_port
     from tests.ingress.hooks import gateway_env, serve_gateway
 
     env = gateway_env(database_url=sqlite_store("cli.db"), secret_key=SECRET_KEY)
@@ -187,7 +187,7 @@ def test_serve_hands_out_ingress_urls_on_its_own_port(sqlite_store: Callable[...
 def test_an_unreachable_redis_or_store_at_start_is_one_line_and_a_failed_exit(
     tmp_path: Path,
 ) -> None:
-    from benchmarks.procs import free_port
+    from testbed.procs import free_port
 
     closed = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}

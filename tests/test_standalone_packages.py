@@ -1,5 +1,6 @@
 """filters/ and factory_format/ are libraries the gateway uses, never the other way round:
-neither imports gateway, a web framework, a database or Redis (docs/architecture.md)."""
+neither imports gateway, a web framework, a database or Redis (docs/architecture.md). And the
+tests never import the benchmarks: what both use is in testbed/."""
 
 from __future__ import annotations
 
@@ -46,3 +47,27 @@ def test_a_library_imports_no_gateway_framework_or_store(package: str) -> None:
         assert not roots & FORBIDDEN, module
         third_party = {r for r in roots if r not in sys.stdlib_module_names}
         assert third_party <= ALLOWED_THIRD_PARTY[package], (module, third_party)
+
+
+def _python_files(folder: str) -> list[Path]:
+    return [p for p in sorted((ROOT / folder).rglob("*.py")) if "node_modules" not in p.parts]
+
+
+def test_the_tests_never_import_the_benchmarks() -> None:
+    """What both use is in testbed/; a benchmark may use a test's helper, never the other way
+    round, so no change to a benchmark can break a test."""
+    importing = [
+        str(path.relative_to(ROOT))
+        for path in _python_files("tests")
+        if "benchmarks" in imported_roots(path)
+    ]
+    assert not importing, f"tests importing benchmarks/: {importing}"
+
+
+def test_testbed_imports_neither_the_tests_nor_the_benchmarks() -> None:
+    importing = [
+        str(path.relative_to(ROOT))
+        for path in _python_files("testbed")
+        if imported_roots(path) & {"tests", "benchmarks"}
+    ]
+    assert not importing, importing

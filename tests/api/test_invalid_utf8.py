@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.procs import free_port
 from gateway.app import openapi_document
+from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import World

@@ -6,9 +6,9 @@ from collections.abc import Callable
 import pytest
 from redis.exceptions import OutOfMemoryError
 
-from benchmarks.redis_server import redis_server
 from gateway.security import hash_token
 from gateway.store.types import utcnow
+from testbed.redis_server import redis_server
 from tests.conftest import make_settings
 from tests.ingress.hooks import add_webhook, change_webhook, gateway_on_own_redis
 from tests.support import GatewayClient, World

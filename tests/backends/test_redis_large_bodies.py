@@ -12,12 +12,12 @@ import orjson
 import pytest
 from redis.asyncio import Redis as AsyncRedis
 
-from benchmarks.redis_server import redis_server
 from gateway.backends.contract import Submission, Target
 from gateway.backends.redis_backend import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBackend
 from gateway.backends.resp_client import RespClient
 from gateway.errors import Unavailable
 from gateway.evaluator.stream_source import StreamSource
+from testbed.redis_server import redis_server
 from tests.ingress.hooks import gateway_on_own_redis
 
 

@@ -10,13 +10,13 @@ from collections.abc import AsyncIterator
 import hiredis
 import pytest
 
-from benchmarks.procs import free_port
-from benchmarks.redis_server import redis_server
 from gateway.backends.contract import Submission, Target
 from gateway.backends.lua_scripts import sha1
 from gateway.backends.redis_backend import HOT_SCRIPTS, REFUSED_RETRY_AFTER_S, RedisBackend
 from gateway.backends.resp_client import RespClient
 from gateway.errors import Unavailable
+from testbed.procs import free_port
+from testbed.redis_server import redis_server
 
 SUBMISSION = Submission(Target("whk_503", 1, 5), "dlv_503", "id-503", b"{}", True)
 

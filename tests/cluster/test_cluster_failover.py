@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from benchmarks.redis_cluster import ClusterServers, redis_cluster
 from gateway.backends.redis_backend import KeySpace
 from gateway.services import Services
 from gateway.store import tables as t
+from testbed.redis_cluster import ClusterServers, redis_cluster
 from tests.conftest import CLUSTER_BASE_PORT, CLUSTER_LAST_PORT, make_settings
 from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import Hook, add_webhook

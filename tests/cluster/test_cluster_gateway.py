@@ -13,13 +13,13 @@ import pytest
 from redis.crc import key_slot
 from sqlalchemy import select
 
-from benchmarks.redis_cluster import ClusterServers
 from gateway.backends.contract import SHARDS, shard_of
 from gateway.backends.redis_backend import KeySpace
 from gateway.security import hash_token
 from gateway.services import Services
 from gateway.settings import Settings
 from gateway.store import tables as t
+from testbed.redis_cluster import ClusterServers
 from tests.conftest import make_settings
 from tests.evaluator.test_delivery_consumer import automation_for_everything, drain, runs_of
 from tests.ingress.hooks import Hook, add_webhook, change_webhook

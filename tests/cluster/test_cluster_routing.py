@@ -12,12 +12,12 @@ import uuid
 import pytest
 from redis.crc import key_slot
 
-from benchmarks.redis_cluster import ClusterServers
 from gateway.backends.contract import Submission, Target, Verdict
 from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp_client import ReplyError
 from gateway.backends.resp_cluster import ClusterRespClient, redirection
 from gateway.errors import Unavailable
+from testbed.redis_cluster import ClusterServers
 
 
 def _submission(target: Target, n: int) -> Submission:

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 from tests.console.cdp import Browser, find_chromium
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually

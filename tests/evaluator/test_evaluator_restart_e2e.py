@@ -21,7 +21,6 @@ import msgspec
 import pytest
 from sqlalchemy import func, select, update
 
-from benchmarks.procs import free_port
 from gateway.accounts import factories, identities
 from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate
@@ -33,6 +32,7 @@ from gateway.store import migrate
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
 from gateway.webhooks.models import WebhookCreate
+from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway
 

@@ -1,6 +1,6 @@
 """Test helpers for ingress: webhooks written straight to SQL (the management API is another
 module's job), the services' publisher told about changes, and gateways on Redis servers of
-their own (benchmarks.redis_server)."""
+their own (testbed.redis_server)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select, update
 
-from benchmarks.procs import free_port
-from benchmarks.redis_server import RedisServer, redis_server
 from gateway import ids
 from gateway.security import hash_token, new_webhook_token
 from gateway.services import Services
 from gateway.settings import Settings
 from gateway.store import tables as t
 from gateway.store.types import utcnow
+from testbed.procs import free_port
+from testbed.redis_server import RedisServer, redis_server
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World
 

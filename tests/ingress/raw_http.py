@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 import orjson
 import uvicorn
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 
 # between the pieces of a split request, so that each tends to arrive in a read of its own
 PIECE_PAUSE_S = 0.005

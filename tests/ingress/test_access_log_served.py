@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_world, stop_gateway
 

@@ -15,12 +15,12 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from benchmarks.procs import free_port
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import OVERLAP, ChangePoller
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
+from testbed.procs import free_port
 from tests.ingress.hooks import add_webhook, gateway_env, serve_gateway, stop_gateway
 from tests.platform.factory_files.trees import minimal, webhook
 from tests.support import GatewayClient, World, eventually

@@ -18,11 +18,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from benchmarks.procs import free_port
 from gateway.backends import outbox
 from gateway.evaluator.stream_source import CLAIM_EVERY_S, CLAIM_IDLE_MS
 from gateway.services import build_services
 from gateway.store import tables as t
+from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_token_webhook, serve_gateway, stop_gateway
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
 from gateway.accounts import factories, identities
 from gateway.ingress.cache import NEGATIVE_TTL
 from gateway.services import build_services
 from gateway.settings import Settings
 from gateway.store import migrate
+from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway
 

@@ -1,5 +1,6 @@
 """docs/grafana-dashboard.json: valid, every metric its panels query is in a real scrape, and
-every query is one the picture's script (benchmarks/dashboard_picture.py) can draw."""
+every query is one the picture's script (benchmarks/dashboard_picture.py, with testbed/promql.py)
+can draw."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.dashboard_picture import evaluate, parse_expr
+from testbed.promql import evaluate, parse_expr
 from tests.ingress.hooks import add_webhook
 from tests.metrics.scrape import names, parse
 from tests.support import GatewayClient, World

@@ -32,9 +32,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
 from gateway.runner.execution import Ended
 from gateway.runner.loop import CLAIM_WAIT_S, Runner, RunnerOptions
+from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.postgres import temporary_database
+from testbed.postgres import temporary_database
 from tests.conftest import POSTGRES_SERVER, RUN_ID
 
 

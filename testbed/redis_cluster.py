@@ -23,7 +23,7 @@ from subprocess import Popen
 import redis
 from redis.cluster import RedisCluster
 
-from benchmarks.procs import spawn, stop, wait_port
+from testbed.procs import spawn, stop, wait_port
 
 NODE_TIMEOUT_MS = 1000
 

@@ -1,4 +1,5 @@
-"""Child processes of a benchmark: own process group, free loopback ports, /proc accounting."""
+"""Child processes of a benchmark or a test: own process group, free loopback ports, /proc
+accounting."""
 
 from __future__ import annotations
 

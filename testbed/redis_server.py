@@ -14,7 +14,7 @@ from subprocess import Popen
 
 import redis
 
-from benchmarks.procs import free_port, spawn, stop, wait_port
+from testbed.procs import free_port, spawn, stop, wait_port
 
 
 class RedisServer:
