@@ -23,9 +23,11 @@ import contextlib
 import os
 import secrets
 import shutil
+import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import redis
@@ -193,18 +195,75 @@ def database_url(
 CLUSTER_PARAM = "redis-cluster"
 
 
+# the fixtures that start, or connect to, a store, Redis or the app (directly or through the
+# fixtures they ask for, which pytest's closure of a test's fixtures includes)
+SERVICE_FIXTURES = frozenset(
+    {
+        "postgres_template",
+        "sqlite_template",
+        "redis_prefix",
+        "redis_url",
+        "redis_cluster",
+        "own_store",
+        "fresh_store",  # tests/store/conftest.py
+        "http",  # tests/replies/conftest.py: providers' APIs on loopback
+    }
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks `cluster` every test that starts or uses the Redis Cluster: by the fixture, or by
     a "redis-cluster" parameter (fixtures that ask for the cluster while running). `scripts/test
-    --fast` deselects them (pytest counts them as deselected)."""
+    --fast` deselects them (pytest counts them as deselected).
+
+    Marks `service` every test that asks, directly or through other fixtures, for one that
+    starts or reaches a store, Redis or the app (SERVICE_FIXTURES). `scripts/test --quick`
+    deselects them with the slow and cluster ones, and fails any test it runs that connects to a
+    network address or starts a process all the same (`_quick_tier_guard`): a test that does so
+    on its own, without those fixtures, says `service` itself (pytestmark)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
         on_cluster = any(
             isinstance(value, str) and value.partition("+")[0] == CLUSTER_PARAM for value in params
         )
-        if "redis_cluster" in getattr(item, "fixturenames", ()) or on_cluster:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "redis_cluster" in fixtures or on_cluster:
             item.add_marker(pytest.mark.cluster)
+        if fixtures & SERVICE_FIXTURES or on_cluster:
+            item.add_marker(pytest.mark.service)
+
+
+QUICK = os.environ.get("GATEWAY_TEST_QUICK") == "1"  # set by `scripts/test --quick`
+
+
+@pytest.fixture(autouse=QUICK)
+def _quick_tier_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under --quick: a test that reaches a network address or starts a process fails, naming
+    the marker it lacks, rather than making the quick tier slow or flaky unnoticed."""
+
+    def refused(what: str) -> NoReturn:
+        pytest.fail(
+            f"{what} under `scripts/test --quick`: this test needs a server or a process; "
+            "use the store/Redis/app fixtures (tests/conftest.py, SERVICE_FIXTURES) or mark it "
+            "`service` (pytestmark = pytest.mark.service)",
+            pytrace=False,
+        )
+
+    connect = socket.socket.connect
+
+    def guarded_connect(sock: socket.socket, address: Any) -> None:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.close()  # not left for the collector to warn about in another test
+            refused(f"a connection to {address!r}")
+        connect(sock, address)
+
+    def guarded_popen(*args: Any, **kwargs: Any) -> NoReturn:
+        refused(f"a process ({args[1] if len(args) > 1 else kwargs.get('args')!r})")
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect)
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded_popen)
 
 
 # pytest-xdist reports no deselected tests: each worker counts those -m left out (they all

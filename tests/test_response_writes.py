@@ -135,6 +135,7 @@ def port() -> Iterator[int]:
 
 
 @pytest.mark.parametrize("size", [2, 1024, 256 * 1024])
+@pytest.mark.service
 def test_pipelined_answers_come_whole_and_in_order(port: int, size: int) -> None:
     bodies = [bytes([65 + i]) * size for i in range(3)]
     with connection(port) as (sock, reader):
@@ -145,6 +146,7 @@ def test_pipelined_answers_come_whole_and_in_order(port: int, size: int) -> None
             assert answer.body == body
 
 
+@pytest.mark.service
 def test_each_answer_reaches_the_socket_in_one_call(port: int) -> None:
     SocketCalls.calls.clear()
     with connection(port) as (sock, reader):
@@ -155,6 +157,7 @@ def test_each_answer_reaches_the_socket_in_one_call(port: int) -> None:
     assert SocketCalls.calls == ["writelines"] * 3
 
 
+@pytest.mark.service
 def test_a_streamed_head_is_not_held_until_its_body(port: int) -> None:
     with connection(port) as (sock, _reader):
         sock.sendall(request("POST", "/stream", {}, b""))

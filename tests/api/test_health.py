@@ -67,6 +67,7 @@ def test_readyz_fails_while_accepted_deliveries_wait_too_long(
     assert late.json()["detail"].startswith("evaluator_lag: the oldest accepted delivery waits")
 
 
+@pytest.mark.service
 def test_probes_say_why_redis_or_the_store_cannot_be_reached() -> None:
     async def run() -> tuple[str | None, str | None]:
         client = Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)

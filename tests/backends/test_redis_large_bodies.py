@@ -20,6 +20,8 @@ from gateway.evaluator.stream_source import StreamSource
 from testbed.redis_server import redis_server
 from tests.ingress.hooks import gateway_on_own_redis
 
+pytestmark = pytest.mark.service  # its own redis-server, processes or sockets
+
 
 def _large_json(seq: int) -> bytes:
     body = orjson.dumps({"seq": seq, "pad": "x" * (SIDE_BODY_MIN + 1000)})

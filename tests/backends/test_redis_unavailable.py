@@ -18,6 +18,8 @@ from gateway.errors import Unavailable
 from testbed.procs import free_port
 from testbed.redis_server import redis_server
 
+pytestmark = pytest.mark.service  # its own redis-server, processes or sockets
+
 SUBMISSION = Submission(Target("whk_503", 1, 5), "dlv_503", "id-503", b"{}", True)
 
 

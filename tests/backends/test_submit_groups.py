@@ -21,6 +21,8 @@ from gateway.errors import Unavailable
 from testbed.redis_cluster import ClusterServers
 from testbed.redis_server import RedisServer, redis_server
 
+pytestmark = pytest.mark.service  # its own redis-server, processes or sockets
+
 
 @pytest.fixture(scope="module")
 def own_redis() -> Iterator[RedisServer]:

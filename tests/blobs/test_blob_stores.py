@@ -24,6 +24,8 @@ from gateway.store import create_database, migrate
 from testbed.procs import free_port
 from tests.conftest import make_settings
 
+pytestmark = pytest.mark.service  # its own redis-server, processes or sockets
+
 KEY = "att/att_01hx/report.log"
 
 

@@ -19,6 +19,8 @@ from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
 
+pytestmark = pytest.mark.service  # its own redis-server, processes or sockets
+
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
 

@@ -18,6 +18,8 @@ from tests.ingress.raw_http import (
     served_in_thread,
 )
 
+pytestmark = pytest.mark.service  # its own redis-server, processes or sockets
+
 KEEP_ALIVE_S = 1
 
 

@@ -40,6 +40,7 @@ def client(http: httpx.AsyncClient, api: SlackApi, token: str = BOT):
     )
 
 
+@pytest.mark.service
 def test_the_stand_in_answers_as_slack_does_to_slack_sdk(slack: SlackApi) -> None:
     sdk = WebClient(token=BOT, base_url=slack.url + "/api/")
     posted = sdk.chat_postMessage(channel=THREAD.channel, text="hi", thread_ts=THREAD.thread_ts)

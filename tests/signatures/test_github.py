@@ -46,6 +46,7 @@ ORACLE_PAYLOADS = [
 ]
 
 
+@pytest.mark.service
 def test_agrees_with_octokit_webhooks_methods() -> None:
     """Whatever GitHub's library signs, the scheme accepts; what the library refuses (another
     secret, another payload), the scheme refuses."""

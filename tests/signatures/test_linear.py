@@ -190,6 +190,7 @@ def test_any_signed_body_gives_a_verdict_or_a_signature_error(body: bytes, now: 
         assert isinstance(verified.payload, dict)
 
 
+@pytest.mark.service
 def test_agrees_with_linear_sdk() -> None:
     """Accept and refuse exactly where `@linear/sdk`'s verifier does, clock held at NOW."""
     bodies = [
