@@ -5,6 +5,8 @@ tests never import the benchmarks: what both use is in testbed/."""
 from __future__ import annotations
 
 import ast
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -50,24 +52,34 @@ def test_a_library_imports_no_gateway_framework_or_store(package: str) -> None:
 
 
 def _python_files(folder: str) -> list[Path]:
-    return [p for p in sorted((ROOT / folder).rglob("*.py")) if "node_modules" not in p.parts]
+    found: list[Path] = []
+    for directory, subdirectories, files in os.walk(ROOT / folder):
+        subdirectories[:] = [d for d in subdirectories if d != "node_modules"]  # npm's, not ours
+        found += [Path(directory) / name for name in files if name.endswith(".py")]
+    return sorted(found)
+
+
+IMPORTS_OF = r"^[ \t]*(?:from|import)[ \t]+({})\b"
+
+
+def _importing(folder: str, packages: str) -> list[str]:
+    """The modules of `folder` with an import statement of any of `packages` (a regular
+    expression's alternatives): a scan of the text, a tenth of the time of parsing them."""
+    pattern = re.compile(IMPORTS_OF.format(packages), re.MULTILINE)
+    return [
+        str(path.relative_to(ROOT))
+        for path in _python_files(folder)
+        if pattern.search(path.read_text())
+    ]
 
 
 def test_the_tests_never_import_the_benchmarks() -> None:
     """What both use is in testbed/; a benchmark may use a test's helper, never the other way
     round, so no change to a benchmark can break a test."""
-    importing = [
-        str(path.relative_to(ROOT))
-        for path in _python_files("tests")
-        if "benchmarks" in imported_roots(path)
-    ]
+    importing = _importing("tests", "benchmarks")
     assert not importing, f"tests importing benchmarks/: {importing}"
 
 
 def test_testbed_imports_neither_the_tests_nor_the_benchmarks() -> None:
-    importing = [
-        str(path.relative_to(ROOT))
-        for path in _python_files("testbed")
-        if imported_roots(path) & {"tests", "benchmarks"}
-    ]
+    importing = _importing("testbed", "tests|benchmarks")
     assert not importing, importing
