@@ -23,8 +23,11 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
     """Run the delivery consumer until SIGINT or SIGTERM, or until process `parent_pid` (the
     `gateway serve` that started this one) is no longer this process's parent."""
     logs.configure(settings.log_level, settings.log_format)
-    # batch work yields the CPU to ingress and Redis on a shared host; backlog drains when idle
-    priority = lower_priority(settings.evaluator_priority, settings.redis_prefix)
+    priority = lower_priority(
+        settings.evaluator_priority,
+        settings.redis_prefix,
+        idle_cgroup=settings.evaluator_idle_cgroup,
+    )
     map_large_blocks_apart()
     services = build_services(settings)
     stop = asyncio.Event()

@@ -27,7 +27,8 @@ def test_an_empty_environment_takes_every_default_of_the_settings_type() -> None
     evaluator's mode and priority once disagreed with the type's)."""
     loaded = dataclasses.replace(settings(), secret_key=DEFAULTS.secret_key)
     assert loaded == DEFAULTS
-    assert (loaded.evaluator, loaded.evaluator_priority) == ("process", "low")
+    assert (loaded.evaluator, loaded.evaluator_priority) == ("process", "normal")
+    assert not loaded.evaluator_idle_cgroup
 
 
 def test_a_server_other_than_uvicorn_is_refused() -> None:
@@ -176,14 +177,25 @@ def test_lists_come_from_files_in_json_or_yaml(tmp_path) -> None:  # type: ignor
         settings(MODELS="[]", MODELS_FILE=str(models))
 
 
-def test_evaluator_priority_defaults_to_idle_beside_redis_and_low_on_the_sqlite_file() -> None:
-    # the embedded evaluator shares the file's write lock with ingress: never SCHED_IDLE by default
-    assert settings().evaluator_priority == "low"
-    assert settings(REDIS_URL="redis://h:6379/0").evaluator_priority == "idle"
+def test_evaluator_priority_is_normal_on_every_backend_unless_lowered_on_purpose() -> None:
+    # idle or low starve the evaluator on a host where other work wants the CPU
+    assert settings().evaluator_priority == "normal"
+    assert settings(REDIS_URL="redis://h:6379/0").evaluator_priority == "normal"
+    assert settings(DATABASE_URL="postgresql://u@h/db").evaluator_priority == "normal"
     assert settings(EVALUATOR_PRIORITY="idle").evaluator_priority == "idle"
-    assert (
-        settings(REDIS_URL="redis://h", EVALUATOR_PRIORITY="normal").evaluator_priority == "normal"
-    )
+    assert settings(REDIS_URL="redis://h", EVALUATOR_PRIORITY="low").evaluator_priority == "low"
+
+
+def test_the_idle_cgroup_is_made_only_when_the_operator_asks_for_it() -> None:
+    """The gateway writes the host's cgroup tree only on GATEWAY_EVALUATOR_IDLE_CGROUP=1."""
+    assert not settings(REDIS_URL="redis://h", EVALUATOR_PRIORITY="idle").evaluator_idle_cgroup
+    asked = settings(REDIS_URL="redis://h", EVALUATOR_PRIORITY="idle", EVALUATOR_IDLE_CGROUP="1")
+    assert asked.evaluator_idle_cgroup
+    assert not settings(EVALUATOR_IDLE_CGROUP="0").evaluator_idle_cgroup
+    with pytest.raises(SettingsError, match="GATEWAY_EVALUATOR_IDLE_CGROUP='1': needs GATEWAY"):
+        settings(EVALUATOR_IDLE_CGROUP="1")  # the cgroup is idle priority's
+    with pytest.raises(SettingsError, match="GATEWAY_EVALUATOR_IDLE_CGROUP='yes': expected 0 or 1"):
+        settings(EVALUATOR_PRIORITY="idle", EVALUATOR_IDLE_CGROUP="yes")
 
 
 def test_log_format_is_text_or_json() -> None:

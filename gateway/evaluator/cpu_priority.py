@@ -1,7 +1,9 @@
 """Lower the evaluator's CPU priority, so ingress and Redis win on a shared host.
 
 `idle` puts the process in Linux's SCHED_IDLE class (it runs on CPU time nothing else wants)
-at nice 19; `low` is nice 10; `normal` changes nothing. Elsewhere `idle` falls back to nice 19.
+at nice 19; `low` is nice 10; `normal` (the default) changes nothing. Elsewhere `idle` falls
+back to nice 19. `idle` and `low` risk starvation: on a host where other work wants the CPU the
+evaluator gets little or none, and runs start late or never (docs/evaluator.md).
 
 With Linux autogroup scheduling (the default on many kernels) CPU time is shared between
 sessions first, and a nice value only counts within its session. A worker that leads its own
@@ -11,7 +13,9 @@ session group's priority; a worker started from a shell leaves the shell's group
 SCHED_IDLE and nice only order tasks within their group: between groups (other sessions, other
 services, Redis) the worker would still take its time slices, and a request woken behind it
 waited for the slice to end (p99 6 -> 2 ms at 25 % load, 113 -> 17 ms at 80 %, measured with
-`python -m benchmarks.run`). So `idle` also moves the process into the cgroup
+`python -m benchmarks.run`). So `idle`, when the operator asks for it
+(GATEWAY_EVALUATOR_IDLE_CGROUP=1: the gateway writes the host's cgroup tree only then), also
+moves the process into the cgroup
 `gateway-evaluator-<GATEWAY_REDIS_PREFIX>` beside its own (one per deployment, so gateways of
 different deployments on one host never share or remove each other's), marked `cpu.idle`
 (Linux 5.15+, cgroup v1 or v2): it then runs only on CPU time no other group wants, and a
@@ -45,8 +49,11 @@ def idle_cgroup_name(deployment: str) -> str:
     return IDLE_CGROUP_PREFIX + "".join(c if c.isalnum() or c in "-_" else "_" for c in deployment)
 
 
-def lower_priority(priority: EvaluatorPriority, deployment: str = "gw") -> Lowered:
-    """Apply `priority` to this process; `deployment` names its idle cgroup."""
+def lower_priority(
+    priority: EvaluatorPriority, deployment: str = "gw", *, idle_cgroup: bool = False
+) -> Lowered:
+    """Apply `priority` to this process; `deployment` names its idle cgroup, which is made (in
+    the host's cgroup tree) only when `idle_cgroup` says the operator asked for it."""
     if priority == "normal":
         return Lowered("normal priority")
     os.nice(NICENESS[priority] - os.getpriority(os.PRIO_PROCESS, 0))
@@ -61,6 +68,9 @@ def lower_priority(priority: EvaluatorPriority, deployment: str = "gw") -> Lower
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             applied.insert(0, "idle scheduling class")
+    if not idle_cgroup:
+        applied.append("no idle cgroup (GATEWAY_EVALUATOR_IDLE_CGROUP not set)")
+        return Lowered(", ".join(applied))
     group = join_idle_cgroup(os.getpid(), idle_cgroup_name(deployment))
     applied.append(f"idle cgroup {group}" if group else "no idle cgroup (not permitted)")
     return Lowered(", ".join(applied), group)
