@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     # set by `gateway serve` for its evaluator child: stop when that server process is gone
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    # and the read end of a pipe only that server holds open: EOF when it is gone
+    worker.add_argument("--lifeline-fd", type=int, help=argparse.SUPPRESS)
     worker.set_defaults(run=_worker)
 
     runner = sub.add_parser(
@@ -260,7 +262,7 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
 
     if not reachable(settings):
         return 1
-    asyncio.run(run_worker(settings, parent_pid=args.parent_pid))
+    asyncio.run(run_worker(settings, parent_pid=args.parent_pid, lifeline_fd=args.lifeline_fd))
     return 0
 
 

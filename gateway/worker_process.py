@@ -4,9 +4,11 @@ child process `gateway serve` starts when GATEWAY_EVALUATOR=process."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import os
 import signal
+import sys
 
 from gateway import logs, wiring
 from gateway.allocator import map_large_blocks_apart
@@ -16,13 +18,18 @@ from gateway.settings import Settings
 
 log = logging.getLogger("gateway.evaluator")
 
-PARENT_CHECK_S = 1.0
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> None:
+async def run_worker(
+    settings: Settings, *, parent_pid: int | None = None, lifeline_fd: int | None = None
+) -> None:
     """Run the delivery consumer until SIGINT or SIGTERM, or until process `parent_pid` (the
-    `gateway serve` that started this one) is no longer this process's parent."""
+    `gateway serve` that started this one) is gone: its parent-death signal (Linux), EOF on
+    `lifeline_fd` (a pipe only that process writes), or a parent other than `parent_pid`."""
     logs.configure(settings.log_level, settings.log_format)
+    if parent_pid is not None:
+        die_with_parent()
     priority = lower_priority(
         settings.evaluator_priority,
         settings.redis_prefix,
@@ -34,8 +41,11 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    if parent_pid is not None:
-        services.spawn(_watch_parent(parent_pid, stop), name="parent-watch")
+    if lifeline_fd is not None:
+        loop.add_reader(lifeline_fd, _on_lifeline, loop, lifeline_fd, stop)
+    if parent_pid is not None and os.getppid() != parent_pid:  # gone before the signal was set
+        log.warning("the process that started this worker (%d) is gone; stopping", parent_pid)
+        stop.set()
     try:
         await wiring.start(services, with_worker=True)  # the consumer freezes what lasts (gc)
         log.info("gateway worker running (pid %d, %s)", os.getpid(), priority.description)
@@ -47,9 +57,28 @@ async def run_worker(settings: Settings, *, parent_pid: int | None = None) -> No
         log.info("gateway worker stopped")
 
 
-async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
-    # nothing signals a parent's death portably (PR_SET_PDEATHSIG is Linux-only): poll
-    while os.getppid() == parent:  # noqa: ASYNC110
-        await asyncio.sleep(PARENT_CHECK_S)
-    log.warning("the process that started this worker (%d) is gone; stopping", parent)
+def die_with_parent() -> bool:
+    """Linux: SIGTERM this process when the thread that started it ends (the parent-death
+    signal; kept across exec). Elsewhere the lifeline alone tells. Whether it was set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _on_lifeline(loop: asyncio.AbstractEventLoop, fd: int, stop: asyncio.Event) -> None:
+    """The lifeline is readable: EOF once every writer (the server) is gone."""
+    try:
+        data = os.read(fd, 64)
+    except BlockingIOError:
+        return
+    except OSError:
+        data = b""
+    if data:
+        return  # nobody writes to it; ignore
+    loop.remove_reader(fd)
+    log.warning("the server that started this worker is gone (its lifeline closed); stopping")
     stop.set()

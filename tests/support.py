@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -111,9 +112,29 @@ class World:
         )
 
 
+MAX_SLOWNESS = 8.0
+
+
+def slowness() -> float:
+    """How many times slower than on a quiet machine a test may find things now: the 1-minute
+    load average per core (1 when the host is not busier than its cores, at most MAX_SLOWNESS),
+    times TEST_TIME_SCALE when set (a slow runner). Deadlines that hold on a loaded host."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 1.0
+    return min(max(load, 1.0), MAX_SLOWNESS) * float(os.environ.get("TEST_TIME_SCALE", "1"))
+
+
+def scaled(seconds: float) -> float:
+    """A deadline of `seconds` on a quiet machine, stretched by the host's current `slowness`."""
+    return seconds * slowness()
+
+
 def eventually(probe: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """The first truthy value `probe` returns, polling until `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
+    """The first truthy value `probe` returns, polling until `timeout` seconds (on a quiet
+    machine: `scaled` by the host's load) have passed."""
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         value = probe()
         if value:

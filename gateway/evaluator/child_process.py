@@ -3,12 +3,21 @@
 Evaluating deliveries into runs is batch SQL work; inside a serving process it takes CPU and
 event-loop time from ingress, whose latency senders see. So `gateway serve` runs one
 `gateway worker` beside its HTTP workers, restarts it if it dies (with back-off), and stops it
-when the server stops. The child lowers its own CPU priority (GATEWAY_EVALUATOR_PRIORITY) and exits
-by itself if this process disappears without stopping it (SIGKILL, OOM killer).
+when the server stops. The child sets its own CPU priority (GATEWAY_EVALUATOR_PRIORITY) and dies
+with this process if it disappears without stopping it (SIGKILL, OOM killer), two ways:
+
+- the lifeline: a pipe whose write end only this process holds; the child watches the read end,
+  and the kernel closes the write end when this process dies, however it dies: EOF (portable);
+- on Linux also a parent-death signal (PR_SET_PDEATHSIG, SIGTERM), which the kernel sends when
+  the thread that started the child ends.
+
+Either way the child stops as on SIGTERM: the batch in hand is written and acknowledged, so a
+restarted server's evaluator does not wait for entries the old one had read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -25,8 +34,12 @@ HEALTHY_AFTER_S = 60.0  # a child that ran this long restarts after the first de
 
 class EvaluatorProcess:
     def __init__(self, argv: list[str] | None = None, stop_timeout: float = 15.0) -> None:
+        # the lifeline: the child reads `_lifeline`; `_held` is open only here (pipes are not
+        # inherited across exec), so the child reads EOF once this process is gone
+        self._lifeline, self._held = os.pipe()
         self.argv = argv or [
-            sys.executable, "-m", "gateway", "worker", "--parent-pid", str(os.getpid())
+            sys.executable, "-m", "gateway", "worker",
+            "--parent-pid", str(os.getpid()), "--lifeline-fd", str(self._lifeline),
         ]  # fmt: skip
         self.stop_timeout = stop_timeout
         self._stopping = threading.Event()
@@ -49,7 +62,9 @@ class EvaluatorProcess:
                 return None
             # own session: a Ctrl-C in the terminal reaches the server, which then stops the
             # child in order, rather than both at once
-            self._proc = subprocess.Popen(self.argv, start_new_session=True)  # noqa: S603
+            self._proc = subprocess.Popen(  # noqa: S603
+                self.argv, start_new_session=True, pass_fds=(self._lifeline,)
+            )
             return self._proc
 
     def _supervise(self) -> None:
@@ -82,3 +97,6 @@ class EvaluatorProcess:
                 proc.kill()
                 proc.wait()
         self._thread.join(self.stop_timeout)
+        for fd in (self._lifeline, self._held):
+            with contextlib.suppress(OSError):
+                os.close(fd)

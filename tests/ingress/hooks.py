@@ -29,7 +29,7 @@ from gateway.store.types import utcnow
 from testbed.procs import free_port
 from testbed.redis_server import RedisServer, redis_server
 from tests.conftest import make_settings
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, scaled
 
 # the ingress backends a served gateway runs on: embedded (SQLite alone) and Redis
 SERVED_BACKENDS = ("embedded", "redis")
@@ -156,10 +156,14 @@ def gateway_env(**values: str) -> dict[str, str]:
     return env
 
 
+SERVE_START_S = 30.0  # migrations, imports and the first answer, on a quiet machine
+
+
 def serve_gateway(
     env: dict[str, str], port: int, log: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """`gateway serve` as a real OS process (stderr to `log`); returns once it answers HTTP."""
+    """`gateway serve` as a real OS process (stderr to `log`); returns once it answers HTTP
+    (within SERVE_START_S on a quiet machine, longer on a loaded one: `scaled`)."""
     import sys
 
     import httpx
@@ -179,21 +183,28 @@ def serve_gateway(
     finally:
         if log is not None:
             os.close(stderr)
-    deadline = time.monotonic() + 20
+    limit = scaled(SERVE_START_S)
+    deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"http://127.0.0.1:{port}/api/v1/nope", timeout=0.5)
+            httpx.get(f"http://127.0.0.1:{port}/api/v1/nope", timeout=2)
             return proc
         except httpx.TransportError:
             if proc.poll() is not None:
                 break
             time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("gateway did not start")
+    proc.wait(10)
+    if proc.returncode not in (None, -9):
+        raise RuntimeError(f"gateway exited with status {proc.returncode} while starting")
+    raise RuntimeError(f"gateway did not start within {limit:.0f} s")
 
 
-def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
-    """SIGTERM and wait; a server that does not stop in time has its stacks dumped, then killed."""
+def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 30.0) -> None:
+    """SIGTERM and wait `grace` seconds (`scaled` by the host's load; longer than the evaluator
+    child's own stop timeout, 15 s); a server that does not stop in time has its stacks
+    dumped, then killed."""
+    grace = scaled(grace)
     proc.terminate()
     try:
         proc.wait(grace)
@@ -211,7 +222,7 @@ def stop_gateway(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
         proc.kill()
         proc.wait(10)
         raise AssertionError(
-            f"gateway did not stop within {grace} s of SIGTERM:\n{stacks}"
+            f"gateway did not stop within {grace:.0f} s of SIGTERM:\n{stacks}"
         ) from None
 
 
