@@ -25,6 +25,7 @@ from gateway.store import tables as t
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_token_webhook, serve_gateway, stop_gateway
+from tests.support import scaled
 
 pytestmark = pytest.mark.slow
 TOKEN = "wht_crash_test_token"
@@ -109,7 +110,7 @@ def test_sigkill_under_load_loses_no_accepted_delivery(
     threads = [threading.Thread(target=load, args=(i,)) for i in range(6)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while len(accepted) < 40 and time.monotonic() < deadline:
         time.sleep(0.001)  # kill while requests are in flight, before the 60/min budget is spent
     os.kill(proc.pid, signal.SIGKILL)
@@ -140,7 +141,7 @@ def _restart_and_drain(
     proc = serve_gateway(env, free_port(), log)
     try:
         # entries the killed consumer had read are taken over once idle for CLAIM_IDLE_MS
-        deadline = time.monotonic() + CLAIM_IDLE_MS / 1000 + 2 * CLAIM_EVERY_S + 5
+        deadline = time.monotonic() + CLAIM_IDLE_MS / 1000 + 2 * CLAIM_EVERY_S + scaled(5)
         while time.monotonic() < deadline:
             missing = accepted - asyncio.run(_logged(settings, evaluated=True))
             if not missing:

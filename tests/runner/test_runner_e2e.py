@@ -35,10 +35,15 @@ import pytest
 from gateway.runner.execution import Ended
 from gateway.runner.loop import CLAIM_WAIT_S, Runner, RunnerOptions
 from testbed.procs import free_port
-from tests.ingress.hooks import gateway_env, serve_gateway
+from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
+from tests.support import scaled
 
 pytestmark = pytest.mark.slow
-LEASE_S = "2"
+# short, so that a killed runner's run moves on quickly; stretched on a loaded host (`scaled`),
+# where the claim's answer, the progress report and the finish of a short command (none of
+# which renews the lease) once took longer than 2 s together: the lease lapsed and another
+# runner executed the run a second time, as the protocol allows for a runner cut off that long
+LEASE_S = 2.0
 
 
 @dataclass
@@ -97,13 +102,15 @@ class Deployment:
 
 
 def wait_for(probe: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+    """`probe`'s first truthy value within `timeout` seconds, `scaled` by the host's load."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = probe()
         if value:
             return value
         time.sleep(0.1)
-    raise AssertionError(f"not in {timeout} s: {what}")
+    raise AssertionError(f"not in {timeout:.0f} s: {what}")
 
 
 SHAPES = ["embedded", "redis+postgresql"]
@@ -134,7 +141,7 @@ def deployment(
         **stores,
         webhook_base_url=f"http://127.0.0.1:{port}",
         secret_key=base64.urlsafe_b64encode(b"r" * 32).decode(),
-        run_lease_s=LEASE_S,
+        run_lease_s=f"{scaled(LEASE_S):.1f}",
         log_level="warning",
     )
     demo = subprocess.run(
@@ -153,8 +160,7 @@ def deployment(
             if proc.poll() is None:
                 proc.kill()
             proc.wait(10)
-        server.terminate()  # gracefully: it stops its evaluator child too
-        server.wait(30)
+        stop_gateway(server)  # gracefully: it stops its evaluator child too
         for pidfile in tmp_path.glob("*.pid"):  # commands an abandoned runner left behind
             _kill(int(pidfile.read_text().split()[0]))
 
