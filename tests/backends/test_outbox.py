@@ -40,7 +40,7 @@ from tests.backends.outbox_support import (
 from tests.conftest import make_settings
 from tests.evaluator.test_delivery_consumer import automation_for_everything, runs_of
 from tests.ingress.hooks import add_webhook
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, scaled
 
 
 def _record(i: int) -> DeliveryRecord:
@@ -178,7 +178,7 @@ def test_a_batch_moved_again_after_a_crash_starts_no_second_run(
             assert isinstance(services.pending_deliveries, Outbox)
             return len(await services.pending_deliveries.read(0, 100))
 
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while gwc.run(outbox_left) and time.monotonic() < deadline:
             time.sleep(0.1)  # ingress prunes what the log holds every half second
         assert gwc.run(outbox_left) == 0

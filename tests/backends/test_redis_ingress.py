@@ -11,7 +11,7 @@ from gateway.store.types import utcnow
 from testbed.redis_server import redis_server
 from tests.conftest import make_settings
 from tests.ingress.hooks import add_webhook, change_webhook, gateway_on_own_redis
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, scaled
 
 
 def _commandstats(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
@@ -88,7 +88,7 @@ def test_redis_outage_fails_closed_and_recovers(sqlite_store: Callable[..., str]
             assert down.headers["content-type"] == "application/problem+json"
             assert int(down.headers["retry-after"]) >= 1
             server.start()  # same port, empty data (no persistence in this test)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + scaled(5)
             while True:
                 response = gw.post(hook.path, content=b"2", headers=hook.auth)
                 if response.status_code == 202 or time.monotonic() > deadline:

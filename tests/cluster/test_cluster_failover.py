@@ -21,7 +21,7 @@ from testbed.redis_cluster import ClusterServers, redis_cluster
 from tests.conftest import CLUSTER_BASE_PORT, CLUSTER_LAST_PORT, make_settings
 from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import Hook, add_webhook
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, scaled
 
 # a cluster of its own (3 masters, a replica each), so that the shared one keeps its shape
 FAILOVER_BASE_PORT = CLUSTER_BASE_PORT + 20
@@ -90,7 +90,7 @@ def test_a_master_killed_mid_load_fails_over_and_loses_nothing_accepted(
         cluster.wait_healthy()
         # reads right after a failover may come back empty while the client relearns the
         # slot map: drain until everything accepted is evaluated (or it stops coming)
-        evaluated, deadline = drain(gw), time.monotonic() + 30
+        evaluated, deadline = drain(gw), time.monotonic() + scaled(30)
         while evaluated < len(accepted) and time.monotonic() < deadline:
             evaluated += drain(gw)
         assert evaluated == len(accepted)

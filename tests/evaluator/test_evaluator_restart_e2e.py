@@ -35,6 +35,7 @@ from gateway.webhooks.models import WebhookCreate
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway
+from tests.support import scaled
 
 pytestmark = pytest.mark.slow
 DELIVERIES = 40
@@ -212,7 +213,8 @@ def test_evaluator_killed_and_restarted_starts_each_run_once(
         expected = {(d, a) for d in accepted.values() for a in matching}
         expected |= {(d, a) for d in accepted_github.values() for a in provider.matching}
         every = set(accepted.values()) | set(accepted_github.values())
-        deadline = time.monotonic() + 90  # a dead consumer's entries are reclaimed after 30 s
+        # a dead consumer's entries are reclaimed after 30 s
+        deadline = time.monotonic() + 30 + scaled(60)
         pairs: list[tuple[str, str]] = []
         while time.monotonic() < deadline:
             pairs = asyncio.run(_with_services(settings, lambda c, s: _pairs(c, s, every)))

@@ -15,6 +15,7 @@ import orjson
 import uvicorn
 
 from testbed.procs import free_port
+from tests.support import scaled
 
 # between the pieces of a split request, so that each tends to arrive in a read of its own
 PIECE_PAUSE_S = 0.005
@@ -130,7 +131,7 @@ def served_in_thread(app: Any, http: type, **config: Any) -> Iterator[int]:
     server = uvicorn.Server(settings)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.01)

@@ -17,6 +17,7 @@ import pytest
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_world, stop_gateway
+from tests.support import scaled
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -43,7 +44,7 @@ def test_access_log_follows_the_setting(access_log: str, tmp_path: Path) -> None
         )
     try:
         url = f"http://127.0.0.1:{port}/webhooks/w/{prepared.webhook_uid}"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + scaled(20)
         sent = 0
         while sent < 3:
             try:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.evaluator.test_delivery_consumer import drain
 from tests.ingress.hooks import add_webhook, backend_settings
-from tests.support import GatewayClient, World
+from tests.support import GatewayClient, World, scaled
 
 
 @pytest.fixture(params=["memory", "redis", "memory+postgresql"])
@@ -65,7 +65,7 @@ def test_backlog_limit_refuses_exactly_past_it_and_recovers(gwc: GatewayClient) 
         assert labels == {"Accepted": 50}
 
     # the evaluator caught up: deliveries are accepted again (within the backend's recount)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while True:
         fresh = gwc.post(hook.path, content=b'{"n": 100}', headers=hook.auth | _id(100))
         if fresh.status_code == 202 or time.monotonic() > deadline:

@@ -9,12 +9,12 @@ from sqlalchemy import select
 from gateway.accounts import factories
 from gateway.services import Services
 from gateway.store import tables as t
-from tests.support import World
+from tests.support import World, scaled
 
 
 def _task_by_run(world: World, run_id: str) -> Any:
     """task-by-run, polled briefly: the task is created after the dispatch response."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while True:
         response = world.api(
             "GET", f"/factory/{world.factory_uid}/task-by-run", params={"run_id": run_id}

@@ -27,6 +27,7 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env
+from tests.support import scaled
 
 pytestmark = pytest.mark.slow  # starts processes of its own
 
@@ -136,7 +137,7 @@ def test_two_workers_start_each_due_slot_once(store_url: str, tmp_path: Path) ->
     try:
         for _ in range(ROUNDS):
             _run(store_url, _make_due)
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + scaled(30)
             while not _run(store_url, _all_started):
                 alive = [w.poll() is None for w in workers]
                 assert all(alive), log.read_text()[-3000:]
