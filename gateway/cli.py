@@ -180,8 +180,12 @@ def _serve_with_metrics_dir(settings: Settings, args: argparse.Namespace) -> int
     _exit_on_stop_signals()
     if settings.evaluator == "process":
         from gateway.evaluator.child_process import EvaluatorProcess
+        from gateway.evaluator.cpu_priority import idle_cgroup_name
 
-        evaluator = EvaluatorProcess()
+        idle = settings.evaluator_priority == "idle" and settings.evaluator_idle_cgroup
+        evaluator = EvaluatorProcess(
+            idle_cgroup=idle_cgroup_name(settings.redis_prefix) if idle else None
+        )
         evaluator.start()
     try:
         http_server.run(settings, args.host, args.port, args.workers)

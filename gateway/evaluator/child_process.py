@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+from gateway.evaluator.cpu_priority import remove_idle_cgroup
+
 log = logging.getLogger("gateway.evaluator")
 
 FIRST_RESTART_DELAY_S = 1.0
@@ -33,7 +35,15 @@ HEALTHY_AFTER_S = 60.0  # a child that ran this long restarts after the first de
 
 
 class EvaluatorProcess:
-    def __init__(self, argv: list[str] | None = None, stop_timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        argv: list[str] | None = None,
+        stop_timeout: float = 15.0,
+        idle_cgroup: str | None = None,
+    ) -> None:
+        # the idle cgroup the child makes (GATEWAY_EVALUATOR_IDLE_CGROUP=1): removed here once
+        # the child is gone, for a child killed before it could leave it
+        self.idle_cgroup = idle_cgroup
         # the lifeline: the child reads `_lifeline`; `_held` is open only here (pipes are not
         # inherited across exec), so the child reads EOF once this process is gone
         self._lifeline, self._held = os.pipe()
@@ -97,6 +107,8 @@ class EvaluatorProcess:
                 proc.kill()
                 proc.wait()
         self._thread.join(self.stop_timeout)
+        if self.idle_cgroup is not None:
+            remove_idle_cgroup(self.idle_cgroup)
         for fd in (self._lifeline, self._held):
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -83,6 +83,26 @@ def leave_idle_cgroup(group: Path) -> None:
         group.rmdir()
 
 
+def remove_idle_cgroup(
+    name: str, membership: str | None = None, root: Path = CGROUP_ROOT
+) -> list[Path]:
+    """Remove the idle cgroup `name` beside this process's own cpu cgroups, once its worker is
+    gone (a worker killed before it could leave it, or one starved of CPU until killed, leaves
+    it behind); one that still holds a process stays. The groups removed."""
+    if membership is None:
+        try:
+            membership = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            return []
+    removed = []
+    for base in _cpu_cgroups(membership, root):
+        group = base / name
+        with contextlib.suppress(OSError):  # absent, or another worker is still in it
+            group.rmdir()
+            removed.append(group)
+    return removed
+
+
 def join_idle_cgroup(
     pid: int, name: str, membership: str | None = None, root: Path = CGROUP_ROOT
 ) -> Path | None:
