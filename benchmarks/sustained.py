@@ -281,12 +281,8 @@ def _run(
     workers = []
     try:
         with serve(target, 1, rundir) as running:
-            # Redis: dedicated workers, as at scale: at the default idle priority any other load
-            # on these two shared cores (the generator, Redis, anything else) would starve them.
-            # Embedded: the default priority, as `gateway serve` runs its evaluator child
+            # the default (normal) priority, as `gateway serve` runs its evaluator child
             worker_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-            if not embedded:
-                worker_env["GATEWAY_EVALUATOR_PRIORITY"] = "normal"
             for n in range(evaluators):
                 log = rundir / f"worker-{evaluators}-{n}.log"
                 workers.append(spawn(EVALUATOR, env=worker_env, log=log, cwd=ROOT))

@@ -32,7 +32,7 @@ class Target:
     app: str  # --factory import string
     env: dict[str, str] = field(default_factory=dict)
     # a process started beside the server: the gateway's evaluator, exactly as `gateway serve`
-    # starts it with GATEWAY_EVALUATOR=process (it lowers its own priority)
+    # starts it with GATEWAY_EVALUATOR=process (at GATEWAY_EVALUATOR_PRIORITY, normal by default)
     companion: tuple[str, ...] = ()
     http: str = "uvicorn"
 
