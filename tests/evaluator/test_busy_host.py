@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
 
