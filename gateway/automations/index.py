@@ -87,6 +87,7 @@ class Automation:
     stamp: int
     agent_uid: str | None = None
     agent_config: str | None = None
+    worker_host: str | None = None  # the self-hosted worker its runs are pinned to
 
 
 # a webhook's matcher and the automation uids it was compiled from, in its order
@@ -333,6 +334,16 @@ async def _enabled_triggers(
     return found
 
 
+def _pinned_worker(config: dict[str, Any] | None) -> str | None:
+    """The worker an automation's runs are pinned to: its configuration's `worker_host`, unless
+    empty or `warp` (the team's pool); the platform's `worker_pinning.pinned_host` rule, which
+    the product boundary keeps this side from importing."""
+    host = (config or {}).get("worker_host")
+    if not isinstance(host, str) or host.strip() in ("", "warp"):
+        return None
+    return host.strip()
+
+
 async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Automation]:
     a = t.automations
     found = []
@@ -349,6 +360,7 @@ async def _automations(conn: AsyncConnection, uids: Sequence[str]) -> list[Autom
                     stamp_micros(row.stamp),
                     row.agent_uid,
                     json_value(row.agent_config),
+                    _pinned_worker(row.agent_config),
                 )
             )
     return found

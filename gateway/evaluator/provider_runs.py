@@ -157,4 +157,5 @@ def _spec(matched: _Matched, automation: Automation) -> RunSpec:
         found.uid,
         found.agent_uid,  # its own agent, else the foreman
         automation.agent_config,  # encoded once, when the automation was loaded
+        automation.worker_host,
     )

@@ -80,6 +80,7 @@ class RunSpec:
     # runs.agent_config as the driver takes it, encoded once per automation
     # (`store.bulk.json_value`, `index.Automation.agent_config`), or None
     agent_config: str | None = None
+    worker_host: str | None = None  # the worker that configuration pins the run to
 
 
 def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedRows:
@@ -94,7 +95,7 @@ def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedR
         *(run_id, spec.team_uid, spec.factory_uid, conversation_id, run_id, spec.title),
         *(spec.prompt, "QUEUED", "WEBHOOK", "cloud", encode.json(spec.metadata)),
         *(encode.json([artifact]), at, at, False, delivery_id, spec.automation_uid),
-        *(spec.agent_uid, spec.agent_config),
+        *(spec.agent_uid, spec.agent_config, spec.worker_host),
     )
     attachment = (
         *(attachment_id, conversation_id, run_id, PAYLOAD_NAME, "application/json"),

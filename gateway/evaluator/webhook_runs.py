@@ -277,6 +277,7 @@ def _start(
         automation.uid,
         automation.agent_uid or hook.foreman_agent_uid,
         automation.agent_config,  # encoded once, when the automation was loaded
+        automation.worker_host,
     )
     return started_rows(spec, created, encode)
 

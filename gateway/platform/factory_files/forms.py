@@ -70,7 +70,8 @@ def factory_form(row: Row[Any]) -> Form:
 
 
 def agent_form(row: Row[Any]) -> Form:
-    definition = row.definition or {}
+    # `run_config` is what its runs carry (run_configs.py), made from the tree, not part of it
+    definition = {k: v for k, v in (row.definition or {}).items() if k != "run_config"}
     stored = {
         **definition,
         "name": row.name,

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import FactoryTree
 from factory_format.model import Resource
+from gateway.platform.factory_files import run_configs
 from gateway.platform.factory_files import write_agents as agents
 from gateway.platform.factory_files import write_extras as extras
 from gateway.platform.factory_files import write_triggers as triggers
@@ -75,6 +76,8 @@ async def write_changes(
         w.factory_uid = await create_factory(conn, team_uid, tree.factory, w.now)
     else:  # rewritten whatever changed: definition_applied_at says when a tree last applied
         await update_factory(conn, state.factory_uid, tree.factory, w.now)
+    w.tree = tree
+    w.credential_strategy = await run_configs.factory_strategy(w)
     wanted = tree.resources()
     by_kind: dict[str, list[Change]] = {}
     for change in changes:
@@ -91,6 +94,7 @@ async def write_changes(
         for change in by_kind.get(kind, []):
             if change.action == "delete":
                 await delete(w, state.resources[(kind, change.name)].uid)
+    await run_configs.refresh(w, tree)
     return w.factory_uid
 
 

@@ -1,39 +1,28 @@
 """The tree's webhooks and automations, written through the rules of their own contexts
 (gateway.webhooks, gateway.automations). A file automation's runs go to its agent and carry its
-resolved configuration (`run_config`), computed here once, never per delivery."""
+resolved configuration (run_configs.py), computed here once, never per delivery."""
 
 from __future__ import annotations
 
-from msgspec import UNSET
-
-from factory_format import Automation, EffectiveConfig, Webhook
+from factory_format import Automation, Webhook
 from gateway.automations import management as automations
 from gateway.automations.models import FileLayers, json_form
-from gateway.platform.factory_files.write_agents import mcp_configs
+from gateway.platform.factory_files.run_configs import run_config
 from gateway.platform.factory_files.writing import Writing
-from gateway.platform.runs.record.models import AgentConfig, RunHarness
 from gateway.types import JsonObject
 from gateway.webhooks import management as webhooks
 from gateway.webhooks.models import WebhookCreate
 
 
-def run_config(agent_uid: str, effective: EffectiveConfig) -> JsonObject:
-    """runs.agent_config of the runs an automation starts: its agent, model (a Warp model id,
-    for oz), harness, runner, environment, worker host and MCP servers, resolved."""
-    harness = effective.harness
-    config = AgentConfig(
-        agent_uid=agent_uid,
-        model_id=harness.model if harness.type == "oz" else UNSET,
-        harness=RunHarness(
-            type=harness.type, model=harness.model, reasoning_level=harness.reasoning_level or UNSET
-        ),
-        runner=effective.runner or UNSET,
-        environment_id=effective.environment_id or UNSET,
-        worker_host=effective.worker_host or UNSET,
-        mcp_servers=mcp_configs(effective.mcp_servers) or UNSET,
+def automation_run_config(w: Writing, automation: Automation) -> JsonObject:
+    """runs.agent_config of the runs `automation` starts (run_configs.py)."""
+    assert w.tree is not None
+    agent = next(agent for agent in w.tree.agents if agent.name == automation.agent)
+    uid = w.agent_uid(agent.name)
+    config: JsonObject = json_form(
+        run_config(w.tree, agent, uid, automation.effective, w.credential_strategy)
     )
-    stored: JsonObject = json_form(config)
-    return stored
+    return config
 
 
 def _record(w: Writing, automation: Automation) -> automations.AutomationRecord:
@@ -45,7 +34,7 @@ def _record(w: Writing, automation: Automation) -> automations.AutomationRecord:
         triggers=list(automation.triggers),
         definition_name=automation.name,
         agent_uid=agent_uid,
-        agent_config=run_config(agent_uid, automation.effective),
+        agent_config=automation_run_config(w, automation),
         layers=FileLayers(config=automation.config, effective=automation.effective),
     )
 

@@ -10,6 +10,7 @@ from msgspec import UNSET, Struct
 from sqlalchemy import Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from factory_format import FactoryTree
 from gateway.services import Services
 from gateway.store.types import utcnow
 
@@ -23,6 +24,8 @@ class Writing:
     creator_uid: str | None  # the user applying (None from the command line)
     agents: dict[str, str] = field(default_factory=dict)  # name -> uid of the tree's agents
     secret_values: dict[str, str] = field(default_factory=dict)
+    tree: FactoryTree | None = None  # the tree being applied
+    credential_strategy: str | None = None  # the factory's, as stored once the factory is written
     now: datetime = field(default_factory=utcnow)
     _ticks: int = 0
 

@@ -161,10 +161,15 @@ def test_a_file_automation_starts_runs_carrying_its_resolved_configuration(world
     assert run["prompt"].startswith("Triage it.")
     assert run["agent_config"] == {
         "model_id": "auto",
+        "base_prompt": "Work.",
         "worker_host": "box-1",
         "agent_uid": worker["uid"],
-        "harness": {"type": "oz", "model": "auto"},
+        "harness": {"type": "oz", "model": "auto", "model_id": "auto"},
         "runner": "small",
+        "runner_config": {"name": "small", "setup_commands": [], "docker_image": "ubuntu:24.04"},
+        "credential_strategy": "EXECUTOR",
+        "agent": {"uid": worker["uid"], "name": "worker", "type": "IMPLEMENT"},
+        "secrets": ["LINEAR_KEY"],
     }
 
 

@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal
-from gateway.platform.runs.creation.worker_pinning import pinned_worker
+from gateway.platform.runs.creation.resolution import resolve_config
+from gateway.platform.runs.creation.worker_pinning import pinned_host, pinned_worker
 from gateway.platform.runs.record.models import AgentConfig, RunArtifact, RunRecord
 from gateway.platform.runs.record.store import json_column, load_run
 from gateway.store import tables as t
@@ -28,15 +29,15 @@ from gateway.types import JsonObject
 
 QUEUED = "QUEUED"  # the state every run starts in
 # The columns a run a delivery starts sets (evaluator/run_rows.py builds its rows in this order);
-# the others take their defaults. Its `agent_config` is its automation's, as stored, and (like
-# `stored_config` below) does not pin it to a worker.
+# the others take their defaults. Its `agent_config` is its automation's, as stored, and its
+# `worker_host` the worker that configuration pins it to (`worker_pinning.pinned_host`).
 DELIVERY_RUNS = BulkInsert(
     t.runs,
     (
         *("run_id", "team_uid", "factory_uid", "conversation_id", "root_run_id", "title"),
         *("prompt", "state", "source", "run_type", "metadata", "artifacts", "created_at"),
         *("updated_at", "task_pending", "delivery_id", "automation_uid", "agent_uid"),
-        "agent_config",
+        *("agent_config", "worker_host"),
     ),
 )
 
@@ -69,8 +70,11 @@ class NewRun:
 
 async def insert_run(conn: AsyncConnection, new: NewRun, run_id: str | None = None) -> RunRecord:
     """Inserts a QUEUED run. A child shares its root's conversation and root; a root run starts
-    a new conversation unless it continues one."""
+    a new conversation unless it continues one. Its configuration is resolved here, once
+    (resolution.py): its agent's, the request's over it, or its automation's as stored."""
     run_id = run_id or ids.new_uuid()
+    if new.stored_config is None:
+        new.agent_config = await resolve_config(conn, new.agent_uid, new.agent_config)
     await conn.execute(insert(t.runs).values(**run_values(new, run_id, utcnow())))
     return await load_run(conn, run_id)
 
@@ -112,5 +116,7 @@ def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, object]:
         "task_pending": new.task_pending,
         "agent_uid": new.agent_uid,
         "mode": new.mode,
-        "worker_host": pinned_worker(new.agent_config),
+        "worker_host": pinned_worker(new.agent_config)
+        if new.stored_config is None
+        else pinned_host(new.stored_config.get("worker_host")),
     }

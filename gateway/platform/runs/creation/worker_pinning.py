@@ -17,7 +17,11 @@ POOL = "warp"
 
 def pinned_worker(config: AgentConfig | None) -> str | None:
     """The worker a run of `config` is pinned to; None for the team's pool."""
-    host = None if config is None else config.worker_host
+    return pinned_host(None if config is None else config.worker_host)
+
+
+def pinned_host(host: object) -> str | None:
+    """The worker a `worker_host` value pins runs to; None for the team's pool."""
     if not isinstance(host, str) or host.strip() in ("", POOL):
         return None
     return host.strip()

@@ -26,11 +26,46 @@ ConfigValue = Annotated[str, Meta(max_length=2000)] | None | UnsetType
 
 class RunHarness(Struct, kw_only=True, forbid_unknown_fields=True):
     """The harness a run executes in: `oz` (its model a Warp model id), `claude`, `codex`,
-    `gemini` (their own model ids)."""
+    `gemini` (their own model ids). `model_id` is the official clients' name of the model;
+    `model` the same id, as runs made before it was added carry it."""
 
     type: str
     model: str
+    model_id: str | UnsetType = UNSET
     reasoning_level: str | UnsetType = UNSET
+
+
+class RunAgent(Struct, kw_only=True, forbid_unknown_fields=True):
+    """The agent that executes a run."""
+
+    uid: str
+    name: str
+    type: str | UnsetType = UNSET  # its agentType (FOREMAN, REVIEW, ...; CUSTOM when unset)
+
+
+class InstanceShape(Struct, kw_only=True, forbid_unknown_fields=True):
+    vcpus: int
+    memory_gb: int
+
+
+class RunnerConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+    """The runner file (runners/<name>.yaml) a run is prepared with."""
+
+    name: str
+    setup_commands: list[str] = []
+    docker_image: str | UnsetType = UNSET
+    instance_shape: InstanceShape | UnsetType = UNSET
+
+
+class SkillDocument(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A skill a run may use: `scope` `factory` (skills/<name>/SKILL.md, every agent) or
+    `agent` (agents/<agent>/skills/<name>/SKILL.md), its SKILL.md text as the runner writes it."""
+
+    name: str
+    scope: Literal["factory", "agent"]
+    path: str
+    description: str | UnsetType = UNSET
+    content: str
 
 
 class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -77,8 +112,52 @@ class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         ]
         | UnsetType
     ) = UNSET
+    credential_strategy: Literal["CREATOR", "EXECUTOR"] | UnsetType = UNSET
+    agent: (
+        Annotated[RunAgent, Meta(description="answers only: the agent that executes the run")]
+        | UnsetType
+    ) = UNSET
+    runner_config: (
+        Annotated[
+            RunnerConfig,
+            Meta(description="answers only: the runner file: setup commands, image, shape"),
+        ]
+        | UnsetType
+    ) = UNSET
+    skills: (
+        Annotated[
+            list[str],
+            Meta(
+                description="answers only: the skills the run may use (factory-wide, then "
+                "the agent's own)"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    secrets: (
+        Annotated[
+            list[str],
+            Meta(
+                description="answers only: the names of the managed secrets the run gets "
+                "(never their values)"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    # stored with the run, never in an answer (RunItem.of drops it): the skills' text, as the
+    # run was created with them; the runner writes them to RUN_SKILLS
+    skill_documents: list[SkillDocument] | UnsetType = UNSET
 
-    SERVICE_SET: ClassVar[tuple[str, ...]] = ("agent_uid", "harness", "runner")
+    SERVICE_SET: ClassVar[tuple[str, ...]] = (
+        *("agent_uid", "harness", "runner", "agent", "runner_config", "skills", "secrets"),
+        "skill_documents",
+    )
+
+    def answered(self) -> AgentConfig:
+        """What run answers show of it: all but the skills' text."""
+        if self.skill_documents is UNSET:
+            return self
+        return msgspec.structs.replace(self, skill_documents=UNSET)
 
 
 class Creator(Struct):
@@ -268,7 +347,7 @@ class RunItem(Struct, kw_only=True):
             session_id=known(run.session_id),
             session_link=known(run.session_link),
             parent_run_id=known(run.parent_run_id),
-            agent_config=known(run.agent_config),
+            agent_config=UNSET if run.agent_config is None else run.agent_config.answered(),
             creator=known(creator),
             metadata=known(run.metadata),
             status_message=known(run.status_message),
