@@ -77,7 +77,7 @@ class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         | UnsetType
         | None
     ) = UNSET
-    base_prompt: ConfigValue = UNSET
+    base_prompt: Annotated[str, Meta(max_length=MAX_PROMPT)] | None | UnsetType = UNSET
     environment_id: ConfigValue = UNSET
     worker_host: ConfigValue = UNSET
     skill_spec: (
