@@ -104,6 +104,9 @@ class Settings:
     dedup_memory: int = 65_536
     # how long a runner's claim on a run lasts without a heartbeat (docs/runs-and-tasks.md)
     run_lease_s: float = 30.0
+    # how long a run pinned to a self-hosted worker waits QUEUED for that worker before it fails
+    # as worker_unavailable (docs/runs-and-tasks.md#pinned-runs-self-hosted-workers)
+    worker_wait_s: float = 3600.0
     # requests per caller per rolling minute to the factory metrics endpoints (then 429)
     metrics_rate_limit: int = 60
     # /readyz fails while the oldest accepted delivery has waited longer for evaluation
@@ -183,6 +186,7 @@ def load_settings(
         max_backlog=_positive_int(env, "max_backlog"),
         dedup_memory=_positive_int(env, "dedup_memory"),
         run_lease_s=_positive_float(env, "run_lease_s"),
+        worker_wait_s=_positive_float(env, "worker_wait_s"),
         metrics_rate_limit=_positive_int(env, "metrics_rate_limit"),
         ready_max_lag_s=_positive_float(env, "ready_max_lag_s"),
         scheduler_poll_s=_positive_float(env, "scheduler_poll_s"),

@@ -106,7 +106,12 @@ async def start(
     services.stoppers.append(finish_the_batch_in_hand)
     services.spawn(task_binder(services.database), name="task-binder")
     services.spawn(
-        scheduler(services.database, services.settings.scheduler_poll_s), name="scheduler"
+        scheduler(
+            services.database,
+            services.settings.scheduler_poll_s,
+            services.settings.worker_wait_s,
+        ),
+        name="scheduler",
     )
     return consumer
 

@@ -22,6 +22,7 @@ from gateway.platform.runners.models import MAX_CLAIM, ClaimedRun, HeartbeatResu
 from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.states import sole_source, target_of
+from gateway.platform.runs.record.unclaimed import fail_unclaimed
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -29,11 +30,18 @@ r = t.runs
 
 
 async def claim(
-    conn: AsyncConnection, runner: Runner, lease_s: float, limit: int = 1
+    conn: AsyncConnection,
+    runner: Runner,
+    lease_s: float,
+    limit: int = 1,
+    worker_wait_s: float | None = None,
 ) -> list[ClaimedRun]:
     """Up to `limit` QUEUED cloud runs of the runner's team (and factory), oldest first, each
-    CLAIMED with a lease of `lease_s` seconds, with the follow-ups users sent them."""
+    CLAIMED with a lease of `lease_s` seconds, with the follow-ups users sent them. With
+    `worker_wait_s`, runs pinned to a worker that did not come in time fail first."""
     await expire_leases(conn)
+    if worker_wait_s is not None:
+        await fail_unclaimed(conn, worker_wait_s)
     return await claim_runs(conn, runner, await _pick(conn, runner, limit), lease_s)
 
 

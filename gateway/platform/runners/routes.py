@@ -191,8 +191,9 @@ def _counted(claimed: list[ClaimedRun]) -> list[ClaimedRun]:
 async def _claim(
     request: Request, conn: AsyncConnection, runner: Runner, max_runs: int
 ) -> list[ClaimedRun]:
-    lease_s = services_of(request).settings.run_lease_s
-    claimed = await claims.claim(conn, runner, lease_s, max_runs)
+    settings = services_of(request).settings
+    lease_s = settings.run_lease_s
+    claimed = await claims.claim(conn, runner, lease_s, max_runs, settings.worker_wait_s)
     # then the debug sessions asked of this runner (runners/debug_sessions.py)
     claimed += await debug_sessions.claim_sessions(conn, runner, lease_s, max_runs - len(claimed))
     await with_files(conn, claimed, attachment_links(request))

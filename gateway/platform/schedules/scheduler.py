@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.platform.runs.record.unclaimed import fail_unclaimed
 from gateway.platform.schedules import automation_slots
 from gateway.platform.schedules import slot_runs as schedule_runs
 from gateway.store import Database
@@ -78,11 +79,18 @@ async def _start_slots(
             return count
 
 
-async def scheduler(database: Database, interval_s: float = POLL_S) -> None:
-    """Background loop: start due slots every `interval_s` seconds until cancelled."""
+async def scheduler(
+    database: Database, interval_s: float = POLL_S, worker_wait_s: float | None = None
+) -> None:
+    """Background loop: start due slots every `interval_s` seconds until cancelled; with
+    `worker_wait_s`, also fail the runs pinned to a worker that did not come for them in time
+    (runs/record/unclaimed.py)."""
     while True:
         try:
             await start_due(database)
+            if worker_wait_s is not None:
+                async with database.transaction() as conn:
+                    await fail_unclaimed(conn, worker_wait_s)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the store may be back in a moment; keep the loop alive

@@ -35,9 +35,7 @@ def _apply(world: World, files: dict[str, str]) -> tuple[str, dict[str, str]]:
 
 
 def _run_of(world: World, agent_uid: str) -> dict[str, Any]:
-    made = world.api(
-        "POST", "/agent/runs", json={"prompt": "Go.", "agent_identity_uid": agent_uid}
-    )
+    made = world.api("POST", "/agent/runs", json={"prompt": "Go.", "agent_identity_uid": agent_uid})
     assert made.status_code in (200, 201), made.text
     run: dict[str, Any] = world.api("GET", f"/agent/runs/{made.json()['run_id']}").json()
     return run
@@ -65,7 +63,10 @@ def test_each_agent_of_example_02_runs_with_its_own_configuration(world: World) 
     assert implementer["instance_shape"] == {"vcpus": 8, "memory_gb": 16}
     assert "go mod download" in implementer["setup_commands"][0]
     mobile = _run_of(world, agents["mobile-build"])["agent_config"]["runner_config"]
-    assert "docker_image" not in mobile and mobile["instance_shape"] == {"vcpus": 6, "memory_gb": 14}
+    assert "docker_image" not in mobile and mobile["instance_shape"] == {
+        "vcpus": 6,
+        "memory_gb": 14,
+    }
 
 
 def test_dispatch_and_request_overrides_and_a_snapshot_that_stays(world: World) -> None:

@@ -43,11 +43,14 @@ def test_every_state_is_reached_from_queued_and_every_run_can_end() -> None:
 
 
 def test_a_queued_run_is_claimed_before_anything_else_happens_to_it() -> None:
-    # a runner claims a run before it starts it: the runner protocol refuses QUEUED -> INPROGRESS
+    # a runner claims a run before it starts it: the runner protocol refuses QUEUED -> INPROGRESS;
+    # a run pinned to a worker that never comes fails unclaimed (`abandon`)
     assert {next_state("QUEUED", e) for e in EVENTS if allows("QUEUED", e)} == {
         "CLAIMED",
         "CANCELLED",
+        "FAILED",
     }
+    assert sources("abandon") == ["QUEUED"]
     with pytest.raises(Conflict, match="state: a QUEUED run cannot start"):
         next_state("QUEUED", "start")
 

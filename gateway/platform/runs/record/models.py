@@ -77,7 +77,7 @@ class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         | UnsetType
         | None
     ) = UNSET
-    base_prompt: Annotated[str, Meta(max_length=MAX_PROMPT)] | None | UnsetType = UNSET
+    base_prompt: Annotated[str, Meta(max_length=MAX_PROMPT)] | UnsetType | None = UNSET
     environment_id: ConfigValue = UNSET
     worker_host: ConfigValue = UNSET
     skill_spec: (
@@ -177,6 +177,20 @@ class StatusMessage(Struct):
     message: str
     error_code: str | None
     retryable: bool
+
+
+# what a QUEUED run pinned to a self-hosted worker shows until that worker claims it
+WAITING_FOR_WORKER = "waiting_for_worker"
+WORKER_UNAVAILABLE = "worker_unavailable"  # ... and the error_code of one that waited too long
+
+
+def waiting_message(worker: str) -> str:
+    """What a QUEUED run pinned to `worker` shows while it waits (runs/record/unclaimed.py)."""
+    return (
+        f"waiting for self-hosted worker {worker!r}: start `gateway runner --worker-id {worker}`; "
+        f"the run fails as {WORKER_UNAVAILABLE} if no such worker claims it within "
+        "GATEWAY_WORKER_WAIT_S"
+    )
 
 
 class ArtifactItemData(Struct, kw_only=True):
@@ -350,7 +364,9 @@ class RunItem(Struct, kw_only=True):
             agent_config=UNSET if run.agent_config is None else run.agent_config.answered(),
             creator=known(creator),
             metadata=known(run.metadata),
-            status_message=known(run.status_message),
+            status_message=known(run.status_message)
+            if run.state != "QUEUED" or run.worker_host is None
+            else StatusMessage(waiting_message(run.worker_host), WAITING_FOR_WORKER, True),
             artifacts=known(run.artifacts),
         )
 

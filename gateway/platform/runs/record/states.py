@@ -53,6 +53,7 @@ Event = Literal[
     "error",  # the platform failed it (a finish with outcome ERROR)
     "release",  # given back by its runner, or its lease ran out: another runner may take it
     "expire",  # its lease ran out on its last attempt
+    "abandon",  # pinned to a self-hosted worker that did not come for it in time
     "resume",  # a follow-up to an ended run: a new execution
     "cancel",
 ]
@@ -76,6 +77,7 @@ TRANSITIONS: Mapping[Event, Transition] = MappingProxyType(
         "error": Transition(HELD, "ERROR"),
         "release": Transition(HELD, "QUEUED"),
         "expire": Transition(HELD, "FAILED"),
+        "abandon": Transition(frozenset({"QUEUED"}), "FAILED"),
         "resume": Transition(TERMINAL, "QUEUED"),
         "cancel": Transition(frozenset(RUN_STATES) - TERMINAL, "CANCELLED"),
     }

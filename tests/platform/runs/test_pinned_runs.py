@@ -1,0 +1,117 @@
+"""workerHost routes every kind of run (docs/runs-and-tasks.md#pinned-runs-self-hosted-workers):
+a factory whose files pin their runs to a self-hosted worker that has not registered yet; its
+webhook automation's runs, its dispatched runs and runs naming its agents wait for that worker,
+say so, and are claimed by it alone; a run whose worker never comes fails after
+GATEWAY_WORKER_WAIT_S as worker_unavailable. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_settings
+from tests.platform.factory_files.support import applied, set_secrets
+from tests.platform.factory_files.trees import automation as automation_file
+from tests.platform.factory_files.trees import minimal, webhook, webhook_trigger
+from tests.platform.runners.test_runner_api import Runner
+from tests.support import GatewayClient, World, eventually
+
+WAIT_S = 1.5
+
+
+def _pinned_tree(world: World, worker: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    set_secrets(world, {"hook-token": "t0ken"})
+    tree = minimal("pinned", {"webhooks/inbox.yaml": webhook("hook-token")})
+    (hook,) = applied(world, tree)["webhooks"]
+    tree["factory.yaml"] += f"  workerHost: {worker}\n"  # under agentDefaults
+    tree["automations/triage/automation.md"] = automation_file(
+        webhook_trigger(hook["uid"]), "Triage it."
+    )
+    factory_uid = applied(world, tree)["factory_uid"]
+    agents = world.api("GET", f"/agent/identities?factory_uid={factory_uid}").json()["agents"]
+    return factory_uid, hook, {agent["name"]: agent["uid"] for agent in agents}
+
+
+def _delivery_run(world: World, factory_uid: str, hook: dict[str, Any]) -> str:
+    accepted = world.client.post(
+        f"/webhooks/w/{hook['uid']}", content=b"{}", headers={"Authorization": "Bearer t0ken"}
+    )
+    assert accepted.status_code == 202, accepted.text
+    path = f"/factory/{factory_uid}/webhooks/{hook['uid']}/deliveries/"
+    record = eventually(
+        lambda: (
+            (r := world.api("GET", path + accepted.json()["delivery_id"]).json()).get("runs") and r
+        )
+    )
+    run_id: str = record["runs"][0]["run_id"]
+    return run_id
+
+
+def _runs_of_every_kind(world: World, worker: str) -> list[str]:
+    factory_uid, hook, agents = _pinned_tree(world, worker)
+    delivered = _delivery_run(world, factory_uid, hook)
+    dispatched = world.api("POST", f"/factory/{factory_uid}/runs", json={"prompt": "Fix."})
+    assert dispatched.status_code in (200, 201), dispatched.text
+    named = world.api(
+        "POST", "/agent/runs", json={"prompt": "Go.", "agent_identity_uid": agents["boss"]}
+    )
+    assert named.status_code in (200, 201), named.text
+    return [delivered, dispatched.json()["run_id"], named.json()["run_id"]]
+
+
+def test_runs_of_every_source_wait_for_their_worker_and_go_to_it_alone(world: World) -> None:
+    run_ids = _runs_of_every_kind(world, "box-7")
+    for run_id in run_ids:
+        run = world.api("GET", f"/agent/runs/{run_id}").json()
+        assert run["state"] == "QUEUED" and run["agent_config"]["worker_host"] == "box-7"
+        assert run["status_message"]["error_code"] == "waiting_for_worker"
+        assert "gateway runner --worker-id box-7" in run["status_message"]["message"]
+
+    assert Runner(world).claim(10) == []  # the pool takes none of them
+    assert Runner(world, worker_id="box-8").claim(10) == []
+    claimed = Runner(world, worker_id="box-7").claim(10)
+    assert sorted(run["run_id"] for run in claimed) == sorted(run_ids)
+    held = world.api("GET", f"/agent/runs/{run_ids[0]}").json()
+    assert held["state"] == "CLAIMED" and "status_message" not in held
+
+
+@pytest.fixture
+def short_wait(database_url: str) -> Iterator[World]:
+    settings = make_settings(database_url, worker_wait_s=str(WAIT_S), scheduler_poll_s="0.2")
+    with GatewayClient.running(settings) as client:
+        yield World.create(client)
+
+
+def test_a_run_whose_worker_never_comes_fails_after_the_wait(short_wait: World) -> None:
+    world = short_wait
+    run_ids = _runs_of_every_kind(world, "box-gone")
+    started = time.monotonic()
+
+    def failed() -> list[dict[str, Any]] | None:
+        runs = [world.api("GET", f"/agent/runs/{run_id}").json() for run_id in run_ids]
+        return runs if all(run["state"] == "FAILED" for run in runs) else None
+
+    runs = eventually(failed, timeout=60)
+    assert time.monotonic() - started >= WAIT_S * 0.5  # not at once: after the wait
+    for run in runs:
+        message = run["status_message"]
+        assert message["error_code"] == "worker_unavailable" and message["retryable"] is True
+        assert "box-gone" in message["message"] and "GATEWAY_WORKER_WAIT_S" in message["message"]
+    timeline = world.api("GET", f"/agent/runs/{run_ids[0]}/timeline").json()["events"]
+    assert [event["state"] for event in timeline] == ["QUEUED", "FAILED"]
+
+
+def test_a_worker_that_is_there_keeps_its_runs_waiting(short_wait: World) -> None:
+    world = short_wait
+    box = Runner(world, worker_id="box-busy")  # seen: it registered, and it calls in
+    run_ids = _runs_of_every_kind(world, "box-busy")
+    deadline = time.monotonic() + WAIT_S * 3
+    while time.monotonic() < deadline:  # three waits, the worker calling in throughout
+        Runner(world, worker_id="box-busy")  # a runner of that worker id, seen now
+        time.sleep(0.3)
+    states = {world.api("GET", f"/agent/runs/{r}").json()["state"] for r in run_ids}
+    assert states == {"QUEUED"}
+    assert sorted(run["run_id"] for run in box.claim(10)) == sorted(run_ids)
