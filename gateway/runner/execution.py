@@ -1,9 +1,13 @@
-"""One claimed run executed as a shell command.
+"""One claimed run executed as a shell command (docs/runners.md#what-the-command-gets).
 
-The command gets the run's prompt on stdin, followed by the follow-ups users sent to the run,
-and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), GATEWAY_API_URL, RUN_MESSAGES,
-RUN_ATTACHMENTS and (webhook runs) EVENT_PAYLOAD in its environment, in a process group of its
-own. RUN_MESSAGES is a file of JSON lines, one per follow-up
+The runner file's setup commands run first, in the working directory (a failing one ends the
+run FAILED, `setup_failed`). The command gets the composed prompt on stdin (the agent's base
+prompt, the skills it may use, the run's prompt, then the follow-ups users sent to the run),
+and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), RUN_AGENT, RUN_MODEL, RUN_HARNESS,
+RUN_CONTEXT, RUN_SKILLS, RUN_MCP_CONFIG, GATEWAY_API_URL, RUN_MESSAGES, RUN_ATTACHMENTS, (webhook
+runs) EVENT_PAYLOAD and each of the run's secrets in its environment, in a process group of its
+own. Secret values are masked in everything reported of the run (transcript, status message).
+RUN_MESSAGES is a file of JSON lines, one per follow-up
 (`gateway.platform.runners.models.RunMessage`), to which the follow-ups sent into the live session
 are appended as heartbeats bring them. RUN_ATTACHMENTS is a directory holding the run's files
 (`<attachment id>/<name>`): those it was created with and those follow-ups carry, downloaded from
@@ -35,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from gateway.runner.client import ApiError, RunnerClient
 from gateway.runner.protocol import (
@@ -56,6 +60,8 @@ MAX_STATUS = 500
 MAX_TRANSCRIPT = 800_000  # characters kept (the tail), within the finish call's body cap
 MAX_OUTPUTS = 20  # files uploaded from RUN_OUTPUTS
 MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
+SETUP_FAILED = "setup_failed"  # the error_code of a run whose setup command failed
+MIN_MASKED = 4  # secret values this long or longer are masked in what is reported of a run
 T = TypeVar("T")
 
 
@@ -67,6 +73,14 @@ class Ended:
     run_id: str
     ending: Ending
     summary: str  # for the runner's progress line, e.g. "SUCCEEDED in 0.8 s (exit 0)"
+
+
+@dataclass
+class Setup:
+    """What the setup commands did: their transcript, and the failure that stopped them."""
+
+    transcript: str = ""
+    failed: str | None = None
 
 
 @dataclass
@@ -92,6 +106,9 @@ class Execution:
         self.lost = False
         self.messages_file: Path | None = None
         self.attachments_dir: Path | None = None
+        self.secrets = {name: value for name, value in run.get("secrets", {}).items() if value}
+        self.config: dict[str, Any] = dict(run.get("agent_config") or {})
+        self.skills_dir: Path | None = None
 
     def execute(self) -> Ended | None:
         """Runs the command to its end; returns how it ended, or None when there is nothing to
@@ -99,6 +116,12 @@ class Execution:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="gateway-run-") as workdir:
             env = self._environment(Path(workdir))
+            self._report(
+                "progress", partial(self.client.progress, self.run_id, "INPROGRESS", "running")
+            )
+            setup = self._setup(workdir, env)
+            if setup.failed is not None:
+                return self._setup_failed(setup, time.monotonic() - started)
             # the operator's own command line, run through the shell by design
             self.process = subprocess.Popen(  # noqa: S602
                 self.command,
@@ -110,14 +133,11 @@ class Execution:
                 cwd=workdir,
                 start_new_session=True,  # its own process group: a cancel reaches every child
             )
-            self._report(
-                "progress", partial(self.client.progress, self.run_id, "INPROGRESS", "running")
-            )
             stdout, stderr = Output(), Output()
             pumps = [
                 _pump(self.process.stdout, stdout),
                 _pump(self.process.stderr, stderr),
-                _feed(self.process.stdin, stdin_text(self.run)),
+                _feed(self.process.stdin, stdin_text(self.run, self.skills_dir)),
             ]
             code = self._watch()
             for pump in pumps:
@@ -125,7 +145,66 @@ class Execution:
             if not (self.lost or self.stop_requested.is_set()):
                 self._upload_outputs(Path(workdir) / "outputs")
         elapsed = time.monotonic() - started
-        return self._finish(code, stdout.text(), stderr.text(), elapsed)
+        return self._finish(code, stdout.text(), stderr.text(), elapsed, setup.transcript)
+
+    def _setup(self, workdir: str, env: dict[str, str]) -> Setup:
+        """The runner file's setup commands, in order, in the working directory, with the
+        command's environment; the first that fails stops them (`Setup.failed`)."""
+        commands = (self.config.get("runner_config") or {}).get("setup_commands") or []
+        setup = Setup()
+        for i, command in enumerate(commands, 1):
+            if self.lost or self.cancelled or self.stop_requested.is_set():
+                break
+            # the factory's own setup line, run through the shell as its runner file says
+            self.process = subprocess.Popen(  # noqa: S602
+                command,
+                shell=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=workdir,
+                start_new_session=True,
+            )
+            output = Output()
+            pump = _pump(self.process.stdout, output)
+            code = self._watch()
+            pump.join(KILL_AFTER_S)
+            ended = how_it_ended(code)
+            setup.transcript += f"$ {command}  # setup {i} of {len(commands)}\n{output.text()}"
+            setup.transcript += f"\n--- setup {i}: {ended} ---\n"
+            if code != 0:
+                setup.failed = f"setup command {i} of {len(commands)} failed ({ended}): {command}"
+                break
+        return setup
+
+    def _setup_failed(self, setup: Setup, elapsed: float) -> Ended | None:
+        if self.lost:
+            return None
+        if self.stop_requested.is_set() and not self.cancelled:
+            self._report("release", partial(self.client.release, self.run_id, "its runner stopped"))
+            return None
+        if self.cancelled:
+            ending = Ending(run_id=self.run_id, outcome="CANCELLED", status_message="cancelled")
+            ending["transcript"] = self.mask(setup.transcript)
+            return Ended(self.run_id, ending, f"CANCELLED in {elapsed:.1f} s (during setup)")
+        assert setup.failed is not None
+        ending = Ending(
+            run_id=self.run_id,
+            outcome="FAILED",
+            transcript=_cap(self.mask(setup.transcript)),
+            status_message=self.mask(setup.failed)[:MAX_STATUS],
+            error_code=SETUP_FAILED,
+        )
+        return Ended(self.run_id, ending, f"FAILED in {elapsed:.1f} s (setup)")
+
+    def mask(self, text: str) -> str:
+        """`text` with every secret value of the run (of MIN_MASKED characters or more)
+        replaced by `[secret NAME]`."""
+        for name, value in sorted(self.secrets.items(), key=lambda item: -len(item[1])):
+            if len(value) >= MIN_MASKED:
+                text = text.replace(value, f"[secret {name}]")
+        return text
 
     def _environment(self, workdir: Path) -> dict[str, str]:
         env = dict(os.environ)
@@ -151,7 +230,60 @@ class Execution:
             path = workdir / "event-payload.json"
             path.write_bytes(self.client.event_payload(self.run_id))
             env["EVENT_PAYLOAD"] = str(path)
+        env.update(self._configuration(workdir / ".run"))
         return env
+
+    def _configuration(self, into: Path) -> dict[str, str]:
+        """What the run's resolved configuration gives the command: RUN_AGENT, RUN_MODEL,
+        RUN_HARNESS, RUN_SKILLS, RUN_MCP_CONFIG, RUN_CONTEXT (files under `into`) and a
+        variable per secret."""
+        into.mkdir()
+        config = self.config
+        env: dict[str, str] = {}
+        agent = config.get("agent") or {}
+        if agent.get("name"):
+            env["RUN_AGENT"] = str(agent["name"])
+        harness = config.get("harness") or {}
+        model = harness.get("model_id") or harness.get("model") or config.get("model_id")
+        if model:
+            env["RUN_MODEL"] = str(model)
+        if harness.get("type") and harness["type"] != "oz":
+            env["RUN_HARNESS"] = str(harness["type"])
+        self.skills_dir = into / "skills"
+        self.skills_dir.mkdir()
+        for skill in config.get("skill_documents") or []:
+            path = self.skills_dir.joinpath(*skill_parts(skill["name"]), "SKILL.md")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(skill["content"], encoding="utf-8")
+        env["RUN_SKILLS"] = str(self.skills_dir)
+        mcp = into / "mcp.json"
+        mcp.write_text(json.dumps({"mcpServers": config.get("mcp_servers") or {}}, indent=2))
+        env["RUN_MCP_CONFIG"] = str(mcp)
+        variables = secret_variables(list(self.secrets))
+        for name, variable in variables.items():
+            env[variable] = self.secrets[name]
+        context = into / "context.json"
+        context.write_text(json.dumps(self._context(variables, mcp), indent=2))
+        env["RUN_CONTEXT"] = str(context)
+        return env
+
+    def _context(self, variables: dict[str, str], mcp: Path) -> dict[str, Any]:
+        """RUN_CONTEXT's document (gateway.platform.runners.models.RunContext)."""
+        run = self.run
+        fields = ("run_id", "title", "prompt", "source", "mode", "attempt", "conversation_id")
+        return {
+            "version": 1,
+            "run": {
+                **{name: run[name] for name in fields},  # type: ignore[literal-required]
+                "factory_uid": run["factory_uid"],
+                "metadata": run["metadata"],
+                "session": run.get("session", "run"),
+            },
+            "config": run.get("agent_config"),
+            "secrets": [{"name": name, "env": env} for name, env in variables.items()],
+            "skills_dir": str(self.skills_dir),
+            "mcp_config": str(mcp),
+        }
 
     def _upload_outputs(self, outputs: Path) -> None:
         """Files the command left in RUN_OUTPUTS become the run's FILE artifacts (and its
@@ -264,7 +396,9 @@ class Execution:
         with contextlib.suppress(ProcessLookupError):  # already gone
             os.killpg(self.process.pid, sig)
 
-    def _finish(self, code: int, stdout: str, stderr: str, elapsed: float) -> Ended | None:
+    def _finish(
+        self, code: int, stdout: str, stderr: str, elapsed: float, setup: str = ""
+    ) -> Ended | None:
         if self.lost:
             return None
         if self.stop_requested.is_set() and not self.cancelled:
@@ -274,7 +408,8 @@ class Execution:
         ended = how_it_ended(code)
         if self.cancelled:
             ended = f"cancelled, {ended}"
-        transcript = _transcript(self.command, ended, stdout, stderr)
+        stdout, stderr = self.mask(stdout), self.mask(stderr)
+        transcript = _cap(self.mask(setup) + _transcript(self.command, ended, stdout, stderr))
         outcome: Outcome
         error_code: str | None
         if self.cancelled:
@@ -305,9 +440,29 @@ def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:
     return thread
 
 
-def stdin_text(run: ClaimedRun) -> str:
-    """The prompt, then each follow-up sent to the run so far under a header line."""
-    parts = [run["prompt"]]
+def stdin_text(run: ClaimedRun, skills_dir: Path | None = None) -> str:
+    """The composed prompt: the agent's base prompt, the skills it may use (each one's name,
+    description and SKILL.md under `skills_dir`), then the run's prompt, each under a header
+    line when there is more than the run's prompt; then each follow-up sent to the run so far
+    under a header line (docs/runners.md#the-prompt-on-stdin)."""
+    config: dict[str, Any] = dict(run.get("agent_config") or {})
+    parts = []
+    base = config.get("base_prompt")
+    if isinstance(base, str) and base.strip():
+        parts.append(f"--- agent: {(config.get('agent') or {}).get('name', '')} ---\n")
+        parts.append(base.rstrip("\n") + "\n\n")
+    skills = config.get("skill_documents") or []
+    if isinstance(skills, list) and skills:
+        parts.append("--- skills ---\n")
+        parts.append("Skills you may use; read a skill's SKILL.md before you follow it:\n")
+        for skill in skills:
+            where = Path(skills_dir or "$RUN_SKILLS").joinpath(*skill_parts(skill["name"]))
+            about = f": {skill['description']}" if skill.get("description") else ""
+            parts.append(f"- {skill['name']}{about} ({where / 'SKILL.md'})\n")
+        parts.append("\n")
+    if parts:
+        parts.append("--- task ---\n")
+    parts.append(run["prompt"])
     for message in run["messages"]:
         parts.append(f"\n\n--- follow-up ({message['routing']}, {message['created_at']}) ---\n")
         parts.append(message["message"])
@@ -355,5 +510,29 @@ def _transcript(command: str, ended: str, stdout: str, stderr: str) -> str:
     text = f"$ {command}\n{stdout}"
     if stderr:
         text += f"\n--- stderr ---\n{stderr}"
-    text += f"\n--- {ended} ---\n"
+    return text + f"\n--- {ended} ---\n"
+
+
+def _cap(text: str) -> str:
     return text if len(text) <= MAX_TRANSCRIPT else "[...]\n" + text[-MAX_TRANSCRIPT:]
+
+
+def secret_variables(names: list[str]) -> dict[str, str]:
+    """The environment variable of each secret: its name, every character other than an ASCII
+    letter, digit or `_` made `_`, and `_` put first when it starts with a digit; a name whose
+    variable an earlier name took is left out (docs/runners.md#secrets)."""
+    found: dict[str, str] = {}
+    for name in names:
+        variable = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
+        if not variable or variable[0].isdigit():
+            variable = "_" + variable
+        if variable not in found.values():
+            found[name] = variable
+    return found
+
+
+def skill_parts(name: str) -> list[str]:
+    """A skill's directory under RUN_SKILLS: its name's segments, each a safe file name."""
+    return [_safe_name(part) for part in name.split("/") if part not in ("", ".", "..")] or [
+        "skill"
+    ]

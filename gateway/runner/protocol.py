@@ -59,6 +59,8 @@ class ClaimedRun(TypedDict):
     mode: str
     messages: list[RunMessage]
     attachments: NotRequired[list[AttachmentFile]]
+    secrets: NotRequired[dict[str, str]]  # the values of its managed secrets, by name
+    session: NotRequired[str]
 
 
 class Heartbeat(TypedDict):

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.platform.runners.models import ClaimedRun, RunMessage
 from gateway.platform.runs.conversations.models import FOLLOW_UPS
 from gateway.platform.runs.record.models import AgentConfig, RunRecord
+from gateway.security import SecretBox
 from gateway.store import tables as t
 
 PAYLOAD_NAME = "event-payload.json"
@@ -143,3 +144,27 @@ async def with_event_payload(conn: AsyncConnection, runs: Sequence[tuple[str, st
         a.c.delivery_id.is_not(None),
     )
     return set((await conn.execute(query)).scalars())
+
+
+async def with_secrets(
+    conn: AsyncConnection, team_uid: str, runs: Sequence[ClaimedRun], box: SecretBox
+) -> None:
+    """Fills each claimed run's `secrets`: the values of the team's managed secrets its
+    configuration names (`agent_config.secrets`), for the runner holding the claim alone."""
+    wanted = {
+        name: run
+        for run in runs
+        if run.agent_config is not None and isinstance(run.agent_config.secrets, list)
+        for name in run.agent_config.secrets
+    }
+    if not wanted:
+        return
+    s = t.team_secrets
+    query = select(s.c.name, s.c.value_encrypted).where(
+        s.c.team_uid == team_uid, s.c.name.in_(sorted(wanted))
+    )
+    values = {row.name: box.decrypt(row.value_encrypted) for row in await conn.execute(query)}
+    for run in runs:
+        names = run.agent_config.secrets if run.agent_config is not None else []
+        if isinstance(names, list):
+            run.secrets = {name: values[name] for name in names if name in values}

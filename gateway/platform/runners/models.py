@@ -129,6 +129,14 @@ class ClaimedRun(Struct, kw_only=True):
             "each with a download URL"
         ),
     ] = []
+    secrets: Annotated[
+        dict[str, str],
+        Meta(
+            description="the values of the run's managed secrets (agent_config.secrets) by name: "
+            "told only to the runner holding the claim, never in any other answer; a name the "
+            "team has no secret of is left out"
+        ),
+    ] = {}
 
 
 class Claimed(Struct):
@@ -442,3 +450,41 @@ class Workers(Struct):
             "not registered (no runner of that name seen within two leases)"
         ),
     ]
+
+
+class RunContextRun(Struct, kw_only=True):
+    """The run's own fields in RUN_CONTEXT."""
+
+    run_id: str
+    title: str | None
+    prompt: Annotated[
+        str, Meta(description="the run's prompt (an automation's, with its envelope)")
+    ]
+    source: str
+    mode: str
+    attempt: int
+    conversation_id: str
+    factory_uid: str | None
+    metadata: dict[str, str] | None
+    session: Literal["run", "debug"] = "run"
+
+
+class RunContextSecret(Struct, kw_only=True):
+    name: Annotated[str, Meta(description="the managed secret's name")]
+    env: Annotated[str, Meta(description="the environment variable holding its value")]
+
+
+class RunContext(Struct, kw_only=True):
+    """What `gateway runner` writes to the file RUN_CONTEXT names (docs/runners.md): the run's
+    fields and its whole resolved configuration; secret names and their variables, never
+    their values."""
+
+    version: Annotated[Literal[1], Meta(description="this document's version")]
+    run: RunContextRun
+    config: Annotated[
+        AgentConfig | None,
+        Meta(description="the run's resolved configuration, as its claim gave it"),
+    ]
+    secrets: list[RunContextSecret]
+    skills_dir: Annotated[str, Meta(description="RUN_SKILLS")]
+    mcp_config: Annotated[str, Meta(description="RUN_MCP_CONFIG")]

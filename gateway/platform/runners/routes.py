@@ -21,7 +21,7 @@ from gateway.platform.runners import claims, debug_sessions, leases, registry, r
 from gateway.platform.runners import finish as run_finish
 from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.attachment_files import message_files, with_files
-from gateway.platform.runners.handover import event_payload
+from gateway.platform.runners.handover import event_payload, with_secrets
 from gateway.platform.runners.models import (
     Appended,
     ArtifactAdded,
@@ -47,6 +47,7 @@ from gateway.platform.runners.models import (
 )
 from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.attachments.routes import attachment_links
+from gateway.security import SecretBox
 
 
 @asynccontextmanager
@@ -188,6 +189,10 @@ def _counted(claimed: list[ClaimedRun]) -> list[ClaimedRun]:
     return claimed
 
 
+def settings_box(request: Request) -> SecretBox:
+    return services_of(request).secret_box
+
+
 async def _claim(
     request: Request, conn: AsyncConnection, runner: Runner, max_runs: int
 ) -> list[ClaimedRun]:
@@ -197,6 +202,7 @@ async def _claim(
     # then the debug sessions asked of this runner (runners/debug_sessions.py)
     claimed += await debug_sessions.claim_sessions(conn, runner, lease_s, max_runs - len(claimed))
     await with_files(conn, claimed, attachment_links(request))
+    await with_secrets(conn, runner.team_uid, claimed, settings_box(request))
     return claimed
 
 

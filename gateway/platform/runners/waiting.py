@@ -1,6 +1,6 @@
 """Self-hosted workers a factory's definition names (`workerHost`) that have not registered yet:
 their runs wait for them, and the workers list says so. A worker is known by the name it
-registers with (`gateway runner --name`); `warp` is the hosted fleet, never waited for."""
+registers with (`gateway runner --worker-id`); `warp` is the hosted fleet, never waited for."""
 
 from __future__ import annotations
 

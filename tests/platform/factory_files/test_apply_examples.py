@@ -142,8 +142,18 @@ def test_a_worker_host_not_registered_yet_is_waited_for(world: World) -> None:
             "factory_uids": [workers["waiting"][0]["factory_uids"][0]],
         }
     ]
-    registered = world.api(
+    # a runner's name is only its label: the worker is the runner registered under its id
+    # (`gateway runner --worker-id factory-worker`)
+    named = world.api(
         "POST", "/runner/register", headers=world.agent, json={"name": "factory-worker"}
+    )
+    assert named.status_code == 201
+    assert len(world.api("GET", "/agent/workers").json()["waiting"]) == 1
+    registered = world.api(
+        "POST",
+        "/runner/register",
+        headers=world.agent,
+        json={"name": "box", "worker_id": "factory-worker"},
     )
     assert registered.status_code == 201
     assert world.api("GET", "/agent/workers").json()["waiting"] == []

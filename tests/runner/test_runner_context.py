@@ -1,0 +1,206 @@
+"""What `gateway runner` hands the command (docs/runners.md#what-the-command-gets), against
+`gateway serve`, both real processes: a factory tree with two agents (their own prompts, models,
+skills and secrets), a runner file with setup commands and an automation bound to the second
+agent; a webhook delivery's run gets that agent's prompt, model, skills, MCP servers and secret
+values, finds its setup's output in its working directory, and its RUN_CONTEXT is valid against
+the schema the API serves; the secret's value is in no API answer, transcript or log. A failing
+setup command fails the run as setup_failed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+import jsonschema
+
+from tests.runner.test_runner_e2e import Deployment, deployment, shape, wait_for
+
+__all__ = ["deployment", "shape"]  # the fixtures, used by name
+
+SECRET = "s3cr3t-deploy-value"
+DOTTED = "dotted-v4lue"
+HOOK_TOKEN = "h00k-t0ken"
+
+FACTORY = """\
+schemaVersion: v1alpha1
+name: context-factory
+repositories:
+  - owner: acme
+    name: api
+secrets: [HOOK_TOKEN]
+mcpServers:
+  tracker:
+    warpId: mcp-123
+agentDefaults:
+  model: auto
+  runner: prepared
+"""
+FILES = {
+    "factory.yaml": FACTORY,
+    "runners/prepared.yaml": "setupCommands:\n  - echo prepared-by-setup > setup-output.txt\n"
+    "  - echo setup says hello\nplatform:\n  linux:\n    dockerImage: ubuntu:24.04\n",
+    "runners/broken.yaml": "setupCommands:\n  - echo about to fail; exit 3\n"
+    "  - echo never here > never.txt\nplatform:\n  linux:\n    dockerImage: ubuntu:24.04\n",
+    "agents/boss/agent.md": "---\nagentType: FOREMAN\n---\nYou lead. Foreman prompt.\n",
+    "agents/builder/agent.md": "---\nagentType: IMPLEMENT\nmodel: auto-genius\n"
+    "secrets: [DEPLOY_TOKEN, my-key.v2]\n---\nYou build things. Builder prompt.\n",
+    "agents/builder/skills/testing/SKILL.md": "---\nname: testing\ndescription: How we test\n"
+    "---\nRun the tests first.\n",
+    "agents/broken/agent.md": "---\nrunner: broken\n---\nNever gets far.\n",
+    "skills/conventions/SKILL.md": "---\nname: conventions\ndescription: House style\n---\n"
+    "Write small commits.\n",
+    "webhooks/inbox.yaml": "authMode: token\nsecretName: HOOK_TOKEN\n",
+}
+AUTOMATION = (
+    "---\nagent: builder\ntriggers:\n  - provider: webhook\n    event: received\n"
+    "    filter:\n      webhook_ids: [{uid}]\n---\nBuild what the event asks.\n"
+)
+# the command: everything it was given, dumped where the test reads it
+DUMP = r"""
+import json, os, pathlib, sys
+out = pathlib.Path(os.environ["DUMP_TO"])
+stdin = sys.stdin.read()
+skills = {
+    str(p.relative_to(os.environ["RUN_SKILLS"])): p.read_text()
+    for p in pathlib.Path(os.environ["RUN_SKILLS"]).rglob("*") if p.is_file()
+}
+setup = pathlib.Path.cwd() / "setup-output.txt"
+dump = {
+    "stdin": stdin,
+    "env": {k: v for k, v in os.environ.items() if k.startswith(("RUN_", "DEPLOY", "my_", "HOOK"))},
+    "context": json.loads(pathlib.Path(os.environ["RUN_CONTEXT"]).read_text()),
+    "mcp": json.loads(pathlib.Path(os.environ["RUN_MCP_CONFIG"]).read_text()),
+    "skills": skills,
+    "setup_output": setup.read_text() if setup.exists() else None,
+}
+out.mkdir(parents=True, exist_ok=True)
+(out / (os.environ["RUN_ID"] + ".json")).write_text(json.dumps(dump))
+print("the secret is", os.environ.get("DEPLOY_TOKEN"))
+print("done with", os.environ.get("RUN_AGENT"))
+"""
+
+
+def _admin(deployment: Deployment, *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "gateway", "admin", *args],
+        env=deployment.env,
+        capture_output=True,
+        check=True,
+    )
+
+
+def _apply(deployment: Deployment, files: dict[str, str]) -> dict[str, Any]:
+    answer = deployment.api("POST", "/factory-files/apply", json={"files": files})
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
+    deployment: Deployment,
+) -> None:
+    team = deployment.keys["team_uid"]
+    for name, value in (
+        ("DEPLOY_TOKEN", SECRET),
+        ("my-key.v2", DOTTED),
+        ("HOOK_TOKEN", HOOK_TOKEN),
+    ):
+        _admin(deployment, "set-secret", "--team", team, "--name", name, "--value", value)
+    (hook,) = _apply(deployment, FILES)["webhooks"]
+    files = FILES | {"automations/build/automation.md": AUTOMATION.format(uid=hook["uid"])}
+    factory_uid = _apply(deployment, files)["factory_uid"]
+    listed = deployment.api("GET", f"/agent/identities?factory_uid={factory_uid}").json()
+    agents = {agent["name"]: agent["uid"] for agent in listed["agents"]}
+
+    dump_dir = deployment.tmp / "dumps"
+    script = deployment.tmp / "dump.py"
+    script.write_text(DUMP)
+    deployment.env["DUMP_TO"] = str(dump_dir)
+    deployment.runner(f"{sys.executable} {script}")
+
+    delivered = httpx.post(
+        f"{deployment.url}/webhooks/w/{hook['uid']}",
+        content=b'{"action": "build"}',
+        headers={"Authorization": f"Bearer {HOOK_TOKEN}"},
+        timeout=10,
+    )
+    assert delivered.status_code == 202, delivered.text
+    runs_path = f"/factory/{factory_uid}/webhooks/{hook['uid']}/deliveries/"
+    record = wait_for(
+        lambda: (
+            deployment.api("GET", runs_path + delivered.json()["delivery_id"]).json().get("runs")
+        ),
+        what="the delivery's run",
+    )
+    run_id = record[0]["run_id"]
+    run = wait_for(
+        lambda: (r := deployment.run(run_id))["state"] in ("SUCCEEDED", "FAILED") and r,
+        what="the run done",
+    )
+    assert run["state"] == "SUCCEEDED", run
+    dump = json.loads((dump_dir / f"{run_id}.json").read_text())
+
+    # stdin: the agent's base prompt, the skills, then the automation's prompt and envelope
+    stdin = dump["stdin"]
+    base = stdin.index("You build things. Builder prompt.")
+    skills_at = stdin.index("--- skills ---")
+    task = stdin.index("Build what the event asks.")
+    assert base < skills_at < task and "Foreman prompt" not in stdin
+    assert "- conventions: House style (" in stdin and "- testing: How we test (" in stdin
+    env = dump["env"]
+    assert env["RUN_AGENT"] == "builder" and env["RUN_MODEL"] == "auto-genius"
+    assert "RUN_HARNESS" not in env  # oz, the built-in harness
+    assert env["DEPLOY_TOKEN"] == SECRET and env["my_key_v2"] == DOTTED
+    assert "HOOK_TOKEN" in env  # factory-wide secrets apply to every agent
+    assert dump["skills"] == {
+        "conventions/SKILL.md": '---\nname: "conventions"\ndescription: "House style"\n---\n'
+        "Write small commits.\n",
+        "testing/SKILL.md": '---\nname: "testing"\ndescription: "How we test"\n---\n'
+        "Run the tests first.\n",
+    }
+    assert dump["mcp"] == {"mcpServers": {"tracker": {"warp_id": "mcp-123"}}}
+    assert dump["setup_output"] == "prepared-by-setup\n"  # setup ran first, in the working dir
+
+    context = dump["context"]
+    schema = deployment.api("GET", "/runner/context-schema")
+    assert schema.status_code == 200 and schema.headers["content-type"].startswith(
+        "application/schema+json"
+    )
+    jsonschema.validate(context, schema.json())
+    assert context["run"]["run_id"] == run_id and context["run"]["source"] == "WEBHOOK"
+    assert context["config"]["agent"] == {
+        "uid": agents["builder"],
+        "name": "builder",
+        "type": "IMPLEMENT",
+    }
+    assert {"name": "my-key.v2", "env": "my_key_v2"} in context["secrets"]
+    assert SECRET not in json.dumps(context)
+
+    # the value is masked in the transcript and the status message, and in no answer or log
+    transcript = deployment.transcript(run_id)
+    assert "setup says hello" in transcript and "the secret is [secret DEPLOY_TOKEN]" in transcript
+    assert SECRET not in transcript
+    assert run["status_message"]["message"] == "done with builder"
+    for path in (f"/agent/runs/{run_id}", "/agent/runs", f"/agent/runs/{run_id}/timeline"):
+        assert SECRET not in deployment.api("GET", path).text
+    for log in deployment.tmp.glob("*.log"):
+        assert SECRET not in log.read_text(errors="replace"), log
+
+    # a setup command that fails ends the run FAILED, its output in the transcript
+    broken = deployment.api(
+        "POST", "/agent/runs", json={"prompt": "try", "agent_identity_uid": agents["broken"]}
+    )
+    broken_id = broken.json()["run_id"]
+    failed = wait_for(
+        lambda: (r := deployment.run(broken_id))["state"] in ("SUCCEEDED", "FAILED") and r,
+        what="the broken run done",
+    )
+    assert failed["state"] == "FAILED"
+    assert failed["status_message"]["error_code"] == "setup_failed"
+    assert "setup command 1 of 2 failed (exit 3)" in failed["status_message"]["message"]
+    text = deployment.transcript(broken_id)
+    assert "about to fail" in text and "never here" not in text
+    assert not (dump_dir / f"{broken_id}.json").exists()  # the command never ran
