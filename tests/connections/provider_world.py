@@ -93,7 +93,7 @@ def runs(client: GatewayClient, delivery_id: str) -> list[Any]:
             select(
                 *(r.c.run_id, r.c.automation_uid, r.c.factory_uid, r.c.team_uid, r.c.prompt),
                 *(r.c.title, r.c.metadata, r.c.agent_uid, r.c.agent_config, r.c.source),
-                r.c.artifacts,
+                *(r.c.artifacts, r.c.worker_host),
             )
             .where(r.c.delivery_id == delivery_id)
             .order_by(r.c.created_at)

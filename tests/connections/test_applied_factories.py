@@ -82,6 +82,8 @@ def test_github_deliveries_start_what_the_files_say(
     assert run.agent_uid == automation["agent_uid"]
     assert run.factory_uid == trees.uids["07-self-hosted-worker"]
     assert run.agent_config["worker_host"] == "factory-worker"
+    assert run.worker_host == "factory-worker"  # pinned: that worker's runner alone claims it
+    assert run.agent_config["agent"]["uid"] == automation["agent_uid"]
     assert run.agent_config["model_id"] == "auto" and run.agent_config["runner"] == "linux-worker"
     # GitHub's redelivery of the same delivery is a duplicate: nothing more starts
     again = octokit_signed(secret, "issues", labeled, "g-1")
@@ -97,7 +99,9 @@ def test_github_deliveries_start_what_the_files_say(
     evaluated(world, github, delivery_id)
     started = _started(world, delivery_id)
     assert set(started) == {trees.uid("02/github-mention-assign")}
-    assert started[trees.uid("02/github-mention-assign")].agent_config["runner"] == "linux-standard"
+    mention = started[trees.uid("02/github-mention-assign")]
+    assert mention.agent_config["runner"] == "linux-standard"
+    assert mention.agent_config["agent"]["name"] == "foreman" and mention.worker_host is None
 
     # a merged pull request of acme/ios-app: the closed-or-merged automation, once
     merged = _repo(_example(github_examples, "pull_request", "closed"), "acme/ios-app")

@@ -161,7 +161,7 @@ def test_a_file_automation_starts_runs_carrying_its_resolved_configuration(world
     assert run["prompt"].startswith("Triage it.")
     assert run["agent_config"] == {
         "model_id": "auto",
-        "base_prompt": "Work.",
+        "base_prompt": "Work.\n",
         "worker_host": "box-1",
         "agent_uid": worker["uid"],
         "harness": {"type": "oz", "model": "auto", "model_id": "auto"},

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import select, update
 
+from gateway.platform.schedules.scheduler import start_due
+from gateway.services import Services
+from gateway.store import tables as t
+from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.platform.factory_files.support import applied, set_secrets
 from tests.platform.factory_files.trees import automation as automation_file
@@ -29,6 +35,10 @@ def _pinned_tree(world: World, worker: str) -> tuple[str, dict[str, Any], dict[s
     tree["factory.yaml"] += f"  workerHost: {worker}\n"  # under agentDefaults
     tree["automations/triage/automation.md"] = automation_file(
         webhook_trigger(hook["uid"]), "Triage it."
+    )
+    tree["automations/nightly/automation.md"] = automation_file(
+        "  - provider: schedule\n    event: cron_fired\n    schedule:\n      cron: '0 9 * * *'\n",
+        "Report.",
     )
     factory_uid = applied(world, tree)["factory_uid"]
     agents = world.api("GET", f"/agent/identities?factory_uid={factory_uid}").json()["agents"]
@@ -59,7 +69,26 @@ def _runs_of_every_kind(world: World, worker: str) -> list[str]:
         "POST", "/agent/runs", json={"prompt": "Go.", "agent_identity_uid": agents["boss"]}
     )
     assert named.status_code in (200, 201), named.text
-    return [delivered, dispatched.json()["run_id"], named.json()["run_id"]]
+    return [delivered, dispatched.json()["run_id"], named.json()["run_id"], _scheduled(world)]
+
+
+def _scheduled(world: World) -> str:
+    """The run the inline schedule of the tree's `nightly` automation starts for a due slot."""
+
+    async def start(services: Services) -> str:
+        a, s = t.automations, t.automation_schedules
+        async with services.database.transaction() as conn:
+            uid = (await conn.execute(select(a.c.uid).where(a.c.name == "nightly"))).scalar_one()
+            slot = (utcnow() - timedelta(minutes=1)).replace(second=0, microsecond=0)
+            await conn.execute(update(s).where(s.c.automation_uid == uid).values(next_run_at=slot))
+        assert await start_due(services.database) == 1
+        async with services.database.read() as conn:
+            query = select(t.runs.c.run_id).where(t.runs.c.source == "AUTOMATION")
+            run_id: str = (await conn.execute(query)).scalar_one()
+        return run_id
+
+    run_id: str = world.client.run(start)
+    return run_id
 
 
 def test_runs_of_every_source_wait_for_their_worker_and_go_to_it_alone(world: World) -> None:
@@ -72,10 +101,23 @@ def test_runs_of_every_source_wait_for_their_worker_and_go_to_it_alone(world: Wo
 
     assert Runner(world).claim(10) == []  # the pool takes none of them
     assert Runner(world, worker_id="box-8").claim(10) == []
-    claimed = Runner(world, worker_id="box-7").claim(10)
+    box = Runner(world, worker_id="box-7")
+    claimed = box.claim(10)
     assert sorted(run["run_id"] for run in claimed) == sorted(run_ids)
+    assert all(run["agent_config"]["worker_host"] == "box-7" for run in claimed)
     held = world.api("GET", f"/agent/runs/{run_ids[0]}").json()
     assert held["state"] == "CLAIMED" and "status_message" not in held
+
+    # a follow-up to a run the worker ended queues it again: for the worker alone, as it was
+    run_id = run_ids[2]
+    box.on(run_id, "progress", state="INPROGRESS")
+    box.on(run_id, "finish", outcome="SUCCEEDED")
+    before = world.api("GET", f"/agent/runs/{run_id}").json()["agent_config"]
+    followup = world.api("POST", f"/agent/runs/{run_id}/followups", json={"message": "again"})
+    assert followup.status_code == 200, followup.text
+    assert Runner(world).claim(10) == []
+    assert [run["run_id"] for run in box.claim(10)] == [run_id]
+    assert world.api("GET", f"/agent/runs/{run_id}").json()["agent_config"] == before
 
 
 @pytest.fixture
