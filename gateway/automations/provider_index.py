@@ -89,7 +89,7 @@ class Route(NamedTuple):
     automations they belong to, each once, in order (those an outcome trace considers).
     `equality` indexes the triggers' equality filters by the values they name (filters'
     MultiMatcher: a delivery runs the checks of the triggers its values can satisfy, not all
-    of them); a trigger with `keywords` is checked for them after."""
+    of them); a trigger with `keywords` or `paths` is checked for them after."""
 
     candidates: tuple[Candidate, ...]
     automations: tuple[ProviderAutomation, ...]
@@ -141,8 +141,8 @@ class TeamTriggers:
             candidates = route.candidates
             for i in route.equality.match(event.values):
                 automation, _position, matcher = candidates[i]
-                keywords = matcher.keywords
-                if automation.uid not in hits and (keywords is None or keywords(event.values)):
+                after = matcher.after  # keywords, path globs: what the index cannot answer
+                if automation.uid not in hits and (after is None or after(event.values)):
                     hits[automation.uid] = automation
         return list(hits.values())
 

@@ -22,6 +22,7 @@ from filters.compile import compile_object
 from filters.errors import child_path, index_path
 
 from .event import EventValues, TriggerEvent
+from .path_globs import GlobError, PathPatterns, compile_patterns
 from .values import KEYWORDS, form_of
 
 __all__ = [
@@ -37,6 +38,9 @@ Value: TypeAlias = str | int
 _INTEGER_KEYS: Final = frozenset({"pr_numbers"})
 _IN_ONLY_KEYS: Final = frozenset({"schedule_ids"})
 _OPERATORS: Final = frozenset({"in", "not_in"})
+PATHS: Final = "paths"  # matched as GitHub's path globs (path_globs.py), not by equality
+# the keys an index of equality filters cannot answer: checked after it (`EventMatcher.after`)
+_AFTER: Final = frozenset({KEYWORDS, PATHS})
 # keys a trigger may name that impose nothing: GitLab's `bot_mentioned` is the bot being
 # mentioned, whatever `mentioned` says (§4: "accepted, no effect")
 _NO_EFFECT: Final[dict[tuple[str, str], frozenset[str]]] = {
@@ -120,6 +124,13 @@ def _values(provider: str, key: str, items: object, path: str) -> tuple[Value, .
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise TriggerFilterError(index_path(path, i), f"{key} takes strings")
+        if key == PATHS:
+            try:
+                compile_patterns([item])
+            except GlobError as exc:
+                raise TriggerFilterError(index_path(path, i), f"not a path pattern: {exc}") from exc
+    if key == PATHS:  # in order: a `!` pattern excludes what the ones before it included
+        return tuple(items) or None
     return tuple(dict.fromkeys(form(item) for item in items)) or None
 
 
@@ -131,16 +142,23 @@ class EventMatcher:
 
     Its parts, for callers that match many filters at once (``filters.compile_many`` indexes
     the equality filters of many triggers): ``equality``, the conditions of every key but
-    ``keywords`` as a ``filters`` Filter (None: none), and ``keywords``, the substring check
-    (None: none). The event matches when both hold."""
+    ``keywords`` and ``paths`` as a ``filters`` Filter (None: none), and ``after``, the
+    checks of those two (a substring search, path globs; None: none). The event matches when
+    both hold."""
 
-    __slots__ = ("_check", "conditions", "equality", "keywords")
+    __slots__ = ("_check", "after", "conditions", "equality")
 
     def __init__(self, conditions: tuple[Condition, ...]) -> None:
         self.conditions = conditions
         self.equality = _equality(conditions)
-        self.keywords = next((_keywords(c) for c in conditions if c.key == KEYWORDS), None)
-        self._check = _compile(self.equality, self.keywords)
+        self.after = _all(
+            [
+                _keywords(c) if c.key == KEYWORDS else _paths(c)
+                for c in conditions
+                if c.key in _AFTER
+            ]
+        )
+        self._check = _compile(self.equality, self.after)
 
     def __call__(self, event: TriggerEvent) -> bool:
         return self._check(event.values)
@@ -166,18 +184,47 @@ def _equality(conditions: tuple[Condition, ...]) -> Filter | None:
     fields = tuple(
         Field(c.key, AnyOf(c.in_) if c.not_in is None and c.in_ else Operators(c.in_, c.not_in))
         for c in conditions
-        if c.key != KEYWORDS
+        if c.key not in _AFTER
     )
     return Filter(fields) if fields else None
 
 
-def _compile(equality: Filter | None, keywords: ValuesCheck | None) -> ValuesCheck:
+def _all(checks: list[ValuesCheck]) -> ValuesCheck | None:
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    first, second = checks  # keywords and paths never share an event
+    return lambda values: first(values) and second(values)
+
+
+def _paths(condition: Condition) -> ValuesCheck:
+    """GitHub's `paths` (`in`: at least one file included) and `paths-ignore` (`not_in`: not
+    when every file is ignored) over the files the event names (path_globs.py)."""
+    include = compile_patterns([str(p) for p in condition.in_ or ()]) if condition.in_ else None
+    ignore = (
+        compile_patterns([str(p) for p in condition.not_in or ()]) if condition.not_in else None
+    )
+    return lambda values: _paths_hold(include, ignore, values.get(PATHS))
+
+
+def _paths_hold(
+    include: PathPatterns | None, ignore: PathPatterns | None, files: list[Any] | None
+) -> bool:
+    if files is None:  # the payload does not name the files: no guess
+        return False
+    if ignore is not None and files and all(ignore.includes(str(f)) for f in files):
+        return False
+    return include is None or any(include.includes(str(f)) for f in files)
+
+
+def _compile(equality: Filter | None, after: ValuesCheck | None) -> ValuesCheck:
     check = None if equality is None else compile_object(equality)
     if check is None:
-        return keywords or _always
-    if keywords is None:
+        return after or _always
+    if after is None:
         return check
-    return lambda values: check(values) and keywords(values)
+    return lambda values: check(values) and after(values)
 
 
 def _keywords(condition: Condition) -> ValuesCheck:
@@ -211,6 +258,10 @@ def failing_key(conditions: tuple[Condition, ...], event: TriggerEvent) -> str |
         found = event.values.get(condition.key)
         if found is None:
             return condition.key
+        if condition.key == PATHS:
+            if not _paths(condition)(event.values):
+                return condition.key
+            continue
         hit = _contains_any if condition.key == KEYWORDS else _equals_any
         if condition.in_ and not hit(found, condition.in_):
             return condition.key

@@ -248,3 +248,49 @@ def test_by_name_filters_match_the_names_the_payload_carries() -> None:
     mention = event("slack", "app_mention", channel_ids=["C1"], user_ids=["U1"])
     assert not matches({names_key("channel_ids"): ["general"]}, mention)
     assert not matches({names_key("channel_ids"): {"not_in": ["general"]}}, mention)
+
+
+def _push(*files: str) -> TriggerEvent:
+    return event(name="push", branches=["main"], repos=["acme/api"], paths=list(files))
+
+
+def test_paths_are_github_globs() -> None:
+    # `*` stays within a directory, `**` crosses them (and `**/` may match none)
+    assert matches({"paths": ["api/**"]}, _push("api/x.py"))
+    assert matches({"paths": ["api/**"]}, _push("docs/x.md", "api/a/b/c.py"))
+    assert not matches({"paths": ["api/**"]}, _push("docs/x.md"))
+    assert not matches({"paths": ["api/*"]}, _push("api/a/b.py"))
+    assert matches({"paths": ["*.py"]}, _push("setup.py"))
+    assert not matches({"paths": ["*.py"]}, _push("src/setup.py"))
+    assert matches({"paths": ["**/setup.py"]}, _push("setup.py"))
+    assert matches({"paths": ["**.js"]}, _push("web/app/main.js"))
+    # `?` makes the character before it optional, `+` repeats it (GitHub's meaning)
+    assert matches({"paths": ["docs/*.mdx?"]}, _push("docs/a.md"))
+    assert matches({"paths": ["docs/*.mdx?"]}, _push("docs/a.mdx"))
+    assert matches({"paths": ["v1+.txt"]}, _push("v111.txt"))
+    assert not matches({"paths": ["v1+.txt"]}, _push("v.txt"))
+    assert matches({"paths": ["[ab].txt"]}, _push("b.txt"))
+    assert not matches({"paths": ["[ab].txt"]}, _push("c.txt"))
+    # a literal dot, not any character
+    assert not matches({"paths": ["a.py"]}, _push("axpy"))
+
+
+def test_path_exclusions_apply_in_order_and_not_in_is_paths_ignore() -> None:
+    only_docs_md = {"paths": ["docs/**", "!docs/**/*.md"]}
+    assert matches(only_docs_md, _push("docs/guide/x.png"))
+    assert not matches(only_docs_md, _push("docs/guide/x.md"))
+    again = {"paths": ["docs/**", "!docs/**/*.md", "docs/keep/*.md"]}
+    assert matches(again, _push("docs/keep/x.md"))
+    ignore_docs = {"paths": {"not_in": ["docs/**"]}}
+    assert not matches(ignore_docs, _push("docs/a.md", "docs/b/c.md"))  # every file ignored
+    assert matches(ignore_docs, _push("docs/a.md", "api/x.py"))
+    assert matches(ignore_docs, _push())  # nothing to ignore
+
+
+def test_malformed_path_patterns_name_their_place() -> None:
+    with pytest.raises(
+        TriggerFilterError, match=r"\$\.paths\[1\]: not a path pattern: .*not closed"
+    ):
+        compile_trigger_filter("github", {"paths": ["api/**", "[ab"]})
+    with pytest.raises(TriggerFilterError, match=r"\$\.paths\.in\[0\]: .*follows no character"):
+        compile_trigger_filter("github", {"paths": {"in": ["?x"]}})
