@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
+from gateway.platform.runs.record.unclaimed import fail_unclaimed
 from gateway.platform.schedules.scheduler import start_due
 from gateway.services import Services
 from gateway.store import tables as t
@@ -69,25 +70,34 @@ def _runs_of_every_kind(world: World, worker: str) -> list[str]:
         "POST", "/agent/runs", json={"prompt": "Go.", "agent_identity_uid": agents["boss"]}
     )
     assert named.status_code in (200, 201), named.text
-    return [delivered, dispatched.json()["run_id"], named.json()["run_id"], _scheduled(world)]
+    scheduled = _scheduled(world, factory_uid)
+    return [delivered, dispatched.json()["run_id"], named.json()["run_id"], scheduled]
 
 
-def _scheduled(world: World) -> str:
-    """The run the inline schedule of the tree's `nightly` automation starts for a due slot."""
+def _scheduled(world: World, factory_uid: str) -> str:
+    """The run the inline schedule of the tree's `nightly` automation starts for a due slot
+    (started here, or by the scheduler's own tick if it comes first)."""
 
-    async def start(services: Services) -> str:
+    async def due(services: Services) -> None:
         a, s = t.automations, t.automation_schedules
         async with services.database.transaction() as conn:
-            uid = (await conn.execute(select(a.c.uid).where(a.c.name == "nightly"))).scalar_one()
+            mine = (a.c.name == "nightly", a.c.factory_uid == factory_uid)
+            uid = (await conn.execute(select(a.c.uid).where(*mine))).scalar_one()
             slot = (utcnow() - timedelta(minutes=1)).replace(second=0, microsecond=0)
             await conn.execute(update(s).where(s.c.automation_uid == uid).values(next_run_at=slot))
-        assert await start_due(services.database) == 1
-        async with services.database.read() as conn:
-            query = select(t.runs.c.run_id).where(t.runs.c.source == "AUTOMATION")
-            run_id: str = (await conn.execute(query)).scalar_one()
-        return run_id
+        await start_due(services.database)
 
-    run_id: str = world.client.run(start)
+    async def started(services: Services) -> str | None:
+        async with services.database.read() as conn:
+            r = t.runs
+            query = select(r.c.run_id).where(
+                r.c.source == "AUTOMATION", r.c.factory_uid == factory_uid
+            )
+            found: str | None = (await conn.execute(query)).scalar_one_or_none()
+        return found
+
+    world.client.run(due)
+    run_id: str = eventually(lambda: world.client.run(started))
     return run_id
 
 
@@ -146,14 +156,30 @@ def test_a_run_whose_worker_never_comes_fails_after_the_wait(short_wait: World) 
     assert [event["state"] for event in timeline] == ["QUEUED", "FAILED"]
 
 
-def test_a_worker_that_is_there_keeps_its_runs_waiting(short_wait: World) -> None:
-    world = short_wait
-    box = Runner(world, worker_id="box-busy")  # seen: it registered, and it calls in
+def test_a_worker_that_is_there_keeps_its_runs_waiting(world: World) -> None:
     run_ids = _runs_of_every_kind(world, "box-busy")
-    deadline = time.monotonic() + WAIT_S * 3
-    while time.monotonic() < deadline:  # three waits, the worker calling in throughout
-        Runner(world, worker_id="box-busy")  # a runner of that worker id, seen now
-        time.sleep(0.3)
+    Runner(world, worker_id="box-busy")  # a runner of that worker id, seen now
+    two_hours_ago = utcnow() - timedelta(hours=2)
+
+    def sweep(**backdated: Any) -> list[str]:
+        async def go(services: Services) -> list[str]:
+            async with services.database.transaction() as conn:
+                await conn.execute(
+                    update(t.runs)
+                    .where(t.runs.c.run_id.in_(run_ids))
+                    .values(updated_at=two_hours_ago)
+                )
+                if backdated:
+                    await conn.execute(update(t.runners).values(**backdated))
+                return await fail_unclaimed(conn, 3600)
+
+        failed: list[str] = world.client.run(go)
+        return failed
+
+    assert sweep() == []  # waited two hours, but its worker is there (busy)
     states = {world.api("GET", f"/agent/runs/{r}").json()["state"] for r in run_ids}
     assert states == {"QUEUED"}
-    assert sorted(run["run_id"] for run in box.claim(10)) == sorted(run_ids)
+    # the same wait with the worker last seen two hours ago: it is gone, its runs fail
+    assert sorted(sweep(last_seen_at=two_hours_ago)) == sorted(run_ids)
+    states = {world.api("GET", f"/agent/runs/{r}").json()["state"] for r in run_ids}
+    assert states == {"FAILED"}

@@ -52,8 +52,15 @@ def test_the_config_schema_has_the_domains_keys() -> None:
 
     keys = {"name", "model_id", "base_prompt", "environment_id", "worker_host", "skill_spec"}
     answers_only = set(AgentConfig.SERVICE_SET)  # resolved by the service, refused in requests
-    assert answers_only == {"agent_uid", "harness", "runner"}
-    assert {f.name for f in fields(AgentConfig)} == {*keys, "mcp_servers", *answers_only}
+    assert answers_only == {
+        *("agent_uid", "harness", "runner", "agent", "runner_config", "skills", "secrets"),
+        "skill_documents",
+    }
+    assert {f.name for f in fields(AgentConfig)} == {
+        *keys,
+        *("mcp_servers", "credential_strategy"),
+        *answers_only,
+    }
 
 
 def test_config_keys_the_service_sets_are_refused_in_requests(world: World) -> None:
@@ -61,6 +68,10 @@ def test_config_keys_the_service_sets_are_refused_in_requests(world: World) -> N
         ("runner", "small"),
         ("agent_uid", "agent_x"),
         ("harness", {"type": "oz", "model": "auto"}),
+        ("agent", {"uid": "agent_x", "name": "x"}),
+        ("secrets", ["DEPLOY_TOKEN"]),
+        ("skills", ["conventions"]),
+        ("runner_config", {"name": "small"}),
     ):
         response = world.api("POST", "/agent/runs", json={"prompt": "x", "config": {key: value}})
         assert response.status_code == 400, key
