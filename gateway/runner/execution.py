@@ -120,7 +120,8 @@ class Execution:
                 "progress", partial(self.client.progress, self.run_id, "INPROGRESS", "running")
             )
             setup = self._setup(workdir, env)
-            if setup.failed is not None:
+            ended = self.lost or self.cancelled or self.stop_requested.is_set()
+            if setup.failed is not None or ended:  # the command does not start
                 return self._setup_failed(setup, time.monotonic() - started)
             # the operator's own command line, run through the shell by design
             self.process = subprocess.Popen(  # noqa: S602
