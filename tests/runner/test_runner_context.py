@@ -15,10 +15,12 @@ from typing import Any
 
 import httpx
 import jsonschema
+import pytest
 
 from tests.runner.test_runner_e2e import Deployment, deployment, shape, wait_for
 
 __all__ = ["deployment", "shape"]  # the fixtures, used by name
+pytestmark = pytest.mark.slow  # real processes: a served gateway and a runner
 
 SECRET = "s3cr3t-deploy-value"
 DOTTED = "dotted-v4lue"
