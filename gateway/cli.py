@@ -17,7 +17,7 @@ import orjson
 
 from gateway.preflight import masked, reachable
 from gateway.services import Services, build_services
-from gateway.settings import Settings, SettingsError, load_settings
+from gateway.settings import Settings, SettingsError, database_url_setting, load_settings
 from gateway.signatures import PROVIDER_VERIFIERS
 from gateway.store import migrate
 from gateway.types import JsonObject
@@ -27,7 +27,14 @@ R = TypeVar("R")
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "server", None) is not None:
+        return _apply_remote(args)  # a client of a running gateway: no settings of its own
     try:
+        if args.needs_store is not None:
+            missing = _missing_store(*database_url_setting(), args.needs_store)
+            if missing is not None:
+                print(missing, file=sys.stderr)
+                return 2
         settings = load_settings()
     except SettingsError as exc:
         print(f"gateway: configuration error: {exc}", file=sys.stderr)
@@ -39,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
     parser.add_argument("--version", action="version", version=f"gateway {_version()}")
+    # needs_store: the command's name when it reads a database that must exist already
+    parser.set_defaults(needs_store=None)
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
@@ -101,16 +110,29 @@ def _parser() -> argparse.ArgumentParser:
         help="make a factory match its definition files (v1alpha1)",
         description="Applies the factory definition tree in DIR (the directory holding "
         "factory.yaml, or a repository with one such directory) in one transaction and prints "
-        "the plan it carried out as one JSON object. The factory is --factory, else the "
+        "the plan it carried out: one line per change (+ create, ~ update (fields), - delete) "
+        "and a summary, or with --json one JSON object. The factory is --factory, else the "
         "factory of --team named as factory.yaml names it, created if there is none. "
-        "Problems of the tree go to standard error, one per line; nothing changes then.",
+        "Problems of the tree go to standard error, one per line; nothing changes then. "
+        "Without --server the command writes the database of GATEWAY_DATABASE_URL (it must "
+        "exist: the server's); with --server URL it posts the tree to that gateway's "
+        "/api/v1/factory-files/apply (or /plan) with the user API key in GATEWAY_API_KEY.",
     )
     apply.add_argument("directory", metavar="DIR", help="the tree (docs/factory-files.md)")
-    target = apply.add_mutually_exclusive_group(required=True)
+    target = apply.add_mutually_exclusive_group()
     target.add_argument("--team", help="uid of the team whose factory the tree defines")
     target.add_argument("--factory", help="uid of the factory the tree defines")
     apply.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    apply.set_defaults(run=_apply)
+    apply.add_argument(
+        "--json", action="store_true", help="print the plan as one JSON object (for machines)"
+    )
+    apply.add_argument(
+        "--server",
+        metavar="URL",
+        help="a running gateway (http://host:port) to post the tree to, with the user API key "
+        "in GATEWAY_API_KEY; --team then picks one of the key's teams (default: its only one)",
+    )
+    apply.set_defaults(run=_apply, needs_store="gateway apply")
 
     admin = sub.add_parser(
         "admin",
@@ -137,7 +159,11 @@ def _parser() -> argparse.ArgumentParser:
                 default="json",
                 help="json: one object; env: export lines for a shell (default json)",
             )
-        cmd.set_defaults(run=lambda s, a, run=run: _admin(s, a, run))
+        cmd.set_defaults(
+            run=lambda s, a, run=run: _admin(s, a, run),
+            admin_command=name,
+            needs_store=None if name in CREATE_A_STORE else f"gateway admin {name}",
+        )
     return parser
 
 
@@ -307,10 +333,15 @@ def _apply(settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from factory_format import DefinitionRootError
-    from gateway.errors import InvalidFactoryTree, ServiceError
+    from gateway.errors import InvalidFactoryTree, NotFound, ServiceError
     from gateway.platform.factory_files.apply import Caller, apply_tree, plan_tree
     from gateway.platform.factory_files.models import Plan
+    from gateway.platform.factory_files.plan_text import diagnostic_line
     from gateway.platform.factory_files.posted import parse_local
+
+    if args.team is None and args.factory is None:
+        print("gateway apply: give --team or --factory (or --server URL)", file=sys.stderr)
+        return 2
 
     async def run(services: Services) -> Plan:
         parsed = parse_local(Path(args.directory))
@@ -318,20 +349,134 @@ def _apply(settings: Settings, args: argparse.Namespace) -> int:
         return await carry_out(services, parsed, Caller(team_uid=args.team), args.factory)
 
     try:
-        _print(asyncio.run(_with_services(settings, run)))
+        plan = asyncio.run(_with_services(settings, run))
     except DefinitionRootError as exc:
         print(f"gateway apply: {exc}", file=sys.stderr)
         return 1
     except InvalidFactoryTree as exc:
         for d in exc.diagnostics:
-            where = ":".join(str(part) for part in (d.path, d.line, d.column) if part is not None)
-            print(f"{where}: {d.code}: {d.message}", file=sys.stderr)
+            print(diagnostic_line(d), file=sys.stderr)
         print(f"gateway apply: {len(exc.diagnostics)} problem(s); nothing changed", file=sys.stderr)
+        return 1
+    except NotFound as exc:
+        print(f"gateway apply: {exc.detail} {_in_store(settings)}", file=sys.stderr)
         return 1
     except ServiceError as exc:
         print(f"gateway apply: {exc.detail}", file=sys.stderr)
         return 1
+    _show_plan(plan, args)
     return 0
+
+
+def _apply_remote(args: argparse.Namespace) -> int:
+    """`gateway apply DIR --server URL`: the tree posted to a running gateway."""
+    import os
+    from pathlib import Path
+
+    import httpx
+
+    from factory_format import DefinitionRootError
+    from gateway.platform.factory_files.plan_text import diagnostic_line
+    from gateway.platform.factory_files.remote import Refused, post_tree
+
+    key = os.environ.get("GATEWAY_API_KEY", "").strip()
+    if not key:
+        print("gateway apply: --server needs a user API key in GATEWAY_API_KEY", file=sys.stderr)
+        return 2
+    if not args.server.startswith(("http://", "https://")):
+        print(f"gateway apply: --server: expected an http(s) URL, got {args.server!r}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        answer = post_tree(
+            args.server,
+            key,
+            Path(args.directory),
+            dry_run=args.dry_run,
+            team_uid=args.team,
+            factory_uid=args.factory,
+        )
+    except DefinitionRootError as exc:
+        print(f"gateway apply: {exc}", file=sys.stderr)
+        return 1
+    except httpx.HTTPError as exc:
+        print(f"gateway apply: {args.server}: {exc}", file=sys.stderr)
+        return 1
+    if isinstance(answer, Refused):
+        for d in answer.diagnostics:
+            print(diagnostic_line(d), file=sys.stderr)
+        if answer.diagnostics:
+            print(f"gateway apply: {len(answer.diagnostics)} problem(s); nothing changed",
+                  file=sys.stderr)  # fmt: skip
+        else:
+            print(f"gateway apply: {answer.status}: {answer.detail}", file=sys.stderr)
+        return 1
+    _show_plan(answer, args)
+    return 0
+
+
+def _show_plan(plan: msgspec.Struct, args: argparse.Namespace) -> None:
+    """The plan as a person reads it (colour on a terminal, unless NO_COLOR), or --json."""
+    import os
+
+    from gateway.platform.factory_files.models import Plan
+    from gateway.platform.factory_files.plan_text import plan_lines
+
+    assert isinstance(plan, Plan)
+    if args.json:
+        _print(plan)
+        return
+    colour = (
+        sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    )
+    lines = plan_lines(plan, applied=not args.dry_run, colour=colour)
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _store_file(database_url: str) -> Path | None:
+    """The SQLite file a store URL names (a relative path from the current directory); None
+    for PostgreSQL and in-memory databases."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    if not url.drivername.startswith("sqlite"):
+        return None
+    name = url.database or ""
+    if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in str(url):
+        return None
+    return Path(name).resolve()
+
+
+def _missing_store(database_url: str, given: str | None, command: str) -> str | None:
+    """Why `command` refuses to run: the SQLite database it would read does not exist (run
+    from another directory than the server's, it would otherwise create an empty one, and a
+    secret key beside it, and fail on the first team it looks up)."""
+    path = _store_file(database_url)
+    if path is None or path.exists():
+        return None
+    source = f"GATEWAY_DATABASE_URL={given}" if given else (
+        f"the default GATEWAY_DATABASE_URL, {database_url}, relative to the current directory "
+        f"{Path.cwd()}"
+    )  # fmt: skip
+    remote = (
+        ", or post the tree to the server: gateway apply DIR --server URL with GATEWAY_API_KEY"
+        if command == "gateway apply"
+        else ""
+    )
+    return (
+        f"{command}: no database at {path} ({source}); nothing was created. Run it in the "
+        "directory `gateway serve` runs in, or set GATEWAY_DATABASE_URL (in the environment or "
+        f"a .env file here) to the server's database{remote}"
+    )
+
+
+def _in_store(settings: Settings) -> str:
+    """Which database a lookup that found nothing looked in."""
+    from gateway.preflight import masked
+
+    path = _store_file(settings.database_url)
+    shown = str(path) if path is not None else masked(settings.database_url)
+    return f"(in the database {shown}; GATEWAY_DATABASE_URL names it)"
 
 
 async def _migrate_only(settings: Settings) -> None:
@@ -354,18 +499,29 @@ async def _with_services(settings: Settings, run: Callable[[Services], Awaitable
 
 
 def _admin(settings: Settings, args: argparse.Namespace, run: AdminCommand) -> int:
-    from gateway.errors import ServiceError
+    from gateway.errors import NotFound, ServiceError
 
+    new_store = _store_file(settings.database_url)
+    if new_store is not None and not new_store.exists():  # create-team, demo: the first steps
+        print(f"gateway admin {args.admin_command}: a new database at {new_store}",
+              file=sys.stderr)  # fmt: skip
     try:
         value = asyncio.run(_with_services(settings, lambda services: run(services, args)))
         if getattr(args, "format", "json") == "env":
             _print_exports(value)
         else:
             _print(value)
+    except NotFound as exc:
+        print(f"gateway admin: {exc.detail} {_in_store(settings)}", file=sys.stderr)
+        return 1
     except ServiceError as exc:
         print(f"gateway admin: {exc.detail}", file=sys.stderr)
         return 1
     return 0
+
+
+# the admin commands that may start a database where there is none (the first steps)
+CREATE_A_STORE = ("create-team", "demo")
 
 
 def _print(value: msgspec.Struct | JsonObject) -> None:
@@ -549,15 +705,44 @@ def _read_value(field: str, path: str | None) -> str | None:
 
 
 async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
-    from gateway.accounts import factories, identities
+    """The demo team, made once: a second run finds it (by its factory's alias `demo`),
+    reuses it and issues new keys for its user and agent (the old ones keep working), so the
+    demo user stays in one team."""
+    from sqlalchemy import func, select
 
+    from gateway.accounts import factories, identities
+    from gateway.store import tables as t
+
+    f = t.factories
     async with services.database.transaction() as conn:
-        team = await identities.create_team(conn, "Demo team")
-        user, user_key = await identities.create_user(conn, team, "demo@example.com")
-        agent, agent_key = await identities.create_agent(conn, team, "Demo foreman")
-        factory = await factories.create_factory(conn, team, "Demo factory", "demo", agent)
+        query = select(f.c.uid, f.c.team_uid, f.c.foreman_agent_uid).where(
+            func.lower(f.c.alias) == DEMO_ALIAS
+        )
+        found = (await conn.execute(query)).first()
+        if found is None:
+            team = await identities.create_team(conn, "Demo team")
+            agent, agent_key = await identities.create_agent(conn, team, "Demo foreman")
+            factory = await factories.create_factory(conn, team, "Demo factory", DEMO_ALIAS, agent)
+        else:
+            team, factory = found.team_uid, found.uid
+            if found.foreman_agent_uid is None:
+                agent, agent_key = await identities.create_agent(conn, team, "Demo foreman")
+                await conn.execute(
+                    f.update().where(f.c.uid == factory).values(foreman_agent_uid=agent)
+                )
+            else:
+                agent = found.foreman_agent_uid
+                agent_key = await identities.issue_api_key(conn, "agent", agent)
+        user, user_key = await identities.create_user(conn, team, DEMO_EMAIL)
         await identities.set_team_secret(
             conn, services.secret_box, team, "demo-secret", "demo-value"
+        )
+    if found is not None:
+        print(
+            f"gateway admin demo: the demo team {team} exists already (factory {factory}, alias "
+            f"{DEMO_ALIAS!r}): reused; new API keys issued for {DEMO_EMAIL} and the agent "
+            f"{agent} (their earlier keys still work)",
+            file=sys.stderr,
         )
     return Demo(
         team_uid=team,
@@ -568,6 +753,10 @@ async def _demo(services: Services, _args: argparse.Namespace) -> Demo:
         factory_uid=factory,
         secret_name="demo-secret",  # noqa: S106 -- the secret's name, not its value
     )
+
+
+DEMO_ALIAS = "demo"
+DEMO_EMAIL = "demo@example.com"
 
 
 CONNECT_OPTIONS = (

@@ -151,11 +151,7 @@ def load_settings(
 ) -> Settings:
     """Build settings from `environ` (default: os.environ plus an optional .env file); a
     variable not set takes its field's default (GATEWAY_BODY_TIMEOUT -> `body_timeout`)."""
-    values: dict[str, str] = {}
-    if env_file and environ is None and Path(env_file).is_file():
-        values.update(_read_env_file(Path(env_file)))
-    values.update(os.environ if environ is None else environ)
-    env = {k[len(PREFIX) :]: v for k, v in values.items() if k.startswith(PREFIX)}
+    env = _variables(environ, env_file)
     if env.get("SERVER", "uvicorn").lower() != "uvicorn":  # granian went on 2026-11-27
         raise _fail("SERVER", env["SERVER"], "uvicorn is the only HTTP server; unset it")
     redis_url = _optional_url(env, "redis_url", ("redis://", "rediss://", "unix://"))
@@ -256,6 +252,26 @@ def _read_env_file(path: Path) -> dict[str, str]:
             key, _, value = line.partition("=")
             out[key.strip()] = value.strip().strip("'\"")
     return out
+
+
+def database_url_setting(
+    environ: Mapping[str, str] | None = None, *, env_file: str | None = ".env"
+) -> tuple[str, str | None]:
+    """(the store URL as `load_settings` reads it, GATEWAY_DATABASE_URL as given or None when
+    the default applies), without the rest of the settings: what a command checks before
+    anything is created (the default secret key file, a new SQLite file)."""
+    given = _variables(environ, env_file).get("DATABASE_URL")
+    return _database_url(given or DEFAULTS.database_url), given
+
+
+def _variables(environ: Mapping[str, str] | None, env_file: str | None) -> dict[str, str]:
+    """The GATEWAY_* variables (prefix removed): `environ`, else os.environ over the .env
+    file."""
+    values: dict[str, str] = {}
+    if env_file and environ is None and Path(env_file).is_file():
+        values.update(_read_env_file(Path(env_file)))
+    values.update(os.environ if environ is None else environ)
+    return {k[len(PREFIX) :]: v for k, v in values.items() if k.startswith(PREFIX)}
 
 
 def _database_url(value: str) -> str:

@@ -82,6 +82,27 @@ def test_demo_creates_everything(cli: Cli) -> None:
     }
 
 
+def test_a_second_demo_reuses_the_demo_team_and_says_so(cli: Cli) -> None:
+    """The demo user stays in one team, so plan and apply need no X-Service-Team-Uid; the new
+    keys work beside the old ones."""
+    first = cli.admin("demo")
+    code, out, err = cli.run("admin", "demo")
+    assert code == 0, err
+    second = json.loads(out)
+    kept = ("team_uid", "user_uid", "agent_uid", "factory_uid")
+    assert {k: second[k] for k in kept} == {k: first[k] for k in kept}
+    assert second["user_api_key"] != first["user_api_key"]
+    assert f"the demo team {first['team_uid']} exists already" in err and "reused" in err
+    db = sqlite3.connect(cli.store)
+    teams = db.execute("SELECT count(*) FROM teams").fetchone()[0]
+    memberships = db.execute(
+        "SELECT count(*) FROM team_members WHERE user_uid = ?", (first["user_uid"],)
+    ).fetchone()[0]
+    keys = db.execute("SELECT count(*) FROM api_keys").fetchone()[0]
+    db.close()
+    assert (teams, memberships, keys) == (1, 1, 4)
+
+
 @pytest.mark.parametrize(
     "args",
     [

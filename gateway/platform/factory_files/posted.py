@@ -60,19 +60,24 @@ def parse_posted(files: Mapping[str, Any]) -> Parsed:
 
 def parse_local(directory: Path) -> Parsed:
     """The tree in `directory`, or in the one directory below it that holds factory.yaml."""
-    if (directory / FACTORY_FILE).is_file():
-        root, prefix = directory, ""
-    else:
-        below = [p for p in definition_roots_below(directory) if p != "."]
-        if len(below) != 1:
-            hint = f": factory trees below it: {', '.join(below)}" if below else ""
-            raise DefinitionRootError(
-                f"{directory} does not hold factory.yaml, nor does exactly one directory below "
-                f"it{hint}; give the directory that holds it"
-            )
-        root, prefix = directory / below[0], below[0] + "/"
+    root, prefix = local_root(directory)
     read = read_directory(root)
     return Parsed(parse_tree(read.files, found=read.diagnostics), prefix)
+
+
+def local_root(directory: Path) -> tuple[Path, str]:
+    """(the definition root: `directory` or the one directory below it that holds
+    factory.yaml, its path below `directory` ("" or ending in "/"))."""
+    if (directory / FACTORY_FILE).is_file():
+        return directory, ""
+    below = [p for p in definition_roots_below(directory) if p != "."]
+    if len(below) != 1:
+        hint = f": factory trees below it: {', '.join(below)}" if below else ""
+        raise DefinitionRootError(
+            f"{directory} does not hold factory.yaml, nor does exactly one directory below "
+            f"it{hint}; give the directory that holds it"
+        )
+    return directory / below[0], below[0] + "/"
 
 
 def relocated(diagnostic: Diagnostic, prefix: str) -> Diagnostic:
