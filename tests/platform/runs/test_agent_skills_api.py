@@ -87,3 +87,32 @@ def test_the_team_header_narrows_to_one_team(world: World) -> None:
     ]
     theirs = {**world.user, "X-Service-Team-Uid": world.other_team_uid}
     assert world.api("GET", "/agent", headers=theirs).status_code == 403
+
+
+def test_the_skills_factory_files_declare_are_offered(world: World) -> None:
+    """`client.agent.list()` of a team whose definition files declare skills: each skill once
+    per repository the factory lists, with the file's description and body."""
+    from tests.platform.factory_files.support import applied, example_files
+
+    applied(world, example_files("02-sdlc-issue-to-pr"))
+    found = {skill["name"]: skill["variants"] for skill in _list(world)}
+    assert sorted(found) == ["repository-conventions", "testing-standards"]
+    conventions = found["repository-conventions"]
+    assert [variant["id"] for variant in conventions] == [
+        f"acme/{repo}:skills/repository-conventions/SKILL.md"
+        for repo in ("api-service", "ios-app", "webapp")
+    ]
+    assert conventions[0]["description"].startswith("Shared conventions for branches")
+    assert conventions[0]["base_prompt"].startswith("# Repository conventions")
+    assert conventions[0]["source"] == {
+        "owner": "acme",
+        "name": "api-service",
+        "skill_path": "skills/repository-conventions/SKILL.md",
+    }
+    testing = found["testing-standards"][0]
+    assert testing["id"] == "acme/api-service:agents/implementer/skills/testing-standards/SKILL.md"
+    only = _list(world, repo="acme/webapp")
+    assert [len(skill["variants"]) for skill in only] == [1, 1]
+    # a run starts from one of them as from any skill spec
+    started = world.api("POST", "/agent/run", json={"skill": conventions[0]["id"]})
+    assert started.status_code == 200, started.text

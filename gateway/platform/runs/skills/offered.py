@@ -3,8 +3,8 @@
 
 A variant is a skill spec (`owner/repo:skill` or `owner/repo:path/SKILL.md`, what a run's
 `skill` or `config.skill_spec` takes) found by a source: today the skills the team's agents are
-configured with (their `skills`). Skills that factory repositories declare join through a source
-of their own once factory apply stores them (`SOURCES`). Bundled skills are not listed: the
+configured with (their `skills`), and the skills factory definition files declare, once per
+repository the factory lists (`SOURCES`). Bundled skills are not listed: the
 harness loads them by id (`read_skill` actions in conversations), no run is started from one.
 """
 
@@ -46,7 +46,33 @@ async def agents_skills(conn: AsyncConnection, teams: Collection[str]) -> dict[s
     return found
 
 
-SOURCES: tuple[Source, ...] = (agents_skills,)
+async def factory_file_skills(conn: AsyncConnection, teams: Collection[str]) -> dict[str, Texts]:
+    """The skills the teams' factory definition files declare (`skills/<name>/SKILL.md`, and
+    `agents/<agent>/skills/<name>/SKILL.md`), with their description and body: one spec per
+    repository the factory lists (`owner/name:skills/<name>/SKILL.md`, the file's path in the
+    tree). A factory that lists no repository offers its skills nowhere a run could name."""
+    f, s, a = t.factories, t.factory_skills, t.agents
+    query = (
+        select(f.c.repositories, s.c.name, s.c.description, s.c.playbook, a.c.definition_name)
+        .select_from(s.join(f, f.c.uid == s.c.factory_uid).outerjoin(a, a.c.uid == s.c.agent_uid))
+        .where(f.c.team_uid.in_(sorted(teams)))
+    )
+    found: dict[str, Texts] = {}
+    for repositories, name, description, playbook, agent in await conn.execute(query):
+        path = f"skills/{name}/SKILL.md"
+        if agent is not None:
+            path = f"agents/{agent}/{path}"
+        for repository in repositories or []:
+            spec = f"{repository['owner']}/{repository['name']}:{path}"
+            try:
+                parse_skill_spec(spec, "skills")
+            except InvalidRequest:  # a name no skill spec can hold: not offered
+                continue
+            found.setdefault(spec, (description or "", playbook.strip()))
+    return found
+
+
+SOURCES: tuple[Source, ...] = (agents_skills, factory_file_skills)
 
 
 async def list_skills(
