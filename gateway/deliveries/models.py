@@ -118,6 +118,16 @@ class Trace(Struct):
         ]
         | UnsetType
     ) = UNSET
+    reason: (
+        Annotated[
+            str,
+            Meta(
+                description='outcome no_automations: why nothing listened ("repository '
+                "Codertocat/Hello-World is in no factory's repositories ...\")"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class Delivery(Struct, kw_only=True):

@@ -68,22 +68,54 @@ NO_EVENTS: Final = "no_events"
 REPOSITORY_KEY: Final = "repos"  # the key named when the factory does not list the repository
 
 
+# why a provider delivery reached no automation (stored as the trace's `reason`)
+NOT_LISTED: Final = "repository_not_listed"  # automations listen, in factories of other repos
+NO_TRIGGER: Final = "no_trigger"  # no enabled automation of the team listens to the events
+
+
 def _trace(
     outcome: str,
     provider: str,
     events: Sequence[str] = (),
     considered: int = 0,
     matched: Sequence[tuple[str, bool, str]] = (),
+    reason: str | None = None,
 ) -> Trace:
     evaluation = FAILED if outcome == NO_FOREMAN else EVALUATED
-    raw = {
+    raw: dict[str, Any] = {
         "outcome": outcome,
         "provider": provider,
         "events": events,
         "considered": considered,
         "automations": matched,  # the matched ones only: [uid, true, stamp]
     }
+    if reason is not None:
+        raw["reason"] = reason
     return Trace(outcome, evaluation, orjson.dumps(raw))
+
+
+def no_automations_reason(entry: TeamTriggers, events: Sequence[TriggerEvent]) -> str:
+    """Why `events` reached no automation of `entry`'s team: `NOT_LISTED` when automations of
+    the team listen to one of them in factories that do not list the event's repository."""
+    wanted = {(event.provider, event.event) for event in events if event.provider in ROUTED}
+    if wanted and any(key[:2] in wanted for key in entry.routes):
+        return NOT_LISTED
+    return NO_TRIGGER
+
+
+def reason_text(reason: str | None, events: Sequence[TriggerEvent]) -> str | None:
+    """The stored reason as the trace, the console and the log say it."""
+    named = ", ".join(dict.fromkeys(f"{e.provider} {e.event}" for e in events)) or "its events"
+    if reason == NOT_LISTED:
+        repository = next((e.repository for e in events if e.repository), None) or "?"
+        return (
+            f"repository {repository} is in no factory's repositories: the automations "
+            f"listening to {named} are in factories that list other repositories (add it to "
+            "`repositories` in factory.yaml, or PATCH the factory)"
+        )
+    if reason == NO_TRIGGER:
+        return f"no enabled automation of the team has a trigger on {named}"
+    return None
 
 
 NOT_LIVE = _trace(CONNECTION_NOT_LIVE, "")  # the connection is gone: no events are read
@@ -117,7 +149,8 @@ def provider_trace(
     if found is not None and found[0] is entry:
         _traces.move_to_end(key)
         return found[1]
-    trace = _make(events[0].provider, names, considered, hits, started)
+    reason = None if considered.automations else no_automations_reason(entry, events)
+    trace = _make(events[0].provider, names, considered, hits, started, reason)
     _traces[key] = (entry, trace)
     if len(_traces) > MAX_CACHED_TRACES:
         _traces.popitem(last=False)
@@ -130,9 +163,10 @@ def _make(
     considered: Route,
     hits: Sequence[ProviderAutomation],
     started: int,
+    reason: str | None,
 ) -> Trace:
     if not considered.automations:
-        return _trace(NO_AUTOMATIONS, provider, names)
+        return _trace(NO_AUTOMATIONS, provider, names, reason=reason)
     matched = [(a.uid, True, str(a.stamp)) for a in hits]
     outcome = NO_MATCH if not hits else MATCHED if started else NO_FOREMAN
     return _trace(outcome, provider, names, len(considered.automations), matched)
@@ -168,9 +202,14 @@ async def explain(
         models.TriggerEventView(provider=e.provider, event=e.event, values=dict(e.values))
         for e in events
     ]
-    matched = {uid: stamp for uid, _hit, stamp in orjson.loads(stored)["automations"]}
+    raw = orjson.loads(stored)
+    matched = {uid: stamp for uid, _hit, stamp in raw["automations"]}
     if not events:
         return
+    if trace.outcome == NO_AUTOMATIONS:
+        reason = reason_text(raw.get("reason"), events)
+        if reason is not None:
+            trace.reason = reason
     entries: list[models.ConsideredAutomation] = []
     for found in await _listening(conn, team_uid, events):
         position, key = deciding(found.triggers, found.repositories, events)

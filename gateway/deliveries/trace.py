@@ -32,6 +32,7 @@ from gateway.store import tables as t
 FAILED: Final = "failed"
 MATCHED, NO_MATCH, NO_AUTOMATIONS = "matched", "no_match", "no_automations"
 WEBHOOK_NOT_LIVE, NO_FOREMAN = "webhook_not_live", "no_foreman"
+NO_WEBHOOK_AUTOMATION: Final = "no enabled automation has a trigger on this webhook"
 # one trigger of an automation on a webhook (uid, position): explanations go trigger by trigger
 TriggerKey = tuple[str, int]
 
@@ -101,7 +102,10 @@ def decode(stored: bytes | None) -> models.Trace | None:
         models.ConsideredAutomation(uid, matched) for uid, matched, _stamp in raw["automations"]
     ]
     if "events" not in raw:
-        return models.Trace(raw["outcome"], automations)
+        trace = models.Trace(raw["outcome"], automations)
+        if raw["outcome"] == NO_AUTOMATIONS:
+            trace.reason = NO_WEBHOOK_AUTOMATION
+        return trace
     provider = raw["provider"]  # a provider delivery's (provider_trace.py)
     events = [models.TriggerEventView(provider=provider, event=name) for name in raw["events"]]
     return models.Trace(raw["outcome"], automations, events)

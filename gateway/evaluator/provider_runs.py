@@ -15,6 +15,7 @@ names the provider, the events and the delivery id.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -23,12 +24,19 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.automations.index import Automation, AutomationIndex
-from gateway.automations.provider_index import LiveConnection, ProviderAutomation, ProviderIndex
+from gateway.automations.provider_index import (
+    LiveConnection,
+    ProviderAutomation,
+    ProviderIndex,
+    TeamTriggers,
+)
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import provider_trace
 from gateway.deliveries.trace import Trace
 from gateway.evaluator.run_rows import PAYLOAD_NAME, RunSpec
 from gateway.providers import DISPLAY_NAMES, TriggerEvent, normalize
+
+log = logging.getLogger(__name__)
 
 ENVELOPE = """
 
@@ -113,6 +121,8 @@ class ProviderRunPlanner:
             plan.traces[delivery.delivery_id] = provider_trace.provider_trace(
                 entry, events, considered, hits, len(runnable)
             )
+            if not considered.automations:
+                _log_no_automations(entry, delivery, events)
             if len(runnable) < len(hits):
                 agentless = next(a for a in hits if a.agent_uid is None)
                 plan.unstarted[delivery.delivery_id] = agentless.factory_uid
@@ -123,6 +133,23 @@ class ProviderRunPlanner:
         prompts = await self.prompts.automations(conn, wanted) if wanted else {}
         plan.runs = [_spec(m, found) for m in matched if (found := prompts.get(m.automation.uid))]
         return plan
+
+
+def _log_no_automations(
+    entry: TeamTriggers, delivery: ProviderDelivery, events: Sequence[TriggerEvent]
+) -> None:
+    """A repository no factory lists is named at info (a factory that forgot it); events no
+    automation listens to at all are most of a provider's traffic: at debug."""
+    reason = provider_trace.no_automations_reason(entry, events)
+    level = logging.INFO if reason == provider_trace.NOT_LISTED else logging.DEBUG
+    if log.isEnabledFor(level):
+        log.log(
+            level,
+            "delivery %s of connection %s: no_automations: %s",
+            delivery.delivery_id,
+            delivery.connection_uid,
+            provider_trace.reason_text(reason, events),
+        )
 
 
 def delivery_events(

@@ -5,8 +5,10 @@ and the trigger backtest; another team's connection is refused."""
 from __future__ import annotations
 
 import html
+import logging
 
 import orjson
+import pytest
 
 from tests.connections import signing
 from tests.connections.provider_world import (
@@ -70,3 +72,33 @@ def test_a_connection_in_the_console(world: World) -> None:
     login(client, world.stranger_key)
     assert client.get(base).status_code == 403
     assert client.get(f"{base}/d/{delivery_id}").status_code == 403
+
+
+def test_no_automations_names_why(world: World, caplog: pytest.LogCaptureFixture) -> None:
+    """The first delivery from a repository no factory lists: the trace, the console and the
+    evaluator's log say so; an event nothing listens to says that instead."""
+    client = world.client
+    set_repositories(client, world.factory_uid, "acme/other")
+    automation(world, world.factory_uid, "bugs", trigger("github", "issue_labeled"))
+    github = connect(world, "github")
+    hello = {**PAYLOAD, "repository": {"full_name": "Codertocat/Hello-World"}}
+    with caplog.at_level(logging.INFO, logger="gateway.evaluator.provider_runs"):
+        delivery_id = deliver(client, github, signing.github(github["secret"], "issues", hello))
+        trace = evaluated(world, github, delivery_id)["trace"]
+    assert trace["outcome"] == "no_automations"
+    assert trace["reason"].startswith(
+        "repository Codertocat/Hello-World is in no factory's repositories"
+    ), trace
+    logged = [r.getMessage() for r in caplog.records if delivery_id in r.getMessage()]
+    assert logged and "repository Codertocat/Hello-World is in no factory's" in logged[0]
+    login(client, world.user_key)
+    page = html.unescape(client.get(f"/console/p/{github['uid']}/d/{delivery_id}").text)
+    assert "repository Codertocat/Hello-World is in no factory's repositories" in page
+
+    opened = {**PAYLOAD, "action": "opened"}
+    other = deliver(client, github, signing.github(github["secret"], "issues", opened))
+    nothing = evaluated(world, github, other)["trace"]
+    assert nothing["outcome"] == "no_automations"
+    assert nothing["reason"] == (
+        "no enabled automation of the team has a trigger on github issue_created"
+    )
