@@ -53,6 +53,44 @@ class JsonFormatter(logging.Formatter):
     converter = time.gmtime  # type: ignore[assignment]  # timestamps in UTC
 
 
+class QuietRunnerCalls(logging.Filter):
+    """The access log without a line per runner protocol call: an idle runner long-polls
+    `POST /api/v1/runner/finish` all day, and a busy one calls once per run, so those lines
+    were most of a server's log. Answered 2xx, they are counted instead, and the count is
+    logged, as one line, with the first such call after `interval` seconds; refusals (4xx,
+    5xx) are logged one by one as any request."""
+
+    PREFIX = "/api/v1/runner/"
+
+    def __init__(self, interval: float = 300.0) -> None:
+        super().__init__()
+        self.interval = interval
+        self._count = 0
+        self._since = time.monotonic()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not (isinstance(args, tuple) and len(args) == 5):  # not uvicorn's access line
+            return True
+        _client, method, path, _version, status = args
+        if not (
+            method == "POST"
+            and isinstance(path, str)
+            and path.startswith(self.PREFIX)
+            and isinstance(status, int)
+            and 200 <= status < 300
+        ):
+            return True
+        self._count += 1
+        now = time.monotonic()
+        if now - self._since < self.interval:
+            return False
+        record.msg = "%d runner protocol calls (POST %s...) answered 2xx in the last %.0f s"
+        record.args = (self._count, self.PREFIX, now - self._since)
+        self._count, self._since = 0, now
+        return True
+
+
 _encode = msgspec.json.Encoder().encode
 JSON_FORMATTER = {"()": "gateway.logs.JsonFormatter"}
 # a configuration of logging.config.dictConfig, in the form uvicorn takes it
@@ -78,9 +116,15 @@ def uvicorn_log_config(level: str, fmt: str = "text") -> LogConfig:
     from uvicorn.config import LOGGING_CONFIG
 
     config: LogConfig = {**LOGGING_CONFIG}
-    config["filters"] = {"redact_tokens": {"()": "gateway.logs.RedactTokens"}}
+    config["filters"] = {
+        "redact_tokens": {"()": "gateway.logs.RedactTokens"},
+        "quiet_runner_calls": {"()": "gateway.logs.QuietRunnerCalls"},
+    }
     config["handlers"] = {
-        name: {**handler, "filters": ["redact_tokens"]}
+        name: {
+            **handler,
+            "filters": ["redact_tokens", *(["quiet_runner_calls"] if name == "access" else [])],
+        }
         for name, handler in LOGGING_CONFIG["handlers"].items()
     }
     config["loggers"] = {

@@ -85,3 +85,30 @@ def test_serve_starts_with_one_block_saying_what_it_runs_with(tmp_path: Path) ->
     assert block["evaluator"] == "process, priority low"
     assert block["listen"] == f"http://127.0.0.1:{port} (uvicorn, 1 worker(s))"
     assert done.returncode != 0  # the port was taken
+
+
+def test_runner_calls_are_counted_in_the_access_log_not_logged_one_by_one() -> None:
+    from gateway.logs import QuietRunnerCalls, uvicorn_log_config
+
+    config = uvicorn_log_config("info")
+    assert config["handlers"]["access"]["filters"] == ["redact_tokens", "quiet_runner_calls"]
+    assert "quiet_runner_calls" not in config["handlers"]["default"]["filters"]
+
+    def line(method: str, path: str, status: int) -> logging.LogRecord:
+        args = ("127.0.0.1:50000", method, path, "1.1", status)
+        return logging.LogRecord(
+            "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d', args, None
+        )
+
+    quiet = QuietRunnerCalls(interval=3600)
+    assert not quiet.filter(line("POST", "/api/v1/runner/finish", 200))
+    assert not quiet.filter(line("POST", "/api/v1/runner/claim", 200))
+    assert quiet.filter(line("POST", "/api/v1/runner/finish", 409))  # refusals are shown
+    assert quiet.filter(line("GET", "/api/v1/agent/runs", 200))
+    assert quiet.filter(line("POST", "/webhooks/w/wh_1", 202))
+    counting = QuietRunnerCalls(interval=0.0)
+    summary = line("POST", "/api/v1/runner/finish", 200)
+    assert counting.filter(summary)
+    assert summary.getMessage().startswith(
+        "1 runner protocol calls (POST /api/v1/runner/...) answered 2xx in the last"
+    )

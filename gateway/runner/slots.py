@@ -34,14 +34,16 @@ class Slots:
 
     def done_and_reserve(self) -> Claim:
         """A run ended: its slot, and every other free one, is reserved for the call that
-        reports it (at once, so the long-poll does not take it first); `settle` must follow."""
+        reports it (at once, so the long-poll does not take it first); `settle` must follow.
+        That call never waits: the run's end is reported, and logged, when it happens, not
+        when the queue next has a run or the long-poll times out; the poller waits after."""
         with self._changed:
             self._busy -= 1
-            return self._reserve()
+            return self._reserve(may_wait=False)
 
-    def _reserve(self) -> Claim:
+    def _reserve(self, *, may_wait: bool = True) -> Claim:
         runs = self._free()
-        long_poll = runs > 0 and not self._polling
+        long_poll = may_wait and runs > 0 and not self._polling
         self._reserved += runs
         self._polling = self._polling or long_poll
         return Claim(runs, long_poll)

@@ -212,6 +212,25 @@ def test_a_webhook_delivery_runs_a_real_command_to_succeeded(deployment: Deploym
     assert [(o["kind"], o["title"]) for o in outputs] == [("file", "seen.json")]
 
 
+def test_a_runs_end_is_printed_when_the_server_records_it(deployment: Deployment) -> None:
+    """The call that reports a run's end does not long-poll for the next run: the runner
+    prints the end at once, not when the queue next has a run or CLAIM_WAIT_S has passed."""
+    deployment.runner("echo quick")
+    log = deployment.tmp / "runner-r.log"
+    run_id = deployment.new_run("quick")
+    wait_for(lambda: deployment.run(run_id)["state"] == "SUCCEEDED", what="SUCCEEDED")
+    printed = f"run {run_id}: "
+    wait_for(
+        lambda: any(line.split("runner: ", 1)[-1].startswith(printed)
+                    for line in log.read_text().splitlines()),
+        timeout=CLAIM_WAIT_S / 2,
+        what="the runner printing the run's end",
+    )  # fmt: skip
+    # and the runner still waits for the next run, which it then executes
+    second = deployment.new_run("next")
+    wait_for(lambda: deployment.run(second)["state"] == "SUCCEEDED", what="the next run")
+
+
 def test_a_command_printing_100_000_bytes_succeeds_with_its_whole_output(
     deployment: Deployment,
 ) -> None:
