@@ -59,6 +59,7 @@ from .sources import MAX_FILE_BYTES, MAX_FILES, MAX_TREE_BYTES
 from .triggers.matchers import Matcher
 from .triggers.model import Schedule, Trigger
 from .triggers.plain import PlainProblem, PlainReference, PlainTriggers, check_plain_triggers
+from .warnings import never_firing
 
 __all__ = [
     "CODE_SUMMARIES",
@@ -101,6 +102,7 @@ __all__ = [
     "comparable",
     "definition_roots_below",
     "find_definition_root",
+    "never_firing",
     "parse_directory",
     "parse_tree",
     "read_directory",

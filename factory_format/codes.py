@@ -45,6 +45,7 @@ class Code(StrEnum):
     INVALID_FILTER = "FF_INVALID_FILTER"
     INVALID_SCHEDULE = "FF_INVALID_SCHEDULE"
     LIMIT_EXCEEDED = "FF_LIMIT_EXCEEDED"
+    NEVER_FIRES = "FF_NEVER_FIRES"
 
 
 CODE_SUMMARIES: dict[Code, str] = {
@@ -84,4 +85,5 @@ CODE_SUMMARIES: dict[Code, str] = {
     Code.INVALID_FILTER: "a trigger filter key or value is not valid for its (provider, event)",
     Code.INVALID_SCHEDULE: "a cron expression is not valid",
     Code.LIMIT_EXCEEDED: "more resources of a kind than a factory may have",
+    Code.NEVER_FIRES: "a warning, the tree applies: a trigger the server can never fire",
 }

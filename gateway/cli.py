@@ -420,9 +420,11 @@ def _show_plan(plan: msgspec.Struct, args: argparse.Namespace) -> None:
     import os
 
     from gateway.platform.factory_files.models import Plan
-    from gateway.platform.factory_files.plan_text import plan_lines
+    from gateway.platform.factory_files.plan_text import diagnostic_line, plan_lines
 
     assert isinstance(plan, Plan)
+    for warning in plan.warnings:  # the tree applied (or would) all the same
+        print(f"warning: {diagnostic_line(warning)}", file=sys.stderr)
     if args.json:
         _print(plan)
         return

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from factory_format import Diagnostic, FactoryTree
+from factory_format import Diagnostic, FactoryTree, never_firing
 from factory_format.model import ResourceKey
 from gateway.accounts.identities import Principal, require_team
 from gateway.errors import Conflict, Forbidden, InvalidFactoryTree, InvalidRequest, NotFound
@@ -24,9 +24,14 @@ from gateway.platform.factory_files.plan import plan_changes
 from gateway.platform.factory_files.posted import Parsed, relocated
 from gateway.platform.factory_files.state import StoredState, load_state
 from gateway.platform.factory_files.write import write_changes
+from gateway.providers import PROVIDERS
 from gateway.services import Services
 from gateway.store import tables as t
 
+# where the events triggers wait for come from here: the provider connections, the custom
+# webhooks, schedules and the factory's own work items; a trigger of any other provider
+# (Microsoft Teams) never fires (a warning at plan and apply)
+FIRING = (*PROVIDERS, "webhook", "schedule", "factory")
 # a webhook's field in a plan when its managed secret changed
 SECRET_VALUE = "secret_value"  # noqa: S105 -- a field name, not a secret
 
@@ -93,7 +98,8 @@ async def _run(
                 secret_values=checked.secret_values,
             )
         webhooks = await _tree_webhooks(conn, services, tree, uid)
-    return Plan(factory_uid=uid, changes=changes, webhooks=webhooks)
+    warnings = [relocated(d, parsed.prefix) for d in never_firing(tree, FIRING)]
+    return Plan(factory_uid=uid, changes=changes, webhooks=webhooks, warnings=warnings)
 
 
 async def _locate(

@@ -75,6 +75,13 @@ class Plan(Struct, kw_only=True):
         list[Change], Meta(description="empty when the factory matches the tree already")
     ]
     webhooks: list[TreeWebhook]
+    warnings: Annotated[
+        list[Diagnostic],
+        Meta(
+            description="what the tree declares that this server can never act on (FF_NEVER_"
+            "FIRES: a trigger that never fires); the tree applies all the same"
+        ),
+    ] = []
 
 
 class InvalidTreeProblem(Problem, kw_only=True):

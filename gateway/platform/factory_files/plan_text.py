@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 
 from factory_format import Diagnostic
-from gateway.platform.factory_files import models
 from gateway.platform.factory_files.models import Change, Plan
 
 MARKS = {"create": "+", "update": "~", "delete": "-"}
@@ -38,7 +37,7 @@ def plan_lines(plan: Plan, *, applied: bool, colour: bool = False) -> list[str]:
     return [*lines, summary]
 
 
-def diagnostic_line(diagnostic: Diagnostic | models.Diagnostic) -> str:
+def diagnostic_line(diagnostic: Diagnostic) -> str:
     """`path:line:column: CODE: message` (what the place has of line and column)."""
     parts = (diagnostic.path, diagnostic.line, diagnostic.column)
     where = ":".join(str(part) for part in parts if part is not None)

@@ -429,3 +429,47 @@ def test_a_factory_made_through_the_api_takes_the_tree_and_its_foreman(world: Wo
     assert factory["foreman_agent_uid"] == stored[("agent", "boss")]["uid"]
     assert world.api("GET", f"/agent/identities/{world.agent_uid}").status_code == 200
     assert post(world, "plan", tree, factory_uid=world.factory_uid).json()["changes"] == []
+
+
+def test_triggers_that_can_never_fire_here_are_warnings(world: World) -> None:
+    """A Slack filter by channel or user name (Slack's events carry ids only) and a Microsoft
+    Teams trigger (no connection here): plan and apply warn, and the tree applies."""
+    by_name = (
+        "  - provider: slack\n    event: reaction_added\n    filter:\n"
+        "      channels: [intake, triage]\n      users: [ana]\n      emojis: [ticket]\n"
+    )
+    teams = (
+        "  - provider: teams\n    event: app_mention\n    filter:\n"
+        "      team_ids: [0f8fad5b-d9cb-469f-a165-70867728950e]\n"
+        "      channel_ids: ['19:abc@thread.tacv2']\n"
+    )
+    ids = "  - provider: slack\n    event: app_mention\n    filter:\n      channel_ids: [C0123AB]\n"
+    files = minimal(
+        files={
+            "automations/by-name/automation.md": automation(by_name),
+            "automations/teams/automation.md": automation(teams),
+            "automations/by-id/automation.md": automation(ids),
+        }
+    )
+    planned = post(world, "plan", files)
+    assert planned.status_code == 200, planned.json()
+    warnings = planned.json()["warnings"]
+    assert [(w["path"], w["code"]) for w in warnings] == [
+        ("automations/by-name/automation.md", "FF_NEVER_FIRES"),
+        ("automations/by-name/automation.md", "FF_NEVER_FIRES"),
+        ("automations/teams/automation.md", "FF_NEVER_FIRES"),
+    ]
+    channels, users, no_connection = warnings
+    assert channels["line"] == 6 and channels["message"].startswith(
+        "slack channel_ids: 'intake' is a name, and Slack's events carry ids only"
+    )
+    assert "(channel_ids: [C0123ABCD])" in channels["message"]
+    assert users["message"].startswith("slack user_ids: 'ana' is a name")
+    assert no_connection["message"] == (
+        "trigger teams / app_mention: this server has no teams connection, so the trigger "
+        "never fires here"
+    )
+    done = applied(world, files)
+    assert done["warnings"] == warnings and len(done["changes"]) == 6
+    clean = applied(world, minimal(files={"automations/by-id/automation.md": automation(ids)}))
+    assert clean["warnings"] == []
