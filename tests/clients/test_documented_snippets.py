@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.npm_packages import node, node_modules
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway
 from tests.platform.factory_files.support import EXAMPLES
 from tests.support import CLI_SECRET_KEY
