@@ -82,7 +82,7 @@ def test_serve_starts_with_one_block_saying_what_it_runs_with(tmp_path: Path) ->
     assert block["message"] == "gateway starting"
     assert block["backend"] == "embedded (in-process limits and de-duplication)"
     assert block["database"].endswith("/g.db") and block["secret_key"] == "data/secret.key"
-    assert block["evaluator"] == "process, priority low"
+    assert block["evaluator"] == "process, priority normal"
     assert block["listen"] == f"http://127.0.0.1:{port} (uvicorn, 1 worker(s))"
     assert done.returncode != 0  # the port was taken
 
