@@ -140,8 +140,13 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
 
 
 async def _crash(request: Request, exc: Exception) -> Response:
+    """A 500 closes its connection and says so (`Connection: close`): Starlette re-raises the
+    error once this answer is out, and uvicorn then closes the connection; without the header a
+    keep-alive client sent its next request into the closed socket and had it reset."""
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _problem(ServiceError("an internal error occurred; it has been logged"))
+    answer = _problem(ServiceError("an internal error occurred; it has been logged"))
+    answer.headers["connection"] = "close"
+    return answer
 
 
 def app_from_environment() -> ASGIApp:
