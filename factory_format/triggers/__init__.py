@@ -15,12 +15,20 @@ from .catalogue import (
     event_spec,
     provider_spec,
 )
-from .cron import MIN_EVERY_SECONDS, CronError, CronSchedule, next_slot, parse_cron
+from .cron import (
+    MAX_EVERY_SECONDS,
+    MIN_EVERY_SECONDS,
+    CronError,
+    CronSchedule,
+    next_slot,
+    parse_cron,
+)
 from .matchers import Matcher
 from .model import Schedule, Trigger
 
 __all__ = [
     "CATALOGUE",
+    "MAX_EVERY_SECONDS",
     "MIN_EVERY_SECONDS",
     "WEBHOOK_UID_PATTERN",
     "WORK_ITEM_STAGES",

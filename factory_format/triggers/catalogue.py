@@ -29,13 +29,15 @@ GITHUB_ID_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 class FilterKey(Struct, frozen=True, kw_only=True):
     """One canonical filter key of an event. Values are strings unless `value_type` says
-    otherwise; `in_only` keys reject `not_in`; a `required` key must hold at least one value."""
+    otherwise; `in_only` keys reject `not_in`; a `required` key must hold at least one value;
+    a `distinct` key refuses a value listed twice."""
 
     name: str
     value_type: ValueType = "string"
     in_only: bool = False
     required: bool = False
     max_values: int | None = None
+    distinct: bool = False  # a value may be listed once (references: a webhook, a schedule)
     pattern: str | None = None
     pattern_hint: str = ""
     known_values: tuple[str, ...] = ()
@@ -176,10 +178,11 @@ _SPECIAL_KEYS: dict[tuple[str, str], dict[str, Any]] = {
         "pattern": r"^19:.+@thread\.[a-z0-9]+$",
         "pattern_hint": "a Teams channel id like 19:abc...@thread.tacv2",
     },
-    ("schedule", "schedule_ids"): {"in_only": True},
+    ("schedule", "schedule_ids"): {"in_only": True, "distinct": True},
     ("factory", "stages"): {"known_values": WORK_ITEM_STAGES},
     ("webhook", "webhook_ids"): {
         "in_only": True,
+        "distinct": True,
         "required": True,
         "pattern": WEBHOOK_UID_PATTERN,
         "pattern_hint": "a webhook UID (wh_...)",

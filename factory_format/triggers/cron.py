@@ -13,9 +13,19 @@ from msgspec import Struct
 
 from ..diagnostics import show
 
-__all__ = ["MIN_EVERY_SECONDS", "CronError", "CronSchedule", "next_slot", "parse_cron"]
+__all__ = [
+    "MAX_EVERY_SECONDS",
+    "MIN_EVERY_SECONDS",
+    "CronError",
+    "CronSchedule",
+    "next_slot",
+    "parse_cron",
+]
 
 MIN_EVERY_SECONDS = 60
+# `@every` at most a (leap) year: @yearly says the same more plainly; a longer interval
+# puts its slots past what a date can hold (year 9999) or past any use
+MAX_EVERY_SECONDS = 366 * 24 * 3600
 MAX_LENGTH = 200
 
 
@@ -212,6 +222,11 @@ def _every_seconds(duration: str) -> int:
         pos = match.end()
     if total < MIN_EVERY_SECONDS:
         raise CronError(f"@every {show(duration)}: the interval must be at least 1m")
+    if total > MAX_EVERY_SECONDS:
+        raise CronError(
+            f"@every {show(duration)}: the interval must be at most 8784h (366 days); "
+            "use @yearly for once a year"
+        )
     return int(total)
 
 
@@ -228,7 +243,10 @@ def next_slot(schedule: CronSchedule, after: datetime) -> datetime:
     if schedule.every_seconds is not None:
         step = schedule.every_seconds
         seconds = int(after.timestamp()) // step * step + step
-        return datetime.fromtimestamp(seconds, UTC)
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError) as exc:  # past year 9999
+            raise CronError(f"{show(schedule.expression)} has no slot a date can hold") from exc
     start = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
     day = start.date()
     for _ in range(_SEARCH_DAYS):
@@ -236,6 +254,8 @@ def next_slot(schedule: CronSchedule, after: datetime) -> datetime:
             found = _first_time(schedule, day, start if day == start.date() else None)
             if found is not None:
                 return found
+        if day == date.max:
+            break
         day += timedelta(days=1)
     raise CronError(f"{show(schedule.expression)} matches no date in the next {_SEARCH_DAYS} days")
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from filters import MAX_LIST_VALUES
+
 from ..diagnostics import show
 from ..positions import DocPath
 from .catalogue import FilterKey, KeyAlias
@@ -51,6 +53,7 @@ def read_matcher(
         return None
     parts = _parts(raw)
     ok = all([_check_values(values, at, key, by_name, report, explain) for at, values in parts])
+    ok = all([_check_count(values, at, key, written, report) for at, values in parts]) and ok
     included = next((v for at, v in parts if at != ("not_in",)), [])
     excluded = next((v for at, v in parts if at == ("not_in",)), [])
     if excluded and key.in_only:
@@ -106,6 +109,32 @@ def _value_problem(
     if key.pattern and not by_name and not re.match(key.pattern, value):
         return explain(value) or f"{show(value)} is not {key.pattern_hint}"
     return None
+
+
+def _check_count(
+    values: list[Any], at: DocPath, key: FilterKey, written: str, report: Report
+) -> bool:
+    """At most MAX_LIST_VALUES distinct values in one list, the limit the matchers the
+    evaluator compiles hold to (a longer list would be stored and then never match); on a
+    `distinct` key, no value twice."""
+    ok = True
+    if key.distinct:
+        seen: set[Any] = set()
+        for index, value in enumerate(values):
+            if _hashable(value) and value in seen:
+                report((*at, index), f"{show(value)} is listed twice in `{written}`; keep one")
+                ok = False
+            if _hashable(value):
+                seen.add(value)
+    distinct = {value for value in values if _hashable(value)}
+    if len(distinct) > MAX_LIST_VALUES:
+        report(at, f"`{written}` takes at most {MAX_LIST_VALUES} values, not {len(distinct)}")
+        ok = False
+    return ok
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int))
 
 
 def _check_overlap(included: list[Any], excluded: list[Any], report: Report) -> bool:

@@ -28,7 +28,13 @@ from gateway.deliveries import provider_trace
 from gateway.deliveries.filter_backtest import Window, accepted_deliveries
 from gateway.deliveries.models import Delivery, FilterTestResult, TestedDelivery
 from gateway.errors import InvalidRequest, NotFound
-from gateway.providers import EventMatcher, TriggerEvent, compile_trigger_filter, normalize
+from gateway.providers import (
+    EventMatcher,
+    TriggerEvent,
+    TriggerFilterError,
+    compile_trigger_filter,
+    normalize,
+)
 from gateway.store import tables as t
 
 
@@ -104,11 +110,17 @@ async def automation_to_test(
         raise NotFound(f"automation_uid: no automation {automation_uid} in this team")
     repositories = frozenset(repository_keys(row.repositories))
     triggers = msgspec.convert(row.triggers, list[CanonicalTrigger])
-    found = [
-        _tested(i, trigger, repositories)
-        for i, trigger in enumerate(triggers)
-        if trigger.provider == connection.provider
-    ]
+    try:
+        found = [
+            _tested(i, trigger, repositories)
+            for i, trigger in enumerate(triggers)
+            if trigger.provider == connection.provider
+        ]
+    except TriggerFilterError as exc:  # stored before the rule that now refuses it when written
+        raise InvalidRequest(
+            f"automation_uid: a trigger of {automation_uid} has a filter the evaluator cannot "
+            f"use ({exc.path}: {exc.message}); write the automation again"
+        ) from None
     if not found:
         raise InvalidRequest(
             f"automation_uid: {automation_uid} has no {connection.provider} trigger"

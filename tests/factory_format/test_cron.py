@@ -9,7 +9,7 @@ from croniter import croniter
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from factory_format.triggers import CronError, next_slot, parse_cron
+from factory_format.triggers import CronError, CronSchedule, next_slot, parse_cron
 from tests.examples import examples
 
 
@@ -78,6 +78,7 @@ def test_descriptors(text: str, same_as: str) -> None:
         ("@every 60s", 60),
         ("@every 2h0m0s", 7200),
         ("@every 90000ms", 90),
+        ("@every 8784h", 366 * 24 * 3600),
     ],
 )
 def test_every(text: str, seconds: int) -> None:
@@ -120,6 +121,9 @@ def test_day_fields_record_whether_they_are_restricted() -> None:
         ("@reboot", "unknown descriptor"),
         ("@every", "needs a duration"),
         ("@every 30s", "at least 1m"),
+        ("@every 8785h", "at most 8784h"),
+        ("@every 87600000h", "at most 8784h"),
+        ("@every " + "9" * 190 + "h", "at most 8784h"),
         ("@every -1h", "positive"),
         ("@every 1d", "not a duration"),
         ("@every h", "not a duration"),
@@ -191,3 +195,15 @@ def test_next_slot_of_descriptors_and_every() -> None:
     slot = next_slot(parse_cron("@every 90m"), after)
     assert slot > after and slot.timestamp() % 5400 == 0 and slot - after <= timedelta(minutes=90)
     assert next_slot(parse_cron("@every 90m"), slot) == slot + timedelta(minutes=90)
+
+
+def test_the_longest_every_has_a_slot_and_none_past_what_a_date_holds() -> None:
+    longest = parse_cron("@every 8784h")
+    after = datetime(2026, 12, 2, tzinfo=UTC)
+    slot = next_slot(longest, after)
+    assert after < slot <= after + timedelta(days=366)
+    # a stored interval from before the cap: refused as a CronError (the callers skip it),
+    # never an OverflowError from the date arithmetic
+    huge = CronSchedule(expression="@every 87600000h", every_seconds=87_600_000 * 3600)
+    with pytest.raises(CronError, match="no slot"):
+        next_slot(huge, after)

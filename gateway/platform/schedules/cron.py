@@ -1,5 +1,7 @@
 """Cron schedules: the 5-field syntax (minute hour day-of-month month day-of-week), evaluated in
-UTC. Parsing and iteration are croniter's; this module only fixes what is accepted."""
+UTC. What is accepted is what factory files accept in an inline schedule (factory_format's
+robfig/cron parser, without its descriptors): one grammar for both, so a reversed range
+(`1-0`) or a weekday 7 is refused here as it is there. Iteration is croniter's."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from datetime import UTC, datetime
 
 from croniter import CroniterError, croniter
 
+from factory_format.triggers import CronError, parse_cron
 from gateway.errors import InvalidRequest
 
 MAX_LENGTH = 200
@@ -22,6 +25,10 @@ def check(expression: str, field: str = "cron_schedule") -> str:
             'for example "0 9 * * *"'
         )
     normalised = " ".join(parts)
+    try:
+        parse_cron(normalised)
+    except CronError as exc:
+        raise InvalidRequest(f"{field}: {exc}") from None
     if not croniter.is_valid(normalised):
         raise InvalidRequest(f"{field}: {expression!r} is not a valid cron expression")
     try:

@@ -77,6 +77,9 @@ def test_invalid_schedules_are_400_naming_the_field(world: World) -> None:
         ({"cron_schedule": "@daily"}, "cron_schedule"),
         ({"cron_schedule": "61 * * * *"}, "cron_schedule"),
         ({"cron_schedule": "0 0 31 2 *"}, "cron_schedule"),
+        # the grammar of factory files' schedules (croniter alone took these)
+        ({"cron_schedule": "1-0 * * * *"}, 'cron_schedule: minute field "1-0": the range'),
+        ({"cron_schedule": "0 9 * * 7"}, 'cron_schedule: day of week field "7"'),
         ({"prompt": None}, "prompt"),
         ({"agent_config": {"skill_spec": "not a spec"}}, "agent_config.skill_spec"),
         ({"agent_config": {"model_id": "no-such-model"}}, "agent_config.model_id"),
