@@ -46,6 +46,7 @@ class Code(StrEnum):
     INVALID_SCHEDULE = "FF_INVALID_SCHEDULE"
     LIMIT_EXCEEDED = "FF_LIMIT_EXCEEDED"
     NEVER_FIRES = "FF_NEVER_FIRES"
+    UNLISTED_MODEL = "FF_UNLISTED_MODEL"
 
 
 CODE_SUMMARIES: dict[Code, str] = {
@@ -86,4 +87,6 @@ CODE_SUMMARIES: dict[Code, str] = {
     Code.INVALID_SCHEDULE: "a cron expression is not valid",
     Code.LIMIT_EXCEEDED: "more resources of a kind than a factory may have",
     Code.NEVER_FIRES: "a warning, the tree applies: a trigger the server can never fire",
+    Code.UNLISTED_MODEL: "a warning, not an error: a model id outside the server's catalogue "
+    "(the server checks it; an error with GATEWAY_STRICT_MODEL_CATALOGUE=1)",
 }

@@ -84,8 +84,8 @@ BUILTIN_MODELS: tuple[ModelSpec, ...] = (
         provider="google",
         cost=ModelCostSpec(input_per_million_tokens=1.25, output_per_million_tokens=10.0),
     ),
-    # the ids factory definition files name (the public warp-factory-examples apply with the
-    # built-in list); no list price is published for these here
+    # the ids factory definition files name (the public warp-factory-examples and
+    # warp-factories-setup trees apply with the built-in list); no list price here
     *(
         ModelSpec(id=model_id, display_name=name, provider=provider)
         for model_id, name, provider in (
@@ -97,6 +97,8 @@ BUILTIN_MODELS: tuple[ModelSpec, ...] = (
             ("gpt-5-6-sol-high", "GPT-5.6 Sol (high reasoning)", "openai"),
             ("gpt-5-6-terra-high", "GPT-5.6 Terra (high reasoning)", "openai"),
             ("grok-4-5-high", "Grok 4.5 (high reasoning)", "xai"),
+            # warpdotdev-demos/warp-factories-setup, example-ticket-factory
+            ("glm-5.3-fireworks", "GLM 5.3 (Fireworks)", "fireworks"),
         )
     ),
 )

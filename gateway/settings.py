@@ -120,6 +120,9 @@ class Settings:
     access_log: AccessLog = "on"
     # what runs and agents may select (GATEWAY_MODELS[_FILE], GATEWAY_ENVIRONMENTS[_FILE])
     models: tuple[ModelSpec, ...] = BUILTIN_MODELS
+    # factory files naming a model outside `models`: a warning in the plan, or (strict) an
+    # error (GATEWAY_STRICT_MODEL_CATALOGUE; docs/configuration.md)
+    strict_model_catalogue: bool = False
     environments: tuple[EnvironmentSpec, ...] = BUILTIN_ENVIRONMENTS
     # where attachment content is kept, and what may be uploaded (gateway/attachment_storage)
     attachments: AttachmentStorage = field(default_factory=AttachmentStorage)
@@ -190,6 +193,13 @@ def load_settings(
         log_format=_choice(env, "log_format", LOG_FORMATS),
         access_log=_choice(env, "access_log", ("on", "off")),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or DEFAULTS.models,
+        strict_model_catalogue=_choice(
+            env,
+            "strict_model_catalogue",
+            ("0", "1"),
+            "1" if DEFAULTS.strict_model_catalogue else "0",
+        )
+        == "1",
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or DEFAULTS.environments,
         attachments=_attachments(env),
     )

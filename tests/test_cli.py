@@ -20,12 +20,16 @@ from tests.support import CLI_SECRET_KEY as SECRET_KEY
 from tests.support import Cli
 
 
-def gateway(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`python -m gateway ...` in a process of its own, on tmp_path/cli.db."""
+def gateway(
+    tmp_path: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m gateway ...` in a process of its own, on tmp_path/cli.db (`env`: variables
+    set besides)."""
     env = {
         **os.environ,
         "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db",
         "GATEWAY_SECRET_KEY": SECRET_KEY,
+        **(env or {}),
     }
     env.pop("GATEWAY_REDIS_URL", None)
     return subprocess.run(

@@ -13,6 +13,8 @@ from factory_format.triggers import CATALOGUE
 from tests.factory_format.support import MINIMAL
 
 PACKAGE = Path(__file__).resolve().parents[2] / "factory_format"
+# the checks only the server makes (factory_format.Code names them all)
+SERVER_CHECKS = Path(__file__).resolve().parents[2] / "gateway" / "platform" / "factory_files"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "factory-files.md"
 
 
@@ -23,7 +25,8 @@ def test_codes_are_stable_names_with_a_summary() -> None:
 
 
 def test_every_code_is_raised_by_the_parser() -> None:
-    source = "\n".join(p.read_text() for p in PACKAGE.rglob("*.py") if p.name != "codes.py")
+    files = [*PACKAGE.rglob("*.py"), *SERVER_CHECKS.glob("*.py")]
+    source = "\n".join(p.read_text() for p in files if p.name != "codes.py")
     schemas = "\n".join(p.read_text() for p in PACKAGE.rglob("*.schema.json"))
     defaults = {
         "UNKNOWN_FIELD",

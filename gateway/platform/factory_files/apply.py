@@ -78,6 +78,7 @@ async def _run(
             models=services.settings.models,
             environments=services.settings.environments,
             box=services.secret_box,
+            strict_models=services.settings.strict_model_catalogue,
         )
         checked = await check_tree(conn, catalogue, tree, state)
         if checked.diagnostics:
@@ -98,7 +99,10 @@ async def _run(
                 secret_values=checked.secret_values,
             )
         webhooks = await _tree_webhooks(conn, services, tree, uid)
-    warnings = [relocated(d, parsed.prefix) for d in never_firing(tree, FIRING)]
+    warnings = sorted(
+        (relocated(d, parsed.prefix) for d in [*checked.warnings, *never_firing(tree, FIRING)]),
+        key=Diagnostic.sort_key,
+    )
     return Plan(factory_uid=uid, changes=changes, webhooks=webhooks, warnings=warnings)
 
 

@@ -10,6 +10,7 @@ connection resolves them), worker hosts (a worker that has not registered yet is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -26,6 +27,8 @@ from gateway.store import tables as t
 from gateway.webhooks.management import WEBHOOKS_PER_FACTORY, check_secret_value
 
 MODELS_SHOWN = 12  # model ids a message lists before "..."
+# what a model id may look like (gateway.catalog's Id): letters, digits and . : / @ + - _
+MODEL_ID = re.compile(r"[A-Za-z0-9][\w.:/@+-]{0,199}")
 
 
 @dataclass(frozen=True)
@@ -37,23 +40,29 @@ class Catalogue:
     models: tuple[ModelSpec, ...]
     environments: tuple[EnvironmentSpec, ...]
     box: SecretBox
+    strict_models: bool = False  # GATEWAY_STRICT_MODEL_CATALOGUE: an unlisted model is an error
 
 
 @dataclass
 class Checked:
-    """The diagnostics, and what the checks read that apply writes: the values of the team
-    secrets webhook files name (a file webhook reads its secret at apply)."""
+    """The diagnostics, the warnings (problems that do not stop apply: the plan shows them),
+    and what the checks read that apply writes: the values of the team secrets webhook files
+    name (a file webhook reads its secret at apply)."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
     secret_values: dict[str, str] = field(default_factory=dict)
 
-    def add(self, where: DeferredReference | str, code: Code, message: str) -> None:
+    def add(
+        self, where: DeferredReference | str, code: Code, message: str, *, warning: bool = False
+    ) -> None:
+        found = self.warnings if warning else self.diagnostics
         if isinstance(where, str):
-            self.diagnostics.append(
+            found.append(
                 Diagnostic(path=where, line=None, column=None, code=code.value, message=message)
             )
             return
-        self.diagnostics.append(
+        found.append(
             Diagnostic(
                 path=where.path,
                 line=where.line,
@@ -136,16 +145,34 @@ Check = Callable[[DeferredReference, Known, Catalogue, Checked], None]
 
 
 def _model(ref: DeferredReference, _known: Known, catalogue: Catalogue, out: Checked) -> None:
+    """A model of the catalogue, not disabled. The server runs no model (runners do): a
+    well-formed id the catalogue does not list is a warning the plan shows, unless the operator
+    asked for a strict catalogue."""
     model = next((m for m in catalogue.models if m.id == ref.value), None)
     if model is None:
         ids = [m.id for m in catalogue.models if not m.disabled]
         shown = ", ".join(ids[:MODELS_SHOWN]) + (", ..." if len(ids) > MODELS_SHOWN else "")
-        out.add(
-            ref,
-            Code.INVALID_REFERENCE,
-            f"unknown model {ref.value!r}: name a model of this server (GET /api/v1/agent/models: "
-            f"{shown})",
-        )
+        listed = f"GET /api/v1/agent/models: {shown}"
+        if not MODEL_ID.fullmatch(ref.value):
+            out.add(
+                ref,
+                Code.INVALID_REFERENCE,
+                f"{ref.value!r} is not a model id (letters, digits and . : / @ + - _; {listed})",
+            )
+        elif catalogue.strict_models:
+            out.add(
+                ref,
+                Code.INVALID_REFERENCE,
+                f"unknown model {ref.value!r}: name a model of this server ({listed})",
+            )
+        else:
+            out.add(
+                ref,
+                Code.UNLISTED_MODEL,
+                f"model {ref.value!r} is not in this server's catalogue ({listed}): applied as "
+                "written; the runner that executes the runs must know it",
+                warning=True,
+            )
     elif model.disabled:
         reason = f" ({model.disabled_reason})" if model.disabled_reason else ""
         out.add(ref, Code.INVALID_REFERENCE, f"model {ref.value!r} is disabled{reason}")

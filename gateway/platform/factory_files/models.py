@@ -78,8 +78,9 @@ class Plan(Struct, kw_only=True):
     warnings: Annotated[
         list[Diagnostic],
         Meta(
-            description="what the tree declares that this server can never act on (FF_NEVER_"
-            "FIRES: a trigger that never fires); the tree applies all the same"
+            description="problems that do not stop apply, as diagnostics (FF_NEVER_FIRES: a "
+            "trigger that never fires here; FF_UNLISTED_MODEL: a model id outside this server's "
+            "catalogue); empty when there are none"
         ),
     ] = []
 

@@ -32,6 +32,7 @@ def test_each_example_applies_unchanged_then_plans_empty(world: World, name: str
     plan = post(world, "plan", files)
     assert plan.status_code == 200, plan.json()
     assert plan.json()["factory_uid"] is None  # a plan creates nothing
+    assert plan.json()["warnings"] == []  # the catalogue lists every model the examples name
 
     first = applied(world, files)
     assert first["changes"] == plan.json()["changes"]

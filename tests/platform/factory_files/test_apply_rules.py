@@ -182,7 +182,7 @@ def test_references_the_server_resolves_are_diagnostics_at_their_place(world: Wo
         "refs",
         {
             "factory.yaml": minimal("refs")["factory.yaml"] + "alias: TAKEN\nsecrets: [NOPE]\n",
-            "agents/boss/agent.md": "---\nagentType: FOREMAN\nmodel: gpt-9\nrunner: elsewhere\n"
+            "agents/boss/agent.md": "---\nagentType: FOREMAN\nmodel: gpt 9\nrunner: elsewhere\n"
             "environmentId: env-nope\n---\nLead.\n",
             "webhooks/inbox.yaml": webhook("hook-token", "url_token", deliveryIdHeader="X-Api-Key"),
             "automations/hook/automation.md": automation(webhook_trigger("wh_" + "0" * 32)),
@@ -190,7 +190,7 @@ def test_references_the_server_resolves_are_diagnostics_at_their_place(world: Wo
     )
     found = _diagnostics(post(world, "plan", tree))
     assert [(d["path"], d["line"], d["code"]) for d in found] == [
-        ("agents/boss/agent.md", 3, "FF_INVALID_REFERENCE"),  # model
+        ("agents/boss/agent.md", 3, "FF_INVALID_REFERENCE"),  # model (not a model id)
         ("agents/boss/agent.md", 4, "FF_INVALID_REFERENCE"),  # runner
         ("agents/boss/agent.md", 5, "FF_INVALID_REFERENCE"),  # environment
         ("automations/hook/automation.md", 6, "FF_INVALID_REFERENCE"),  # webhook UID
@@ -200,7 +200,7 @@ def test_references_the_server_resolves_are_diagnostics_at_their_place(world: Wo
         ("webhooks/inbox.yaml", 3, "FF_INVALID_VALUE"),  # credential header
     ]
     messages = " ".join(d["message"] for d in found)
-    assert "gpt-9" in messages and "wh_" + "0" * 32 in messages and "Taken" not in messages
+    assert "gpt 9" in messages and "wh_" + "0" * 32 in messages and "Taken" not in messages
     assert _diagnostics(post(world, "apply", tree)) == found
     names = [f["name"] for f in world.api("GET", "/factory").json()["factories"]]
     assert "refs" not in names  # nothing was created

@@ -112,9 +112,17 @@ def test_problems_go_to_stderr_with_their_place_and_change_nothing(tmp_path: Pat
     assert lines[-1] == "gateway apply: 1 problem(s); nothing changed"
     assert automations(tmp_path) == []
     agent.write_text(agent.read_text().replace("agentType: BOSS", "agentType: FOREMAN"))
-    result = gateway(tmp_path, "apply", str(tree), "--team", team, check=False)
+    strict = {"GATEWAY_STRICT_MODEL_CATALOGUE": "1"}
+    result = gateway(tmp_path, "apply", str(tree), "--team", team, check=False, env=strict)
     assert result.returncode == 1
     assert result.stderr.startswith("factory.yaml:11:10: FF_INVALID_REFERENCE: unknown model")
+    assert automations(tmp_path) == []
+    # by default a model outside the catalogue is a warning: applied, said on stderr
+    result = gateway(tmp_path, "apply", str(tree), "--team", team, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("factory.yaml:11:10: warning: FF_UNLISTED_MODEL: model 'autoo'")
+    assert json.loads(result.stdout)["warnings"][0]["code"] == "FF_UNLISTED_MODEL"
+    assert automations(tmp_path) == ["pr-opened"]
     missing = gateway(tmp_path, "apply", str(tree), "--factory", "fac_nope", check=False)
     assert missing.returncode == 1 and "no factory fac_nope" in missing.stderr
     neither = gateway(tmp_path, "apply", str(tree), check=False)
