@@ -56,8 +56,10 @@ CODE_SUMMARIES: dict[Code, str] = {
     Code.SYMLINK: "a resource path is a symbolic link; links are never followed",
     Code.INVALID_NAME: "a name taken from a path has characters names may not have",
     Code.TOO_MANY_FILES: "the tree has more than 256 definition files",
-    Code.FILE_TOO_LARGE: "a definition file is larger than 256 KiB",
-    Code.TREE_TOO_LARGE: "the definition files add up to more than 2 MiB",
+    Code.FILE_TOO_LARGE: "a definition file is larger than 256 KiB, or holds more than 10,000 "
+    "YAML values",
+    Code.TREE_TOO_LARGE: "the definition files add up to more than 2 MiB, or hold more than "
+    "25,000 YAML values",
     Code.INVALID_ENCODING: "a file is not UTF-8 text",
     Code.MISSING_FACTORY: "no factory.yaml at the root of the tree",
     Code.YAML_SYNTAX: "the YAML does not parse",

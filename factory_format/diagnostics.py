@@ -9,7 +9,12 @@ from msgspec import Meta, Struct
 
 from .codes import Code
 
-__all__ = ["Diagnostic", "Diagnostics", "Position", "show"]
+__all__ = ["MAX_FILE_PROBLEMS", "Diagnostic", "Diagnostics", "Position", "show"]
+
+# the problems of one file that are kept; past them a file's scan stops where it can (strict
+# YAML, docs/factory-files.md "Limits"), and the rest are only counted (`omitted`): a file of
+# 85,000 aliases is 20 diagnostics, not 85,000
+MAX_FILE_PROBLEMS = 20
 
 
 class Position(Struct, frozen=True):
@@ -34,14 +39,17 @@ class Diagnostic(Struct, frozen=True, kw_only=True):
 
 
 class Diagnostics:
-    """Collects the diagnostics of one parse, in any order; `sorted()` gives them by file
-    and position."""
+    """Collects the diagnostics of one parse, in any order, each once; `sorted()` gives them
+    by file and position. At most MAX_FILE_PROBLEMS of one file are kept: the others are
+    counted in `omitted` (a lower bound: a file's scan stops soon after)."""
 
     def __init__(self) -> None:
-        self._items: list[Diagnostic] = []
+        self._items: dict[Diagnostic, None] = {}
+        self._per_file: dict[str, int] = {}
+        self.omitted = 0
 
     def add(self, path: str, where: Position | None, code: Code, message: str) -> None:
-        self._items.append(
+        self._keep(
             Diagnostic(
                 path=path,
                 line=where.line if where else None,
@@ -52,13 +60,28 @@ class Diagnostics:
         )
 
     def extend(self, items: list[Diagnostic]) -> None:
-        self._items.extend(items)
+        for item in items:
+            self._keep(item)
+
+    def _keep(self, item: Diagnostic) -> None:
+        if item in self._items:
+            return
+        kept = self._per_file.get(item.path, 0)
+        if kept >= MAX_FILE_PROBLEMS:
+            self.omitted += 1
+            return
+        self._per_file[item.path] = kept + 1
+        self._items[item] = None
+
+    def full(self, path: str) -> bool:
+        """Whether `path` has as many problems as are kept: its scan may stop."""
+        return self._per_file.get(path, 0) >= MAX_FILE_PROBLEMS
 
     def __len__(self) -> int:
         return len(self._items)
 
     def sorted(self) -> tuple[Diagnostic, ...]:
-        return tuple(sorted(set(self._items), key=Diagnostic.sort_key))
+        return tuple(sorted(self._items, key=Diagnostic.sort_key))
 
 
 def show(value: Any) -> str:

@@ -13,7 +13,7 @@ from .frontmatter import FrontmatterError, split_frontmatter
 from .layout import FileKind
 from .positions import DocPath, Positions
 from .sources import SourceFile
-from .yaml_strict import load_yaml
+from .yaml_strict import NodeBudget, load_yaml
 
 __all__ = ["Document", "load_document"]
 
@@ -63,7 +63,11 @@ class Document:
         sink.add(self.path, where, code, message)
 
 
-def load_document(source: SourceFile, sink: Diagnostics) -> Document | None:
+def load_document(
+    source: SourceFile, sink: Diagnostics, budget: NodeBudget | None = None
+) -> Document | None:
+    """The document of `source`, or None once its problems are reported; `budget`: the YAML
+    values the tree's files may still hold."""
     body: str | None = None
     text, offset = source.text, 0
     if source.kind.markdown:
@@ -73,7 +77,7 @@ def load_document(source: SourceFile, sink: Diagnostics) -> Document | None:
             sink.add(source.path, Position(exc.line, 1), Code.MALFORMED_FRONTMATTER, exc.message)
             return None
         text, offset, body = split.frontmatter, 1, split.body
-    loaded = load_yaml(text, source.path, sink, line_offset=offset)
+    loaded = load_yaml(text, source.path, sink, line_offset=offset, budget=budget)
     if loaded is None:
         return None
     value = loaded.value

@@ -24,6 +24,7 @@ from .model import BenchmarkSuite, FactoryTree
 from .schemas import CURRENT_VERSION, VERSIONS, validator_for
 from .shape_check import check_shape
 from .sources import SourceFile, collect_sources
+from .yaml_strict import NodeBudget
 
 __all__ = ["ParseResult", "parse_tree"]
 
@@ -34,6 +35,7 @@ class ParseResult(Struct, frozen=True, kw_only=True):
 
     diagnostics: tuple[Diagnostic, ...]
     tree: FactoryTree | None = None
+    omitted: int = 0  # problems found beyond MAX_FILE_PROBLEMS of a file, not listed
 
     @property
     def ok(self) -> bool:
@@ -47,18 +49,21 @@ def parse_tree(files: Mapping[str, str], *, found: Iterable[Diagnostic] = ()) ->
     sink.extend(list(found))
     sources = collect_sources(files, sink)
     if sources is None:
-        return ParseResult(diagnostics=sink.sorted())
+        return _result(sink)
     if not _has_factory(sources, files, sink):
-        return ParseResult(diagnostics=sink.sorted())
+        return _result(sink)
     factory_source = next(s for s in sources if s.kind is FileKind.FACTORY)
-    factory_doc = load_document(factory_source, sink) if factory_source.readable else None
+    budget = NodeBudget()  # the YAML values all files may hold, taken file by file
+    factory_doc = load_document(factory_source, sink, budget) if factory_source.readable else None
     if not _version_ok(factory_doc, sink):
-        return ParseResult(diagnostics=sink.sorted())
+        return _result(sink)
     docs = [factory_doc] if factory_doc else []
     docs += [
         d
         for s in sources
-        if s.readable and s is not factory_source and (d := load_document(s, sink)) is not None
+        if s.readable
+        and s is not factory_source
+        and (d := load_document(s, sink, budget)) is not None
     ]
     for doc in docs:
         validator = validator_for(doc.kind, CURRENT_VERSION)
@@ -68,9 +73,13 @@ def parse_tree(files: Mapping[str, str], *, found: Iterable[Diagnostic] = ()) ->
     check_tree(sources, docs, ctx)
     built = _build(docs, factory_doc, ctx)
     if built is None or len(sink):
-        return ParseResult(diagnostics=sink.sorted())
+        return _result(sink)
     tree = assemble(built, ctx)
-    return ParseResult(diagnostics=sink.sorted(), tree=tree if not len(sink) else None)
+    return _result(sink, tree if not len(sink) else None)
+
+
+def _result(sink: Diagnostics, tree: FactoryTree | None = None) -> ParseResult:
+    return ParseResult(diagnostics=sink.sorted(), tree=tree, omitted=sink.omitted)
 
 
 def _has_factory(sources: list[SourceFile], files: Mapping[str, str], sink: Diagnostics) -> bool:

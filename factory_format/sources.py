@@ -3,6 +3,7 @@ size and duplicate checks that come before any parsing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -97,6 +98,9 @@ def _name_ok(path: str, placement: Placement, sink: Diagnostics) -> bool:
     return True
 
 
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
 def _text_ok(path: str, text: str, sink: Diagnostics) -> bool:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:
@@ -108,19 +112,20 @@ def _text_ok(path: str, text: str, sink: Diagnostics) -> bool:
             f"{MAX_FILE_BYTES} bytes (256 KiB): shorten it",
         )
         return False
-    for index, char in enumerate(text):
-        if char == "\x00" or "\ud800" <= char <= "\udfff":
-            line = text.count("\n", 0, index) + 1
-            column = index - (text.rfind("\n", 0, index) + 1) + 1
-            what = "a NUL character" if char == "\x00" else "an unpaired surrogate"
-            sink.add(
-                path,
-                Position(line, column),
-                Code.INVALID_ENCODING,
-                f"the text holds {what}, which UTF-8 text files cannot; remove it",
-            )
-            return False
-    return True
+    found = _NOT_TEXT.search(text)  # a regular expression: a loop in Python took 0.2 s a MiB
+    if found is None:
+        return True
+    index = found.start()
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    what = "a NUL character" if found.group() == "\x00" else "an unpaired surrogate"
+    sink.add(
+        path,
+        Position(line, column),
+        Code.INVALID_ENCODING,
+        f"the text holds {what}, which UTF-8 text files cannot; remove it",
+    )
+    return False
 
 
 def _within_tree_limits(sources: list[SourceFile], sink: Diagnostics) -> bool:

@@ -11,11 +11,11 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .codes import Code
-from .diagnostics import Diagnostics, Position
+from .diagnostics import MAX_FILE_PROBLEMS, Diagnostics, Position
 from .positions import DocPath, Positions
 from .scalars import resolve_plain
 
-__all__ = ["MAX_DEPTH", "LoadedYaml", "load_yaml"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_NODES", "MAX_TREE_NODES", "LoadedYaml", "NodeBudget", "load_yaml"]
 
 try:  # libyaml when present: the same events and marks, several times faster
     from yaml import CSafeLoader as _Loader
@@ -23,6 +23,12 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 MAX_DEPTH = 64
+# YAML values (scalars, lists, mappings, keys included) a file and a tree may hold. Building
+# each costs ~10 µs of Python; the public example trees hold at most 350 in all and 71 in one
+# file. A sender who fills 2 MiB with `[1,1,1,...]` (a million values) is refused after the
+# scan counts past the limit, before anything is built.
+MAX_FILE_NODES = 10_000
+MAX_TREE_NODES = 25_000
 _Problem = tuple[Position, Code, str]
 
 
@@ -32,15 +38,32 @@ class LoadedYaml:
     positions: Positions
 
 
+class NodeBudget:
+    """The values the files of one tree may still hold (MAX_TREE_NODES in all)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int = MAX_TREE_NODES) -> None:
+        self.left = left
+
+
 class _Unusable(Exception):
     """The document cannot be read; its problems are already recorded."""
 
 
-def load_yaml(text: str, path: str, sink: Diagnostics, line_offset: int = 0) -> LoadedYaml | None:
+def load_yaml(
+    text: str,
+    path: str,
+    sink: Diagnostics,
+    line_offset: int = 0,
+    budget: NodeBudget | None = None,
+) -> LoadedYaml | None:
     """The document's value (None for an empty document) and where each part sits, or None
     after recording why the file cannot be used. `line_offset` is added to every line (for
-    frontmatter, which starts below its fence)."""
-    problems = _scan_events(text, line_offset)
+    frontmatter, which starts below its fence); `budget`, the values the tree may still hold
+    (each file at most MAX_FILE_NODES)."""
+    budget = budget or NodeBudget()
+    problems = _scan_events(text, line_offset, budget)
     if not problems:
         try:
             return _compose(text, line_offset, problems)
@@ -71,27 +94,96 @@ def _syntax_problem(exc: yaml.YAMLError, text: str, line_offset: int) -> _Proble
     )
 
 
-def _scan_events(text: str, line_offset: int) -> list[_Problem]:
-    """Anchors, aliases, tags and extra documents, found on the event stream before any
-    node is built (so an alias bomb is never expanded)."""
+class _Mapping:
+    """A mapping open on the event stream: whether its next node is a key, the keys so far."""
+
+    __slots__ = ("keys", "next_is_key")
+
+    def __init__(self) -> None:
+        self.next_is_key = True
+        self.keys: set[str] = set()
+
+
+def _scan_events(text: str, line_offset: int, budget: NodeBudget) -> list[_Problem]:
+    """Anchors, aliases, tags, extra documents and the keys a mapping may not have (twice,
+    `<<`, a list or a mapping), found on the event stream before any node is built (so an
+    alias bomb is never expanded), and no further than MAX_FILE_PROBLEMS problems or the
+    values the file may hold."""
     problems: list[_Problem] = []
     documents = 0
+    open_nodes: list[_Mapping | None] = []  # None: a sequence
+    nodes, allowed = 0, min(MAX_FILE_NODES, budget.left)
     try:
         for event in yaml.parse(text, Loader=_Loader):
+            if len(problems) > MAX_FILE_PROBLEMS:  # enough to act on; the rest is not read
+                break
+            if isinstance(event, yaml.NodeEvent):
+                nodes += 1
+                if nodes > allowed:
+                    problems.append(_too_many_nodes(event, line_offset, allowed, budget))
+                    break
+            if isinstance(event, yaml.CollectionEndEvent):
+                open_nodes.pop()
+                continue
+            if not isinstance(event, (yaml.NodeEvent, yaml.DocumentStartEvent)):
+                continue
             where = _position(event.start_mark, line_offset)
             if isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents == 2:
                     problems.append((where, Code.MULTIPLE_DOCUMENTS, _MULTIPLE))
-            elif isinstance(event, yaml.AliasEvent):
+                continue
+            parent = open_nodes[-1] if open_nodes else None
+            if parent is not None:
+                if parent.next_is_key:
+                    _key_problem(event, parent, where, problems)
+                parent.next_is_key = not parent.next_is_key
+            if isinstance(event, yaml.AliasEvent):
                 problems.append((where, Code.ALIAS, _ALIAS.format(event.anchor)))
-            elif isinstance(event, yaml.NodeEvent):
+            else:
                 problems.extend(_node_event_problems(event, where))
+            if isinstance(event, yaml.MappingStartEvent):
+                open_nodes.append(_Mapping())
+            elif isinstance(event, yaml.SequenceStartEvent):
+                open_nodes.append(None)
     except yaml.YAMLError as exc:
         problems.append(_syntax_problem(exc, text, line_offset))
     except RecursionError:
         problems.append((Position(1 + line_offset, 1), Code.YAML_SYNTAX, _TOO_DEEP))
+    budget.left = max(0, budget.left - nodes)
     return problems
+
+
+def _too_many_nodes(
+    event: yaml.NodeEvent, line_offset: int, allowed: int, budget: NodeBudget
+) -> _Problem:
+    where = _position(event.start_mark, line_offset)
+    if allowed == MAX_FILE_NODES:
+        message = (
+            f"the file holds more than {MAX_FILE_NODES} YAML values (keys, items, scalars); "
+            "a definition file may hold at most that many: split or shorten it"
+        )
+        return (where, Code.FILE_TOO_LARGE, message)
+    message = (
+        f"the tree's files hold more than {MAX_TREE_NODES} YAML values in all (keys, items, "
+        f"scalars), {budget.left} of them left for this file; split the factory"
+    )
+    return (where, Code.TREE_TOO_LARGE, message)
+
+
+def _key_problem(
+    event: yaml.NodeEvent, mapping: _Mapping, where: Position, problems: list[_Problem]
+) -> None:
+    """The rules of _Builder.key, on the event of a key."""
+    if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+        problems.append((where, Code.NON_SCALAR_KEY, _NON_SCALAR))
+    elif isinstance(event, yaml.ScalarEvent):
+        if not event.style and event.value == "<<":
+            problems.append((where, Code.MERGE_KEY, _MERGE))
+        elif event.value in mapping.keys:
+            problems.append((where, Code.DUPLICATE_KEY, _DUPLICATE.format(event.value)))
+        else:
+            mapping.keys.add(event.value)
 
 
 def _node_event_problems(event: yaml.NodeEvent, where: Position) -> list[_Problem]:
@@ -116,8 +208,10 @@ def _compose(text: str, line_offset: int, problems: list[_Problem]) -> LoadedYam
     if root is None:
         return LoadedYaml(None, Positions(Position(1 + line_offset, 1)))
     builder = _Builder(line_offset, Positions(_position(root.start_mark, line_offset)))
-    value = builder.value(root, (), 0)
-    problems.extend(builder.problems)
+    try:
+        value = builder.value(root, (), 0)
+    finally:
+        problems.extend(builder.problems)
     if builder.problems:
         raise _Unusable
     return LoadedYaml(value, builder.positions)
@@ -157,6 +251,8 @@ class _Builder:
         return out
 
     def key(self, node: Node, seen: dict[str, Any]) -> str | None:
+        if len(self.problems) > MAX_FILE_PROBLEMS:  # enough to act on; the rest is not read
+            raise _Unusable
         where = self.where(node)
         if not isinstance(node, ScalarNode):
             self.problems.append((where, Code.NON_SCALAR_KEY, _NON_SCALAR))

@@ -356,7 +356,9 @@ def _apply(settings: Settings, args: argparse.Namespace) -> int:
     except InvalidFactoryTree as exc:
         for d in exc.diagnostics:
             print(diagnostic_line(d), file=sys.stderr)
-        print(f"gateway apply: {len(exc.diagnostics)} problem(s); nothing changed", file=sys.stderr)
+        found = len(exc.diagnostics) + exc.omitted
+        more = f" ({exc.omitted} not listed)" if exc.omitted else ""
+        print(f"gateway apply: {found} problem(s){more}; nothing changed", file=sys.stderr)
         return 1
     except NotFound as exc:
         print(f"gateway apply: {exc.detail} {_in_store(settings)}", file=sys.stderr)

@@ -116,22 +116,30 @@ class NotCancellable(Unprocessable):
 
 
 class InvalidFactoryTree(Unprocessable):
-    """A factory definition tree that cannot apply: every problem of it, as diagnostics
-    (Structs with path, line, column, code and message: factory_format.Diagnostic)."""
+    """A factory definition tree that cannot apply: its problems, as diagnostics (Structs with
+    path, line, column, code and message: factory_format.Diagnostic), sorted. The answer lists
+    the first MAX_LISTED; `diagnostics_omitted` counts the rest, and the problems a file's
+    scan counted past the ones it keeps (`omitted`)."""
 
     code, title = "invalid_factory_tree", "The factory definition tree has problems"
+    MAX_LISTED = 100
 
-    def __init__(self, diagnostics: Sequence[Any]) -> None:
+    def __init__(self, diagnostics: Sequence[Any], omitted: int = 0) -> None:
         first = diagnostics[0]
         where = first.path if first.line is None else f"{first.path}:{first.line}"
-        more = f" (and {len(diagnostics) - 1} more)" if len(diagnostics) > 1 else ""
+        others = len(diagnostics) - 1 + omitted
+        more = f" (and {others} more)" if others else ""
         super().__init__(f"{where}: {first.message}{more}")
-        self.diagnostics = list(diagnostics)
+        self.diagnostics = list(diagnostics[: self.MAX_LISTED])
+        self.omitted = omitted + max(0, len(diagnostics) - self.MAX_LISTED)
 
     def members(self) -> dict[str, Any]:
         import msgspec
 
-        return {"diagnostics": msgspec.to_builtins(self.diagnostics)}
+        listed: dict[str, Any] = {"diagnostics": msgspec.to_builtins(self.diagnostics)}
+        if self.omitted:
+            listed["diagnostics_omitted"] = self.omitted
+        return listed
 
 
 class RateLimited(ServiceError):

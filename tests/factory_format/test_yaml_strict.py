@@ -155,3 +155,52 @@ def test_a_posted_file_that_is_not_text() -> None:
 
     result = parse_tree({**MINIMAL, "runners/x.yaml": b"x: 1"})  # type: ignore[dict-item]
     assert where(result) == [("runners/x.yaml", None, None, "FF_INVALID_DOCUMENT")]
+
+
+def test_a_file_of_many_problems_is_reported_by_its_first_twenty() -> None:
+    """85,000 aliases, or 40,000 duplicate keys, in one file: 20 diagnostics and a count of
+    the rest (it was one diagnostic each: a 106 MB answer)."""
+    from factory_format import parse_tree
+    from factory_format.diagnostics import MAX_FILE_PROBLEMS
+    from tests.factory_format.support import MINIMAL
+
+    aliases = "x: &x 1\ny: [" + ",".join(["*x"] * 85_000) + "]\n"
+    duplicates = "k: 1\n" * 40_000
+    for text, code in ((aliases, "FF_ALIAS"), (duplicates, "FF_DUPLICATE_KEY")):
+        result = parse_tree({**MINIMAL, "runners/r.yaml": text})
+        found = [d for d in result.diagnostics if d.path == "runners/r.yaml"]
+        assert len(found) == MAX_FILE_PROBLEMS and result.omitted >= 1
+        assert {d.code for d in found} <= {code, "FF_ANCHOR"}
+        assert [d.line for d in found] == sorted(d.line for d in found)  # the first ones
+
+
+def test_duplicate_and_other_key_problems_are_found_before_anything_is_built() -> None:
+    """The event scan knows the keys: a duplicate beside an alias is reported with it."""
+    _value, problems = load("a: &x 1\nb: *x\na: 2\n<<: {c: 1}\n")
+    assert problems == [
+        (1, 4, "FF_ANCHOR"),
+        (2, 4, "FF_ALIAS"),
+        (3, 1, "FF_DUPLICATE_KEY"),
+        (4, 1, "FF_MERGE_KEY"),
+    ]
+
+
+def test_more_values_than_a_file_or_a_tree_may_hold_are_refused_unbuilt() -> None:
+    from factory_format import parse_tree
+    from factory_format.yaml_strict import MAX_FILE_NODES, MAX_TREE_NODES
+    from tests.factory_format.support import MINIMAL
+
+    def runner(values: int) -> str:  # the mapping, its key, the list and its items
+        return "y: [" + ",".join(["1"] * (values - 3)) + "]\n"
+
+    at_limit = parse_tree({**MINIMAL, "runners/r.yaml": runner(MAX_FILE_NODES)})
+    assert "FF_FILE_TOO_LARGE" not in {d.code for d in at_limit.diagnostics}
+    over = parse_tree({**MINIMAL, "runners/r.yaml": runner(MAX_FILE_NODES + 1)})
+    (problem,) = [d for d in over.diagnostics if d.path == "runners/r.yaml"]
+    assert (
+        problem.code == "FF_FILE_TOO_LARGE" and f"{MAX_FILE_NODES} YAML values" in problem.message
+    )
+    files = MAX_TREE_NODES // 9_000 + 1
+    tree = parse_tree({**MINIMAL, **{f"runners/r{i}.yaml": runner(9_000) for i in range(files)}})
+    codes = [d.code for d in tree.diagnostics if d.path.startswith("runners/r")]
+    assert "FF_TREE_TOO_LARGE" in codes and "FF_FILE_TOO_LARGE" not in codes

@@ -68,7 +68,7 @@ async def _run(
 ) -> Plan:
     tree = parsed.result.tree
     if tree is None:
-        raise InvalidFactoryTree(parsed.diagnostics)
+        raise InvalidFactoryTree(parsed.diagnostics, parsed.result.omitted)
     session = services.database.transaction() if write else services.database.read()
     async with session as conn:
         team_uid, factory = await _locate(conn, caller, tree, factory_uid, lock=write)

@@ -89,7 +89,25 @@ class InvalidTreeProblem(Problem, kw_only=True):
     """The 422 of plan and apply: every problem of the tree, nothing changed."""
 
     code: Literal["invalid_factory_tree"]
-    diagnostics: list[Diagnostic]  # as factory_format reports them
+    diagnostics: Annotated[
+        list[Diagnostic],
+        Meta(
+            description="the tree's problems as factory_format reports them, sorted by file "
+            "and position: the first 100, and at most 20 of one file"
+        ),
+    ]
+    diagnostics_omitted: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                description="how many more problems were found and not listed (absent when "
+                "every one is listed); a file's scan stops soon after its 20th problem, so "
+                "fixing the listed ones may reveal others",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class StoredResource(Struct, kw_only=True):

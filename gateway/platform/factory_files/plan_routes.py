@@ -20,17 +20,23 @@ from gateway.platform.factory_files.models import (
     PostedTree,
     StoredDefinition,
 )
-from gateway.platform.factory_files.posted import Parsed, parse_posted
+from gateway.platform.factory_files.parsing import parse_off_loop
+from gateway.platform.factory_files.posted import Parsed
 from gateway.services import Services
 
 routes = Routes("factory-files")
 # a tree may hold 2 MiB of text (factory_format.MAX_TREE_BYTES); JSON escapes make it larger
 TREE_BODY_LIMIT = 4 * MAX_TREE_BYTES
-ERRORS = (400, 401, 403, 404, 409, 413, 422)
+ERRORS = (400, 401, 403, 404, 409, 413, 422, 503)
 PROBLEMS = (
     (403, "`forbidden`: agent credentials, or a factory or team that is not the caller's"),
     (409, "`conflict`: several factories of the team have the tree's name; give factory_uid"),
-    (422, "`invalid_factory_tree`: every problem of the tree, in `diagnostics`; nothing changed"),
+    (
+        422,
+        "`invalid_factory_tree`: the tree's problems, in `diagnostics` (the first 100; "
+        "`diagnostics_omitted` counts the others); nothing changed",
+    ),
+    (503, "`unavailable`: too many trees are being parsed here; again after Retry-After"),
 )
 NOTES = (
     "Needs user credentials of the factory's team (X-Service-Team-Uid picks the team a new "
@@ -56,7 +62,9 @@ async def _posted_tree(request: Request, body: Body[PostedTree], step: Step) -> 
     principal = await principal_of(request, team_scoped=True)
     posted = await body.read()
     caller = Caller(principal=principal)
-    return await step(services_of(request), parse_posted(posted.files), caller, posted.factory_uid)
+    services = services_of(request)
+    parsed = await parse_off_loop(services, posted.files)
+    return await step(services, parsed, caller, posted.factory_uid)
 
 
 @routes.post(

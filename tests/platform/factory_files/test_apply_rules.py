@@ -386,9 +386,12 @@ def test_who_may_plan_and_apply(world: World) -> None:
 def test_a_tree_posted_from_the_repository_root(world: World) -> None:
     tree = {f"deploy/factory/{path}": text for path, text in minimal("nested", {}).items()}
     tree["README.md"] = "# the repository\n"
-    tree["deploy/factory/agents/boss/agent.md"] = "---\nagentType: FOREMAN\nmodel: nope\n---\n"
+    tree["deploy/factory/agents/boss/agent.md"] = "---\nagentType: FOREMAN\nmodel: no pe\n---\n"
     (problem,) = _diagnostics(post(world, "plan", tree))
     assert problem["path"] == "deploy/factory/agents/boss/agent.md" and problem["line"] == 3
+    tree["deploy/factory/agents/boss/agent.md"] = "---\nagentType: FOREMAN\nmodel: nope\n---\n"
+    (warning,) = post(world, "plan", tree).json()["warnings"]  # where the repository has it
+    assert warning["path"] == "deploy/factory/agents/boss/agent.md" and warning["line"] == 3
     tree["deploy/factory/agents/boss/agent.md"] = "---\nagentType: FOREMAN\n---\n"
     assert applied(world, tree)["changes"][0] == {
         "kind": "factory",
