@@ -131,3 +131,51 @@ def test_hostile_trees_are_answered_soon_and_ingress_is_not_held(tmp_path: Path)
     # tens of seconds before; the bound holds on a 2-core host at a load average near 20
     assert max(waits["healthz"]) < 1.0, waits
     assert max(waits["ingress"]) < 1.0, waits
+
+
+def test_trees_are_parsed_one_at_a_time_and_few_wait(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parse holds its turn; MAX_WAITING more wait for theirs; the next one is a 503."""
+    import gateway.platform.factory_files.parsing as parsing
+    from gateway.platform.factory_files.posted import parse_posted
+
+    release = threading.Event()
+    started: list[int] = []
+
+    def held(files: Any) -> Any:
+        started.append(1)
+        release.wait(60)
+        return parse_posted(files)
+
+    monkeypatch.setattr(parsing, "MODE", "thread")  # a child process would not see `held`
+    monkeypatch.setattr(parsing, "parse_posted", held)
+    answers: list[int] = []
+
+    def plan() -> None:
+        answers.append(post(world, "plan", minimal("turns")).status_code)
+
+    first = threading.Thread(target=plan)
+    first.start()
+    deadline = time.monotonic() + 30
+    while not started:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    waiting = [threading.Thread(target=plan) for _ in range(parsing.MAX_WAITING)]
+    for thread in waiting:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while True:  # every one of them waits for its turn
+        parser = parsing._PARSERS[id(world.client.services)]
+        if parser.waiting == parsing.MAX_WAITING:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    refused = post(world, "plan", minimal("turns"))
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["code"] == "unavailable" and refused.headers["Retry-After"] == "2"
+    assert len(started) == 1  # one parse at a time
+    release.set()
+    for thread in [first, *waiting]:
+        thread.join(60)
+    assert answers == [200] * (1 + parsing.MAX_WAITING)
