@@ -179,3 +179,8 @@ def test_trees_are_parsed_one_at_a_time_and_few_wait(
     for thread in [first, *waiting]:
         thread.join(60)
     assert answers == [200] * (1 + parsing.MAX_WAITING)
+
+    async def close(_services: Any) -> None:  # the module's next tests: a process pool again
+        await parser.close()
+
+    world.client.run(close)
