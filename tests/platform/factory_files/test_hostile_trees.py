@@ -148,6 +148,12 @@ def test_trees_are_parsed_one_at_a_time_and_few_wait(
         release.wait(60)
         return parse_posted(files)
 
+    async def close(_services: Any) -> None:  # a pool of the module's earlier tests, if any
+        earlier = parsing._PARSERS.get(id(world.client.services))
+        if earlier is not None:
+            await earlier.close()
+
+    world.client.run(close)
     monkeypatch.setattr(parsing, "MODE", "thread")  # a child process would not see `held`
     monkeypatch.setattr(parsing, "parse_posted", held)
     answers: list[int] = []
@@ -179,8 +185,4 @@ def test_trees_are_parsed_one_at_a_time_and_few_wait(
     for thread in [first, *waiting]:
         thread.join(60)
     assert answers == [200] * (1 + parsing.MAX_WAITING)
-
-    async def close(_services: Any) -> None:  # the module's next tests: a process pool again
-        await parser.close()
-
-    world.client.run(close)
+    world.client.run(close)  # the module's next tests: a process pool again
