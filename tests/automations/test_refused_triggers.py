@@ -36,11 +36,13 @@ def _refused_in_files(world: World, triggers: str, code: str, words: str) -> Non
 
 def _refused_by_api(world: World, triggers: list[dict[str, Any]], field: str, words: str) -> None:
     body = {"name": "bad", "prompt": "p", "triggers": triggers}
-    answer = world.api("POST", f"/factory/{world.factory_uid}/automations", json=body)
-    assert answer.status_code == 400, answer.text
-    assert answer.headers["content-type"] == "application/problem+json"
-    detail = answer.json()["detail"]
-    assert detail.startswith(field) and words in detail, detail
+    for operation in ("", "/dry-run"):  # written, or tried without saving: one rule
+        path = f"/factory/{world.factory_uid}/automations{operation}"
+        answer = world.api("POST", path, json=body)
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        detail = answer.json()["detail"]
+        assert detail.startswith(field) and words in detail, detail
 
 
 def test_an_every_longer_than_a_year_is_refused(world: World) -> None:
