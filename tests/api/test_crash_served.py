@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from starlette.requests import Request
 
 from gateway.app import create_app
@@ -20,6 +21,7 @@ async def _explode(_request: Request) -> Any:
     raise RuntimeError("an unforeseen fault")
 
 
+@pytest.mark.service  # uvicorn on a socket
 def test_a_500_closes_its_connection_and_says_so(sqlite_store: Callable[..., str]) -> None:
     app: Any = create_app(make_settings(sqlite_store()))
     app.api.add_route("/explode", _explode, methods=["GET", "POST"])

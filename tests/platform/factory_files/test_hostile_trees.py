@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.procs import free_port
+from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_world, serve_gateway, stop_gateway
 from tests.platform.factory_files.support import post
@@ -53,6 +53,7 @@ def test_the_answer_lists_the_first_100_problems_and_counts_the_rest(world: Worl
 
 
 @pytest.mark.slow  # starts `gateway serve`
+@pytest.mark.service
 def test_hostile_trees_are_answered_soon_and_ingress_is_not_held(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/gw.db"
     token = uuid.uuid4().hex
