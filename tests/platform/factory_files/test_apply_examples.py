@@ -32,7 +32,9 @@ def test_each_example_applies_unchanged_then_plans_empty(world: World, name: str
     plan = post(world, "plan", files)
     assert plan.status_code == 200, plan.json()
     assert plan.json()["factory_uid"] is None  # a plan creates nothing
-    assert plan.json()["warnings"] == []  # the catalogue lists every model the examples name
+    # the catalogue lists every model the examples name (06's Slack filter by channel name is
+    # FF_NEVER_FIRES: Slack's events carry ids only)
+    assert not [w for w in plan.json()["warnings"] if w["code"] == "FF_UNLISTED_MODEL"]
 
     first = applied(world, files)
     assert first["changes"] == plan.json()["changes"]

@@ -118,9 +118,9 @@ def test_problems_go_to_stderr_with_their_place_and_change_nothing(tmp_path: Pat
     assert result.stderr.startswith("factory.yaml:11:10: FF_INVALID_REFERENCE: unknown model")
     assert automations(tmp_path) == []
     # by default a model outside the catalogue is a warning: applied, said on stderr
-    result = gateway(tmp_path, "apply", str(tree), "--team", team, check=False)
+    result = gateway(tmp_path, "apply", str(tree), "--team", team, "--json", check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stderr.startswith("factory.yaml:11:10: warning: FF_UNLISTED_MODEL: model 'autoo'")
+    assert result.stderr.startswith("warning: factory.yaml:11:10: FF_UNLISTED_MODEL: model 'autoo'")
     assert json.loads(result.stdout)["warnings"][0]["code"] == "FF_UNLISTED_MODEL"
     assert automations(tmp_path) == ["pr-opened"]
     missing = gateway(tmp_path, "apply", str(tree), "--factory", "fac_nope", check=False)
@@ -269,11 +269,12 @@ def test_apply_to_a_running_gateway_with_server(
         assert again.stdout.startswith("No changes: fac_"), again
         # the tree's problems come back as the server's diagnostics, on standard error
         factory = repository / "deploy" / "factory" / "factory.yaml"
-        factory.write_text(factory.read_text().replace("model: auto", "model: autoo"))
+        # (not a model id at all: an unlisted well-formed one would be a warning)
+        factory.write_text(factory.read_text().replace("model: auto", "model: auto!"))
         refused = run_gateway(client, elsewhere, "apply", str(repository), "--server", url)
         assert refused.returncode == 1 and refused.stdout == ""
         assert refused.stderr.startswith(
-            "deploy/factory/factory.yaml:11:10: FF_INVALID_REFERENCE: unknown model"
+            "deploy/factory/factory.yaml:11:10: FF_INVALID_REFERENCE: "
         ), refused.stderr
         assert refused.stderr.endswith("gateway apply: 1 problem(s); nothing changed\n")
         client["GATEWAY_API_KEY"] = "gk_wrong"
