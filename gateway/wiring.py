@@ -14,6 +14,7 @@ from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
 from gateway.metrics import export as metrics
 from gateway.metrics.counts import COUNTS
+from gateway.platform.run_start import PLATFORM
 from gateway.platform.schedules.scheduler import scheduler
 from gateway.platform.tasks.binding import task_binder
 from gateway.services import Services
@@ -91,8 +92,10 @@ async def start(
         if redis is not None
         else _pending_source(services, backend, dedicated, outbox)
     )
-    # one RunStarter for the process, so compiled filters are reused across batches
-    consumer = Consumer(services.database, source, RunStarter(), services.runs_queued.notify)
+    # one RunStarter for the process, so compiled filters are reused across batches; the runs
+    # it plans go to the platform through its port
+    starter = RunStarter(PLATFORM)
+    consumer = Consumer(services.database, source, starter, services.runs_queued.notify)
     COUNTS.evaluators.append(consumer)
     running = services.spawn(consumer.run(), name="delivery-consumer")
 

@@ -1,25 +1,27 @@
 """The rows of a run a delivery starts (webhook or provider automation): the run, its
 event-payload.json attachment (pointing at the delivery's stored payload, not a copy) and its
-task, built as tuples already encoded for the batch's driver, in the column orders of RUNS,
-ATTACHMENTS and TASKS. `run_values` and `task_values` of the platform make the same rows of the
-same run (tests hold them together); a dict of every column per row, encoded through its column
-types, cost this path twice as much."""
+task, built as tuples already encoded for the batch's driver, in the column orders of the
+platform's layout of a run (`RunPlatform.delivery_runs`), ATTACHMENTS and TASKS. `run_values`
+and `task_values` of the platform make the same rows of the same run (tests hold them
+together); a dict of every column per row, encoded through its column types, cost this path
+twice as much."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.engine import Dialect
 
 from gateway import ids
-from gateway.platform import run_start
+from gateway.evaluator.run_platform import RunPlatform
 from gateway.store import tables as t
 from gateway.store.bulk import BulkInsert, Encode, Values
 
 PAYLOAD_NAME = "event-payload.json"
 
-RUNS = run_start.DELIVERY_RUNS  # the platform's layout of a run's row; it writes them
 ATTACHMENTS = BulkInsert(
     t.attachments,
     (
@@ -54,14 +56,21 @@ class StartedRows:
 
 @dataclass(frozen=True, slots=True)
 class Encoders:
-    """How a batch's times and JSON values go to its database driver."""
+    """How a batch's times and JSON values go to its database driver, and what the platform
+    lists a run's payload attachment as (`RunPlatform.payload_artifact`)."""
 
     time: Encode
     json: Encode
+    artifact: Callable[[str, datetime, str, int], Any]
 
     @classmethod
-    def of(cls, dialect: Dialect) -> Encoders:
-        return cls(RUNS.encoder(dialect, "created_at"), RUNS.encoder(dialect, "metadata"))
+    def of(cls, dialect: Dialect, platform: RunPlatform) -> Encoders:
+        runs = platform.delivery_runs  # the platform's layout of a run's row
+        return cls(
+            runs.encoder(dialect, "created_at"),
+            runs.encoder(dialect, "metadata"),
+            platform.payload_artifact,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +97,7 @@ def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedR
     TRIAGE task, `created` then."""
     run_id, conversation_id = ids.new_uuid(), ids.new_uuid()
     attachment_id = ids.new_id("att")
-    artifact = run_start.payload_artifact(attachment_id, created, PAYLOAD_NAME, spec.payload_size)
+    artifact = encode.artifact(attachment_id, created, PAYLOAD_NAME, spec.payload_size)
     at = encode.time(created)
     delivery_id = spec.delivery_id
     run = (

@@ -26,12 +26,11 @@ from gateway import ids
 from gateway.automations.index import Automation, AutomationIndex, LiveHook
 from gateway.deliveries.trace import NOT_LIVE, Trace, TraceWrites, cached_trace
 from gateway.evaluator.provider_runs import ProviderDelivery, ProviderRunPlanner
+from gateway.evaluator.run_platform import RunPlatform
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
-from gateway.evaluator.run_rows import RUNS as RUNS
 from gateway.evaluator.run_rows import TASKS as TASKS
 from gateway.evaluator.run_rows import Encoders, RunRef, RunSpec, StartedRows, started_rows
-from gateway.platform import run_start
 from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
@@ -86,11 +85,13 @@ class RunBatch:
 
     def __init__(
         self,
+        platform: RunPlatform,
         started: dict[str, list[StartedRows]],
         traces: dict[str, Trace],
         unstarted: dict[str, str] | None = None,
         forge_payloads: dict[str, tuple[str, Any]] | None = None,
     ) -> None:
+        self._platform = platform
         self._started = started
         self.traces = TraceWrites(traces)
         # delivery id -> factory uid: matched, but the factory has no foreman to run the work
@@ -113,7 +114,8 @@ class RunBatch:
         """Inserts the runs of the `claimed` deliveries (the others were evaluated before) with
         their attachments and tasks, and the outcome traces of all of them: four statements,
         whatever the batch size."""
-        await run_start.insert_delivery_runs(conn, self._runs.only(claimed))
+        platform = self._platform
+        await platform.insert_delivery_runs(conn, self._runs.only(claimed))
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
         await self.traces.write(conn, claimed)
@@ -122,7 +124,7 @@ class RunBatch:
             if delivery_id in claimed:
                 first.setdefault(factory_uid, delivery_id)
         for factory_uid, delivery_id in sorted(first.items()):
-            await run_start.on_dispatch_failed(
+            await platform.on_dispatch_failed(
                 conn,
                 factory_uid,
                 f"delivery {delivery_id} matched automations of this factory, but it has no "
@@ -130,7 +132,7 @@ class RunBatch:
             )
         for delivery_id, (webhook_uid, payload) in self._forge_payloads.items():
             if delivery_id in claimed:  # PR size and merge detail for factory metrics
-                await run_start.record_forge_detail(conn, payload, webhook_uid)
+                await platform.record_forge_detail(conn, payload, webhook_uid)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
 
 
@@ -138,7 +140,8 @@ class RunStarter:
     """Plans runs for batches of accepted deliveries; one per process, so the compiled
     configuration it caches is shared by every batch."""
 
-    def __init__(self) -> None:
+    def __init__(self, platform: RunPlatform) -> None:
+        self.platform = platform  # where the runs go (`gateway.wiring` hands it over)
         self.index = AutomationIndex()
         self.providers = ProviderRunPlanner(self.index)
 
@@ -160,6 +163,7 @@ class RunStarter:
         planned: set[str] = set()
         unstarted: dict[str, str] = {}
         forge: dict[str, tuple[str, Any]] = {}
+        forge_mark, forge_detail = self.platform.forge_mark, self.platform.forge_detail
         for i, delivery in enumerate(batch, 1):
             if i % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
@@ -167,9 +171,9 @@ class RunStarter:
                 continue
             planned.add(delivery.delivery_id)
             payload: Any = _UNPARSED
-            if run_start.FORGE_MARK in delivery.payload:
+            if forge_mark in delivery.payload:
                 payload = _parse(delivery.payload)
-                if run_start.forge_detail(payload) is not None:
+                if forge_detail(payload) is not None:
                     forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
             entry = entries.get(delivery.webhook_uid)
             if entry is None or entry.hook is None:
@@ -196,11 +200,11 @@ class RunStarter:
             matched.append((delivery, entry.hook, uids))
             wanted.update((uid, entry.stamp_of(uid)) for uid in uids)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        encode = Encoders.of(conn.dialect)
+        encode = Encoders.of(conn.dialect, self.platform)
         started = await _rows(matched, automations, encode)
         if to_connections:
             await self._plan_providers(conn, to_connections, encode, started, traces, unstarted)
-        return RunBatch(started, traces, unstarted, forge)
+        return RunBatch(self.platform, started, traces, unstarted, forge)
 
     async def _plan_providers(
         self,

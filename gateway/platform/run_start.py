@@ -1,15 +1,15 @@
-"""What the gateway's evaluator may use of the platform when deliveries start runs: the one
-narrow interface between the two products (the import contracts of pyproject.toml hold every
-other gateway module to no platform import). The evaluator plans the runs of a batch of
-deliveries (gateway/evaluator/webhook_runs.py) as rows in the column order of `DELIVERY_RUNS`,
-encoded for the driver, and the platform writes them (`insert_delivery_runs`: the platform's
-one writer of runs, runs/creation/new_runs.py); around them the platform wants to hear of two
-things, and it says what a run's payload attachment is listed as."""
+"""The platform's side of the evaluator's port (`gateway.evaluator.run_platform.RunPlatform`):
+the webhook gateway imports nothing of the platform (the import contracts of pyproject.toml),
+so the composition (`gateway.wiring`) hands the evaluator a `DeliveryRunPlatform`. The
+evaluator plans the runs of a batch of deliveries as rows in the column order of
+`DELIVERY_RUNS`, encoded for the driver, and the platform writes them (`insert_delivery_runs`:
+the platform's one writer of runs, runs/creation/new_runs.py); around them the platform wants
+to hear of two things, and it says what a run's payload attachment is listed as."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -17,6 +17,10 @@ from gateway.platform.analytics.pull_requests import FORGE_MARK, forge_detail, r
 from gateway.platform.inbox.notifications import on_dispatch_failed
 from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delivery_runs
 from gateway.platform.runs.record.models import file_artifact
+from gateway.store.bulk import BulkInsert, Prepared
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 
 def payload_artifact(attachment_id: str, created: datetime, name: str, size: int) -> Any:
@@ -27,9 +31,46 @@ def payload_artifact(attachment_id: str, created: datetime, name: str, size: int
     )
 
 
+class DeliveryRunPlatform:
+    """The evaluator's `RunPlatform`: each member hands over to the platform's own code."""
+
+    __slots__ = ()
+
+    @property
+    def delivery_runs(self) -> BulkInsert:
+        return DELIVERY_RUNS
+
+    @property
+    def forge_mark(self) -> bytes:
+        return FORGE_MARK
+
+    def payload_artifact(self, attachment_id: str, created: datetime, name: str, size: int) -> Any:
+        return payload_artifact(attachment_id, created, name, size)
+
+    def forge_detail(self, payload: Any) -> Any:
+        return forge_detail(payload)
+
+    async def insert_delivery_runs(self, conn: AsyncConnection, rows: Prepared) -> None:
+        await insert_delivery_runs(conn, rows)
+
+    async def on_dispatch_failed(
+        self, conn: AsyncConnection, factory_uid: str, detail: str
+    ) -> None:
+        await on_dispatch_failed(conn, factory_uid, detail)
+
+    async def record_forge_detail(
+        self, conn: AsyncConnection, payload: Any, source_uid: str
+    ) -> None:
+        await record_forge_detail(conn, payload, source_uid)
+
+
+PLATFORM = DeliveryRunPlatform()
+
 __all__ = [
     "DELIVERY_RUNS",
     "FORGE_MARK",
+    "PLATFORM",
+    "DeliveryRunPlatform",
     "forge_detail",
     "insert_delivery_runs",
     "on_dispatch_failed",

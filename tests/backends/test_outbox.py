@@ -26,6 +26,7 @@ from gateway.evaluator.delivery_consumer import Consumer
 from gateway.evaluator.outbox_source import OutboxSource
 from gateway.evaluator.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
+from gateway.platform.run_start import PLATFORM
 from gateway.rejections import Reason
 from gateway.services import Services
 from gateway.store import create_database
@@ -158,7 +159,7 @@ def test_a_batch_moved_again_after_a_crash_starts_no_second_run(
             """One evaluator from the oldest outbox row to the newest; runs it started."""
             assert isinstance(services.pending_deliveries, Outbox)
             source = OutboxSource(services.pending_deliveries, batch=7, idle_wait=0.01)
-            consumer = Consumer(services.database, source, RunStarter())
+            consumer = Consumer(services.database, source, RunStarter(PLATFORM))
             while entries := await source.read():
                 await consumer.process(entries)
             return consumer.runs_started

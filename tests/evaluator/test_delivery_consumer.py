@@ -24,6 +24,7 @@ from gateway.evaluator.outbox_source import OutboxSource
 from gateway.evaluator.pending_source import PendingSource
 from gateway.evaluator.stream_source import StreamSource
 from gateway.evaluator.webhook_runs import AcceptedDelivery, RunStarter
+from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -70,7 +71,9 @@ def drain(
 ) -> int:
     async def run(services: Services) -> int:
         source = _source(services)
-        consumer = Consumer(services.database, source, starter or RunStarter(), on_runs_started)
+        consumer = Consumer(
+            services.database, source, starter or RunStarter(PLATFORM), on_runs_started
+        )
         empty = 0
         for _ in range(40):  # until three reads in a row find nothing more
             entries = await consumer.source.read()
@@ -202,7 +205,7 @@ def test_every_outcome_is_logged_and_runs_start_once(gwc: GatewayClient) -> None
                 for r in records
                 if r.label is Label.ACCEPTED and r.payload is not None
             ]
-            batch = await RunStarter().plan(conn, accepted)
+            batch = await RunStarter(PLATFORM).plan(conn, accepted)
         assert batch.deliveries == 1  # it matches, as before
         async with services.database.transaction() as conn:
             claimed = await source.claim([Entry(None, r) for r in records], conn.dialect)(conn)
@@ -295,7 +298,7 @@ class FailingOnce(RunStarter):
     """A starter whose first plan fails (the store went away for a moment)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(PLATFORM)
         self.failures = 0
 
     async def plan(self, conn: Any, batch: Any) -> Any:
@@ -338,7 +341,9 @@ def test_stopping_ends_an_idle_wait(gwc: GatewayClient) -> None:
     hour here): shutting a gateway down does not wait for it."""
 
     async def run(services: Services) -> None:
-        consumer = Consumer(services.database, _source(services, idle_wait=3600), RunStarter())
+        consumer = Consumer(
+            services.database, _source(services, idle_wait=3600), RunStarter(PLATFORM)
+        )
         task = asyncio.create_task(consumer.run())
         await asyncio.sleep(0.5)  # started, read nothing, waiting
         assert not task.done()

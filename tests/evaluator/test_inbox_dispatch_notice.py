@@ -14,6 +14,7 @@ from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
 from gateway.evaluator.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.platform.factories.foreman import set_foreman
+from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.evaluator.test_runs_automation_starter import _automation, _trigger, _webhook
@@ -35,7 +36,7 @@ async def _planned_without_foreman(
     )
     accepted = AcceptedDelivery(delivery_id, hook, record.received_at, payload)
     async with services.database.read() as conn:
-        planned = await RunStarter().plan(conn, [accepted])
+        planned = await RunStarter(PLATFORM).plan(conn, [accepted])
     return record, planned
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import select, update
 
 from gateway.accounts import factories
 from gateway.evaluator.webhook_runs import AcceptedDelivery, RunStarter
+from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
@@ -57,7 +58,7 @@ def test_outcomes_beside_a_match(world: World) -> None:
     live = connect(world, "github")
     gone = connect(world, "github")
     assert world.api("PATCH", f"/provider-connections/{gone['uid']}", json={"enabled": False})
-    starter = RunStarter()
+    starter = RunStarter(PLATFORM)
 
     async def run(services: Services) -> Any:
         return await evaluate(
@@ -101,7 +102,7 @@ def test_no_foreman_fails_the_evaluation(world: World) -> None:
     set_repositories(gw, factory, "acme/api")
     automation(world, factory, "agent", trigger("github", "issue_labeled"))
     github = connect(world, "github")
-    starter = RunStarter()
+    starter = RunStarter(PLATFORM)
 
     async def run(services: Services) -> Any:
         return await evaluate(
@@ -129,7 +130,7 @@ def test_changes_are_taken_in_and_compilations_reused(world: World) -> None:
         world, world.factory_uid, "agent", trigger("github", "issue_labeled", labels=["agent"])
     )
     github = connect(world, "github")
-    starter = RunStarter()
+    starter = RunStarter(PLATFORM)
 
     def evaluate_one(delivery_id: str, label: str) -> list[str]:
         async def run(services: Services) -> Any:

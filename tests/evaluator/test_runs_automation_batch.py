@@ -11,6 +11,7 @@ from gateway.accounts import factories
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
 from gateway.evaluator.webhook_runs import AcceptedDelivery, RunStarter
+from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
@@ -51,7 +52,7 @@ def test_batch_matches_skips_and_is_idempotent(client: GatewayClient) -> None:
             _record(lonely_hook, f"{prefix}_5", {}),  # no foreman: nothing
             _record(a, f"{prefix}_1", {"kind": "x"}),  # the same delivery twice in a batch
         ]
-        starter = RunStarter()
+        starter = RunStarter(PLATFORM)
         batch = [
             AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload or b"")
             for r in records

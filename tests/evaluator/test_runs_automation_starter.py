@@ -18,6 +18,7 @@ from gateway.automations.models import AutomationCreate, AutomationPatch
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
 from gateway.evaluator.webhook_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.webhooks import management as webhooks
@@ -110,7 +111,7 @@ def test_matching_idempotency_and_envelope(client: GatewayClient) -> None:
             services, world.factory_uid, "closed", [_trigger(hook, {"action": ["closed"]})]
         )
         await _automation(services, world.factory_uid, "off", [_trigger(hook)], enabled=False)
-        starter = RunStarter()
+        starter = RunStarter(PLATFORM)
         body = orjson.dumps({"action": "opened", "number": 7})
         refs = await _start(services, starter, _delivery(hook, "dlv_1", body))
         assert sorted(r.automation_uid for r in refs) == sorted([opened, anything])
@@ -189,7 +190,7 @@ def test_disabled_or_deleted_webhooks_and_no_foreman(client: GatewayClient) -> N
             lonely = await factories.create_factory(conn, world.team_uid, "No foreman", None, None)
         lonely_hook = await _webhook(services, lonely, world.team_uid, "lonely")
         await _automation(services, lonely, "b", [_trigger(lonely_hook)])
-        starter = RunStarter()
+        starter = RunStarter(PLATFORM)
         for hook in (off, gone, lonely_hook):
             assert await _start(services, starter, _delivery(hook, f"d_{hook}", b"{}")) == []
         hooks = (off, gone, lonely_hook)
@@ -206,7 +207,7 @@ def test_changed_automation_is_recompiled(client: GatewayClient) -> None:
     async def scenario(services: Services) -> None:
         hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
         uid = await _automation(services, world.factory_uid, "a", [_trigger(hook, {"x": [1]})])
-        starter = RunStarter()
+        starter = RunStarter(PLATFORM)
         assert await _start(services, starter, _delivery(hook, "d1", b'{"x": 2}')) == []
         async with services.database.transaction() as conn:
             patch = msgspec.convert({"triggers": [_trigger(hook, {"x": [2]})]}, AutomationPatch)
@@ -228,7 +229,7 @@ def test_concurrent_evaluators_start_one_run(client: GatewayClient) -> None:
         await _automation(services, world.factory_uid, "a", [_trigger(hook)])
         delivery = _delivery(hook, f"race_{hook}", b"{}")
         results = await asyncio.gather(
-            *(_start(services, RunStarter(), delivery) for _ in range(4))
+            *(_start(services, RunStarter(PLATFORM), delivery) for _ in range(4))
         )
         assert all(refs == results[0] and len(refs) == 1 for refs in results)
         runs = t.runs.c.factory_uid == world.factory_uid
@@ -243,7 +244,7 @@ def test_a_webhook_run_has_its_task_at_once(client: GatewayClient) -> None:
     async def scenario(services: Services) -> None:
         hook = await _webhook(services, world.factory_uid, world.team_uid, "h")
         await _automation(services, world.factory_uid, "a", [_trigger(hook)])
-        refs = await _start(services, RunStarter(), _delivery(hook, f"b_{hook}", b"{}"))
+        refs = await _start(services, RunStarter(PLATFORM), _delivery(hook, f"b_{hook}", b"{}"))
         runs = select(t.runs).where(t.runs.c.run_id == refs[0].run_id)
         async with services.database.read() as conn:
             run = (await conn.execute(runs)).one()
@@ -272,7 +273,7 @@ def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: Gate
             await webhooks.update_webhook(conn, services, factory, off, WebhookPatch(enabled=False))
             await webhooks.delete_webhook(conn, services, factory, gone)
 
-        starter = RunStarter()
+        starter = RunStarter(PLATFORM)
         assert await starter.index.warm_up(services.database) >= 1
         cached = starter.index._hooks
         assert live in cached and off not in cached and gone not in cached

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Dialect
 
 from gateway.automations.index import Automation, LiveHook
 from gateway.evaluator import webhook_runs as wr
+from gateway.platform.run_start import PLATFORM
 from gateway.platform.runs.creation.new_runs import NewRun, run_values
 from gateway.platform.runs.record.models import file_artifact
 from gateway.platform.tasks.models import TaskSeed
@@ -26,12 +27,12 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
     automation = Automation("aut_1", "Triage", "Look at this.", 0)
     delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b'{"a": 1}')
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
-    encode = wr._Encoders.of(dialect)
+    encode = wr._Encoders.of(dialect, PLATFORM)
     prompt = automation.prompt + wr.envelope(hook.name, hook.uid, delivery.delivery_id)
 
     started = wr._start(delivery, hook, automation, prompt, at, encode)
 
-    run = dict(zip(wr.RUNS.columns, started.run, strict=True))
+    run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     attachment = dict(zip(wr.ATTACHMENTS.columns, started.attachment, strict=True))
     task = dict(zip(wr.TASKS.columns, started.task, strict=True))
     new = NewRun(
@@ -57,7 +58,7 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
         "delivery_id": "dlv_1",
         "automation_uid": "aut_1",
     }
-    assert started.run == wr.RUNS.encode(dialect, [expected_run])[0]
+    assert started.run == PLATFORM.delivery_runs.encode(dialect, [expected_run])[0]
     seed = TaskSeed(
         expected_run["conversation_id"], expected_run["creator_uid"], expected_run["ticket_ref"]
     )
@@ -96,13 +97,16 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
     automation = Automation("aut_1", "Review", "Review it.", 0, "agt_reviewer", json_value(stored))
     delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b"{}")
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
-    encode = wr._Encoders.of(dialect)
+    encode = wr._Encoders.of(dialect, PLATFORM)
 
     started = wr._start(delivery, hook, automation, "p", at, encode)
 
-    run = dict(zip(wr.RUNS.columns, started.run, strict=True))
+    run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     assert run["agent_uid"] == "agt_reviewer"  # the automation's agent, not the foreman
     new = NewRun(prompt="p", team_uid=hook.team_uid, agent_config=config)
-    expected = wr.RUNS.encode(dialect, [run_values(new, "r", at)])[0]
-    assert run["agent_config"] == dict(zip(wr.RUNS.columns, expected, strict=True))["agent_config"]
+    expected = PLATFORM.delivery_runs.encode(dialect, [run_values(new, "r", at)])[0]
+    assert (
+        run["agent_config"]
+        == dict(zip(PLATFORM.delivery_runs.columns, expected, strict=True))["agent_config"]
+    )
     assert msgspec.json.decode(run["agent_config"], type=AgentConfig) == config
