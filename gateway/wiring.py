@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gateway.backends.config_changes import LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
 from gateway.evaluator.delivery_consumer import Consumer, Source
-from gateway.evaluator.webhook_runs import RunStarter
+from gateway.evaluator.delivery_runs import RunStarter
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress

@@ -1,7 +1,7 @@
 """Provider triggers against a connection's stored deliveries: the delivery log of a provider
 connection, explained, and filter backtests of provider triggers.
 
-Each stored delivery is normalized again (`provider_runs.delivery_events`'s pure function:
+Each stored delivery is normalized again (`delivery_runs.delivery_events`'s pure function:
 payload, stored headers, the connection's bot) and matched with the evaluator's own compiled
 matchers (`compile_trigger_filter` over `plain_filter`, factories reached by repository as
 the evaluator routes them); a mismatch is explained by `provider_trace.failing`, the reference

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
-from gateway.evaluator.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.logs import OutageLog
 from gateway.store import Database
 

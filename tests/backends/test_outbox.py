@@ -23,8 +23,8 @@ from gateway.backends.embedded import MemoryBackend
 from gateway.backends.outbox import Outbox, create_schema
 from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.evaluator.delivery_consumer import Consumer
+from gateway.evaluator.delivery_runs import RunStarter
 from gateway.evaluator.outbox_source import OutboxSource
-from gateway.evaluator.webhook_runs import RunStarter
 from gateway.ingress.pipeline import Ingress
 from gateway.platform.run_start import PLATFORM
 from gateway.rejections import Reason

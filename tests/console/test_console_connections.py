@@ -82,7 +82,7 @@ def test_no_automations_names_why(world: World, caplog: pytest.LogCaptureFixture
     automation(world, world.factory_uid, "bugs", trigger("github", "issue_labeled"))
     github = connect(world, "github")
     hello = {**PAYLOAD, "repository": {"full_name": "Codertocat/Hello-World"}}
-    with caplog.at_level(logging.INFO, logger="gateway.evaluator.provider_runs"):
+    with caplog.at_level(logging.INFO, logger="gateway.automations"):
         delivery_id = deliver(client, github, signing.github(github["secret"], "issues", hello))
         trace = evaluated(world, github, delivery_id)["trace"]
     assert trace["outcome"] == "no_automations"

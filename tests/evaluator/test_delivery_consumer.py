@@ -20,10 +20,10 @@ from gateway.backends.redis_backend import KeySpace
 from gateway.backends.redis_clients import connect
 from gateway.deliveries import log as delivery_log
 from gateway.evaluator.delivery_consumer import Consumer, Entry, Source
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
 from gateway.evaluator.outbox_source import OutboxSource
 from gateway.evaluator.pending_source import PendingSource
 from gateway.evaluator.stream_source import StreamSource
-from gateway.evaluator.webhook_runs import AcceptedDelivery, RunStarter
 from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t

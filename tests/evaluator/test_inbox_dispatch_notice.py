@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
-from gateway.evaluator.webhook_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.platform.factories.foreman import set_foreman
 from gateway.platform.run_start import PLATFORM
 from gateway.services import Services

@@ -12,7 +12,7 @@ import orjson
 from sqlalchemy import select, update
 
 from gateway.accounts import factories
-from gateway.evaluator.webhook_runs import AcceptedDelivery, RunStarter
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
 from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t

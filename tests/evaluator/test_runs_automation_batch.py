@@ -10,7 +10,7 @@ from sqlalchemy import select
 from gateway.accounts import factories
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
-from gateway.evaluator.webhook_runs import AcceptedDelivery, RunStarter
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
 from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t

@@ -17,7 +17,7 @@ from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate, AutomationPatch
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
-from gateway.evaluator.webhook_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunRef, RunStarter
 from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t

@@ -1,4 +1,4 @@
-"""The evaluator builds a webhook run's rows as encoded tuples (webhook_runs._start); they must
+"""The evaluator builds a webhook run's rows as encoded tuples (delivery_runs._start); they must
 be exactly what the general run and task code makes of the same run, on both drivers."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
 from gateway.automations.index import Automation, LiveHook
-from gateway.evaluator import webhook_runs as wr
+from gateway.evaluator import delivery_runs as wr
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.runs.creation.new_runs import NewRun, run_values
 from gateway.platform.runs.record.models import file_artifact
@@ -27,10 +27,12 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
     automation = Automation("aut_1", "Triage", "Look at this.", 0)
     delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b'{"a": 1}')
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
-    encode = wr._Encoders.of(dialect, PLATFORM)
-    prompt = automation.prompt + wr.envelope(hook.name, hook.uid, delivery.delivery_id)
+    encode = wr.Encoders.of(dialect, PLATFORM)
+    prompt = automation.prompt + wr.webhook_envelope(hook.name, hook.uid, delivery.delivery_id)
 
-    started = wr._start(delivery, hook, automation, prompt, at, encode)
+    target = wr.Target(automation.uid, hook.team_uid, hook.factory_uid, hook.foreman_agent_uid)
+    source = {"webhook_uid": hook.uid}
+    started = wr._start(delivery, target, automation, prompt, source, at, encode)
 
     run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     attachment = dict(zip(wr.ATTACHMENTS.columns, started.attachment, strict=True))
@@ -97,9 +99,10 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
     automation = Automation("aut_1", "Review", "Review it.", 0, "agt_reviewer", json_value(stored))
     delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b"{}")
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
-    encode = wr._Encoders.of(dialect, PLATFORM)
+    encode = wr.Encoders.of(dialect, PLATFORM)
 
-    started = wr._start(delivery, hook, automation, "p", at, encode)
+    target = wr.Target(automation.uid, hook.team_uid, hook.factory_uid, hook.foreman_agent_uid)
+    started = wr._start(delivery, target, automation, "p", {"webhook_uid": hook.uid}, at, encode)
 
     run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     assert run["agent_uid"] == "agt_reviewer"  # the automation's agent, not the foreman
