@@ -24,7 +24,7 @@ from gateway.console.html import page, render
 from gateway.deliveries import filter_backtest as backtests
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.models import MAX_WINDOW, Delivery
-from gateway.deliveries.replay import Replayer
+from gateway.deliveries.replay import Replayer, webhook_source
 from gateway.errors import ServiceError
 from gateway.services import Services
 from gateway.webhooks.management import get_webhook_row, list_webhooks
@@ -221,9 +221,8 @@ async def replay(request: Request, services: Services, principal: Principal) -> 
     if services.delivery_backend is None:
         return _problem("Unavailable", "this process serves no ingress backend", 503)
     replayer = Replayer(services.database, services.delivery_backend, services.pending_deliveries)
-    done = await replayer.replay(
-        uid, webhook_uid, request.path_params["delivery_id"], key, principal.uid
-    )
+    source = webhook_source(uid, webhook_uid)
+    done = await replayer.replay(source, request.path_params["delivery_id"], key, principal.uid)
     target = f"{P}/f/{uid}/w/{webhook_uid}/d/{done.delivery_id}"
     return RedirectResponse(target, status_code=303, headers=HEADERS)
 

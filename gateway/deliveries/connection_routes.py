@@ -1,6 +1,8 @@
-"""A provider connection's delivery log and filter backtests:
-GET /provider-connections/{connection_uid}/deliveries[/{delivery_id}] and
-POST /provider-connections/{connection_uid}/filter-test (team scoped, as the connection)."""
+"""A provider connection's delivery log, replays and filter backtests:
+GET /provider-connections/{connection_uid}/deliveries[/{delivery_id}],
+POST .../deliveries/{delivery_id}/replay, POST .../deliveries/replay, GET .../replays and
+POST /provider-connections/{connection_uid}/filter-test (team scoped, as the connection). The
+replays are a custom webhook's (replay_routes.py): the same rules, answers and Replayer."""
 
 from __future__ import annotations
 
@@ -8,21 +10,33 @@ from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
+from starlette.responses import Response
 
 from gateway.accounts.identities import Principal
 from gateway.api.auth import cursors_of, principal_of, services_of
+from gateway.api.http import json_response
 from gateway.api.pagination import Page, PageInfo
 from gateway.api.routing import Body, Query, Routes
 from gateway.connections.management import visible_row
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries import provider_backtest as backtests
+from gateway.deliveries import replay_bulk as bulk
 from gateway.deliveries.filter_backtest import Window
 from gateway.deliveries.models import (
+    MAX_BULK,
+    BulkAnswer,
+    BulkReplay,
     Delivery,
     DeliveryList,
     FilterTestResult,
     ProviderFilterTest,
+    ReplayAnswer,
+    ReplayList,
+    ReplayQuery,
 )
+from gateway.deliveries.replay import connection_source
+from gateway.deliveries.replay_list import list_replays
+from gateway.deliveries.replay_routes import IDEMPOTENCY_KEY, KEY_NOTE, key_of, replayer_of
 
 routes = Routes("deliveries")
 ONE = "/provider-connections/{connection_uid}"
@@ -104,3 +118,67 @@ async def filter_test(request: Request, body: Body[ProviderFilterTest]) -> Filte
             )
         window = Window(wanted.last, wanted.since)
         return await backtests.backtest(conn, connection, tested, window)
+
+
+@routes.post(
+    BASE + "/{delivery_id}/replay",
+    "Replay one stored delivery of a provider connection as a new one",
+    ok=201,
+    response=ReplayAnswer,
+    body_required=False,
+    headers=(IDEMPOTENCY_KEY,),
+    errors=(400, 401, 403, 404, 409, 429, 503),
+    team=True,
+    notes="The copy, with the request headers stored with the original (they name the "
+    "provider's event), is evaluated against today's automations like a live delivery. "
+    + KEY_NOTE
+    + " A repeated request answers 200.",
+    problems=(
+        (409, "`connection_disabled`, `not_replayable` (not accepted), `idempotency_key_reused`"),
+        (429, "the connection took 60 deliveries in the last 60 seconds"),
+    ),
+)
+async def replay_one(request: Request) -> ReplayAnswer | Response:
+    principal = await principal_of(request, team_scoped=True)
+    source = connection_source(principal, request.path_params["connection_uid"])
+    done = await replayer_of(request).replay(
+        source, request.path_params["delivery_id"], key_of(request), principal.uid
+    )
+    answer = ReplayAnswer(done.delivery_id, done.replay_of)
+    return answer if done.created else json_response(answer, 200)
+
+
+@routes.post(
+    BASE + "/replay",
+    "Replay the accepted deliveries of a time range of a provider connection",
+    response=BulkAnswer,
+    headers=(IDEMPOTENCY_KEY,),
+    errors=(400, 401, 403, 404, 409, 413, 503),
+    team=True,
+    notes=f"Oldest first, at most {MAX_BULK} per request. Each replay takes a slot of the "
+    "connection's delivery rate; the first refusal stops the request and the rest are "
+    "`not_sent`. " + KEY_NOTE,
+    problems=((409, "`connection_disabled`"),),
+)
+async def replay_range(request: Request, body: Body[BulkReplay]) -> BulkAnswer:
+    principal = await principal_of(request, team_scoped=True)
+    source = connection_source(principal, request.path_params["connection_uid"])
+    replayer = replayer_of(request)
+    wanted = await body.read()
+    return await bulk.replay_range(replayer, source, wanted, key_of(request), principal.uid)
+
+
+@routes.get(
+    ONE + "/replays",
+    "Replays of a provider connection's deliveries, newest first, with their progress",
+    response=ReplayList,
+    team=True,
+)
+async def replays(request: Request, query: Query[ReplayQuery]) -> ReplayList:
+    principal = await principal_of(request, team_scoped=True)
+    services = services_of(request)
+    limit = query.read().limit
+    async with services.database.read() as conn:
+        connection = await _connection(conn, principal, request)
+        items = await list_replays(conn, connection.uid, limit)
+    return ReplayList(items)

@@ -1,10 +1,13 @@
 """Replay: a stored accepted delivery sent again, as a new delivery, through the ingress backend.
 
-The copy goes through the backend's normal durable path (`IngressBackend.submit`: the Redis
-stream, or the embedded backend's pending row), so the evaluator handles it exactly like a live
-delivery, against the automations as they are now, and exactly once. It takes a slot of the
-webhook's delivery rate like any delivery (429 past 60 a minute), and a webhook that is disabled
-or deleted takes no replay: checked here, and again by the backend's config-version check.
+One replay for every source: a custom webhook's delivery or a provider connection's (GitHub,
+Slack, Linear, Jira, GitLab). The copy, with the request headers stored with the original (a
+provider's event names are there), goes through the backend's normal durable path
+(`IngressBackend.submit`: the Redis stream, or the embedded backend's outbox), so the evaluator
+handles it exactly like a live delivery, against the automations as they are now, and exactly
+once. It takes a slot of the source's delivery rate like any delivery (429 past 60 a minute),
+and a source that is disabled or deleted takes no replay: checked here, and again by the
+backend's config-version check.
 
 The link to the original (`replay_of`) and the caller's Idempotency-Key live in
 `delivery_replays`, written before the submission: a retry with the same key finds the first
@@ -13,8 +16,10 @@ replay and sends nothing. A replay the backend refused keeps its link but frees 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
@@ -22,7 +27,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
+from gateway.accounts.identities import Principal
 from gateway.backends.contract import Label, Outcome, Submission, Target, Verdict, shard_of
+from gateway.connections.management import visible_row
 from gateway.errors import BacklogFull, Conflict, NotFound, RateLimited, Unavailable
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -38,6 +45,10 @@ MAX_KEY_CHARS = 200
 
 class WebhookDisabled(Conflict):
     code, title = "webhook_disabled", "Webhook is disabled"
+
+
+class ConnectionDisabled(Conflict):
+    code, title = "connection_disabled", "Provider connection is disabled"
 
 
 class NotReplayable(Conflict):
@@ -60,6 +71,23 @@ class Original:
     delivery_id: str
     payload: bytes
     received_at: datetime
+    headers: bytes | None = None  # the stored request header block
+
+
+# the backend target of the source a replay goes to, read (and access checked) through `conn`:
+# `webhook_source` or `connection_source`
+Source = Callable[[AsyncConnection], Awaitable[Target]]
+
+
+def webhook_source(factory_uid: str, webhook_uid: str) -> Source:
+    return partial(live_target, factory_uid=factory_uid, webhook_uid=webhook_uid)
+
+
+def connection_source(principal: Principal, connection_uid: str) -> Source:
+    async def target(conn: AsyncConnection) -> Target:
+        return _target_of(await visible_row(conn, principal, connection_uid))
+
+    return target
 
 
 class Replayer:
@@ -74,37 +102,39 @@ class Replayer:
 
     async def replay(
         self,
-        factory_uid: str,
-        webhook_uid: str,
+        source: Source,
         delivery_id: str,
         idempotency_key: str | None,
         requested_by: str | None,
     ) -> Replayed:
         async with self.database.read() as conn:
-            target = await live_target(conn, factory_uid, webhook_uid)
-            earlier = await _by_key(conn, webhook_uid, idempotency_key)
+            target = await source(conn)
+            uid = target.webhook_uid
+            earlier = await _by_key(conn, uid, idempotency_key)
             if earlier is not None:
                 return _earlier(earlier, delivery_id)
-            original = await self.original(conn, webhook_uid, delivery_id)
+            original = await self.original(conn, uid, delivery_id)
         return await self.send(target, original, idempotency_key, requested_by)
 
-    async def original(self, conn: AsyncConnection, webhook_uid: str, delivery_id: str) -> Original:
-        """The stored payload of an accepted delivery of this webhook."""
+    async def original(self, conn: AsyncConnection, source_uid: str, delivery_id: str) -> Original:
+        """The stored payload and headers of an accepted delivery of this source."""
         d = t.deliveries
-        query = select(d.c.label, d.c.payload, d.c.received_at).where(
-            d.c.webhook_uid == webhook_uid, d.c.delivery_id == delivery_id
+        query = select(d.c.label, d.c.payload, d.c.received_at, d.c.headers).where(
+            d.c.webhook_uid == source_uid, d.c.delivery_id == delivery_id
         )
         row = (await conn.execute(query)).first()
         if row is None:  # accepted, maybe still on its way to the log (Redis)
-            record = await self.pending.find(webhook_uid, delivery_id)
+            record = await self.pending.find(source_uid, delivery_id)
             if record is None:
-                raise NotFound(f"delivery: {delivery_id} not found for this webhook")
+                raise NotFound(f"delivery: {delivery_id} not found for this {_noun(source_uid)}")
             label, payload, received = record.label.value, record.payload, record.received_at
+            headers = record.headers
         else:
             label, payload, received = row.label, row.payload, row.received_at
+            headers = row.headers
         if label != Label.ACCEPTED.value or payload is None:
             raise NotReplayable(f"delivery: {delivery_id} is {label!r}; it has no payload")
-        return Original(delivery_id, payload, received)
+        return Original(delivery_id, payload, received, headers)
 
     async def send(
         self,
@@ -134,21 +164,22 @@ class Replayer:
                 raise
             return _earlier(earlier, original.delivery_id)
         try:
-            outcome = await self._submit(target, new_id, original.payload)
-            _raise_refusal(outcome)
+            outcome = await self._submit(target, new_id, original)
+            _raise_refusal(outcome, target.webhook_uid)
         except Exception:
             await self._free_key(new_id)
             raise
         return Replayed(new_id, original.delivery_id, created=True)
 
-    async def _submit(self, target: Target, new_id: str, payload: bytes) -> Outcome:
-        submission = Submission(target, new_id, f"replay:{new_id}", payload, True)
+    async def _submit(self, target: Target, new_id: str, original: Original) -> Outcome:
+        headers = original.headers or b""
+        submission = Submission(target, new_id, f"replay:{new_id}", original.payload, True, headers)
         outcome = await self.backend.submit(submission)
         if outcome.verdict is not Verdict.STALE:
             return outcome
-        # the webhook changed since it was read: read it again (disabled or deleted now?)
+        # the source changed since it was read: read it again (disabled or deleted now?)
         async with self.database.read() as conn:
-            row = await _webhook_by_uid(conn, target.webhook_uid)
+            row = await _source_by_uid(conn, target.webhook_uid)
             fresh = _target_of(row)
         return await self.backend.submit(submission._replace(target=fresh))
 
@@ -165,18 +196,24 @@ async def live_target(conn: AsyncConnection, factory_uid: str, webhook_uid: str)
     return _target_of(await get_webhook_row(conn, factory_uid, webhook_uid))
 
 
-async def _webhook_by_uid(conn: AsyncConnection, webhook_uid: str) -> Any:
-    w = t.webhooks
-    query = select(w).where(w.c.uid == webhook_uid, w.c.deleted_at.is_(None))
+async def _source_by_uid(conn: AsyncConnection, uid: str) -> Any:
+    table = t.provider_connections if ids.is_connection(uid) else t.webhooks
+    query = select(table).where(table.c.uid == uid, table.c.deleted_at.is_(None))
     row = (await conn.execute(query)).first()
     if row is None:
-        raise NotFound(f"webhook: {webhook_uid} not found in this factory")
+        where = "this team" if ids.is_connection(uid) else "this factory"
+        raise NotFound(f"{_noun(uid)}: {uid} not found in {where}")
     return row
+
+
+def _noun(uid: str) -> str:
+    return "connection" if ids.is_connection(uid) else "webhook"
 
 
 def _target_of(row: Any) -> Target:
     if not row.enabled:
-        raise WebhookDisabled(f"webhook: {row.uid} is disabled; enable it to replay deliveries")
+        refused = ConnectionDisabled if ids.is_connection(row.uid) else WebhookDisabled
+        raise refused(f"{_noun(row.uid)}: {row.uid} is disabled; enable it to replay deliveries")
     return Target(row.uid, int(row.config_version), shard_of(row.uid))
 
 
@@ -198,17 +235,18 @@ def _earlier(row: Any, delivery_id: str) -> Replayed:
     return Replayed(row.delivery_id, row.replay_of, created=False)
 
 
-def _raise_refusal(outcome: Outcome) -> None:
+def _raise_refusal(outcome: Outcome, source_uid: str) -> None:
     verdict = outcome.verdict
     if verdict is Verdict.ACCEPTED:
         return
+    noun = _noun(source_uid)
     if verdict is Verdict.RATE_LIMITED:
         raise RateLimited(
-            "replay: the webhook took 60 deliveries in the last 60 seconds",
+            f"replay: the {noun} took 60 deliveries in the last 60 seconds",
             retry_after=outcome.retry_after_s,
         )
     if verdict is Verdict.BACKLOG_FULL:
         raise BacklogFull("replay: too many deliveries wait for evaluation; retry later")
     if verdict is Verdict.STALE:
-        raise Unavailable("replay: the webhook's configuration is changing; retry")
+        raise Unavailable(f"replay: the {noun}'s configuration is changing; retry")
     raise Unavailable(f"replay: refused by the delivery backend ({verdict.name})")

@@ -2,11 +2,10 @@
 first, replayed one by one through `Replayer.send`.
 
 Bounded: at most MAX_BULK deliveries per request. Rate limited: every replay takes a slot of
-the webhook's delivery rate, and the first one the backend refuses stops the run; the result
-lists what was sent and what was not, and the caller continues after `retry_after` seconds
-with the same Idempotency-Key (each delivery's replay is keyed by it, so nothing is sent
-twice).
-"""
+the source's delivery rate (a custom webhook's or a provider connection's), and the first one
+the backend refuses stops the run; the result lists what was sent and what was not, and the
+caller continues after `retry_after` seconds with the same Idempotency-Key (each delivery's
+replay is keyed by it, so nothing is sent twice)."""
 
 from __future__ import annotations
 
@@ -16,15 +15,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import Label
 from gateway.deliveries import trace as delivery_trace
 from gateway.deliveries.models import MAX_BULK, BulkAnswer, BulkItem, BulkReplay
-from gateway.deliveries.replay import Original, Replayer, live_target
+from gateway.deliveries.replay import Original, Replayer, Source
 from gateway.errors import InvalidRequest, RateLimited, ServiceError
 from gateway.store import tables as t
 
 
 async def replay_range(
     replayer: Replayer,
-    factory_uid: str,
-    webhook_uid: str,
+    source: Source,
     wanted: BulkReplay,
     idempotency_key: str | None,
     requested_by: str | None,
@@ -32,8 +30,8 @@ async def replay_range(
     if wanted.label != Label.ACCEPTED.value:
         raise InvalidRequest(f"label: only {Label.ACCEPTED.value!r} deliveries have a payload")
     async with replayer.database.read() as conn:
-        target = await live_target(conn, factory_uid, webhook_uid)
-        originals = await _originals(conn, webhook_uid, wanted)
+        target = await source(conn)
+        originals = await _originals(conn, target.webhook_uid, wanted)
     items: list[BulkItem] = []
     retry_after: int | None = None  # set when the rate limit stopped the run
     for original in originals:
@@ -62,10 +60,11 @@ def _counts(items: list[BulkItem]) -> dict[str, int]:
     return counts
 
 
-async def _originals(conn: AsyncConnection, webhook_uid: str, wanted: BulkReplay) -> list[Original]:
+async def _originals(conn: AsyncConnection, source_uid: str, wanted: BulkReplay) -> list[Original]:
     d = t.deliveries
-    query = select(d.c.delivery_id, d.c.payload, d.c.received_at, d.c.trace).where(
-        d.c.webhook_uid == webhook_uid,
+    columns = (d.c.delivery_id, d.c.payload, d.c.received_at, d.c.headers, d.c.trace)
+    query = select(*columns).where(
+        d.c.webhook_uid == source_uid,
         d.c.label == Label.ACCEPTED.value,
         d.c.payload.is_not(None),
         d.c.received_at >= wanted.since,
@@ -78,7 +77,7 @@ async def _originals(conn: AsyncConnection, webhook_uid: str, wanted: BulkReplay
     for row in await conn.execute(query.limit(MAX_BULK * 20)):
         if wanted.outcome is not None and delivery_trace.outcome_of(row.trace) != wanted.outcome:
             continue
-        found.append(Original(row.delivery_id, row.payload, row.received_at))
+        found.append(Original(row.delivery_id, row.payload, row.received_at, row.headers))
         if len(found) >= wanted.limit:
             break
     return found

@@ -1,4 +1,5 @@
-"""Reading replays: the replays of a webhook's deliveries, newest first, with where each one is
+"""Reading replays: the replays of a source's deliveries (a custom webhook's or a provider
+connection's), newest first, with where each one is
 now (on its way to the log, waiting for the evaluator, or evaluated with its outcome and runs),
 and the replay links of delivery-log items."""
 
@@ -12,13 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.deliveries import trace as delivery_trace
 from gateway.deliveries.models import Delivery, ReplayItem
 from gateway.store import tables as t
-from gateway.webhooks.management import get_webhook_row
 
 
-async def list_replays(
-    conn: AsyncConnection, factory_uid: str, webhook_uid: str, limit: int
-) -> list[ReplayItem]:
-    await get_webhook_row(conn, factory_uid, webhook_uid)
+async def list_replays(conn: AsyncConnection, source_uid: str, limit: int) -> list[ReplayItem]:
+    """The caller has checked that the source is there and may be read."""
     r, d, runs = t.delivery_replays, t.deliveries, t.runs
     started = (
         select(func.count())
@@ -32,7 +30,7 @@ async def list_replays(
             *(d.c.label, d.c.evaluation, d.c.trace, started.label("runs")),
         )
         .select_from(r.outerjoin(d, d.c.delivery_id == r.c.delivery_id))
-        .where(r.c.webhook_uid == webhook_uid)
+        .where(r.c.webhook_uid == source_uid)
         .order_by(desc(r.c.created_at), desc(r.c.delivery_id))
         .limit(limit)
     )

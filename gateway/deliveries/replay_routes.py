@@ -12,6 +12,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.http import json_response
 from gateway.api.routing import Body, Query, Routes
 from gateway.deliveries import replay_bulk as bulk
+from gateway.deliveries.log import require_webhook
 from gateway.deliveries.models import (
     MAX_BULK,
     BulkAnswer,
@@ -20,7 +21,7 @@ from gateway.deliveries.models import (
     ReplayList,
     ReplayQuery,
 )
-from gateway.deliveries.replay import MAX_KEY_CHARS, Replayer
+from gateway.deliveries.replay import MAX_KEY_CHARS, Replayer, Source, webhook_source
 from gateway.deliveries.replay_list import list_replays
 from gateway.errors import InvalidRequest, Unavailable
 from gateway.openapi import Header
@@ -39,11 +40,20 @@ IDEMPOTENCY_KEY = Header(
 )
 
 
-def _key(request: Request) -> str | None:
+def key_of(request: Request) -> str | None:
+    """The request's Idempotency-Key (400 past MAX_KEY_CHARS)."""
     key = request.headers.get("idempotency-key")
     if key is not None and not 1 <= len(key) <= MAX_KEY_CHARS:
         raise InvalidRequest(f"Idempotency-Key: 1 to {MAX_KEY_CHARS} characters")
     return key
+
+
+def replayer_of(request: Request) -> Replayer:
+    """The process's replayer (503 when it serves no ingress backend)."""
+    services = services_of(request)
+    if services.delivery_backend is None:
+        raise Unavailable("replay: this process serves no ingress backend")
+    return Replayer(services.database, services.delivery_backend, services.pending_deliveries)
 
 
 async def _replayer(request: Request) -> tuple[Replayer, str]:
@@ -51,10 +61,11 @@ async def _replayer(request: Request) -> tuple[Replayer, str]:
     services = services_of(request)
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, request.path_params["uid"])
-    if services.delivery_backend is None:
-        raise Unavailable("replay: this process serves no ingress backend")
-    replayer = Replayer(services.database, services.delivery_backend, services.pending_deliveries)
-    return replayer, principal.uid
+    return replayer_of(request), principal.uid
+
+
+def _source(request: Request) -> Source:
+    return webhook_source(request.path_params["uid"], request.path_params["webhook_uid"])
 
 
 @routes.post(
@@ -76,11 +87,7 @@ async def _replayer(request: Request) -> tuple[Replayer, str]:
 async def replay_one(request: Request) -> ReplayAnswer | Response:
     replayer, requested_by = await _replayer(request)
     done = await replayer.replay(
-        request.path_params["uid"],
-        request.path_params["webhook_uid"],
-        request.path_params["delivery_id"],
-        _key(request),
-        requested_by,
+        _source(request), request.path_params["delivery_id"], key_of(request), requested_by
     )
     answer = ReplayAnswer(done.delivery_id, done.replay_of)
     return answer if done.created else json_response(answer, 200)
@@ -101,12 +108,7 @@ async def replay_range(request: Request, body: Body[BulkReplay]) -> BulkAnswer:
     replayer, requested_by = await _replayer(request)
     wanted = await body.read()
     return await bulk.replay_range(
-        replayer,
-        request.path_params["uid"],
-        request.path_params["webhook_uid"],
-        wanted,
-        _key(request),
-        requested_by,
+        replayer, _source(request), wanted, key_of(request), requested_by
     )
 
 
@@ -120,8 +122,8 @@ async def replays(request: Request, query: Query[ReplayQuery]) -> ReplayList:
     services = services_of(request)
     limit = query.read().limit
     async with services.database.read() as conn:
-        await get_accessible_factory(conn, principal, request.path_params["uid"])
-        items = await list_replays(
-            conn, request.path_params["uid"], request.path_params["webhook_uid"], limit
-        )
+        factory_uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+        await get_accessible_factory(conn, principal, factory_uid)
+        await require_webhook(conn, factory_uid, webhook_uid)
+        items = await list_replays(conn, webhook_uid, limit)
     return ReplayList(items)

@@ -196,7 +196,11 @@ def test_shape_check_catches_missing_fields_wrong_types_and_extras() -> None:
 def test_the_replays_declare_the_idempotency_key_header_they_read() -> None:
     paths = openapi_document()["paths"]
     hook = "/api/v1/factory/{uid}/webhooks/{webhook_uid}"
-    for path in (f"{hook}/deliveries/{{delivery_id}}/replay", f"{hook}/deliveries/replay"):
+    connection = "/api/v1/provider-connections/{connection_uid}"
+    for path in (
+        *(f"{hook}/deliveries/{{delivery_id}}/replay", f"{hook}/deliveries/replay"),
+        *(f"{connection}/deliveries/{{delivery_id}}/replay", f"{connection}/deliveries/replay"),
+    ):
         (key,) = [p for p in paths[path]["post"]["parameters"] if p["name"] == "Idempotency-Key"]
         assert key["in"] == "header" and key["required"] is False
         assert key["schema"] == {"type": "string", "minLength": 1, "maxLength": 200}
