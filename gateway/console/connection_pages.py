@@ -16,9 +16,8 @@ from gateway.connections.management import get_connection, visible_row
 from gateway.console import session
 from gateway.console.html import page, render
 from gateway.console.pages import P, form_of, html_response, problem_page, signed_in
+from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
-from gateway.deliveries import provider_backtest as backtests
-from gateway.deliveries.filter_backtest import Window
 from gateway.deliveries.models import MAX_WINDOW, Delivery
 from gateway.errors import InvalidRequest
 from gateway.services import Services
@@ -114,7 +113,8 @@ async def filter_test(request: Request, services: Services, principal: Principal
         body = problem_page("Trigger backtest", detail, base, "Back to the deliveries", csrf=csrf)
         return html_response(body, 400)
     async with services.database.read() as conn:
-        result = await backtests.backtest(conn, found, tested, Window(last))
+        judge = backtests.trigger_judge(found, tested)
+        result = await backtests.backtest(conn, found.uid, judge, backtests.Window(last))
     body = page(
         "backtest.html",
         "Trigger backtest",

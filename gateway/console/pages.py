@@ -21,7 +21,7 @@ from gateway.accounts.identities import Principal, authenticate
 from gateway.connections.management import list_connections
 from gateway.console import session
 from gateway.console.html import page, render
-from gateway.deliveries import filter_backtest as backtests
+from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.models import MAX_WINDOW, Delivery
 from gateway.deliveries.replay import Replayer, webhook_source
@@ -245,7 +245,8 @@ async def filter_test(request: Request, services: Services, principal: Principal
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
         await delivery_log.require_webhook(conn, uid, webhook_uid)
-        result = await backtests.backtest(conn, webhook_uid, filters, backtests.Window(last))
+        judge = backtests.payload_judge(filters)
+        result = await backtests.backtest(conn, webhook_uid, judge, backtests.Window(last))
     raw_filter = form.get("filter") or "{}"
     body = page(
         "backtest.html",

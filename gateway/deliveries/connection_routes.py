@@ -18,10 +18,9 @@ from gateway.api.http import json_response
 from gateway.api.pagination import Page, PageInfo
 from gateway.api.routing import Body, Query, Routes
 from gateway.connections.management import visible_row
+from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
-from gateway.deliveries import provider_backtest as backtests
 from gateway.deliveries import replay_bulk as bulk
-from gateway.deliveries.filter_backtest import Window
 from gateway.deliveries.models import (
     MAX_BULK,
     BulkAnswer,
@@ -116,8 +115,9 @@ async def filter_test(request: Request, body: Body[ProviderFilterTest]) -> Filte
             tested = backtests.trigger_to_test(
                 connection, backtests.checked_trigger(wanted.trigger)
             )
-        window = Window(wanted.last, wanted.since)
-        return await backtests.backtest(conn, connection, tested, window)
+        window = backtests.Window(wanted.last, wanted.since)
+        judge = backtests.trigger_judge(connection, tested)
+        return await backtests.backtest(conn, connection.uid, judge, window)
 
 
 @routes.post(

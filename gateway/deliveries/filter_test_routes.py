@@ -11,7 +11,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Routes
 from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate, webhook_uids
-from gateway.deliveries import filter_backtest as backtests
+from gateway.deliveries import backtest as backtests
 from gateway.deliveries.log import require_webhook
 from gateway.deliveries.models import DryRun, FilterTest, FilterTestResult, TriggerTest
 
@@ -43,7 +43,7 @@ async def filter_test(request: Request, body: Body[FilterTest]) -> FilterTestRes
         else:
             filters = backtests.filter_of(wanted.payload or None)
         window = backtests.Window(wanted.last, wanted.since)
-        return await backtests.backtest(conn, webhook_uid, filters, window)
+        return await backtests.backtest(conn, webhook_uid, backtests.payload_judge(filters), window)
 
 
 @routes.post(
@@ -67,7 +67,8 @@ async def dry_run(request: Request, body: Body[AutomationCreate]) -> DryRun:
         for trigger in triggers:
             for webhook_uid in webhook_uids(trigger):
                 filters = backtests.filter_of(trigger.payload)
-                result = await backtests.backtest(conn, webhook_uid, filters, backtests.Window())
+                judge = backtests.payload_judge(filters)
+                result = await backtests.backtest(conn, webhook_uid, judge, backtests.Window())
                 tested.append(
                     TriggerTest(webhook_uid, result.tested, result.matched, result.deliveries)
                 )
