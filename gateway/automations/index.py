@@ -107,11 +107,11 @@ class AutomationIndex:
         self.compilations = 0
 
     async def lookup(
-        self, conn: AsyncConnection, webhook_uids: Iterable[str]
+        self, conn: AsyncConnection, webhook_uids: Iterable[str], revision: int | None = None
     ) -> dict[str, HookAutomations]:
-        """Every given webhook's current entry; reads only the config revision unless
-        something changed or was never read."""
-        self.revision = await config_revision(conn)
+        """Every given webhook's current entry; reads only the config revision (unless given,
+        as read through `conn`) unless something changed or was never read."""
+        self.revision = await config_revision(conn) if revision is None else revision
         found: dict[str, HookAutomations] = {}
         unsure: list[str] = []
         for uid in set(webhook_uids):

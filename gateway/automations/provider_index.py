@@ -156,12 +156,13 @@ class ProviderIndex:
         self.compilations = 0
 
     async def connections(
-        self, conn: AsyncConnection, uids: Iterable[str]
+        self, conn: AsyncConnection, uids: Iterable[str], revision: int | None = None
     ) -> tuple[int, dict[str, LiveConnection]]:
-        """The config revision, and the live ones of these connections: cached while the
-        revision stands (a batch then reads that row and nothing else), read again after a
-        change."""
-        revision = await config_revision(conn)
+        """The config revision (unless given, as read through `conn`), and the live ones of
+        these connections: cached while the revision stands (a batch then reads that row and
+        nothing else), read again after a change."""
+        if revision is None:
+            revision = await config_revision(conn)
         if revision != self._revision:
             self._connections.clear()
             self._revision = revision

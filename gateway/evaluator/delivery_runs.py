@@ -1,11 +1,12 @@
 """Accepted deliveries -> runs: one per (delivery, matching automation), whatever the source.
 
 A delivery comes from a source: a custom webhook or a provider connection (GitHub, Slack,
-Linear, Jira, GitLab; `ids.is_connection`). Each kind matches in its own way against its own
-compiled configuration: a webhook's payload against the payload filters of its factory's
-automations (`AutomationIndex`), a connection's delivery, normalized into trigger events
-(`gateway.providers`), against the provider triggers of its team's factories (`ProviderIndex`,
-GitHub and GitLab events reaching only the factories listing their repository). What comes out
+Linear, Jira, GitLab; `ids.is_connection`), and is matched against the one index of every
+source's triggers (`automations.trigger_index.TriggerIndex`), each kind in its own way: a
+webhook's payload against the payload filters of its factory's automations, a connection's
+delivery, normalized into trigger events (`gateway.providers`), against the provider triggers
+of its team's factories (GitHub and GitLab events reaching only the factories listing their
+repository). What comes out
 is the same for both (`_Matched`): the outcome trace, the factory that could not start its work
 (no agent to run as), and the automations to start, each with the factory, team and agent its
 run goes to, an envelope that names the source and what the run's metadata says of it. One
@@ -34,8 +35,9 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
-from gateway.automations.index import Automation, AutomationIndex, HookAutomations
-from gateway.automations.provider_index import LiveConnection, ProviderIndex, TeamTriggers
+from gateway.automations.index import Automation
+from gateway.automations.provider_index import LiveConnection, TeamTriggers
+from gateway.automations.trigger_index import Sources, TriggerIndex
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import provider_trace
 from gateway.deliveries.trace import NOT_LIVE, Trace, TraceWrites, cached_trace
@@ -188,18 +190,16 @@ class RunStarter:
 
     def __init__(self, platform: RunPlatform) -> None:
         self.platform = platform  # where the runs go (`gateway.wiring` hands it over)
-        self.index = AutomationIndex()  # webhooks' automations, and every automation's prompt
-        self.provider_index = ProviderIndex()
+        self.index = TriggerIndex()
 
     @property
     def compilations(self) -> int:
-        return self.index.compilations + self.provider_index.compilations
+        return self.index.compilations
 
     async def plan(self, conn: AsyncConnection, batch: Sequence[AcceptedDelivery]) -> RunBatch:
         """Matches each delivery of `batch` against its source's configuration (read through
         `conn` only when it changed) and builds the rows of the runs to start."""
-        sources = _Sources(self, conn)
-        await sources.load(batch)
+        sources = _Sources(await self.index.lookup(conn, {d.webhook_uid for d in batch}))
         matched: list[_Matched] = []
         wanted: dict[str, int] = {}  # automation uid -> its stamp, as matched
         planned: set[str] = set()
@@ -231,27 +231,11 @@ class _Sources:
     """One batch's view of its sources: their live configuration, and what each delivery
     matched (its trace; the factory it could not start work in)."""
 
-    def __init__(self, starter: RunStarter, conn: AsyncConnection) -> None:
-        self.starter, self.conn = starter, conn
-        self.hooks: dict[str, HookAutomations] = {}
-        self.connections: dict[str, LiveConnection] = {}
-        self.teams: dict[str, TeamTriggers] = {}
+    def __init__(self, found: Sources) -> None:
+        self.hooks, self.connections, self.teams = found.hooks, found.connections, found.teams
         self.traces: dict[str, Trace] = {}
         self.unstarted: dict[str, str] = {}  # delivery id -> factory uid
         self.heads: dict[str, str] = {}  # a webhook's envelope head, once per batch
-
-    async def load(self, batch: Sequence[AcceptedDelivery]) -> None:
-        hooks = {d.webhook_uid for d in batch}
-        connections = {uid for uid in hooks if ids.is_connection(uid)}
-        hooks -= connections
-        starter, conn = self.starter, self.conn
-        if hooks or not connections:
-            self.hooks = await starter.index.lookup(conn, hooks)
-        if connections:
-            index = starter.provider_index
-            revision, self.connections = await index.connections(conn, connections)
-            teams = {c.team_uid for c in self.connections.values()}
-            self.teams = await index.teams(conn, teams, revision)
 
     def webhook(
         self, delivery: AcceptedDelivery, payload: Any, wanted: dict[str, int]

@@ -275,7 +275,7 @@ def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: Gate
 
         starter = RunStarter(PLATFORM)
         assert await starter.index.warm_up(services.database) >= 1
-        cached = starter.index._hooks
+        cached = starter.index.webhooks._hooks
         assert live in cached and off not in cached and gone not in cached
         compiled = starter.compilations
         body = orjson.dumps({"action": "opened"})
