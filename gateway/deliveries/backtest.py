@@ -9,7 +9,7 @@ accepted deliveries, newest first); what differs is how a delivery is judged:
   normalized again (`gateway.providers`: payload, stored headers, the connection's bot) and
   matched with the evaluator's own compiled matchers (`compile_trigger_filter` over
   `plain_filter`, factories reached by repository as the evaluator routes them); a mismatch is
-  explained by `provider_trace.failing`, the reference semantics the compiled matchers are held
+  explained by `delivery_trace.failing`, the reference semantics the compiled matchers are held
   to. The connection's delivery log is explained from here too (`explain`).
 
 So a backtest and a live evaluation of the same delivery against the same triggers cannot
@@ -34,7 +34,7 @@ from gateway.automations.management import checked_shape, require_automation
 from gateway.automations.provider_index import plain_filter, repository_keys
 from gateway.backends.contract import Label
 from gateway.backends.delivery_rows import headers_of
-from gateway.deliveries import provider_trace
+from gateway.deliveries import trace as delivery_trace
 from gateway.deliveries.models import Delivery, FilterTestResult, TestedDelivery
 from gateway.deliveries.trace import TriggerKey, considered
 from gateway.errors import InvalidRequest, NotFound
@@ -175,7 +175,7 @@ async def explain(
 ) -> None:
     """A connection's delivery trace explained (`delivery_log.get_delivery`'s `explain`)."""
     events = events_of(connection, payload, headers)
-    await provider_trace.explain(conn, connection.team_uid, delivery, stored, events)
+    await delivery_trace.explain_events(conn, connection.team_uid, delivery, stored, events)
 
 
 def checked_trigger(raw: Any) -> CanonicalTrigger:
@@ -263,10 +263,10 @@ def _first_mismatch(tested: Sequence[Tested], events: Sequence[TriggerEvent]) ->
         for event in events:
             if (item.trigger.provider, item.trigger.event) != (event.provider, event.event):
                 continue
-            if provider_trace.reaches(event, item.repositories) and item.matcher(event):
+            if delivery_trace.reaches(event, item.repositories) and item.matcher(event):
                 return None
             if first is None:
-                first = provider_trace.failing(item.trigger, item.repositories, event)
+                first = delivery_trace.failing(item.trigger, item.repositories, event)
                 first = first or "filter"
     return first or "event"
 
@@ -275,4 +275,4 @@ def _shown(key: str, events: Sequence[TriggerEvent]) -> str:
     if key == "event":
         names = ", ".join(e.event for e in events) or "none"
         return f"event: the delivery is {names}, which the trigger does not listen to"
-    return provider_trace.mismatch(key, events)
+    return delivery_trace.mismatch(key, events)

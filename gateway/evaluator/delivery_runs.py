@@ -39,8 +39,18 @@ from gateway.automations.index import Automation
 from gateway.automations.provider_index import LiveConnection, TeamTriggers
 from gateway.automations.trigger_index import Sources, TriggerIndex
 from gateway.backends.delivery_rows import headers_of
-from gateway.deliveries import provider_trace
-from gateway.deliveries.trace import NOT_LIVE, Trace, TraceWrites, cached_trace
+from gateway.deliveries.trace import (
+    CONNECTION_GONE,
+    NOT_LISTED,
+    NOT_LIVE,
+    Trace,
+    TraceWrites,
+    cached_trace,
+    no_automations_reason,
+    no_events,
+    provider_trace,
+    reason_text,
+)
 from gateway.evaluator.run_platform import RunPlatform
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
@@ -283,16 +293,16 @@ class _Sources:
         delivery_id = delivery.delivery_id
         connection = self.connections.get(delivery.webhook_uid)
         if connection is None:
-            self.traces[delivery_id] = provider_trace.NOT_LIVE
+            self.traces[delivery_id] = CONNECTION_GONE
             return None
         events = delivery_events(connection.provider, connection.bot, delivery)
         if not events:
-            self.traces[delivery_id] = provider_trace.no_events(connection.provider)
+            self.traces[delivery_id] = no_events(connection.provider)
             return None
         entry = self.teams[connection.team_uid]
         hits, considered = entry.match(events)
         runnable = [a for a in hits if a.agent_uid is not None]
-        trace = provider_trace.provider_trace(entry, events, considered, hits, len(runnable))
+        trace = provider_trace(entry, events, considered, hits, len(runnable))
         self.traces[delivery_id] = trace
         if not considered.automations:
             _log_no_automations(entry, delivery, connection, events)
@@ -317,15 +327,15 @@ def _log_no_automations(
 ) -> None:
     """A repository no factory lists is named at info (a factory that forgot it); events no
     automation listens to at all are most of a provider's traffic: at debug."""
-    reason = provider_trace.no_automations_reason(entry, events)
-    level = logging.INFO if reason == provider_trace.NOT_LISTED else logging.DEBUG
+    reason = no_automations_reason(entry, events)
+    level = logging.INFO if reason == NOT_LISTED else logging.DEBUG
     if log.isEnabledFor(level):
         log.log(
             level,
             "delivery %s of connection %s: no_automations: %s",
             delivery.delivery_id,
             connection.uid,
-            provider_trace.reason_text(reason, events),
+            reason_text(reason, events),
         )
 
 
