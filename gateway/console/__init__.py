@@ -35,6 +35,11 @@ def routes() -> list[BaseRoute]:
                 Route(CONNECTION + "/rows", connection_pages.connection_rows),
                 Route(CONNECTION + "/filter-test", connection_pages.filter_test, methods=["POST"]),
                 Route(CONNECTION + "/d/{delivery_id}", connection_pages.delivery),
+                Route(
+                    CONNECTION + "/d/{delivery_id}/replay",
+                    connection_pages.replay,
+                    methods=["POST"],
+                ),
                 Mount("/static", app=StaticFiles(directory=STATIC), name="console-static"),
             ],
         )

@@ -1,10 +1,11 @@
 """The console's pages of a provider connection: its deliveries (live), one delivery (payload,
-headers, and the trace with the events it was normalized to and why each automation did or did
-not start), and the trigger backtest. Read through the API's own functions, with the key's
-access (team scoped, as the API)."""
+headers, the trace with the events it was normalized to and why each automation did or did not
+start, and its Replay form), and the trigger backtest. Read through the API's own functions,
+with the key's access (team scoped, as the API)."""
 
 from __future__ import annotations
 
+import secrets
 from functools import partial
 
 import orjson
@@ -15,10 +16,18 @@ from gateway.accounts.identities import Principal
 from gateway.connections.management import get_connection, visible_row
 from gateway.console import session
 from gateway.console.html import page, render
-from gateway.console.pages import P, form_of, html_response, problem_page, signed_in
+from gateway.console.pages import (
+    P,
+    form_of,
+    html_response,
+    problem_page,
+    replay_form,
+    signed_in,
+)
 from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.models import MAX_WINDOW, Delivery
+from gateway.deliveries.replay import connection_source
 from gateway.errors import InvalidRequest
 from gateway.services import Services
 
@@ -88,10 +97,17 @@ async def delivery(request: Request, services: Services, principal: Principal) -
         csrf=csrf,
         base=f"{P}/p/{uid}",
         item=item,
-        nonce="",
-        replayable=False,
+        nonce=secrets.token_urlsafe(16),  # keys this form's replay
+        replayable=True,
     )
     return html_response(body)
+
+
+@signed_in
+async def replay(request: Request, services: Services, principal: Principal) -> Response:
+    uid = request.path_params["connection_uid"]
+    source = connection_source(principal, uid)
+    return await replay_form(request, services, principal, source, f"{P}/p/{uid}")
 
 
 @signed_in

@@ -24,7 +24,7 @@ from gateway.console.html import page, render
 from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.models import MAX_WINDOW, Delivery
-from gateway.deliveries.replay import Replayer, webhook_source
+from gateway.deliveries.replay import Replayer, Source, webhook_source
 from gateway.errors import ServiceError
 from gateway.services import Services
 from gateway.webhooks.management import get_webhook_row, list_webhooks
@@ -210,21 +210,28 @@ async def delivery(request: Request, services: Services, principal: Principal) -
 
 @signed_in
 async def replay(request: Request, services: Services, principal: Principal) -> Response:
+    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
+    async with services.database.read() as conn:
+        await get_accessible_factory(conn, principal, uid)
+    source = webhook_source(uid, webhook_uid)
+    return await replay_form(request, services, principal, source, f"{P}/f/{uid}/w/{webhook_uid}")
+
+
+async def replay_form(
+    request: Request, services: Services, principal: Principal, source: Source, base: str
+) -> Response:
+    """A delivery page's Replay form (a custom webhook's or a provider connection's): replays
+    and shows the copy."""
     form = await form_of(request)
     session.check_post(services.secret_box, request, form.get("csrf"))
     # the form's nonce keys the replay: sending the same form twice replays once
     nonce = form.get("nonce", "")
     key = f"console:{nonce}" if 0 < len(nonce) <= 64 else None
-    uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
-    async with services.database.read() as conn:
-        await get_accessible_factory(conn, principal, uid)
     if services.delivery_backend is None:
         return _problem("Unavailable", "this process serves no ingress backend", 503)
     replayer = Replayer(services.database, services.delivery_backend, services.pending_deliveries)
-    source = webhook_source(uid, webhook_uid)
     done = await replayer.replay(source, request.path_params["delivery_id"], key, principal.uid)
-    target = f"{P}/f/{uid}/w/{webhook_uid}/d/{done.delivery_id}"
-    return RedirectResponse(target, status_code=303, headers=HEADERS)
+    return RedirectResponse(f"{base}/d/{done.delivery_id}", status_code=303, headers=HEADERS)
 
 
 @signed_in

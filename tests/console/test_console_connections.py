@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 
 import orjson
 import pytest
@@ -57,7 +58,6 @@ def test_a_connection_in_the_console(world: World) -> None:
     assert bugs in text and agent in text
     assert "labels: the event's" in text  # why `agent` did not start
     assert "<b>x</b>" not in page.text  # the payload is escaped
-    assert 'action="/console/p/' not in page.text.split("<h2>Trace</h2>")[0]  # no replay form
 
     token = csrf_of(client, base)
     wanted = trigger("github", "issue_labeled", labels=["agent"])
@@ -68,10 +68,23 @@ def test_a_connection_in_the_console(world: World) -> None:
     refused = client.post(f"{base}/filter-test", data=wrong)
     assert refused.status_code == 400 and "trigger.provider" in refused.text
 
+    # the Replay form: the same form sent twice replays once
+    fields = dict(re.findall(r'name="(csrf|nonce)" value="([^"]+)"', page.text))
+    first = client.post(f"{base}/d/{delivery_id}/replay", data=fields, follow_redirects=False)
+    again = client.post(f"{base}/d/{delivery_id}/replay", data=fields, follow_redirects=False)
+    assert first.status_code == again.status_code == 303  # one form, one replay
+    assert first.headers["location"] == again.headers["location"]
+    copy_id = first.headers["location"].rsplit("/d/", 1)[1]
+    assert evaluated(world, github, copy_id)["replay_of"] == delivery_id
+    assert delivery_id in client.get(first.headers["location"]).text  # "Replay of"
+
     client.cookies.clear()
     login(client, world.stranger_key)
     assert client.get(base).status_code == 403
     assert client.get(f"{base}/d/{delivery_id}").status_code == 403
+    token = csrf_of(client, "/console/")
+    replayed = client.post(f"{base}/d/{delivery_id}/replay", data={"csrf": token, "nonce": "n"})
+    assert replayed.status_code == 403
 
 
 def test_no_automations_names_why(world: World, caplog: pytest.LogCaptureFixture) -> None:
