@@ -106,8 +106,12 @@ async def delivery(request: Request, services: Services, principal: Principal) -
 @signed_in
 async def replay(request: Request, services: Services, principal: Principal) -> Response:
     uid = request.path_params["connection_uid"]
+
+    async def allowed() -> None:
+        await _connection(services, principal, uid)
+
     source = connection_source(principal, uid)
-    return await replay_form(request, services, principal, source, f"{P}/p/{uid}")
+    return await replay_form(request, services, principal, source, f"{P}/p/{uid}", allowed)
 
 
 @signed_in

@@ -211,22 +211,33 @@ async def delivery(request: Request, services: Services, principal: Principal) -
 @signed_in
 async def replay(request: Request, services: Services, principal: Principal) -> Response:
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
-    async with services.database.read() as conn:
-        await get_accessible_factory(conn, principal, uid)
+
+    async def allowed() -> None:
+        async with services.database.read() as conn:
+            await get_accessible_factory(conn, principal, uid)
+
     source = webhook_source(uid, webhook_uid)
-    return await replay_form(request, services, principal, source, f"{P}/f/{uid}/w/{webhook_uid}")
+    base = f"{P}/f/{uid}/w/{webhook_uid}"
+    return await replay_form(request, services, principal, source, base, allowed)
 
 
 async def replay_form(
-    request: Request, services: Services, principal: Principal, source: Source, base: str
+    request: Request,
+    services: Services,
+    principal: Principal,
+    source: Source,
+    base: str,
+    allowed: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
     """A delivery page's Replay form (a custom webhook's or a provider connection's): replays
-    and shows the copy."""
+    and shows the copy. `allowed` refuses a caller without access, after the form's checks."""
     form = await form_of(request)
     session.check_post(services.secret_box, request, form.get("csrf"))
     # the form's nonce keys the replay: sending the same form twice replays once
     nonce = form.get("nonce", "")
     key = f"console:{nonce}" if 0 < len(nonce) <= 64 else None
+    if allowed is not None:
+        await allowed()
     if services.delivery_backend is None:
         return _problem("Unavailable", "this process serves no ingress backend", 503)
     replayer = Replayer(services.database, services.delivery_backend, services.pending_deliveries)
