@@ -294,7 +294,8 @@ def provider_trace(
     what they reached, `hits` what matched, `started` how many of those have an agent to run
     as (a factory without a foreman starts nothing)."""
     names = tuple(event.event for event in events)
-    key = (id(entry), names, considered.automations, tuple(a.uid for a in hits), started)
+    provider = events[0].provider  # event names are shared: GitHub's and Linear's issue_created
+    key = (id(entry), provider, names, considered.automations, tuple(a.uid for a in hits), started)
     return _recent(key, entry, lambda: _make(entry, events, names, considered, hits, started))
 
 

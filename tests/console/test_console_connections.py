@@ -20,7 +20,9 @@ from tests.connections.provider_world import (
     set_repositories,
     trigger,
 )
+from tests.connections.test_provider_triggers import LINEAR_SECRET
 from tests.console.test_console_pages import csrf_of, login
+from tests.providers.conftest import fixture
 from tests.support import World
 
 PAYLOAD = {
@@ -115,3 +117,26 @@ def test_no_automations_names_why(world: World, caplog: pytest.LogCaptureFixture
     assert nothing["reason"] == (
         "no enabled automation of the team has a trigger on github issue_created"
     )
+
+
+def test_no_automations_of_one_provider_is_not_another_providers(world: World) -> None:
+    """Two connections of one team whose deliveries carry the same event name (GitHub's and
+    Linear's issue_created), both reaching no automation: each trace names its own provider
+    and its own reason (the traces the evaluator reuses are kept per provider)."""
+    client = world.client
+    set_repositories(client, world.factory_uid, "acme/other")
+    automation(world, world.factory_uid, "new", trigger("github", "issue_created"))
+    github = connect(world, "github")
+    linear = connect(world, "linear", secret=LINEAR_SECRET)
+    hello = {**PAYLOAD, "action": "opened", "repository": {"full_name": "Codertocat/Hello-World"}}
+    first = deliver(client, github, signing.github(github["secret"], "issues", hello))
+    assert evaluated(world, github, first)["trace"]["reason"].startswith("repository Codertocat")
+    created = fixture("linear", "issue_create")
+    created.pop("webhookTimestamp", None)
+    second = deliver(client, linear, signing.linear(LINEAR_SECRET, created))
+    trace = evaluated(world, linear, second)["trace"]
+    assert trace["outcome"] == "no_automations"
+    assert [e["provider"] for e in trace["events"]] == ["linear"], trace
+    assert trace["reason"] == (
+        "no enabled automation of the team has a trigger on linear issue_created"
+    ), trace
