@@ -13,10 +13,15 @@ are appended as heartbeats bring them. RUN_ATTACHMENTS is a directory holding th
 (`<attachment id>/<name>`): those it was created with and those follow-ups carry, downloaded from
 their signed URLs before a follow-up naming them is written to RUN_MESSAGES (each of its `files`
 then has the `path`). Files the command
-leaves in the directory RUN_OUTPUTS become the run's artifacts. While it runs, the lease
-is renewed every third of it (at least every MAX_BEAT_S); a cancel reported by the heartbeat
-terminates the group (SIGTERM, SIGKILL after KILL_AFTER_S) and the run is acknowledged
-CANCELLED; an interrupt is passed on as SIGINT. Exit 0 is SUCCEEDED, anything else FAILED;
+leaves in the directory RUN_OUTPUTS become the run's artifacts. From the claim's answer until
+its runner has the answer to the run's finish (`hold_lease`, `let_go`), the lease is renewed
+every third of it (at least every MAX_BEAT_S), whatever the run is at: downloading its files,
+running setup or the command, uploading outputs, or being finished. A cancel reported by a
+heartbeat terminates the group (SIGTERM, SIGKILL after KILL_AFTER_S) and the run is
+acknowledged CANCELLED; one reported before the command started means it never starts.
+Follow-ups a heartbeat brings before the start join the prompt on stdin too. An interrupt is
+passed on as SIGINT (one before the command starts has nothing to interrupt). Exit 0 is
+SUCCEEDED, anything else FAILED;
 the last non-empty stdout line is the status message, stdout and stderr the transcript. The
 execution reports everything but the run's end: its runner sends that (`Ended`), together
 with its claim of the next runs.
@@ -30,6 +35,7 @@ import json
 import logging
 import mimetypes
 import os
+import queue
 import signal
 import subprocess
 import tempfile
@@ -47,6 +53,7 @@ from gateway.runner.protocol import (
     ClaimedRun,
     Ending,
     FileArtifact,
+    Heartbeat,
     Outcome,
     RunMessage,
 )
@@ -61,6 +68,7 @@ MAX_TRANSCRIPT = 800_000  # characters kept (the tail), within the finish call's
 MAX_OUTPUTS = 20  # files uploaded from RUN_OUTPUTS
 MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
 SETUP_FAILED = "setup_failed"  # the error_code of a run whose setup command failed
+CANCELLED_BEFORE_START = "--- cancelled before the command started ---\n"  # its transcript's end
 MIN_MASKED = 4  # secret values this long or longer are masked in what is reported of a run
 T = TypeVar("T")
 
@@ -109,6 +117,42 @@ class Execution:
         self.secrets = {name: value for name, value in run.get("secrets", {}).items() if value}
         self.config: dict[str, Any] = dict(run.get("agent_config") or {})
         self.skills_dir: Path | None = None
+        self.command_started = False  # the command itself (after setup)
+        self.beats: queue.SimpleQueue[Heartbeat] = queue.SimpleQueue()  # for the command
+        self.beat_every = max(0.2, min(lease_s / 3, MAX_BEAT_S))
+        self._let_go = threading.Event()
+        self._finishing = False
+        self._lock = threading.Lock()  # a process's start against a lost lease
+
+    def hold_lease(self) -> None:
+        """Renews the lease from now (the claim's answer) until `let_go`, in a thread of its
+        own: a heartbeat every `beat_every` seconds, whatever the run is at (downloads, setup,
+        the command, uploads, its finish). What each heartbeat brings waits in `beats`."""
+        name = f"lease-{self.run_id}"
+        threading.Thread(target=self._keep_lease, name=name, daemon=True).start()
+
+    def finishing(self) -> None:
+        """The run's end is on its way: the lease is still renewed until `let_go`, and a
+        heartbeat the finish overtook (409 `lease_lost`) only ends the renewals."""
+        self._finishing = True
+
+    def let_go(self) -> None:
+        """No more heartbeats: the run's finish was answered, or the run given back or up."""
+        self._let_go.set()
+
+    def _keep_lease(self) -> None:
+        while not self._let_go.wait(self.beat_every):
+            try:
+                beat = self.client.heartbeat(self.run_id)
+            except ApiError as exc:
+                if exc.code == "lease_lost":
+                    if not self._finishing:
+                        self._lose(exc)
+                    return
+                if not self._let_go.is_set():
+                    log.warning("run %s: heartbeat failed: %s", self.run_id, exc)
+                continue
+            self.beats.put(beat)
 
     def execute(self) -> Ended | None:
         """Runs the command to its end; returns how it ended, or None when there is nothing to
@@ -120,20 +164,25 @@ class Execution:
                 "progress", partial(self.client.progress, self.run_id, "INPROGRESS", "running")
             )
             setup = self._setup(workdir, env)
-            ended = self.lost or self.cancelled or self.stop_requested.is_set()
-            if setup.failed is not None or ended:  # the command does not start
+            self._take_beats()  # a cancel or follow-ups that came while it was prepared
+            with self._lock:
+                ended = self.lost or self.cancelled or self.stop_requested.is_set()
+                if setup.failed is None and not ended:
+                    # the operator's own command line, run through the shell by design
+                    self.process = subprocess.Popen(  # noqa: S602
+                        self.command,
+                        shell=True,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        env=env,
+                        cwd=workdir,
+                        start_new_session=True,  # its own process group: a cancel reaches all
+                    )
+                    self.command_started = True
+            if not self.command_started:
                 return self._setup_failed(setup, time.monotonic() - started)
-            # the operator's own command line, run through the shell by design
-            self.process = subprocess.Popen(  # noqa: S602
-                self.command,
-                shell=True,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=workdir,
-                start_new_session=True,  # its own process group: a cancel reaches every child
-            )
+            assert self.process is not None
             stdout, stderr = Output(), Output()
             pumps = [
                 _pump(self.process.stdout, stdout),
@@ -154,19 +203,21 @@ class Execution:
         commands = (self.config.get("runner_config") or {}).get("setup_commands") or []
         setup = Setup()
         for i, command in enumerate(commands, 1):
-            if self.lost or self.cancelled or self.stop_requested.is_set():
-                break
-            # the factory's own setup line, run through the shell as its runner file says
-            self.process = subprocess.Popen(  # noqa: S602
-                command,
-                shell=True,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=workdir,
-                start_new_session=True,
-            )
+            self._take_beats()
+            with self._lock:
+                if self.lost or self.cancelled or self.stop_requested.is_set():
+                    break
+                # the factory's own setup line, run through the shell as its runner file says
+                self.process = subprocess.Popen(  # noqa: S602
+                    command,
+                    shell=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=workdir,
+                    start_new_session=True,
+                )
             output = Output()
             pump = _pump(self.process.stdout, output)
             code = self._watch()
@@ -187,8 +238,8 @@ class Execution:
             return None
         if self.cancelled:
             ending = Ending(run_id=self.run_id, outcome="CANCELLED", status_message="cancelled")
-            ending["transcript"] = self.mask(setup.transcript)
-            return Ended(self.run_id, ending, f"CANCELLED in {elapsed:.1f} s (during setup)")
+            ending["transcript"] = _cap(self.mask(setup.transcript) + CANCELLED_BEFORE_START)
+            return Ended(self.run_id, ending, f"CANCELLED in {elapsed:.1f} s (before the start)")
         assert setup.failed is not None
         ending = Ending(
             run_id=self.run_id,
@@ -309,33 +360,43 @@ class Execution:
                         len(files), MAX_OUTPUTS)  # fmt: skip
 
     def _watch(self) -> int:
-        """Waits for the command, renewing the lease; acts on cancel, interrupt, lost lease and
-        the runner's shutdown."""
+        """Waits for the command (or a setup command); acts on what the heartbeats bring
+        (cancel, interrupt, follow-ups) and on the runner's shutdown. A lost lease terminates
+        it (`_lose`)."""
         assert self.process is not None
-        every = max(0.2, min(self.lease_s / 3, MAX_BEAT_S))
-        next_beat = time.monotonic() + every
         while True:
             try:
-                return self.process.wait(timeout=min(0.2, every))
+                return self.process.wait(timeout=0.2)
             except subprocess.TimeoutExpired:
                 pass
             if self.stop_requested.is_set() and not self.cancelled:
                 log.info("run %s: the runner is stopping; terminating the command", self.run_id)
                 self._terminate()
                 return self.process.wait()
-            if time.monotonic() < next_beat:
-                continue
-            next_beat = time.monotonic() + every
-            beat = self._report("heartbeat", partial(self.client.heartbeat, self.run_id))
-            if beat is None:
-                continue
+            self._take_beats()
+
+    def _take_beats(self) -> None:
+        """Acts on the heartbeats answered since the last look. Before the command started,
+        follow-ups join its stdin too, and an interrupt has nothing to interrupt; a cancel
+        terminates what runs (a setup command, or the command), and the command never starts."""
+        while True:
+            try:
+                beat = self.beats.get_nowait()
+            except queue.Empty:
+                return
+            running = self.process is not None and self.process.poll() is None
             if beat["messages"]:
                 self._append_messages(beat["messages"])
+                if not self.command_started:
+                    self.run["messages"].extend(beat["messages"])
             if beat["cancel_requested"] and not self.cancelled:
-                log.info("run %s: cancelled; terminating the command", self.run_id)
                 self.cancelled = True
-                self._terminate()
-            elif beat["interrupt_requested"]:
+                if running:
+                    log.info("run %s: cancelled; terminating the command", self.run_id)
+                    self._terminate()
+                else:
+                    log.info("run %s: cancelled before its command started", self.run_id)
+            elif beat["interrupt_requested"] and running and self.command_started:
                 log.info("run %s: interrupted; SIGINT to the command", self.run_id)
                 self._signal(signal.SIGINT)
 
@@ -370,13 +431,24 @@ class Execution:
         try:
             return call()
         except ApiError as exc:
-            if exc.code == "lease_lost" and not self.lost:
-                log.warning("run %s: lease lost (%s); abandoning the command", self.run_id, exc)
-                self.lost = True
-                self._terminate()
+            if exc.code == "lease_lost":
+                self._lose(exc)
             elif not self.lost:
                 log.warning("run %s: %s failed: %s", self.run_id, action, exc)
             return None
+
+    def _lose(self, exc: ApiError) -> None:
+        """The run is not this runner's any more (another runner may have it now): what runs
+        is terminated (the command never starts), and nothing is reported of the run."""
+        with self._lock:
+            if self.lost:
+                return
+            self.lost = True
+            if self.process is not None and self.process.poll() is None:
+                log.warning("run %s: lease lost (%s); abandoning the command", self.run_id, exc)
+                self._terminate()
+            else:
+                log.warning("run %s: lease lost (%s); given up", self.run_id, exc)
 
     def _terminate(self) -> None:
         """SIGTERM to the command's process group, SIGKILL if it is still there after

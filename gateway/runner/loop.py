@@ -171,17 +171,19 @@ class Runner:
             self._release(run)
             self.slots.done()
             return
-        thread = threading.Thread(target=self._execute, args=(run,), daemon=True)
+        execution = Execution(self.client, run, self.options.command, self.lease_s)
+        execution.hold_lease()  # from the claim's answer until the finish's
+        thread = threading.Thread(target=self._execute, args=(execution,), daemon=True)
         with self._lock:
             self._threads.add(thread)
+            self._running[execution.run_id] = execution
         thread.start()
 
-    def _execute(self, run: ClaimedRun) -> None:
-        """A run's thread: executes it, then reports its end and claims the next runs."""
+    def _execute(self, execution: Execution) -> None:
+        """A run's thread: executes it, then reports its end and claims the next runs. Its
+        lease is renewed until that report is answered (a run given back or up: no longer)."""
+        run = execution.run
         log.info("run %s claimed (attempt %s): %s", run["run_id"], run["attempt"], _title(run))
-        execution = Execution(self.client, run, self.options.command, self.lease_s)
-        with self._lock:
-            self._running[execution.run_id] = execution
         ended: Ended | None = None
         try:
             ended = execution.execute()
@@ -191,9 +193,14 @@ class Runner:
             with self._lock:
                 self._running.pop(execution.run_id, None)
             claim = self.slots.done_and_reserve()
+            if ended:
+                execution.finishing()
+            else:  # given back, lost, or the runner failed it: nothing to renew for
+                execution.let_go()
         try:
             self._exchange([ended] if ended else [], claim)
         finally:
+            execution.let_go()
             with self._lock:
                 self._threads.discard(threading.current_thread())
 

@@ -364,20 +364,29 @@ def test_200_runs_over_4_runners_are_each_executed_exactly_once(deployment: Depl
 
 
 @contextlib.contextmanager
-def counting_proxy(upstream: str) -> Iterator[tuple[str, Counter[str]]]:
+def counting_proxy(
+    upstream: str, hold: Callable[[str, str, bytes], None] | None = None
+) -> Iterator[tuple[str, Counter[str]]]:
     """An HTTP proxy in front of `upstream` that counts the requests by path; yields its URL
-    and the counts (a request counts as it arrives, before it is forwarded)."""
+    and the counts (a request counts as it arrives, before it is forwarded). `hold(method,
+    path, body)` runs before each request is forwarded (and may hold it back). The Host header
+    is passed on: the signed URLs the API answers with lead back through the proxy."""
     counts: Counter[str] = Counter()
     target = urlsplit(upstream)
 
     class Forward(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.do_POST()
+
         def do_POST(self) -> None:
             counts[self.path] += 1
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if hold is not None:
+                hold(self.command, self.path, body)
             upstream_conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
             try:
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                upstream_conn.request("POST", self.path, body=body, headers=headers)
+                headers = dict(self.headers.items())
+                upstream_conn.request(self.command, self.path, body=body or None, headers=headers)
                 answer = upstream_conn.getresponse()
                 content = answer.read()
                 self.send_response(answer.status)
@@ -520,3 +529,63 @@ def test_a_worker_runs_only_the_runs_pinned_to_it(deployment: Deployment) -> Non
     time.sleep(1.0)  # the worker would have claimed the pool's run by now, were it its own
     assert deployment.run(pooled)["state"] == "QUEUED"
     assert worker.poll() is None
+
+
+# the runner's download and API calls give up after 30 s (gateway.runner.client.TIMEOUT_S)
+HOLD_AT_MOST_S = 25.0
+
+
+@pytest.mark.parametrize("stage", ["download", "finish"])
+def test_a_run_held_up_longer_than_its_lease_before_or_after_its_command_runs_once(
+    deployment: Deployment, stage: str
+) -> None:
+    """The lease is renewed from the claim's answer until the finish's: a runner whose
+    attachment download (before the command starts) or finish call is held up for longer than
+    the lease keeps the run while a second runner polls, and the run is executed once.
+    Heartbeats used to start and stop with the command: the lease lapsed, the second runner
+    executed the run again and the first one's finish was `lease_lost`."""
+    lease_s = float(deployment.env["GATEWAY_RUN_LEASE_S"])
+    executions = deployment.tmp / "executions"
+    note = base64.b64encode(b"the note\n").decode()
+    created = deployment.api("POST", "/agent/runs", json={
+        "prompt": "slow to start", "attachments": [
+            {"data": note, "file_name": "note.txt", "mime_type": "text/plain"}]})  # fmt: skip
+    assert created.status_code == 200, created.text
+    run_id = created.json()["run_id"]
+    held, go = threading.Event(), threading.Event()
+
+    def hold(method: str, path: str, body: bytes) -> None:
+        download = method == "GET" and "/attachments/content/" in path
+        finish = path == "/api/v1/runner/finish" and run_id.encode() in body
+        if (download if stage == "download" else finish) and not held.is_set():
+            held.set()
+            go.wait(scaled(60))
+
+    command = f'cat "$RUN_ATTACHMENTS"/*/note.txt; echo $RUN_ID >> {executions}'
+    with counting_proxy(deployment.url, hold) as (proxy, _):
+        deployment.url, server = proxy, deployment.url  # the first runner talks to the proxy
+        deployment.runner(command, name="first")
+        deployment.url = server
+        try:
+            wait_for(held.is_set, what=f"the {stage} held up")
+            since = time.monotonic()
+            deployment.runner(command, name="second")
+            second_log = deployment.tmp / "runner-second.log"
+            wait_for(lambda: "registered at" in second_log.read_text(), what="second registered")
+            # long enough for the second runner to take a lapsed lease over: it polls the
+            # queue a few times a second (the old runner's run was CLAIMED a second time)
+            until = min(since + HOLD_AT_MOST_S, time.monotonic() + 2 * lease_s)
+            while time.monotonic() < until and deployment.states(run_id).count("CLAIMED") < 2:
+                time.sleep(0.2)
+        finally:
+            go.set()
+        first_log = deployment.tmp / "runner-first.log"
+        wait_for(lambda: any(f"run {run_id}: {end}" in first_log.read_text()
+                             for end in ("SUCCEEDED in", "lease lost")),
+                 what="the first runner done with the run")  # fmt: skip
+    run = deployment.run(run_id)
+    assert run["state"] == "SUCCEEDED", run["status_message"]
+    assert run["status_message"]["message"] == "the note"
+    assert executions.read_text().split() == [run_id]  # once
+    assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
+    assert "lease lost" not in first_log.read_text()
