@@ -5,12 +5,15 @@ or given to another runner answers 409 `lease_lost`, never a second state change
 A lease that is not renewed returns the run to QUEUED for another runner; after MAX_ATTEMPTS
 claims the run is FAILED instead (`lease_expired`). Expired leases are collected whenever a
 runner claims or touches a run, so with runners polling, a dead runner's runs move on within a
-lease and a poll. A runner that stops gives its runs back (`release`).
+lease and a poll. Until its expired lease is collected, a run is still its runner's: that
+runner's own calls about it (a late heartbeat, which renews the lease, or its finish) do not
+collect it but go through, as nobody else can have the run yet. A runner that stops gives its
+runs back (`release`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -37,16 +40,23 @@ DEBUG_ENDED = "DEBUG_ENDED"
 Expired = Row[Any, Any, Any, Any, Any]  # what expire_leases reads of a run: id, state, attempts...
 
 
-async def expire_leases(conn: AsyncConnection) -> None:
+async def expire_leases(
+    conn: AsyncConnection, holder: str | None = None, spared: Collection[str] = ()
+) -> None:
     """Runs whose lease ran out: back to QUEUED, or FAILED after MAX_ATTEMPTS claims; a run
-    that ended meanwhile (cancelled) only loses its holder."""
+    that ended meanwhile (cancelled) only loses its holder. The runs of `spared` that runner
+    `holder` holds are left as they are (its own call about them collects the others)."""
     now = utcnow()
     query = (
         select(r.c.run_id, r.c.state, r.c.attempts, r.c.runner_uid, r.c.debug_session)
         .where(r.c.lease_expires_at.is_not(None), r.c.lease_expires_at < now)
         .with_for_update(skip_locked=True)
     )
-    expired = (await conn.execute(query)).all()
+    expired = [
+        row
+        for row in (await conn.execute(query)).all()
+        if not (row.runner_uid == holder and row.run_id in spared)
+    ]
     ended = [row for row in expired if row.state in TERMINAL]
     again = [row for row in expired if row.attempts < MAX_ATTEMPTS and allows(row.state, "release")]
     last = [row for row in expired if row.attempts >= MAX_ATTEMPTS and allows(row.state, "expire")]
@@ -122,13 +132,15 @@ async def held_runs(
     conn: AsyncConnection, runner: Runner, run_ids: list[str]
 ) -> dict[str, RunRecord | ServiceError]:
     """`held_run` for several runs at once (one SELECT): each run, locked, or the error a call
-    about it alone would answer."""
+    about it alone would answer. A run whose lease ran out is still the caller's while nobody
+    collected it: the caller's call does not (nobody else can have it yet)."""
     query = select(r).where(r.c.run_id.in_(run_ids)).order_by(r.c.run_id).with_for_update()
     found = await _locked(conn, query)
     now = utcnow()
     leases = [run.lease_expires_at for run in found.values() if run.lease_expires_at is not None]
     if any(expires < now for expires in leases):
-        await expire_leases(conn)  # these among them: requeued (or failed) now
+        # expired leases collected now, but for the caller's own runs among these
+        await expire_leases(conn, holder=runner.uid, spared=set(run_ids))
         found = await _locked(conn, query)
     return {run_id: _held_by(found.get(run_id), runner, run_id) for run_id in run_ids}
 

@@ -285,16 +285,46 @@ def test_an_expired_lease_requeues_the_run_then_fails_it(short_lease: World) -> 
     holders = []
     for attempt in range(1, MAX_ATTEMPTS + 1):
         runner = Runner(world)
-        claimed = runner.claim()
+        claimed = runner.claim()  # collects the previous holder's expired lease first
         assert [(run["run_id"], run["attempt"]) for run in claimed] == [(run_id, attempt)]
         holders.append(runner)
         time.sleep(0.5)  # the lease runs out: the runner died
-        runner.on(run_id, "finish", 409, outcome="SUCCEEDED")  # too late: lost
-    assert Runner(world).claim() == []
+    assert Runner(world).claim() == []  # collects the last one
+    for runner in holders:  # too late: each lost the run when its lease was collected
+        runner.on(run_id, "finish", 409, outcome="SUCCEEDED")
     run = get_run(world, run_id)
     assert run["state"] == "FAILED"
     assert run["status_message"]["error_code"] == "lease_expired"
     assert states(world, run_id) == ["QUEUED"] + ["CLAIMED", "QUEUED"] * 2 + ["CLAIMED", "FAILED"]
+
+
+def test_a_lapsed_lease_nobody_collected_is_still_its_runners(short_lease: World) -> None:
+    """Nobody else can have the run before its expired lease is collected: the holder's late
+    heartbeat renews the lease, and its finish is accepted."""
+    world = short_lease
+    run_id = new_run(world)
+    runner = Runner(world)
+    [claimed] = runner.claim()
+    time.sleep(0.5)  # the lease runs out; no other runner calls meanwhile
+    beat = runner.on(run_id, "heartbeat")
+    assert beat["state"] == "CLAIMED" and beat["lease_expires_at"] > claimed["lease_expires_at"]
+    time.sleep(0.5)  # out again
+    assert runner.on(run_id, "finish", outcome="SUCCEEDED")["state"] == "SUCCEEDED"
+    assert states(world, run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
+
+
+def test_a_runners_call_collects_its_other_lapsed_leases(short_lease: World) -> None:
+    """Only the runs a call names are spared: the caller's other expired leases are collected
+    as anyone's are."""
+    world = short_lease
+    first, second = new_run(world, "one"), new_run(world, "two")
+    runner = Runner(world)
+    assert [run["run_id"] for run in runner.claim(2)] == [first, second]
+    time.sleep(0.5)  # both leases run out
+    runner.on(first, "heartbeat")
+    assert get_run(world, second)["state"] == "QUEUED"
+    runner.on(second, "heartbeat", 409)
+    assert runner.on(first, "finish", outcome="SUCCEEDED")["state"] == "SUCCEEDED"
 
 
 @pytest.fixture
