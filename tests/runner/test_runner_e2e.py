@@ -40,9 +40,9 @@ from tests.support import scaled
 
 pytestmark = pytest.mark.slow
 # short, so that a killed runner's run moves on quickly; stretched on a loaded host (`scaled`),
-# where the claim's answer, the progress report and the finish of a short command (none of
-# which renews the lease) once took longer than 2 s together: the lease lapsed and another
-# runner executed the run a second time, as the protocol allows for a runner cut off that long
+# where heartbeats may come late (the runner renews the lease from the claim's answer to the
+# finish's; it once did so only while the command ran, and a run whose claim, progress and
+# finish took longer than 2 s together was executed a second time by another runner)
 LEASE_S = 2.0
 
 
@@ -589,3 +589,56 @@ def test_a_run_held_up_longer_than_its_lease_before_or_after_its_command_runs_on
     assert executions.read_text().split() == [run_id]  # once
     assert deployment.states(run_id) == ["QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"]
     assert "lease lost" not in first_log.read_text()
+
+
+@pytest.mark.parametrize("sent", ["cancel", "follow-up"])
+def test_what_a_heartbeat_brings_before_the_command_starts_counts(
+    deployment: Deployment, sent: str
+) -> None:
+    """While the run's files download, heartbeats bring what users send: a cancel means the
+    command never starts (CANCELLED, acknowledged); a follow-up joins its stdin."""
+    started = deployment.tmp / "started"
+    note = base64.b64encode(b"the note\n").decode()
+    created = deployment.api("POST", "/agent/runs", json={
+        "prompt": "first prompt", "attachments": [
+            {"data": note, "file_name": "note.txt", "mime_type": "text/plain"}]})  # fmt: skip
+    run_id = created.json()["run_id"]
+    held, go = threading.Event(), threading.Event()
+
+    def hold(method: str, path: str, body: bytes) -> None:
+        if method == "GET" and "/attachments/content/" in path and not held.is_set():
+            held.set()
+            go.wait(scaled(60))
+
+    beats = f"/api/v1/runner/runs/{run_id}/heartbeat"
+    with counting_proxy(deployment.url, hold) as (proxy, counts):
+        deployment.url, server = proxy, deployment.url
+        deployment.runner(f"touch {started}; cat", name="first")
+        deployment.url = server
+        try:
+            wait_for(held.is_set, what="the download held up")
+            if sent == "cancel":
+                assert deployment.api("POST", f"/agent/runs/{run_id}/cancel").status_code == 200
+            else:
+                live = deployment.api("POST", f"/agent/runs/{run_id}/followups",
+                                      json={"message": "live note"})  # fmt: skip
+                assert live.json()["routing"] == "injected", live.text
+            # one heartbeat after the one that saw it: that one's answer is in the runner's hands
+            after = counts[beats]
+            wait_for(lambda: counts[beats] >= after + 2, what="two heartbeats")
+        finally:
+            go.set()
+        log = deployment.tmp / "runner-first.log"
+        wait_for(lambda: any(f"run {run_id}: {outcome} in" in log.read_text()
+                             for outcome in ("SUCCEEDED", "CANCELLED")),
+                 what="the run reported")  # fmt: skip
+    run = deployment.run(run_id)
+    transcript = deployment.transcript(run_id)
+    if sent == "cancel":
+        assert run["state"] == "CANCELLED"
+        assert not started.exists()
+        assert "--- cancelled before it started ---" in transcript
+    else:
+        assert run["state"] == "SUCCEEDED"
+        assert transcript.index("first prompt") < transcript.index("--- follow-up (injected, ")
+        assert "live note" in transcript
