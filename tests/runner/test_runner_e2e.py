@@ -637,7 +637,7 @@ def test_what_a_heartbeat_brings_before_the_command_starts_counts(
     if sent == "cancel":
         assert run["state"] == "CANCELLED"
         assert not started.exists()
-        assert "--- cancelled before it started ---" in transcript
+        assert "--- cancelled before the command started ---" in transcript
     else:
         assert run["state"] == "SUCCEEDED"
         assert transcript.index("first prompt") < transcript.index("--- follow-up (injected, ")
