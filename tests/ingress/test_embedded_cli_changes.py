@@ -91,7 +91,7 @@ def test_apply_from_the_cli_reaches_the_server(tmp_path: Path, server: httpx.Cli
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
         (tree / path).write_text(text)
     applied = json.loads(
-        gateway(tmp_path, "apply", str(tree), "--factory", demo["factory_uid"]).stdout
+        gateway(tmp_path, "apply", str(tree), "--factory", demo["factory_uid"], "--json").stdout
     )
     (hook,) = applied["webhooks"]
     auth = {"Authorization": "Bearer demo-value"}  # the managed secret's value is the token
