@@ -124,6 +124,9 @@ class Settings:
     # error (GATEWAY_STRICT_MODEL_CATALOGUE; docs/configuration.md)
     strict_model_catalogue: bool = False
     environments: tuple[EnvironmentSpec, ...] = BUILTIN_ENVIRONMENTS
+    # outbound calls (replies to providers, events) to private, loopback and link-local
+    # addresses: refused unless this is set (gateway/outbound/http.py says why)
+    outbound_allow_private: bool = False
     # where attachment content is kept, and what may be uploaded (gateway/attachment_storage)
     attachments: AttachmentStorage = field(default_factory=AttachmentStorage)
 
@@ -202,6 +205,7 @@ def load_settings(
         == "1",
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or DEFAULTS.environments,
         attachments=_attachments(env),
+        outbound_allow_private=_choice(env, "outbound_allow_private", ("0", "1"), "0") == "1",
     )
 
 

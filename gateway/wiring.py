@@ -14,6 +14,8 @@ from gateway.ingress.change_poller import ChangePoller
 from gateway.ingress.pipeline import Ingress
 from gateway.metrics import export as metrics
 from gateway.metrics.counts import COUNTS
+from gateway.outbound import Dispatcher, Sender, outbound_client
+from gateway.outbound.gauges import with_backlog
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.schedules.scheduler import scheduler
 from gateway.platform.tasks.binding import task_binder
@@ -21,6 +23,8 @@ from gateway.services import Services
 from gateway.store import migrate
 
 if TYPE_CHECKING:
+    import httpx
+
     from gateway.backends.outbox import Outbox
     from gateway.backends.redis_backend import KeySpace
     from gateway.backends.redis_clients import AnyRedis as Redis
@@ -76,6 +80,7 @@ async def start(
     # a long-lived process without Redis reads (and, serving ingress, writes) the outbox
     outbox = _outbox(services) if redis is None and (serving or dedicated) else None
     _probes(services, redis, outbox)
+    services.gauges = with_backlog(services.database, services.gauges)
     services.metrics_budget = _metrics_budget(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
@@ -116,7 +121,24 @@ async def start(
         ),
         name="scheduler",
     )
+    _dispatcher(services)
     return consumer
+
+
+def _dispatcher(services: Services) -> None:
+    """The outbound dispatcher, where the evaluator runs: what changes enqueued (replies,
+    events) goes out from here, through one HTTP client that calls public addresses only."""
+    http = outbound_client(allow_private=services.settings.outbound_allow_private)
+    services.closers.append(http.aclose)
+    senders = _senders(services, http)
+    if senders:
+        dispatcher = Dispatcher(services.database, {s.kind: s for s in senders})
+        services.spawn(dispatcher.run(), name="outbound-dispatcher")
+
+
+def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
+    """The sender of each outbound kind."""
+    return []
 
 
 def _outbox(services: Services) -> Outbox | None:

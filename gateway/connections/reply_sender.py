@@ -2,7 +2,7 @@
 the connection that started the run, with its credentials and templates.
 
 `ReplySender.send` is the `reply` kind's sender of the outbound dispatcher: it never raises for
-what a provider or the network did, it answers an outcome (gateway/replies/outcomes.py)."""
+what a provider or the network did, it answers an outcome (gateway/outbound/outcomes.py)."""
 
 from __future__ import annotations
 

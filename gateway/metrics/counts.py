@@ -46,6 +46,10 @@ class ProcessCounts:
         self.runner_claims: defaultdict[str, int] = defaultdict(int)  # "claimed", "empty"
         self.evaluators: list[Evaluator] = []  # read when exported
         self.retired = (0, 0)  # (processed, runs started) of evaluators that have stopped
+        # outbound messages (gateway/outbound): attempts by (kind, delivered | retry | failed),
+        # messages settled for good by (kind, delivered | failed)
+        self.outbound_attempts: defaultdict[tuple[str, str], int] = defaultdict(int)
+        self.outbound_messages: defaultdict[tuple[str, str], int] = defaultdict(int)
 
     def evaluated(self) -> tuple[int, int]:
         """(deliveries evaluated, runs started) by this process's evaluators so far."""

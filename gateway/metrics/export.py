@@ -42,6 +42,7 @@ GAUGES = {
     "gateway_evaluator_backlog": "Accepted deliveries waiting for the evaluator",
     "gateway_evaluator_lag_seconds": "Age of the oldest accepted delivery not evaluated yet "
     "(0 when none waits)",
+    "gateway_outbound_backlog": "Outbound messages (replies, events) not delivered nor failed yet",
 }
 GaugeReader = Callable[[], Awaitable[dict[str, float]]]
 
@@ -84,6 +85,19 @@ class Exporter:
             ["result"],
             registry=r,
         )
+        self.outbound_attempts = Counter(
+            "gateway_outbound_attempts",
+            "Outbound sends (replies to providers, events) by kind and result: delivered, "
+            "retry, failed",
+            ["kind", "result"],
+            registry=r,
+        )
+        self.outbound_messages = Counter(
+            "gateway_outbound_messages",
+            "Outbound messages settled for good, by kind and state: delivered, failed",
+            ["kind", "state"],
+            registry=r,
+        )
         # every known label value shown from the start (at 0), so a dashboard has a series to
         # draw before the first rejection of a kind
         for outcome in OUTCOMES:
@@ -100,6 +114,8 @@ class Exporter:
         self._counter(self.deliveries, "deliveries", c.deliveries)
         self._counter(self.responses, "responses", c.responses)
         self._counter(self.claims, "claims", c.runner_claims)
+        self._counter(self.outbound_attempts, "outbound_attempts", c.outbound_attempts)
+        self._counter(self.outbound_messages, "outbound_messages", c.outbound_messages)
         evaluated, runs = c.evaluated()
         self._counter(self.evaluated, "evaluated", {(): evaluated})
         self._counter(self.runs, "runs", {(): runs})
@@ -110,7 +126,12 @@ class Exporter:
         for label, value in list(values.items()):
             delta = value - handed.get(label, 0)
             if delta > 0:
-                child = counter if label == () else counter.labels(str(label))
+                if label == ():
+                    child = counter
+                elif isinstance(label, tuple):
+                    child = counter.labels(*label)
+                else:
+                    child = counter.labels(str(label))
                 child.inc(delta)
                 handed[label] = value
 

@@ -2,12 +2,12 @@
 a Slack thread message, a Linear or Jira comment), the API clients that post and edit it, the
 credentials they need, and the templates of its text (docs/providers.md#replies)."""
 
+from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.clients import ReplyClient, client_for, post_or_edit
 from gateway.replies.context import Artifact, ReplyContext
 from gateway.replies.credentials import Credentials
 from gateway.replies.github_app import InstallationTokens
 from gateway.replies.http import HttpClient
-from gateway.replies.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.targets import (
     GitHubThread,
     GitLabThread,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from gateway.outbound.outcomes import Failed, Outcome
 from gateway.replies.credentials import Credentials, api_root
 from gateway.replies.github import GitHubReplies
 from gateway.replies.github_app import InstallationTokens
@@ -11,7 +12,6 @@ from gateway.replies.gitlab import GitLabReplies
 from gateway.replies.http import HttpClient
 from gateway.replies.jira import JiraReplies
 from gateway.replies.linear import LinearReplies
-from gateway.replies.outcomes import Failed, Outcome
 from gateway.replies.slack import SlackReplies
 from gateway.replies.targets import ReplyTarget
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.credentials import Credentials
 from gateway.replies.github_app import API_VERSION, InstallationTokens
 from gateway.replies.http import HttpClient, message_id, send_json
-from gateway.replies.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.targets import GitHubThread, ReplyTarget, mismatch
 
 

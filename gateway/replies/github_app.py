@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import httpx
 import msgspec
 
+from gateway.outbound.outcomes import Failed, RetryLater
 from gateway.replies.http import HttpClient, call, refusal
-from gateway.replies.outcomes import Failed, RetryLater
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey

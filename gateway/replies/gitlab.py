@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from gateway.outbound.outcomes import Delivered, Failed, Outcome
 from gateway.replies.credentials import Credentials
 from gateway.replies.http import HttpClient, message_id, send_json
-from gateway.replies.outcomes import Delivered, Failed, Outcome
 from gateway.replies.targets import GitLabThread, ReplyTarget, mismatch
 
 COLLECTIONS = {"issue": "issues", "merge_request": "merge_requests"}

@@ -1,5 +1,5 @@
 """The HTTP side every provider client shares: the client they are given, and what a response
-or a transport error means for the message (outcomes.py).
+or a transport error means for the message (gateway/outbound/outcomes.py).
 
 Clients are passed in, never made here: the outbound package supplies one that refuses private
 addresses (GATEWAY_OUTBOUND_ALLOW_PRIVATE); an `httpx.AsyncClient` serves as well.
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from gateway.replies.outcomes import Failed, RetryLater
+from gateway.outbound.outcomes import Failed, RetryLater
 
 # what the provider said, cut to this many characters (an HTML error page says nothing more)
 ERROR_TEXT = 300
@@ -63,7 +63,7 @@ def refusal(response: httpx.Response) -> RetryLater | Failed | None:
         return None
     error = f"{status} {response.reason_phrase}: {error_text(response)}".rstrip(": ")
     if status in RETRYABLE or status >= 500 or _rate_limited(response):
-        return RetryLater(error=error, after=retry_after(response.headers))
+        return RetryLater(error=error, after=retry_after(response.headers), status=status)
     return Failed(error=error, gone=status in (404, 410), status=status)
 
 

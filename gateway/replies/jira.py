@@ -7,10 +7,10 @@ from __future__ import annotations
 import base64
 from urllib.parse import quote
 
+from gateway.outbound.outcomes import Delivered, Failed, Outcome
 from gateway.replies.adf import document
 from gateway.replies.credentials import Credentials
 from gateway.replies.http import HttpClient, message_id, send_json
-from gateway.replies.outcomes import Delivered, Failed, Outcome
 from gateway.replies.targets import JiraIssue, ReplyTarget, mismatch
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
+from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.credentials import Credentials
 from gateway.replies.http import HttpClient, call, json_object, refusal, retry_after
-from gateway.replies.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.targets import LinearIssue, ReplyTarget, mismatch
 
 CREATE = """mutation CommentCreate($input: CommentCreateInput!) {

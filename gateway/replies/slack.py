@@ -11,9 +11,9 @@ from urllib.parse import urlencode
 
 import httpx
 
+from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.credentials import Credentials
 from gateway.replies.http import HttpClient, call, json_object, refusal, retry_after
-from gateway.replies.outcomes import Delivered, Failed, Outcome, RetryLater
 from gateway.replies.targets import ReplyTarget, SlackThread, mismatch
 
 # codes Slack documents as passing trouble on its side, or a rate limit

@@ -867,3 +867,45 @@ factory_skills = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+# --- outbound messages (gateway/outbound) ----------------------------------------------------
+
+# What the gateway sends to other services (a reply to a provider, an event to a subscriber),
+# written in the transaction of the change it reports and sent by the dispatcher with retries.
+# `key` makes an enqueue idempotent; `subject` names what the message is about (a run id) for
+# whoever shows it; `destination` groups what shares the other side's limits. `next_attempt_at`
+# None: held until released (a reply's edit waits for the post it edits); `claimed_until`: the
+# lease of the dispatcher sending it now.
+outbound_messages = Table(
+    "outbound_messages",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("key", String(300), nullable=False, unique=True),
+    Column("subject", String(64), nullable=True, index=True),
+    Column("destination", String(300), nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("state", String(16), nullable=False),  # pending | delivered | failed
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=True),
+    Column("claimed_until", UTCDateTime, nullable=True),
+    Column("last_error", String(1000), nullable=True),
+    Column("last_status", Integer, nullable=True),
+    Column("result", JSON, nullable=True),  # Delivered: {message_id, url}
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_outbound_messages_due", "state", "next_attempt_at"),
+)
+
+# Every attempt at sending a message: when, what came back, how long it took.
+outbound_attempts = Table(
+    "outbound_attempts",
+    metadata,
+    Column("message_id", String(64), primary_key=True),
+    Column("n", Integer, primary_key=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("status", Integer, nullable=True),
+    Column("latency_ms", Integer, nullable=False),
+    Column("response_excerpt", String(1024), nullable=True),
+    Column("error", String(1000), nullable=True),
+)

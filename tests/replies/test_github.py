@@ -98,7 +98,7 @@ async def test_rate_limits_say_when_to_come_back(
     )
     replies = client(http, github)
     assert await replies.create(ISSUE, "x") == RetryLater(
-        error="429 Too Many Requests: slow down", after=7.0
+        error="429 Too Many Requests: slow down", after=7.0, status=429
     )
     primary = await replies.create(ISSUE, "x")
     assert (

@@ -60,6 +60,6 @@ async def test_refusals(http: httpx.AsyncClient, gitlab: GitLabApi) -> None:
         429, {"message": "Retry later"}, {"Retry-After": "5", "RateLimit-Reset": "1"}
     )
     assert await client(http, gitlab).create(ISSUE, "x") == RetryLater(
-        error="429 Too Many Requests: Retry later", after=5.0
+        error="429 Too Many Requests: Retry later", after=5.0, status=429
     )
     assert gitlab.notes == {}

@@ -87,7 +87,7 @@ async def test_refusals(http: httpx.AsyncClient, jira: JiraApi) -> None:
     )
     jira.answer_next(429, {"errorMessages": ["Rate limit exceeded."]}, {"Retry-After": "12"})
     assert await client(http, jira).create(ISSUE, "x") == RetryLater(
-        error="429 Too Many Requests: Rate limit exceeded.", after=12.0
+        error="429 Too Many Requests: Rate limit exceeded.", after=12.0, status=429
     )
     jira.answer_next(503, "")
     assert isinstance(await client(http, jira).create(ISSUE, "x"), RetryLater)

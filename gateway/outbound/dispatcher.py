@@ -1,0 +1,211 @@
+"""The outbound dispatcher: a background loop that sends the queue's due messages through the
+sender of their kind, and settles each attempt.
+
+It claims due messages with a lease (SKIP LOCKED on PostgreSQL: any number of dispatchers may
+run), sends them concurrently, at most `max_in_flight` at once and `per_destination` to one
+destination, each with a timeout, so one slow destination never delays another. Every attempt
+is recorded (outbound_attempts); Delivered settles the message delivered, RetryLater schedules
+the next attempt by the kind's RetrySchedule (honouring the wait the other side asked for),
+Failed or an exhausted schedule settles it failed. The sender's `settled` runs in the
+transaction that settles a message for good, so a kind reacts to it with the message's state.
+
+A message whose sender was cut off mid-call (a crash, a kill) is sent again once its lease runs
+out: at least once, not exactly once. What a kind cannot send twice it keys (`enqueue`'s `key`)
+and makes safe to repeat on its side where it can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.metrics.counts import COUNTS
+from gateway.outbound import queue
+from gateway.outbound.backoff import RetrySchedule
+from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
+from gateway.outbound.queue import Message, State
+from gateway.store import Database
+from gateway.store.types import utcnow
+
+log = logging.getLogger("gateway.outbound")
+
+POLL_S = 1.0
+TIMEOUT_S = 30.0
+MAX_IN_FLIGHT = 32
+PER_DESTINATION = 4
+
+
+class Sender(Protocol):
+    """What sends one kind of message."""
+
+    kind: str
+    schedule: RetrySchedule
+
+    async def send(self, message: Message) -> Outcome:
+        """One attempt; never raises for what the other side or the network did."""
+        ...
+
+    async def settled(self, conn: AsyncConnection, message: Message, outcome: Outcome) -> None:
+        """The message is settled for good (Delivered or Failed), in the same transaction."""
+        ...
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        database: Database,
+        senders: Mapping[str, Sender],
+        *,
+        poll_s: float = POLL_S,
+        timeout_s: float = TIMEOUT_S,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        per_destination: int = PER_DESTINATION,
+    ) -> None:
+        self._database, self._senders = database, dict(senders)
+        self._poll_s, self._timeout_s = poll_s, timeout_s
+        self._max_in_flight, self._per_destination = max_in_flight, per_destination
+        # a lease outlasts the call's timeout and the settling after it
+        self._lease = timedelta(seconds=timeout_s + 30.0)
+        self._wakeup = asyncio.Event()
+        self._in_flight: defaultdict[str, int] = defaultdict(int)
+        self._tasks: set[asyncio.Task[None]] = set()
+        queue.listen(self)
+
+    def wake(self) -> None:
+        """Look for due messages now (a message was enqueued, or a send ended)."""
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        """Until cancelled; a send in flight then is cancelled, and tried again after its lease."""
+        try:
+            while True:
+                try:
+                    await self.pump()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the store may be back in a moment
+                    log.warning("outbound dispatcher: %s", exc, exc_info=True)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), self._poll_s)
+                self._wakeup.clear()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def pump(self) -> int:
+        """Claims what is due, as far as the limits allow, and starts sending it; how many."""
+        room = self._max_in_flight - len(self._tasks)
+        if room <= 0 or not self._senders:
+            return 0
+        taken: defaultdict[str, int] = defaultdict(int)
+
+        def admit(destination: str) -> bool:
+            if self._in_flight[destination] + taken[destination] >= self._per_destination:
+                return False
+            taken[destination] += 1
+            return True
+
+        async with self._database.transaction() as conn:
+            claimed = await queue.claim(conn, self._senders, self._lease, room, admit)
+        for message in claimed:
+            self._in_flight[message.destination] += 1
+            task = asyncio.create_task(self._deliver(message), name=f"outbound-{message.id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return len(claimed)
+
+    async def drain(self, within_s: float = 30.0) -> None:
+        """Sends until no message of its kinds waits (held ones aside) and none is in flight,
+        retries included (tests, a CLI)."""
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            await self.pump()
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=max(0.0, deadline - time.monotonic()))
+                continue
+            async with self._database.read() as conn:
+                if not await queue.waiting(conn, self._senders):
+                    return
+            await asyncio.sleep(min(self._poll_s, 0.05))
+        raise TimeoutError("outbound messages still waiting")
+
+    async def _deliver(self, message: Message) -> None:
+        try:
+            started = time.monotonic()
+            outcome = await self._attempt(message)
+            latency_ms = int((time.monotonic() - started) * 1000)
+            await self._settle(message, outcome, latency_ms)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # not settled: sent again once the lease runs out
+            log.warning("outbound message %s: %s", message.id, exc, exc_info=True)
+        finally:
+            self._in_flight[message.destination] -= 1
+            if not self._in_flight[message.destination]:
+                del self._in_flight[message.destination]
+            self.wake()
+
+    async def _attempt(self, message: Message) -> Outcome:
+        sender = self._senders[message.kind]
+        try:
+            return await asyncio.wait_for(sender.send(message), self._timeout_s)
+        except TimeoutError:
+            return RetryLater(error=f"no answer within {self._timeout_s:g} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a sender's bug must not stop its kind: logged, tried again
+            log.exception("outbound %s sender failed on message %s", message.kind, message.id)
+            return RetryLater(error=f"{type(exc).__name__}: {exc}")
+
+    async def _settle(self, message: Message, outcome: Outcome, latency_ms: int) -> None:
+        sender = self._senders[message.kind]
+        now = utcnow()
+        attempts = message.attempts + 1
+        final: Outcome | None = outcome
+        next_at = None
+        result: dict[str, Any] | None = None
+        state: State
+        if isinstance(outcome, Delivered):
+            state, error, status = "delivered", None, None
+            result = {"message_id": outcome.message_id, "url": outcome.url}
+        elif isinstance(outcome, RetryLater):
+            state, error, status = "pending", outcome.error, outcome.status
+            next_at = sender.schedule.next_attempt(attempts, message.created_at, now, outcome.after)
+            if next_at is None:
+                state = "failed"
+                final = Failed(
+                    error=f"{outcome.error} (gave up after {attempts} attempts)",
+                    status=outcome.status,
+                )
+            else:
+                final = None
+        else:
+            state, error, status = "failed", outcome.error, outcome.status
+        async with self._database.transaction() as conn:
+            if not await queue.settle(
+                conn, message, state, next_attempt_at=next_at, error=error, status=status,
+                result=result,
+            ):  # fmt: skip
+                return
+            await queue.record_attempt(conn, message, now, latency_ms, status, error)
+            if final is not None:
+                await sender.settled(conn, message, final)
+        COUNTS.outbound_attempts[(message.kind, _result(outcome))] += 1
+        if final is not None:
+            COUNTS.outbound_messages[(message.kind, state)] += 1
+        if state == "failed":
+            log.warning("outbound %s message %s failed: %s", message.kind, message.id, error)
+
+
+def _result(outcome: Outcome) -> str:
+    if isinstance(outcome, Delivered):
+        return "delivered"
+    return "retry" if isinstance(outcome, RetryLater) else "failed"
