@@ -97,6 +97,28 @@ def _parser() -> argparse.ArgumentParser:
         "it (default: one of the team's pool, for runs pinned to no worker)",
     )
     runner.add_argument(
+        "--checkout",
+        action="store_true",
+        help="clone the repository a run's event names (else its factory's first) into the "
+        "working directory at the event's ref before setup; a private repository's token in "
+        "GATEWAY_CHECKOUT_TOKEN",
+    )
+    runner.add_argument(
+        "--clone-url-template",
+        action="append",
+        default=[],
+        metavar="[PROVIDER=]TEMPLATE",
+        help="the clone URL of {owner}/{name} (also {provider}), for one provider (github, "
+        "gitlab) or all; repeatable; default GATEWAY_CLONE_URL_TEMPLATE, else "
+        "https://github.com/{owner}/{name}.git and https://gitlab.com/{owner}/{name}.git",
+    )
+    runner.add_argument(
+        "--checkout-depth",
+        type=int,
+        default=0,
+        help="fetch this many commits of history (default 0: all of it)",
+    )
+    runner.add_argument(
         "--grace",
         type=float,
         default=30.0,
@@ -316,6 +338,18 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
         print(f"gateway runner: GATEWAY_API_URL: expected an http(s) URL, got {api_url!r}",
               file=sys.stderr)  # fmt: skip
         return 2
+    checkout = None
+    if args.checkout:
+        from gateway.runner.checkout import CheckoutSettings, parse_templates
+
+        configured = os.environ.get("GATEWAY_CLONE_URL_TEMPLATE", "").split()
+        try:
+            templates = parse_templates(args.clone_url_template or configured)
+        except ValueError as exc:
+            print(f"gateway runner: {exc}", file=sys.stderr)
+            return 2
+        token = os.environ.get("GATEWAY_CHECKOUT_TOKEN", "").strip() or None
+        checkout = CheckoutSettings(templates, token, max(0, args.checkout_depth))
     options = RunnerOptions(
         api_url=api_url,
         key=key,
@@ -325,6 +359,7 @@ def _runner(settings: Settings, args: argparse.Namespace) -> int:
         name=args.name,
         grace_s=args.grace,
         worker_id=args.worker_id,
+        checkout=checkout,
     )
     return Runner(options).run()
 

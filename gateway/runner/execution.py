@@ -47,6 +47,16 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from gateway.runner.checkout import (
+    CHECKOUT_FAILED,
+    RUNNER_FILES,
+    CheckoutSettings,
+    fetch_steps,
+    git_environment,
+    git_steps,
+    header_values,
+    target_of,
+)
 from gateway.runner.client import ApiError, RunnerClient
 from gateway.runner.protocol import (
     AttachmentFile,
@@ -68,6 +78,8 @@ MAX_TRANSCRIPT = 800_000  # characters kept (the tail), within the finish call's
 MAX_OUTPUTS = 20  # files uploaded from RUN_OUTPUTS
 MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
 SETUP_FAILED = "setup_failed"  # the error_code of a run whose setup command failed
+EVENT_PAYLOAD_UNAVAILABLE = "event_payload_unavailable"  # its event payload could not be had
+CHECKOUT_TOKEN = "GATEWAY_CHECKOUT_TOKEN"  # noqa: S105 -- the variable holding the token
 CANCELLED_BEFORE_START = "--- cancelled before the command started ---\n"  # its transcript's end
 MIN_MASKED = 4  # secret values this long or longer are masked in what is reported of a run
 T = TypeVar("T")
@@ -84,11 +96,17 @@ class Ended:
 
 
 @dataclass
-class Setup:
-    """What the setup commands did: their transcript, and the failure that stopped them."""
+class Prepared:
+    """What was done before the command (fetching the event payload, the checkout, the setup
+    commands): their transcript, and the failure that ended the run (its status message and
+    error code)."""
 
     transcript: str = ""
     failed: str | None = None
+    error_code: str | None = None
+
+    def fail(self, error_code: str, message: str) -> None:
+        self.failed, self.error_code = message, error_code
 
 
 @dataclass
@@ -102,8 +120,16 @@ class Output:
 
 
 class Execution:
-    def __init__(self, client: RunnerClient, run: ClaimedRun, command: str, lease_s: float) -> None:
+    def __init__(
+        self,
+        client: RunnerClient,
+        run: ClaimedRun,
+        command: str,
+        lease_s: float,
+        checkout: CheckoutSettings | None = None,
+    ) -> None:
         self.client = client
+        self.checkout = checkout  # --checkout: the repository cloned before setup
         self.run = run
         self.run_id = run["run_id"]
         self.command = command
@@ -116,7 +142,10 @@ class Execution:
         self.attachments_dir: Path | None = None
         self.secrets = {name: value for name, value in run.get("secrets", {}).items() if value}
         self.config: dict[str, Any] = dict(run.get("agent_config") or {})
+        self.masks: list[tuple[str, str]] = []  # (value, name) masked besides the secrets
         self.skills_dir: Path | None = None
+        self.payload_path: Path | None = None  # EVENT_PAYLOAD
+        self.prepared = Prepared()
         self.command_started = False  # the command itself (after setup)
         self.beats: queue.SimpleQueue[Heartbeat] = queue.SimpleQueue()  # for the command
         self.beat_every = max(0.2, min(lease_s / 3, MAX_BEAT_S))
@@ -163,25 +192,15 @@ class Execution:
             self._report(
                 "progress", partial(self.client.progress, self.run_id, "INPROGRESS", "running")
             )
-            setup = self._setup(workdir, env)
-            self._take_beats()  # a cancel or follow-ups that came while it was prepared
-            with self._lock:
-                ended = self.lost or self.cancelled or self.stop_requested.is_set()
-                if setup.failed is None and not ended:
-                    # the operator's own command line, run through the shell by design
-                    self.process = subprocess.Popen(  # noqa: S602
-                        self.command,
-                        shell=True,
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        env=env,
-                        cwd=workdir,
-                        start_new_session=True,  # its own process group: a cancel reaches all
-                    )
-                    self.command_started = True
-            if not self.command_started:
-                return self._setup_failed(setup, time.monotonic() - started)
+            if self.prepared.failed is None and self.checkout is not None:
+                self._checkout(workdir)
+            if self.prepared.failed is None:
+                self._setup(workdir, env)
+            command_started = self.prepared.failed is None and self._start(
+                self.command, env, workdir, the_command=True
+            )
+            if not command_started:
+                return self._not_started(time.monotonic() - started)
             assert self.process is not None
             stdout, stderr = Output(), Output()
             pumps = [
@@ -195,42 +214,115 @@ class Execution:
             if not (self.lost or self.stop_requested.is_set()):
                 self._upload_outputs(Path(workdir) / "outputs")
         elapsed = time.monotonic() - started
-        return self._finish(code, stdout.text(), stderr.text(), elapsed, setup.transcript)
+        return self._finish(code, stdout.text(), stderr.text(), elapsed, self.prepared.transcript)
 
-    def _setup(self, workdir: str, env: dict[str, str]) -> Setup:
+    def _start(
+        self, command: str | list[str], env: dict[str, str], cwd: str, *, the_command: bool = False
+    ) -> bool:
+        """Starts `command` as `self.process`, in a process group of its own (a cancel reaches
+        all it starts): the run's command (`the_command`: the prompt on a pipe to its stdin,
+        stderr apart), or a step before it (a setup command, a git command of the checkout:
+        stdin empty, stderr with stdout). A string runs through /bin/sh. False, and nothing
+        started, when the run ended meanwhile (cancelled, lease lost, the runner stopping)."""
+        self._take_beats()  # a cancel or follow-ups that came while it was prepared
+        with self._lock:
+            if self.lost or self.cancelled or self.stop_requested.is_set():
+                return False
+            # the operator's command line and the factory's setup lines run through the shell,
+            # as they were written
+            self.process = subprocess.Popen(  # noqa: S603
+                command,
+                shell=isinstance(command, str),
+                stdin=subprocess.PIPE if the_command else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if the_command else subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+            self.command_started = the_command
+        return True
+
+    def _step(
+        self, command: str | list[str], env: dict[str, str], cwd: str
+    ) -> tuple[int, str] | None:
+        """A step before the command, run to its end: its exit status and its output; None
+        when it did not start (the run ended)."""
+        if not self._start(command, env, cwd):
+            return None
+        assert self.process is not None
+        output = Output()
+        pump = _pump(self.process.stdout, output)
+        code = self._watch()
+        pump.join(KILL_AFTER_S)
+        return code, output.text()
+
+    def _setup(self, workdir: str, env: dict[str, str]) -> None:
         """The runner file's setup commands, in order, in the working directory, with the
-        command's environment; the first that fails stops them (`Setup.failed`)."""
+        command's environment; the first that fails stops them (`setup_failed`)."""
         commands = (self.config.get("runner_config") or {}).get("setup_commands") or []
-        setup = Setup()
         for i, command in enumerate(commands, 1):
-            self._take_beats()
-            with self._lock:
-                if self.lost or self.cancelled or self.stop_requested.is_set():
-                    break
-                # the factory's own setup line, run through the shell as its runner file says
-                self.process = subprocess.Popen(  # noqa: S602
-                    command,
-                    shell=True,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=workdir,
-                    start_new_session=True,
-                )
-            output = Output()
-            pump = _pump(self.process.stdout, output)
-            code = self._watch()
-            pump.join(KILL_AFTER_S)
+            done = self._step(command, env, workdir)
+            if done is None:
+                return
+            code, output = done
             ended = how_it_ended(code)
-            setup.transcript += f"$ {command}  # setup {i} of {len(commands)}\n{output.text()}"
-            setup.transcript += f"\n--- setup {i}: {ended} ---\n"
+            self.prepared.transcript += f"$ {command}  # setup {i} of {len(commands)}\n{output}"
+            self.prepared.transcript += f"\n--- setup {i}: {ended} ---\n"
             if code != 0:
-                setup.failed = f"setup command {i} of {len(commands)} failed ({ended}): {command}"
-                break
-        return setup
+                failed = f"setup command {i} of {len(commands)} failed ({ended}): {command}"
+                self.prepared.fail(SETUP_FAILED, failed)
+                return
 
-    def _setup_failed(self, setup: Setup, elapsed: float) -> Ended | None:
+    def _checkout(self, workdir: str) -> None:
+        """`--checkout`: the repository the run's event names (else its factory's first) cloned
+        into the working directory at the event's ref (`checkout_failed` when it is not)."""
+        assert self.checkout is not None
+        payload: Any = None
+        if self.payload_path is not None:
+            try:
+                payload = json.loads(self.payload_path.read_bytes())
+            except ValueError:
+                payload = None  # not JSON: it names no repository
+        target = target_of(payload, self.config.get("repositories"))
+        if target is None:
+            return
+        url = self.checkout.clone_url(target)
+        token = self.checkout.token
+        for value in header_values(token, target.provider):
+            self.masks.append((value, CHECKOUT_TOKEN))
+        env = git_environment(_base_environment(), target, url, token)
+        self.prepared.transcript += f"--- checkout: {target.describe()} from {url} ---\n"
+        steps = git_steps(target, url, self.checkout.depth)
+        fetches = fetch_steps(target, self.checkout.depth)
+        fetched = False
+        for step in steps:
+            if step in fetches and fetched:
+                continue  # fetched by an earlier way
+            done = self._step(step, env, workdir)
+            if done is None:
+                return
+            code, output = done
+            self.prepared.transcript += f"$ {' '.join(step)}\n{output}"
+            if code == 0:
+                fetched = fetched or step in fetches
+                continue
+            self.prepared.transcript += f"--- {how_it_ended(code)} ---\n"
+            if step in fetches and step != fetches[-1]:
+                continue  # the next way of fetching it
+            failed = f"checkout of {target.describe()} failed ({how_it_ended(code)}): {url}"
+            self.prepared.fail(CHECKOUT_FAILED, failed)
+            return
+        exclude = Path(workdir) / ".git" / "info" / "exclude"
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a", encoding="utf-8") as out:  # the runner's files are not the work's
+            out.write("# gateway runner\n" + "".join(f"{each}\n" for each in RUNNER_FILES))
+        self.prepared.transcript += "--- checkout done ---\n"
+
+    def _not_started(self, elapsed: float) -> Ended | None:
+        """The run ended before its command started: given back or up, cancelled, or failed
+        preparing (event payload, checkout, setup)."""
+        prepared = self.prepared
         if self.lost:
             return None
         if self.stop_requested.is_set() and not self.cancelled:
@@ -238,29 +330,42 @@ class Execution:
             return None
         if self.cancelled:
             ending = Ending(run_id=self.run_id, outcome="CANCELLED", status_message="cancelled")
-            ending["transcript"] = _cap(self.mask(setup.transcript) + CANCELLED_BEFORE_START)
+            ending["transcript"] = _cap(self.mask(prepared.transcript) + CANCELLED_BEFORE_START)
             return Ended(self.run_id, ending, f"CANCELLED in {elapsed:.1f} s (before the start)")
-        assert setup.failed is not None
+        assert prepared.failed is not None and prepared.error_code is not None
         ending = Ending(
             run_id=self.run_id,
             outcome="FAILED",
-            transcript=_cap(self.mask(setup.transcript)),
-            status_message=self.mask(setup.failed)[:MAX_STATUS],
-            error_code=SETUP_FAILED,
+            transcript=_cap(self.mask(prepared.transcript)),
+            status_message=self.mask(prepared.failed)[:MAX_STATUS],
+            error_code=prepared.error_code,
         )
-        return Ended(self.run_id, ending, f"FAILED in {elapsed:.1f} s (setup)")
+        return Ended(self.run_id, ending, f"FAILED in {elapsed:.1f} s ({prepared.error_code})")
 
     def mask(self, text: str) -> str:
         """`text` with every secret value of the run (of MIN_MASKED characters or more)
         replaced by `[secret NAME]`."""
-        for name, value in sorted(self.secrets.items(), key=lambda item: -len(item[1])):
-            if len(value) >= MIN_MASKED:
-                text = text.replace(value, f"[secret {name}]")
+        for value, name in self._masked():
+            text = text.replace(value, f"[secret {name}]")
         return text
 
+    def mask_bytes(self, data: bytes) -> bytes:
+        """`mask` for a file's bytes (each value as UTF-8), whatever the file holds."""
+        for value, name in self._masked():
+            data = data.replace(value.encode(), f"[secret {name}]".encode())
+        return data
+
+    def _masked(self) -> list[tuple[str, str]]:
+        """(value, name) of what is masked, longest first (a value inside another is masked
+        as the longer one)."""
+        found = [(value, name) for name, value in self.secrets.items()] + self.masks
+        return sorted(
+            ((value, name) for value, name in found if len(value) >= MIN_MASKED),
+            key=lambda item: -len(item[0]),
+        )
+
     def _environment(self, workdir: Path) -> dict[str, str]:
-        env = dict(os.environ)
-        env.pop("GATEWAY_RUNNER_KEY", None)  # the command gets no runner credentials
+        env = _base_environment()
         env.update(
             RUN_ID=self.run_id,
             RUN_TITLE=self.run["title"] or "",
@@ -280,10 +385,24 @@ class Execution:
         env["RUN_OUTPUTS"] = str(outputs)
         if self.run["event_payload"]:
             path = workdir / "event-payload.json"
-            path.write_bytes(self.client.event_payload(self.run_id))
-            env["EVENT_PAYLOAD"] = str(path)
+            try:
+                path.write_bytes(self.client.event_payload(self.run_id))
+            except ApiError as exc:
+                self._payload_unavailable(exc)
+            else:
+                self.payload_path = path
+                env["EVENT_PAYLOAD"] = str(path)
         env.update(self._configuration(workdir / ".run"))
         return env
+
+    def _payload_unavailable(self, exc: ApiError) -> None:
+        """A lost lease gives the run up; any other failure ends it FAILED, saying why."""
+        if exc.code == "lease_lost":
+            self._lose(exc)
+        else:
+            message = f"the event payload could not be fetched: {exc}"
+            self.prepared.fail(EVENT_PAYLOAD_UNAVAILABLE, message)
+            self.prepared.transcript += f"--- {message} ---\n"
 
     def _configuration(self, into: Path) -> dict[str, str]:
         """What the run's resolved configuration gives the command: RUN_AGENT, RUN_MODEL,
@@ -347,12 +466,12 @@ class Execution:
                 log.warning("run %s: %s is over %d bytes; not uploaded", self.run_id, name,
                             MAX_OUTPUT_BYTES)  # fmt: skip
                 continue
-            artifact = FileArtifact(
+            artifact = FileArtifact(  # masked as the transcript is
                 artifact_type="FILE",
-                filename=path.name,
-                filepath=name,
+                filename=self.mask(path.name),
+                filepath=self.mask(name),
                 mime_type=mimetypes.guess_type(path.name)[0] or "application/octet-stream",
-                content_base64=base64.b64encode(path.read_bytes()).decode(),
+                content_base64=base64.b64encode(self.mask_bytes(path.read_bytes())).decode(),
             )
             self._report("artifacts", partial(self.client.upload, self.run_id, artifact))
         if len(files) > MAX_OUTPUTS:
@@ -499,6 +618,15 @@ class Execution:
         if error_code:
             ending["error_code"] = error_code
         return Ended(self.run_id, ending, f"{outcome} in {elapsed:.1f} s ({ended})")
+
+
+def _base_environment() -> dict[str, str]:
+    """The runner's environment less its credentials (the runner key, the checkout token):
+    what the command and git start from."""
+    env = dict(os.environ)
+    for credential in ("GATEWAY_RUNNER_KEY", CHECKOUT_TOKEN):
+        env.pop(credential, None)
+    return env
 
 
 def _pump(stream: IO[bytes] | None, into: Output) -> threading.Thread:

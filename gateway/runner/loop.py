@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from gateway.runner.checkout import CheckoutSettings
 from gateway.runner.client import ApiError, RunnerClient
 from gateway.runner.execution import Ended, Execution
 from gateway.runner.protocol import ClaimedRun, FinishedRun, ItemProblem
@@ -44,6 +45,7 @@ class RunnerOptions:
     name: str | None = None
     grace_s: float = 30.0
     worker_id: str | None = None  # a self-hosted worker: only runs pinned to it
+    checkout: CheckoutSettings | None = None  # --checkout: each run's repository cloned first
 
 
 class Runner:
@@ -171,7 +173,8 @@ class Runner:
             self._release(run)
             self.slots.done()
             return
-        execution = Execution(self.client, run, self.options.command, self.lease_s)
+        options = self.options
+        execution = Execution(self.client, run, options.command, self.lease_s, options.checkout)
         execution.hold_lease()  # from the claim's answer until the finish's
         thread = threading.Thread(target=self._execute, args=(execution,), daemon=True)
         with self._lock:
