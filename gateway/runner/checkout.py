@@ -183,27 +183,25 @@ def _gitlab(payload: dict[str, Any]) -> Target | None:
     return Target("gitlab", owner, name, ref=_heads(default), branch=default)
 
 
-def git_steps(target: Target, url: str, depth: int = 0) -> list[list[str]]:
-    """The git commands that make the working directory a working copy of `target`, in order.
-    The fetch of the event's commit, when there is one, may fail (a remote that refuses to
-    serve a commit by id): the fetch of the ref after it is the fallback (`fetch_steps`)."""
-    return [
-        ["git", "init", "--quiet"],
-        ["git", "remote", "add", "origin", url],
-        *fetch_steps(target, depth),
-        checkout_step(target),
-    ]
+Argv = list[str]
 
 
-def fetch_steps(target: Target, depth: int = 0) -> list[list[str]]:
-    """Each way of fetching the target, the first that works wins: its commit, then its ref
-    (HEAD for the default branch)."""
+def git_steps(target: Target, url: str, depth: int = 0) -> list[list[Argv]]:
+    """The git commands that make the working directory a working copy of `target`, in order;
+    each step is one or more ways of doing it, the first that works wins: the fetch of the
+    event's commit (which a remote may refuse to serve by id), then of its ref (HEAD for the
+    default branch)."""
     fetch = ["git", "fetch", "--no-tags", "--quiet"]
     if depth > 0:
         fetch.append(f"--depth={depth}")
     ways = [target.commit] if target.commit else []
     ways.append(target.ref or "HEAD")
-    return [[*fetch, "--end-of-options", "origin", way] for way in ways]
+    return [
+        [["git", "init", "--quiet"]],
+        [["git", "remote", "add", "origin", url]],
+        [[*fetch, "--end-of-options", "origin", way] for way in ways],
+        [checkout_step(target)],
+    ]
 
 
 def checkout_step(target: Target) -> list[str]:
@@ -253,9 +251,10 @@ def _names_ok(owner: str, name: str) -> bool:
 
 def _ref(value: object) -> str | None:
     """A ref git may be given as an argument: under refs/, no option, no space."""
-    if _text(value) and _REF.match(value) and ".." not in value:
-        return value
-    return None
+    if not (_text(value) and _REF.match(value)):
+        return None
+    parts = value.split("/")
+    return value if all(part and part[0] not in "-." for part in parts) else None
 
 
 def _commit(value: object) -> str | None:

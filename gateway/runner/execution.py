@@ -51,7 +51,6 @@ from gateway.runner.checkout import (
     CHECKOUT_FAILED,
     RUNNER_FILES,
     CheckoutSettings,
-    fetch_steps,
     git_environment,
     git_steps,
     header_values,
@@ -293,26 +292,20 @@ class Execution:
             self.masks.append((value, CHECKOUT_TOKEN))
         env = git_environment(_base_environment(), target, url, token)
         self.prepared.transcript += f"--- checkout: {target.describe()} from {url} ---\n"
-        steps = git_steps(target, url, self.checkout.depth)
-        fetches = fetch_steps(target, self.checkout.depth)
-        fetched = False
-        for step in steps:
-            if step in fetches and fetched:
-                continue  # fetched by an earlier way
-            done = self._step(step, env, workdir)
-            if done is None:
+        for ways in git_steps(target, url, self.checkout.depth):
+            for way in ways:
+                done = self._step(way, env, workdir)
+                if done is None:
+                    return
+                code, output = done
+                self.prepared.transcript += f"$ {' '.join(way)}\n{output}"
+                if code == 0:
+                    break
+                self.prepared.transcript += f"--- {how_it_ended(code)} ---\n"
+            else:
+                failed = f"checkout of {target.describe()} failed ({how_it_ended(code)}): {url}"
+                self.prepared.fail(CHECKOUT_FAILED, failed)
                 return
-            code, output = done
-            self.prepared.transcript += f"$ {' '.join(step)}\n{output}"
-            if code == 0:
-                fetched = fetched or step in fetches
-                continue
-            self.prepared.transcript += f"--- {how_it_ended(code)} ---\n"
-            if step in fetches and step != fetches[-1]:
-                continue  # the next way of fetching it
-            failed = f"checkout of {target.describe()} failed ({how_it_ended(code)}): {url}"
-            self.prepared.fail(CHECKOUT_FAILED, failed)
-            return
         exclude = Path(workdir) / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         with exclude.open("a", encoding="utf-8") as out:  # the runner's files are not the work's
