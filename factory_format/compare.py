@@ -11,7 +11,9 @@ from msgspec.structs import fields
 
 __all__ = ["changed_fields", "comparable"]
 
-_LOCATION_FIELDS = frozenset({"path"})
+# where a resource is written, not what it is; and a skill's other files, which no stored form
+# holds (a run configuration carries them, refreshed by any apply that changes the tree)
+_LOCATION_FIELDS = frozenset({"path", "files"})
 
 
 @cache

@@ -11,6 +11,7 @@ from .codes import Code
 from .diagnostics import Diagnostic, Diagnostics, Position
 from .layout import DEFINITION_DIRECTORIES, place
 from .parse import ParseResult, parse_tree
+from .skill_files import is_skill_file
 from .sources import MAX_FILE_BYTES, MAX_FILES, TREE
 
 __all__ = [
@@ -61,8 +62,9 @@ def read_directory(root: Path) -> DirectoryTree:
     elif entry.is_file():
         paths.append("factory.yaml")
     walked = [0]
+    extras: list[str] = []  # skills' other files
     for top in DEFINITION_DIRECTORIES:
-        _walk(root, top, paths, sink, walked)
+        _walk(root, top, paths, sink, walked, extras)
     if len(paths) > MAX_FILES:
         sink.add(
             TREE,
@@ -72,6 +74,7 @@ def read_directory(root: Path) -> DirectoryTree:
         )
         return DirectoryTree({}, sink.sorted())
     files = {p: text for p in paths if (text := _read(root, p, sink)) is not None}
+    files.update(_skill_files(root, extras))
     return DirectoryTree(files, sink.sorted())
 
 
@@ -83,7 +86,12 @@ def parse_directory(directory: Path) -> ParseResult:
 
 
 def _walk(
-    root: Path, relative: str, paths: list[str], sink: Diagnostics, walked: list[int]
+    root: Path,
+    relative: str,
+    paths: list[str],
+    sink: Diagnostics,
+    walked: list[int],
+    extras: list[str],
 ) -> None:
     full = root / relative
     if full.is_symlink():
@@ -93,12 +101,29 @@ def _walk(
     if not full.is_dir():
         if full.is_file() and place(relative) is not None:
             paths.append(relative)
+        elif full.is_file() and is_skill_file(relative):
+            extras.append(relative)
         return
     for child in sorted(os.listdir(full)):
         walked[0] += 1
         if walked[0] > MAX_ENTRIES or child.startswith("."):
             continue
-        _walk(root, f"{relative}/{child}", paths, sink, walked)
+        _walk(root, f"{relative}/{child}", paths, sink, walked, extras)
+
+
+def _skill_files(root: Path, paths: list[str]) -> dict[str, str]:
+    """The skills' other files that are UTF-8 text within the size limit, at most MAX_FILES;
+    the rest (images, archives) are left out without a word: the format does not read them."""
+    found: dict[str, str] = {}
+    for relative in paths[:MAX_FILES]:
+        path = root / relative
+        if path.stat().st_size > MAX_FILE_BYTES:
+            continue
+        try:
+            found[relative] = path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            continue
+    return found
 
 
 def _read(root: Path, relative: str, sink: Diagnostics) -> str | None:

@@ -23,6 +23,7 @@ from .layout import FileKind
 from .model import BenchmarkSuite, FactoryTree
 from .schemas import CURRENT_VERSION, VERSIONS, validator_for
 from .shape_check import check_shape
+from .skill_files import with_skill_files
 from .sources import SourceFile, collect_sources
 from .yaml_strict import NodeBudget
 
@@ -75,7 +76,9 @@ def parse_tree(files: Mapping[str, str], *, found: Iterable[Diagnostic] = ()) ->
     if built is None or len(sink):
         return _result(sink)
     tree = assemble(built, ctx)
-    return _result(sink, tree if not len(sink) else None)
+    if tree is None or len(sink):
+        return _result(sink)
+    return _result(sink, with_skill_files(tree, files))
 
 
 def _result(sink: Diagnostics, tree: FactoryTree | None = None) -> ParseResult:

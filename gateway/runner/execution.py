@@ -416,9 +416,7 @@ class Execution:
         self.skills_dir = into / "skills"
         self.skills_dir.mkdir()
         for skill in config.get("skill_documents") or []:
-            path = self.skills_dir.joinpath(*skill_parts(skill["name"]), "SKILL.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(skill["content"], encoding="utf-8")
+            write_skill(self.skills_dir.joinpath(*skill_parts(skill["name"])), skill)
         env["RUN_SKILLS"] = str(self.skills_dir)
         mcp = into / "mcp.json"
         mcp.write_text(json.dumps({"mcpServers": config.get("mcp_servers") or {}}, indent=2))
@@ -723,6 +721,23 @@ def secret_variables(names: list[str]) -> dict[str, str]:
         if variable not in found.values():
             found[name] = variable
     return found
+
+
+def write_skill(directory: Path, skill: dict[str, Any]) -> None:
+    """A skill's SKILL.md and its other files (`files`, paths under its directory; one that
+    would leave it is left out) into `directory`; a file opening with `#!` is made executable
+    (the tree holds text, not file modes)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "SKILL.md").write_text(skill["content"], encoding="utf-8")
+    for file in skill.get("files") or []:
+        parts = str(file["path"]).split("/")
+        if any(part in ("", ".", "..") for part in parts) or parts == ["SKILL.md"]:
+            continue
+        path = directory.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(file["content"], encoding="utf-8")
+        if file["content"].startswith("#!"):
+            path.chmod(0o755)
 
 
 def skill_parts(name: str) -> list[str]:

@@ -53,14 +53,14 @@ print("checked out", dump["head"])
 """
 
 
-def _origin(tmp: Path) -> dict[str, str]:
+def _origin(tmp: Path, full_name: str = "Codertocat/Hello-World") -> dict[str, str]:
     """Codertocat/Hello-World.git (the examples' repository) as a local bare repository: two
     commits on master, and a pull request's head (refs/pull/2/head) on a branch of the first."""
-    bare = tmp / "git" / "Codertocat" / "Hello-World.git"
+    bare = tmp / "git" / f"{full_name}.git"
     bare.mkdir(parents=True)
     git("init", "--quiet", "--bare", "--initial-branch=master", cwd=bare)
-    work = tmp / "author"
-    work.mkdir()
+    work = tmp / "author" / full_name
+    work.mkdir(parents=True)
     git("init", "--quiet", "--initial-branch=master", cwd=work)
     (work / "README.md").write_text("hello\n")
     git("add", "README.md", cwd=work)
@@ -75,7 +75,9 @@ def _origin(tmp: Path) -> dict[str, str]:
     git("commit", "--quiet", "-m", "changes", cwd=work)
     head = git("rev-parse", "HEAD", cwd=work)
     git("push", "--quiet", str(bare), "changes:refs/pull/2/head", cwd=work)
-    return {"first": first, "head": head, "template": f"file://{tmp}/git/{{owner}}/{{name}}.git"}
+    second = git("rev-parse", "master", cwd=work)
+    template = f"file://{tmp}/git/{{owner}}/{{name}}.git"
+    return {"first": first, "second": second, "head": head, "template": template}
 
 
 def _deliver(deployment: Deployment, hook: dict[str, Any], factory_uid: str, body: Any) -> str:
@@ -114,6 +116,7 @@ def test_a_runs_repository_is_checked_out_at_its_events_commit(
     files = FILES | {"automations/build/automation.md": AUTOMATION.format(uid=hook["uid"])}
     factory_uid = _apply(deployment, files)["factory_uid"]
     origin = _origin(deployment.tmp)
+    factorys = _origin(deployment.tmp, "acme/api")  # the factory's repository
 
     push = copy.deepcopy(
         next(p for p in github_examples["push"] if p["ref"] == "refs/heads/master")
@@ -133,6 +136,13 @@ def test_a_runs_repository_is_checked_out_at_its_events_commit(
         for name, body in (("push", push), ("pull", pull), ("missing", missing), ("purged", purged))
     }
     assert len(set(runs.values())) == 4
+    listed = deployment.api("GET", f"/agent/identities?factory_uid={factory_uid}").json()
+    builder = next(agent["uid"] for agent in listed["agents"] if agent["name"] == "builder")
+    made = deployment.api(  # no event: the factory's first repository, its default branch
+        "POST", "/agent/runs", json={"prompt": "work", "agent_identity_uid": builder}
+    )
+    assert made.status_code == 200, made.text
+    runs["api"] = made.json()["run_id"]
     # a payload the store no longer holds: the runner cannot fetch it
     database = deployment.env["GATEWAY_DATABASE_URL"].removeprefix("sqlite:///")
     with sqlite3.connect(database) as db:
@@ -185,6 +195,12 @@ def test_a_runs_repository_is_checked_out_at_its_events_commit(
     text = deployment.transcript(runs["missing"])
     assert "does not appear to be a git repository" in text and "# setup" not in text
     assert not (dump_dir / f"{runs['missing']}.json").exists()
+
+    from_factory = _done(deployment, runs["api"])
+    assert from_factory["state"] == "SUCCEEDED", from_factory
+    dump = json.loads((dump_dir / f"{runs['api']}.json").read_text())
+    assert dump["head"] == factorys["second"] and "acme/api.git" in dump["git_config"]
+    assert dump["branch"] == ""  # the default branch (HEAD), detached
 
     unavailable = _done(deployment, runs["purged"])
     assert unavailable["state"] == "FAILED"

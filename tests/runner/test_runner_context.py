@@ -54,6 +54,9 @@ FILES = {
     "agents/broken/agent.md": "---\nrunner: broken\n---\nNever gets far.\n",
     "skills/conventions/SKILL.md": "---\nname: conventions\ndescription: House style\n---\n"
     "Write small commits.\n",
+    # a skill's other files travel with it
+    "skills/conventions/scripts/lint.sh": "#!/bin/sh\necho linted\n",
+    "agents/builder/skills/testing/reference/matrix.md": "| os | python |\n",
     "webhooks/inbox.yaml": "authMode: token\nsecretName: HOOK_TOKEN\n",
 }
 AUTOMATION = (
@@ -69,6 +72,8 @@ skills = {
     str(p.relative_to(os.environ["RUN_SKILLS"])): p.read_text()
     for p in pathlib.Path(os.environ["RUN_SKILLS"]).rglob("*") if p.is_file()
 }
+lint = pathlib.Path(os.environ["RUN_SKILLS"], "conventions", "scripts", "lint.sh")
+skills["lint runs"] = os.access(lint, os.X_OK)
 setup = pathlib.Path.cwd() / "setup-output.txt"
 dump = {
     "stdin": stdin,
@@ -162,6 +167,9 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
         "Write small commits.\n",
         "testing/SKILL.md": '---\nname: "testing"\ndescription: "How we test"\n---\n'
         "Run the tests first.\n",
+        "conventions/scripts/lint.sh": "#!/bin/sh\necho linted\n",
+        "testing/reference/matrix.md": "| os | python |\n",
+        "lint runs": True,
     }
     assert dump["mcp"] == {"mcpServers": {"tracker": {"warp_id": "mcp-123"}}}
     assert dump["setup_output"] == "prepared-by-setup\n"  # setup ran first, in the working dir
@@ -179,6 +187,9 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
         "type": "IMPLEMENT",
     }
     assert {"name": "my-key.v2", "env": "my_key_v2"} in context["secrets"]
+    assert context["config"]["repositories"] == [
+        {"provider": "github", "owner": "acme", "name": "api"}
+    ]
     assert SECRET not in json.dumps(context)
 
     # the value is masked in the transcript and the status message, and in no answer or log

@@ -10,7 +10,7 @@ before keeps its copy."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET
@@ -26,7 +26,9 @@ from gateway.platform.runs.record.models import (
     RunAgent,
     RunHarness,
     RunnerConfig,
+    RunRepository,
     SkillDocument,
+    SkillFile,
 )
 from gateway.store import tables as t
 
@@ -66,8 +68,19 @@ def run_config(
         secrets=list(effective.secrets) or UNSET,
         credential_strategy="CREATOR" if strategy == "CREATOR" else "EXECUTOR",
         skills=[skill.name for skill in skills] or UNSET,
+        repositories=_repositories(tree) or UNSET,
         skill_documents=[_document(skill) for skill in skills] or UNSET,
     )
+
+
+def _repositories(tree: FactoryTree) -> list[RunRepository]:
+    """The factory's repositories, on GitLab for a factory whose only code forge is GitLab."""
+    forges = tree.factory.code_forges or ()
+    provider: Literal["github", "gitlab"] = "gitlab" if forges == ("GITLAB",) else "github"
+    return [
+        RunRepository(provider=provider, owner=repository.owner, name=repository.name)
+        for repository in tree.factory.repositories
+    ]
 
 
 def _runner(tree: FactoryTree, name: str | None) -> RunnerConfig | None:
@@ -101,6 +114,8 @@ def _document(skill: Skill) -> SkillDocument:
         path=skill.path,
         description=skill.description or UNSET,
         content=f"---\n{lines}---\n{skill.playbook}",
+        files=[SkillFile(path=path, content=text) for path, text in (skill.files or {}).items()]
+        or UNSET,
     )
 
 

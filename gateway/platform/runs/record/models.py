@@ -57,15 +57,32 @@ class RunnerConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     instance_shape: InstanceShape | UnsetType = UNSET
 
 
+class SkillFile(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A file of a skill's directory besides its SKILL.md: its path under the directory."""
+
+    path: str
+    content: str
+
+
 class SkillDocument(Struct, kw_only=True, forbid_unknown_fields=True):
     """A skill a run may use: `scope` `factory` (skills/<name>/SKILL.md, every agent) or
-    `agent` (agents/<agent>/skills/<name>/SKILL.md), its SKILL.md text as the runner writes it."""
+    `agent` (agents/<agent>/skills/<name>/SKILL.md), its SKILL.md text and its directory's
+    other text files (`files`) as the runner writes them."""
 
     name: str
     scope: Literal["factory", "agent"]
     path: str
     description: str | UnsetType = UNSET
     content: str
+    files: list[SkillFile] | UnsetType = UNSET
+
+
+class RunRepository(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A repository of the run's factory (factory.yaml `repositories`) on its code forge."""
+
+    provider: Literal["github", "gitlab"]
+    owner: str
+    name: str
 
 
 class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -144,13 +161,23 @@ class AgentConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         ]
         | UnsetType
     ) = UNSET
+    repositories: (
+        Annotated[
+            list[RunRepository],
+            Meta(
+                description="answers only: the repositories the run's factory lists, on its code "
+                "forge (`gateway runner --checkout` clones the first when the event names none)"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     # stored with the run, never in an answer (RunItem.of drops it): the skills' text, as the
     # run was created with them; the runner writes them to RUN_SKILLS
     skill_documents: list[SkillDocument] | UnsetType = UNSET
 
     SERVICE_SET: ClassVar[tuple[str, ...]] = (
         *("agent_uid", "harness", "runner", "agent", "runner_config", "skills", "secrets"),
-        "skill_documents",
+        *("repositories", "skill_documents"),
     )
 
     def answered(self) -> AgentConfig:
