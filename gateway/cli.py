@@ -80,9 +80,9 @@ def _parser() -> argparse.ArgumentParser:
         help="execute queued runs as shell commands (a self-hosted worker)",
         description="Claims queued runs of the agent's team from the API at GATEWAY_API_URL "
         "(default http://127.0.0.1:8000) with the agent API key in GATEWAY_RUNNER_KEY, and runs "
-        "COMMAND through the shell for each: the prompt on stdin; RUN_ID, RUN_TITLE, "
-        "GATEWAY_API_URL, RUN_ATTACHMENTS (a directory of the run's files) and, for webhook "
-        "runs, EVENT_PAYLOAD (a file) in its environment. "
+        "COMMAND through the shell for each: the composed prompt on stdin; RUN_ID, RUN_AGENT, "
+        "RUN_MODEL, RUN_CONTEXT, RUN_SKILLS, RUN_MCP_CONFIG, the run's secrets and more in its "
+        "environment (docs/runners.md). "
         "Exit 0 is SUCCEEDED, anything else FAILED.",
     )
     runner.add_argument("--command", required=True, help="shell command run for each run")
