@@ -170,6 +170,7 @@ def test_a_file_automation_starts_runs_carrying_its_resolved_configuration(world
         "credential_strategy": "EXECUTOR",
         "agent": {"uid": worker["uid"], "name": "worker", "type": "IMPLEMENT"},
         "secrets": ["LINEAR_KEY"],
+        "repositories": [{"provider": "github", "owner": "acme", "name": "api"}],
     }
 
 

@@ -54,7 +54,7 @@ def test_the_config_schema_has_the_domains_keys() -> None:
     answers_only = set(AgentConfig.SERVICE_SET)  # resolved by the service, refused in requests
     assert answers_only == {
         *("agent_uid", "harness", "runner", "agent", "runner_config", "skills", "secrets"),
-        "skill_documents",
+        *("repositories", "skill_documents"),
     }
     assert {f.name for f in fields(AgentConfig)} == {
         *keys,
