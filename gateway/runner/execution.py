@@ -246,9 +246,13 @@ class Execution:
         self, command: str | list[str], env: dict[str, str], cwd: str
     ) -> tuple[int, str] | None:
         """A step before the command, run to its end: its exit status and its output; None
-        when it did not start (the run ended)."""
-        if not self._start(command, env, cwd):
-            return None
+        when it did not start (the run ended). A program that cannot be started (git missing)
+        is a step that failed, as the shell says it: exit 127."""
+        try:
+            if not self._start(command, env, cwd):
+                return None
+        except OSError as exc:
+            return 127, f"{exc}\n"
         assert self.process is not None
         output = Output()
         pump = _pump(self.process.stdout, output)

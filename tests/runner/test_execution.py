@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Any
+
 from gateway.runner.execution import how_it_ended
 
 
@@ -50,3 +54,52 @@ def test_the_prompt_is_composed_in_the_documented_order() -> None:
     )
     plain: ClaimedRun = {"prompt": "Just this.", "messages": []}  # type: ignore[typeddict-item]
     assert stdin_text(plain) == "Just this."
+
+
+def _execution(secrets: dict[str, str]) -> Any:
+    """An execution of a claimed run with `secrets`, whose client is never called (nothing here
+    reaches the API)."""
+    from gateway.runner.client import RunnerClient
+    from gateway.runner.execution import Execution
+
+    run = {"run_id": "r1", "prompt": "p", "messages": [], "secrets": secrets}
+    return Execution(RunnerClient("http://127.0.0.1:9", "key"), run, "true", 30.0)  # type: ignore[arg-type]
+
+
+def test_masking_covers_text_and_the_bytes_of_any_file() -> None:
+    execution = _execution({"TOKEN": "s3cr3t-value", "INNER": "s3cr3t", "SHORT": "abc"})
+    execution.masks.append(("gh-t0ken", "GATEWAY_CHECKOUT_TOKEN"))
+    text = "a s3cr3t-value, a s3cr3t, abc and gh-t0ken"
+    assert execution.mask(text) == (
+        "a [secret TOKEN], a [secret INNER], abc and [secret GATEWAY_CHECKOUT_TOKEN]"
+    )  # the longer value first; a value under 4 characters is left
+    binary = b"\x89PNG\x00s3cr3t-value\xff"
+    assert execution.mask_bytes(binary) == b"\x89PNG\x00[secret TOKEN]\xff"
+
+
+def test_a_skill_is_written_with_its_files_inside_its_directory(tmp_path: Path) -> None:
+    from gateway.runner.execution import write_skill
+
+    skill = {
+        "content": "---\nname: s\n---\nDo.\n",
+        "files": [
+            {"path": "scripts/run.sh", "content": "#!/bin/sh\necho run\n"},
+            {"path": "notes.md", "content": "notes\n"},
+            {"path": "../escape.md", "content": "no"},
+            {"path": "SKILL.md", "content": "not over the SKILL.md"},
+        ],
+    }
+    write_skill(tmp_path / "skills" / "s", skill)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["skills/s/SKILL.md", "skills/s/notes.md", "skills/s/scripts/run.sh"]
+    assert (tmp_path / "skills/s/SKILL.md").read_text() == skill["content"]
+    assert os.access(tmp_path / "skills/s/scripts/run.sh", os.X_OK)
+    assert not os.access(tmp_path / "skills/s/notes.md", os.X_OK)
+
+
+def test_a_step_that_cannot_start_fails_as_the_shell_says(tmp_path: Path) -> None:
+    execution = _execution({})
+    env = dict(os.environ)
+    assert execution._step(["sh", "-c", "echo ready"], env, str(tmp_path)) == (0, "ready\n")
+    code, output = execution._step(["no-such-program-here"], env, str(tmp_path))
+    assert code == 127 and "no-such-program-here" in output
