@@ -216,6 +216,7 @@ def checkout(tmp_path: Path, target: Target, url: str, env: dict[str, str] | Non
     return where
 
 
+@pytest.mark.service  # git processes, a loopback server
 def test_the_steps_check_out_a_commit_behind_the_branch_tip(
     tmp_path: Path, origin: dict[str, Any]
 ) -> None:
@@ -228,6 +229,7 @@ def test_the_steps_check_out_a_commit_behind_the_branch_tip(
     assert git("remote", "get-url", "origin", cwd=work) == url
 
 
+@pytest.mark.service  # git processes, a loopback server
 def test_the_steps_check_out_a_pull_requests_head(tmp_path: Path, origin: dict[str, Any]) -> None:
     target = Target("github", "acme", "api", "refs/pull/7/head", origin["head"], "feature")
     url = CheckoutSettings(parse_templates([origin["template"]])).clone_url(target)
@@ -300,6 +302,7 @@ def http_origin(tmp_path: Path, origin: dict[str, Any]) -> Iterator[str]:
     server.server_close()
 
 
+@pytest.mark.service  # git processes, a loopback server
 def test_a_token_reaches_the_server_in_a_header_and_no_file(
     tmp_path: Path, origin: dict[str, Any], http_origin: str
 ) -> None:

@@ -4,6 +4,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gateway.runner.execution import how_it_ended
 
 
@@ -97,6 +99,7 @@ def test_a_skill_is_written_with_its_files_inside_its_directory(tmp_path: Path) 
     assert not os.access(tmp_path / "skills/s/notes.md", os.X_OK)
 
 
+@pytest.mark.service  # it starts processes
 def test_a_step_that_cannot_start_fails_as_the_shell_says(tmp_path: Path) -> None:
     execution = _execution({})
     env = dict(os.environ)
