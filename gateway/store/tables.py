@@ -348,6 +348,8 @@ runs = Table(
     # it), then "open" while that runner holds it; null when there is none
     Column("debug_session", String(16), nullable=True),
     Column("debug_runner_uid", String(64), nullable=True),
+    # the work item (work_items) the run belongs to: what its provider event was about
+    Column("work_item_id", String(64), nullable=True),
     Index("ux_runs_delivery_automation", "delivery_id", "automation_uid", unique=True),
     # partial: most runs are roots, and few wait for their task (an entry per run in each of
     # these indexes was a write per run for nothing)
@@ -362,6 +364,12 @@ runs = Table(
         "task_pending",
         sqlite_where=text("task_pending = 1"),
         postgresql_where=text("task_pending"),
+    ),
+    Index(
+        "ix_runs_work_item_id",
+        "work_item_id",
+        sqlite_where=text("work_item_id IS NOT NULL"),
+        postgresql_where=text("work_item_id IS NOT NULL"),
     ),
     # what runners claim (oldest first) and what holds a lease: small sets of a large table
     Index(
@@ -461,6 +469,41 @@ tasks = Table(
         sqlite_where=text("deleted_at IS NULL"),
         postgresql_where=text("deleted_at IS NULL"),
     ),
+)
+
+# What a provider event's runs are about (docs/providers.md#work-items): one per factory and
+# source (provider, ref), its reply `target` (gateway.replies.targets, as JSON), its stage, and
+# the run later activity about the same thing continues (`run_id`).
+work_items = Table(
+    "work_items",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("team_uid", String(64), nullable=False),
+    Column("factory_uid", String(64), ForeignKey("factories.uid"), nullable=False),
+    Column("provider", String(16), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("ref", String(500), nullable=False),
+    Column("url", String(2000), nullable=True),
+    Column("target", JSON, nullable=False),
+    Column("stage", String(16), nullable=False),
+    Column("run_id", String(64), nullable=True),
+    Column("followup_count", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("factory_uid", "provider", "ref", name="ux_work_items_source"),
+    Index("ix_work_items_factory_created", "factory_uid", "created_at"),
+)
+
+# The deliveries that continued a work item (a follow-up of its run), one each
+work_item_follow_ups = Table(
+    "work_item_follow_ups",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("work_item_id", String(64), ForeignKey("work_items.id"), nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("delivery_id", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("work_item_id", "delivery_id", name="ux_work_item_follow_ups"),
 )
 
 task_outputs = Table(
