@@ -24,6 +24,7 @@ RESOURCE_MODULES = (
     "gateway.platform.runs.skills.routes",
     "gateway.platform.factories.dispatch_routes",
     "gateway.platform.tasks.routes",
+    "gateway.platform.work_items.routes",
     "gateway.platform.inbox.routes",
     "gateway.platform.schedules.routes",
     "gateway.platform.runs.handoff.routes",

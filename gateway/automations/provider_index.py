@@ -113,6 +113,12 @@ class TeamTriggers:
     signature: bytes
     revision: int
     routes: dict[tuple[str, ...], Route]
+    # factory uid -> its alias, for the factories with aliases: `@<alias>` in a comment or
+    # message continues that factory's work item (evaluator/work_item_plans.py)
+    aliases: dict[str, str]
+
+    def _replace_revision(self, revision: int) -> TeamTriggers:
+        return TeamTriggers(self.team_uid, self.signature, revision, self.routes, self.aliases)
 
     def route(self, event: TriggerEvent) -> Route:
         """The triggers that can match `event` (a GitHub or GitLab event: only those of the
@@ -196,19 +202,21 @@ class ProviderIndex:
             for uid in unsure:
                 entry = self._teams.get(uid)
                 if entry is not None and entry.signature == signatures[uid]:
-                    found[uid] = self._keep(entry.team_uid, entry.signature, revision, entry.routes)
+                    found[uid] = self._keep(entry._replace_revision(revision))
                 else:
                     stale.append(uid)
             rows = await _automation_rows(conn, stale) if stale else {}
             for uid in stale:
-                routes = self._compile(rows.get(uid, []))
-                found[uid] = self._keep(uid, signatures[uid], revision, routes)
+                team_rows = rows.get(uid, [])
+                routes = self._compile(team_rows)
+                aliases = {r.factory_uid: r.alias.strip() for r in team_rows if _alias(r.alias)}
+                found[uid] = self._keep(
+                    TeamTriggers(uid, signatures[uid], revision, routes, aliases)
+                )
         return found
 
-    def _keep(
-        self, team_uid: str, signature: bytes, revision: int, routes: dict[tuple[str, ...], Route]
-    ) -> TeamTriggers:
-        entry = TeamTriggers(team_uid, signature, revision, routes)
+    def _keep(self, entry: TeamTriggers) -> TeamTriggers:
+        team_uid = entry.team_uid
         if team_uid not in self._teams and len(self._teams) >= MAX_CACHED_TEAMS:
             self._teams.pop(next(iter(self._teams)))
         self._teams[team_uid] = entry
@@ -289,6 +297,10 @@ def _provider_triggers(row: Any) -> list[tuple[int, CanonicalTrigger]]:
     return [(i, trigger) for i, trigger in enumerate(triggers) if trigger.provider in _PROVIDERS]
 
 
+def _alias(alias: Any) -> bool:
+    return isinstance(alias, str) and bool(alias.strip())
+
+
 def repository_keys(stored: Any) -> list[str]:
     """A factory's `repositories` ([{owner, name}]) in the form events carry."""
     if not isinstance(stored, list):
@@ -318,7 +330,9 @@ async def _signatures(conn: AsyncConnection, team_uids: Sequence[str]) -> dict[s
     a, f = t.automations, t.factories
     parts: dict[str, list[Any]] = {uid: [] for uid in team_uids}
     for chunk in chunks(team_uids):
-        query = _team_query(chunk, a.c.uid, STAMP, f.c.uid, f.c.foreman_agent_uid, f.c.repositories)
+        query = _team_query(
+            chunk, a.c.uid, STAMP, f.c.uid, f.c.foreman_agent_uid, f.c.repositories, f.c.alias
+        )
         for team_uid, *rest in await conn.execute(query):
             parts[team_uid].append(rest)
     return {
@@ -333,7 +347,7 @@ async def _automation_rows(conn: AsyncConnection, team_uids: Sequence[str]) -> d
     a, f = t.automations, t.factories
     columns = (
         *(a.c.uid, a.c.factory_uid, a.c.triggers, a.c.agent_uid, STAMP),
-        *(f.c.foreman_agent_uid, f.c.repositories),
+        *(f.c.foreman_agent_uid, f.c.repositories, f.c.alias),
     )
     found: dict[str, list[Any]] = {}
     for chunk in chunks(team_uids):

@@ -51,12 +51,14 @@ from gateway.deliveries.trace import (
     provider_trace,
     reason_text,
 )
-from gateway.evaluator.run_platform import RunPlatform
+from gateway.evaluator.run_platform import RunPlatform, WorkItemKey
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
 from gateway.evaluator.run_rows import TASKS as TASKS
 from gateway.evaluator.run_rows import Encoders, RunRef, RunSpec, StartedRows, started_rows
+from gateway.evaluator.work_item_plans import Candidate, WorkItemPlan, mentioned, plan_work_items
 from gateway.providers import DISPLAY_NAMES, TriggerEvent, normalize
+from gateway.providers.work_items import source_of
 from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
@@ -148,9 +150,11 @@ class RunBatch:
         traces: dict[str, Trace],
         unstarted: dict[str, str] | None = None,
         forge_payloads: dict[str, tuple[str, Any]] | None = None,
+        work_items: WorkItemPlan | None = None,
     ) -> None:
         self._platform = platform
         self._started = started
+        self._work_items = work_items
         self.traces = TraceWrites(traces)
         # delivery id -> factory uid: matched, but the factory has no foreman to run the work
         self._unstarted = unstarted or {}
@@ -177,6 +181,8 @@ class RunBatch:
         await ATTACHMENTS.insert(conn, self._attachments.only(claimed))
         await TASKS.insert(conn, self._tasks.only(claimed))
         await self.traces.write(conn, claimed)
+        if self._work_items is not None:
+            await self._write_work_items(conn, claimed)
         first: dict[str, str] = {}  # factory uid -> a delivery that could not start its work
         for delivery_id, factory_uid in self._unstarted.items():
             if delivery_id in claimed:
@@ -192,6 +198,18 @@ class RunBatch:
             if delivery_id in claimed:  # PR size and merge detail for factory metrics
                 await platform.record_forge_detail(conn, payload, webhook_uid)
         return [s.ref for d, runs in self._started.items() if d in claimed for s in runs]
+
+    async def _write_work_items(self, conn: AsyncConnection, claimed: Collection[str]) -> None:
+        """The work items the claimed deliveries' runs make, then their follow-ups (one of a
+        work item the same batch made comes after it)."""
+        plan = self._work_items
+        assert plan is not None
+        new = [item for d, items in plan.new_items.items() if d in claimed for item in items]
+        if new:
+            await self._platform.start_work_items(conn, new)
+        follow_ups = [f for d, fs in plan.follow_ups.items() if d in claimed for f in fs]
+        if follow_ups:
+            await self._platform.continue_work_items(conn, follow_ups)
 
 
 class RunStarter:
@@ -233,8 +251,16 @@ class RunStarter:
             if found is not None:
                 matched.append(found)
         automations = await self.index.automations(conn, wanted) if wanted else {}
-        started = await _rows(matched, automations, Encoders.of(conn.dialect, self.platform))
-        return RunBatch(self.platform, started, sources.traces, sources.unstarted, forge)
+        items = None
+        if sources.candidates:  # provider deliveries about a thing: one lookup for the batch
+            refs = {c.source.ref for c in sources.candidates}
+            known = await self.platform.find_work_items(conn, refs)
+            items = plan_work_items(sources.candidates, known)
+        encode = Encoders.of(conn.dialect, self.platform)
+        started = await _rows(matched, automations, encode, items)
+        if items is not None:
+            items.settle(_first_runs(started))
+        return RunBatch(self.platform, started, sources.traces, sources.unstarted, forge, items)
 
 
 class _Sources:
@@ -246,6 +272,7 @@ class _Sources:
         self.traces: dict[str, Trace] = {}
         self.unstarted: dict[str, str] = {}  # delivery id -> factory uid
         self.heads: dict[str, str] = {}  # a webhook's envelope head, once per batch
+        self.candidates: list[Candidate] = []  # deliveries that may make or continue work items
 
     def webhook(
         self, delivery: AcceptedDelivery, payload: Any, wanted: dict[str, int]
@@ -295,11 +322,14 @@ class _Sources:
         if connection is None:
             self.traces[delivery_id] = CONNECTION_GONE
             return None
-        events = delivery_events(connection.provider, connection.bot, delivery)
+        payload = _parse(delivery.payload)
+        headers: dict[str, str] = headers_of(delivery.headers) if delivery.headers else {}
+        events = _events(connection, headers, payload)
+        entry = self.teams[connection.team_uid]
         if not events:
             self.traces[delivery_id] = no_events(connection.provider)
+            self._continuation(delivery, connection, entry, headers, payload, ())
             return None
-        entry = self.teams[connection.team_uid]
         hits, considered = entry.match(events)
         runnable = [a for a in hits if a.agent_uid is not None]
         trace = provider_trace(entry, events, considered, hits, len(runnable))
@@ -310,13 +340,81 @@ class _Sources:
             agentless = next(a for a in hits if a.agent_uid is None)
             self.unstarted[delivery_id] = agentless.factory_uid
         if not runnable:
+            self._continuation(delivery, connection, entry, headers, payload, events)
             return None
         names = ", ".join(dict.fromkeys(event.event for event in events))
+        item = source_of(connection.provider, headers, payload)
+        if item is not None:
+            candidate = Candidate(
+                delivery_id,
+                len(delivery.payload),
+                delivery.received_at,
+                connection,
+                names,
+                item,
+                {a.factory_uid for a in runnable},
+                mentioned(item, entry.aliases),
+            )
+            self.candidates.append(candidate)
         wanted.update((a.uid, a.stamp) for a in runnable)
         source = {"connection_uid": connection.uid, "provider": connection.provider}
         source["event"] = names
         targets = [Target(a.uid, a.team_uid, a.factory_uid, a.agent_uid) for a in runnable]
         return _Matched(delivery, _provider_head(connection, names), source, targets)
+
+
+    def _continuation(
+        self,
+        delivery: AcceptedDelivery,
+        connection: LiveConnection,
+        entry: TeamTriggers,
+        headers: dict[str, str],
+        payload: Any,
+        events: Sequence[TriggerEvent],
+    ) -> None:
+        """A delivery that starts nothing may still continue a work item: when it mentions a
+        factory of the team (`@<alias>`), or replies in a Slack thread (a message of a person,
+        which the provider normalized into an event). Two byte tests decide whether it is read
+        for its source at all."""
+        raw = delivery.payload
+        maybe_named = bool(entry.aliases) and b"@" in raw
+        maybe_reply = bool(events) and connection.provider == "slack" and b'"thread_ts"' in raw
+        if not (maybe_named or maybe_reply):
+            return
+        item = source_of(connection.provider, headers, payload)
+        if item is None:
+            return
+        named = mentioned(item, entry.aliases) if maybe_named else set()
+        if not named and not (maybe_reply and item.thread_reply):
+            return
+        names = ", ".join(dict.fromkeys(event.event for event in events))
+        candidate = Candidate(
+            delivery.delivery_id,
+            len(delivery.payload),
+            delivery.received_at,
+            connection,
+            names,
+            item,
+            set(),
+            named,
+        )
+        self.candidates.append(candidate)
+
+
+def _events(connection: LiveConnection, headers: dict[str, str], payload: Any) -> list[TriggerEvent]:
+    if payload is _NOT_JSON:
+        return []
+    return normalize(connection.provider, headers, payload, connection.bot)
+
+
+def _first_runs(started: dict[str, list[StartedRows]]) -> dict[str, str]:
+    """New work item id -> the first run made for it."""
+    first: dict[str, str] = {}
+    for runs in started.values():
+        for rows in runs:
+            if rows.work_item_id is not None:
+                first.setdefault(rows.work_item_id, rows.ref.run_id)
+    return first
 
 
 def _log_no_automations(
@@ -339,24 +437,16 @@ def _log_no_automations(
         )
 
 
-def delivery_events(
-    provider: str, bot: str | None, delivery: AcceptedDelivery
-) -> list[TriggerEvent]:
-    """The trigger events of a provider connection's `delivery` (none for a body that is no
-    JSON)."""
-    try:
-        payload = orjson.loads(delivery.payload)
-    except orjson.JSONDecodeError:
-        return []
-    headers: dict[str, str] = headers_of(delivery.headers) if delivery.headers else {}
-    return normalize(provider, headers, payload, bot)
-
-
 async def _rows(
-    matched: list[_Matched], automations: dict[str, Automation], encode: Encoders
+    matched: list[_Matched],
+    automations: dict[str, Automation],
+    encode: Encoders,
+    items: WorkItemPlan | None = None,
 ) -> dict[str, list[StartedRows]]:
     """The one place a match becomes runs: per target, the automation's run with its prompt and
-    the source's envelope, created in match order (a delivery's runs are listed in it)."""
+    the source's envelope, created in match order (a delivery's runs are listed in it). A
+    target whose factory's work item the delivery continues starts none (`items.skipped`);
+    the runs of a work item the delivery makes belong to it."""
     now = utcnow()
     count = 0
     started: dict[str, list[StartedRows]] = {}
@@ -369,10 +459,17 @@ async def _rows(
             automation = automations.get(target.automation_uid)
             if automation is None:  # deleted since the batch was matched
                 continue
+            work_item_id = None
+            if items is not None:
+                if (delivery_id, target.factory_uid) in items.skipped:
+                    continue
+                work_item_id = items.work_item_of.get((delivery_id, target.factory_uid))
             at = now + timedelta(microseconds=count)
             count += 1
             prompt = automation.prompt + head + delivery_id + _ENVELOPE_TAIL
-            runs.append(_start(delivery, target, automation, prompt, source, at, encode))
+            runs.append(
+                _start(delivery, target, automation, prompt, source, at, encode, work_item_id)
+            )
         if runs:
             started[delivery_id] = runs
     return started
@@ -386,6 +483,7 @@ def _start(
     source: dict[str, str],
     created: datetime,
     encode: Encoders,
+    work_item_id: str | None = None,
 ) -> StartedRows:
     """The rows of one run, its payload attachment and its task, `created` then."""
     metadata = {"automation_id": automation.uid, **source, "delivery_id": delivery.delivery_id}
@@ -401,6 +499,7 @@ def _start(
         automation.agent_uid or target.agent_uid,
         automation.agent_config,  # encoded once, when the automation was loaded
         automation.worker_host,
+        work_item_id,
     )
     return started_rows(spec, created, encode)
 

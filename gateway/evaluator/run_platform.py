@@ -11,12 +11,56 @@ carries a code-forge pull request, never more.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.bulk import BulkInsert, Prepared
+
+
+class WorkItemKey(NamedTuple):
+    """What identifies a work item: its factory and its source (docs/providers.md#work-items)."""
+
+    factory_uid: str
+    provider: str
+    ref: str
+
+
+class KnownWorkItem(NamedTuple):
+    """A work item as the evaluator needs it: its id, team, and the run follow-ups go to."""
+
+    id: str
+    team_uid: str
+    run_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewWorkItem:
+    """A work item the first matching event of its source makes, with that event's runs."""
+
+    id: str
+    key: WorkItemKey
+    team_uid: str
+    kind: str
+    url: str | None
+    target: Any  # its reply target as JSON (gateway.replies.work_items.target_json)
+    run_id: str  # the run later activity continues
+    delivery_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItemFollowUp:
+    """A later delivery about a work item: a follow-up of its run, not a new run."""
+
+    work_item_id: str
+    run_id: str
+    delivery_id: str
+    message: str
+    payload_size: int  # the delivery's body, attached to the follow-up as a file
 
 
 class RunPlatform(Protocol):
@@ -41,6 +85,23 @@ class RunPlatform(Protocol):
 
     async def insert_delivery_runs(self, conn: AsyncConnection, rows: Prepared) -> None:
         """Inserts the QUEUED runs of a batch, `rows` in the layout of `delivery_runs`."""
+        ...
+
+    async def find_work_items(
+        self, conn: AsyncConnection, refs: Collection[str]
+    ) -> dict[WorkItemKey, KnownWorkItem]:
+        """The work items of these refs, of any provider and factory: one query per batch
+        that has any."""
+        ...
+
+    async def start_work_items(self, conn: AsyncConnection, items: Sequence[NewWorkItem]) -> None:
+        """Inserts the work items the batch's runs (written before) belong to."""
+        ...
+
+    async def continue_work_items(
+        self, conn: AsyncConnection, follow_ups: Sequence[WorkItemFollowUp]
+    ) -> None:
+        """Sends each follow-up to its work item's run (queued, injected or resuming it)."""
         ...
 
     async def on_dispatch_failed(

@@ -52,6 +52,7 @@ class StartedRows:
     run: Values
     attachment: Values
     task: Values
+    work_item_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,7 @@ class RunSpec:
     # (`store.bulk.json_value`, `index.Automation.agent_config`), or None
     agent_config: str | None = None
     worker_host: str | None = None  # the worker that configuration pins the run to
+    work_item_id: str | None = None  # the work item the run belongs to
 
 
 def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedRows:
@@ -104,7 +106,7 @@ def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedR
         *(run_id, spec.team_uid, spec.factory_uid, conversation_id, run_id, spec.title),
         *(spec.prompt, "QUEUED", "WEBHOOK", "cloud", encode.json(spec.metadata)),
         *(encode.json([artifact]), at, at, False, delivery_id, spec.automation_uid),
-        *(spec.agent_uid, spec.agent_config, spec.worker_host),
+        *(spec.agent_uid, spec.agent_config, spec.worker_host, spec.work_item_id),
     )
     attachment = (
         *(attachment_id, conversation_id, run_id, PAYLOAD_NAME, "application/json"),
@@ -114,4 +116,5 @@ def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedR
         *(ids.new_id("task"), spec.factory_uid, spec.title, "TRIAGE", conversation_id),
         *(None, None, None, at, at),  # no creator, no ticket
     )
-    return StartedRows(RunRef(spec.automation_uid, run_id), run, attachment, task)
+    ref = RunRef(spec.automation_uid, run_id)
+    return StartedRows(ref, run, attachment, task, spec.work_item_id)

@@ -8,6 +8,7 @@ to hear of two things, and it says what a run's payload attachment is listed as.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,16 @@ from gateway.platform.analytics.pull_requests import FORGE_MARK, forge_detail, r
 from gateway.platform.inbox.notifications import on_dispatch_failed
 from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delivery_runs
 from gateway.platform.runs.record.models import file_artifact
+from gateway.platform.work_items import store as work_items
 from gateway.store.bulk import BulkInsert, Prepared
+
+if TYPE_CHECKING:
+    from gateway.evaluator.run_platform import (
+        KnownWorkItem,
+        NewWorkItem,
+        WorkItemFollowUp,
+        WorkItemKey,
+    )
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -52,6 +62,19 @@ class DeliveryRunPlatform:
 
     async def insert_delivery_runs(self, conn: AsyncConnection, rows: Prepared) -> None:
         await insert_delivery_runs(conn, rows)
+
+    async def find_work_items(
+        self, conn: AsyncConnection, refs: Collection[str]
+    ) -> dict[WorkItemKey, KnownWorkItem]:
+        return await work_items.find_work_items(conn, refs)
+
+    async def start_work_items(self, conn: AsyncConnection, items: Sequence[NewWorkItem]) -> None:
+        await work_items.start_work_items(conn, items)
+
+    async def continue_work_items(
+        self, conn: AsyncConnection, follow_ups: Sequence[WorkItemFollowUp]
+    ) -> None:
+        await work_items.continue_work_items(conn, follow_ups)
 
     async def on_dispatch_failed(
         self, conn: AsyncConnection, factory_uid: str, detail: str

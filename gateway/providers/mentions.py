@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["github_mentions", "gitlab_mentions"]
+__all__ = ["github_mentions", "gitlab_mentions", "without_code"]
 
 _CODE: Final = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 # GitHub logins: letters, digits and single inner hyphens, at most 39 characters
@@ -22,7 +22,8 @@ _GITHUB: Final = re.compile(
 _GITLAB: Final = re.compile(r"(?<![\w@/.`-])@([A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)")
 
 
-def _without_code(body: str) -> str:
+def without_code(body: str) -> str:
+    """`body` without its code blocks and spans (a mention inside code names no one)."""
     return _CODE.sub(" ", body) if "`" in body or "~~~" in body else body
 
 
@@ -31,7 +32,7 @@ def github_mentions(body: str | None) -> list[str]:
     if not body or "@" not in body:  # most comments mention no one: skip the regex
         return []
     found: dict[str, None] = {}
-    for match in _GITHUB.finditer(_without_code(body)):
+    for match in _GITHUB.finditer(without_code(body)):
         login, team = match.groups()
         found[f"{login}/{team}" if team else login] = None
     return list(found)
@@ -41,4 +42,4 @@ def gitlab_mentions(body: str | None) -> list[str]:
     """Usernames mentioned in ``body``, in order, once each, as written."""
     if not body or "@" not in body:
         return []
-    return list(dict.fromkeys(m.group(1) for m in _GITLAB.finditer(_without_code(body))))
+    return list(dict.fromkeys(m.group(1) for m in _GITLAB.finditer(without_code(body))))

@@ -484,13 +484,14 @@ work_items = Table(
     Column("kind", String(32), nullable=False),
     Column("ref", String(500), nullable=False),
     Column("url", String(2000), nullable=True),
-    Column("target", JSON, nullable=False),
+    Column("target", JSON, nullable=True),
     Column("stage", String(16), nullable=False),
     Column("run_id", String(64), nullable=True),
     Column("followup_count", Integer, nullable=False, server_default=text("0")),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    UniqueConstraint("factory_uid", "provider", "ref", name="ux_work_items_source"),
+    # by ref first: the evaluator looks work items up by the refs of a batch
+    UniqueConstraint("ref", "provider", "factory_uid", name="ux_work_items_source"),
     Index("ix_work_items_factory_created", "factory_uid", "created_at"),
 )
 

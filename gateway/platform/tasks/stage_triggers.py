@@ -56,11 +56,35 @@ def fires(triggers: list[CanonicalTrigger], stage: str) -> bool:
 async def on_stage_change(conn: AsyncConnection, task: Any, stage: str) -> list[str]:
     """Starts the runs of the automations `task` (its row before the change) moving to `stage`
     fires; their run ids."""
+    envelope = ENVELOPE.format(title=task.title, uid=task.uid, before=task.stage, after=stage)
+    metadata = {"task_uid": task.uid, "from_stage": task.stage, "to_stage": stage}
+    return await start_stage_runs(
+        conn,
+        task.factory_uid,
+        stage,
+        f"task {task.uid}",
+        envelope,
+        metadata,
+        conversation_id=task.conversation_id,
+    )
+
+
+async def start_stage_runs(
+    conn: AsyncConnection,
+    factory_uid: str,
+    stage: str,
+    subject: str,
+    envelope: str,
+    metadata: dict[str, str],
+    conversation_id: str | None = None,
+) -> list[str]:
+    """Starts a run of each enabled automation of the factory whose stage-change triggers
+    match a move of `subject` (a task, a work item) to `stage`; their run ids."""
     a = t.automations
     query = (
         select(a.c.triggers, *automation_columns())
         .select_from(joined())
-        .where(a.c.factory_uid == task.factory_uid, a.c.enabled.is_(True))
+        .where(a.c.factory_uid == factory_uid, a.c.enabled.is_(True))
         .order_by(a.c.created_at, a.c.uid)
     )
     started: list[str] = []
@@ -70,15 +94,13 @@ async def on_stage_change(conn: AsyncConnection, task: Any, stage: str) -> list[
         automation = AutomationOfRun.from_row(row)
         if automation.agent_uid is None:
             detail = (
-                f"task {task.uid} moved to {stage} and matched automation {automation.uid}, but "
+                f"{subject} moved to {stage} and matched automation {automation.uid}, but "
                 "the factory has no foreman agent to run it; set one (gateway admin set-foreman)"
             )
-            await on_dispatch_failed(conn, task.factory_uid, detail)
+            await on_dispatch_failed(conn, factory_uid, detail)
             continue
-        envelope = ENVELOPE.format(title=task.title, uid=task.uid, before=task.stage, after=stage)
-        metadata = {"task_uid": task.uid, "from_stage": task.stage, "to_stage": stage}
         run = await start_automation_run(
-            conn, automation, envelope, metadata, conversation_id=task.conversation_id
+            conn, automation, envelope, metadata, conversation_id=conversation_id
         )
         started.append(run.run_id)
     return started

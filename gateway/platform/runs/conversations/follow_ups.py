@@ -35,14 +35,17 @@ DEBUG_WINDOW = timedelta(hours=1)
 r = t.runs
 
 
-def _routing(run: RunRecord) -> tuple[Routing, RunState]:
-    """(routing, next state) of a follow-up to this run."""
+def _routing(run: RunRecord, debug: bool = True) -> tuple[Routing, RunState]:
+    """(routing, next state) of a follow-up to this run (`debug`: False for follow-ups that
+    are no person's answer to a failed setup, which resume the run instead)."""
     if run.state in ("QUEUED", "PENDING"):
         return "queued", run.state
     if run.state in LIVE:
         return "injected", run.state
     if allows(run.state, "unblock"):  # the input it waited for
         return "injected", next_state(run.state, "unblock")
+    if not debug:
+        return "resumed", next_state(run.state, "resume")
     if run.state == "FAILED" and run.debug_session == "open":
         return "debug", "FAILED"  # an open debug session goes on until its runner ends it
     error_code = None if run.status_message is None else run.status_message.error_code
@@ -70,15 +73,38 @@ async def follow_up(
     routing, state = _routing(run)
     if routing == "debug":
         await request_session(conn, run, lease_s)
+    return await _deliver(conn, run, request.message, attachments, request.mode, routing, state)
+
+
+async def provider_follow_up(
+    conn: AsyncConnection, run_id: str, message: str, attachments: list[str]
+) -> FollowUpResult:
+    """A follow-up a provider event sends to its work item's run (runs of work items,
+    docs/providers.md#work-items): routed like a person's, but an ended run always resumes
+    (no debug session), and its attachments are the platform's own (already stored)."""
+    run = await lock_run(conn, run_id)
+    routing, state = _routing(run, debug=False)
+    return await _deliver(conn, run, message, attachments, None, routing, state)
+
+
+async def _deliver(
+    conn: AsyncConnection,
+    run: RunRecord,
+    message: str,
+    attachments: list[str],
+    mode: str | None,
+    routing: Routing,
+    state: RunState,
+) -> FollowUpResult:
     now = utcnow()
     await conn.execute(
         insert(t.run_messages).values(
             id=ids.new_id("msg"),
             run_id=run.run_id,
-            message=request.message,
+            message=message,
             attachments=attachments or None,
             # a message injected into a live session runs in that session's mode
-            mode=None if routing in ("injected", "debug") else request.mode,
+            mode=None if routing in ("injected", "debug") else mode,
             routing=routing,
             created_at=now,
         )

@@ -37,7 +37,7 @@ DELIVERY_RUNS = BulkInsert(
         *("run_id", "team_uid", "factory_uid", "conversation_id", "root_run_id", "title"),
         *("prompt", "state", "source", "run_type", "metadata", "artifacts", "created_at"),
         *("updated_at", "task_pending", "delivery_id", "automation_uid", "agent_uid"),
-        *("agent_config", "worker_host"),
+        *("agent_config", "worker_host", "work_item_id"),
     ),
 )
 

@@ -330,6 +330,7 @@ class RunRecord(Struct, kw_only=True, frozen=True):
     worker_host: str | None = None
     debug_session: str | None = None
     debug_runner_uid: str | None = None
+    work_item_id: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> RunRecord:
@@ -370,6 +371,16 @@ class RunItem(Struct, kw_only=True):
     ) = UNSET
     status_message: StatusMessage | UnsetType = UNSET
     artifacts: list[RunArtifact] | UnsetType = UNSET
+    work_item_id: (
+        Annotated[
+            str,
+            Meta(
+                description="the work item a provider event's run belongs to "
+                "(GET /factory/{uid}/work-items/{id})"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
     @classmethod
     def of(cls, run: RunRecord, creator: Creator | None = None) -> RunItem:
@@ -395,6 +406,7 @@ class RunItem(Struct, kw_only=True):
             if run.state != "QUEUED" or run.worker_host is None
             else StatusMessage(waiting_message(run.worker_host), WAITING_FOR_WORKER, True),
             artifacts=known(run.artifacts),
+            work_item_id=known(run.work_item_id),
         )
 
 

@@ -3,7 +3,7 @@ implied; later changes are rows of `run_events`, written with the change they re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 
 from msgspec import Struct, structs
@@ -27,6 +27,20 @@ class Entry(Struct, kw_only=True):
     at: datetime
     runner_uid: str | None
     reason: str | None
+
+
+# Rules above the runs that hear of every state change, in the same transaction: the work
+# items' stages (platform/work_items/stages.py registers itself when imported; the
+# composition, platform/run_start.py, imports it in every process that serves or evaluates).
+StateHook = Callable[[AsyncConnection, list[Entry]], Awaitable[None]]
+_HOOKS: list[StateHook] = []
+
+
+def on_state_changes(hook: StateHook) -> StateHook:
+    """Registers `hook` (once) to hear every batch of entries `record_entries` writes."""
+    if hook not in _HOOKS:
+        _HOOKS.append(hook)
+    return hook
 
 
 async def record(
@@ -70,6 +84,8 @@ async def record_entries(conn: AsyncConnection, entries: list[Entry]) -> None:
             changes.setdefault((entry.state, entry.at, entry.reason), []).append(entry.run_id)
     for (state, at, reason), run_ids in changes.items():
         await inbox.on_run_states(conn, run_ids, state, at, reason)
+    for hook in _HOOKS:
+        await hook(conn, entries)
 
 
 async def timeline(conn: AsyncConnection, run: RunRecord) -> list[TimelineEvent]:

@@ -37,13 +37,13 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(length=32), nullable=False),
         sa.Column("ref", sa.String(length=500), nullable=False),
         sa.Column("url", sa.String(length=2000), nullable=True),
-        sa.Column("target", sa.JSON(), nullable=False),
+        sa.Column("target", sa.JSON(), nullable=True),
         sa.Column("stage", sa.String(length=16), nullable=False),
         sa.Column("run_id", sa.String(length=64), nullable=True),
         sa.Column("followup_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
         sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", UTCDateTime(timezone=True), nullable=False),
-        sa.UniqueConstraint("factory_uid", "provider", "ref", name="ux_work_items_source"),
+        sa.UniqueConstraint("ref", "provider", "factory_uid", name="ux_work_items_source"),
     )
     op.create_index("ix_work_items_factory_created", "work_items", ["factory_uid", "created_at"])
     op.create_table(

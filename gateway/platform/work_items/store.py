@@ -1,0 +1,122 @@
+"""The evaluator's side of work items, through its port (`evaluator/run_platform.py`): a
+batch's lookup, the work items its runs make, and the follow-ups of deliveries that continue
+them, all in the batch's transaction (only for the deliveries it claimed: once each)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import ids
+from gateway.evaluator.run_platform import (
+    KnownWorkItem,
+    NewWorkItem,
+    WorkItemFollowUp,
+    WorkItemKey,
+)
+from gateway.evaluator.work_item_plans import follow_up_file
+from gateway.platform.runs.conversations.follow_ups import provider_follow_up
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+FIRST_STAGE = "TRIAGE"  # a work item's stage when its first event made it
+CHUNK = 500
+w = t.work_items
+
+
+async def find_work_items(
+    conn: AsyncConnection, refs: Collection[str]
+) -> dict[WorkItemKey, KnownWorkItem]:
+    found: dict[WorkItemKey, KnownWorkItem] = {}
+    wanted = sorted(refs)
+    for i in range(0, len(wanted), CHUNK):
+        query = select(w.c.id, w.c.team_uid, w.c.factory_uid, w.c.provider, w.c.ref, w.c.run_id)
+        rows = await conn.execute(query.where(w.c.ref.in_(wanted[i : i + CHUNK])))
+        for row in rows:
+            key = WorkItemKey(row.factory_uid, row.provider, row.ref)
+            found[key] = KnownWorkItem(row.id, row.team_uid, row.run_id)
+    return found
+
+
+async def start_work_items(conn: AsyncConnection, items: Sequence[NewWorkItem]) -> None:
+    """Inserts the work items, one statement. Another evaluator may have made the same one
+    since the batch looked (PostgreSQL, concurrent batches): the runs then join that one."""
+    known = await find_work_items(conn, {item.key.ref for item in items})
+    fresh = [item for item in items if item.key not in known]
+    if fresh:
+        await conn.execute(insert(w), [_row(item) for item in fresh])
+    for item in items:
+        other = known.get(item.key)
+        if other is not None:
+            r = t.runs
+            await conn.execute(
+                update(r).where(r.c.work_item_id == item.id).values(work_item_id=other.id)
+            )
+
+
+def _row(item: NewWorkItem) -> dict[str, object]:
+    return {
+        "id": item.id,
+        "team_uid": item.team_uid,
+        "factory_uid": item.key.factory_uid,
+        "provider": item.key.provider,
+        "kind": item.kind,
+        "ref": item.key.ref,
+        "url": item.url,
+        "target": item.target,
+        "stage": FIRST_STAGE,
+        "run_id": item.run_id,
+        "followup_count": 0,
+        "created_at": item.created_at,
+        "updated_at": item.created_at,
+    }
+
+
+async def continue_work_items(
+    conn: AsyncConnection, follow_ups: Sequence[WorkItemFollowUp]
+) -> None:
+    """Each follow-up goes to its run as a message, the delivery's payload attached (a file
+    that points at the delivery, like the run's own event-payload.json), and counts on its
+    work item."""
+    r = t.runs
+    run_ids = sorted({f.run_id for f in follow_ups})
+    conversations = dict(
+        (await conn.execute(select(r.c.run_id, r.c.conversation_id).where(r.c.run_id.in_(run_ids))))
+        .tuples()
+        .all()
+    )
+    for follow_up in follow_ups:
+        conversation_id = conversations.get(follow_up.run_id)
+        if conversation_id is None:  # the run was deleted since
+            continue
+        now = utcnow()
+        attachment_id = ids.new_id("att")
+        await conn.execute(
+            insert(t.attachments).values(
+                attachment_id=attachment_id,
+                conversation_id=conversation_id,
+                run_id=follow_up.run_id,
+                file_name=follow_up_file(follow_up.delivery_id),
+                content_type="application/json",
+                size=follow_up.payload_size,
+                delivery_id=follow_up.delivery_id,
+                created_at=now,
+            )
+        )
+        await provider_follow_up(conn, follow_up.run_id, follow_up.message, [attachment_id])
+        await conn.execute(
+            insert(t.work_item_follow_ups).values(
+                id=ids.new_id("wif"),
+                work_item_id=follow_up.work_item_id,
+                run_id=follow_up.run_id,
+                delivery_id=follow_up.delivery_id,
+                created_at=now,
+            )
+        )
+        await conn.execute(
+            update(w)
+            .where(w.c.id == follow_up.work_item_id)
+            .values(followup_count=w.c.followup_count + 1, updated_at=now)
+        )
