@@ -51,7 +51,7 @@ from gateway.deliveries.trace import (
     provider_trace,
     reason_text,
 )
-from gateway.evaluator.run_platform import RunPlatform, WorkItemKey
+from gateway.evaluator.run_platform import RunPlatform
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
 from gateway.evaluator.run_rows import TASKS as TASKS
@@ -362,7 +362,6 @@ class _Sources:
         targets = [Target(a.uid, a.team_uid, a.factory_uid, a.agent_uid) for a in runnable]
         return _Matched(delivery, _provider_head(connection, names), source, targets)
 
-
     def _continuation(
         self,
         delivery: AcceptedDelivery,
@@ -401,7 +400,9 @@ class _Sources:
         self.candidates.append(candidate)
 
 
-def _events(connection: LiveConnection, headers: dict[str, str], payload: Any) -> list[TriggerEvent]:
+def _events(
+    connection: LiveConnection, headers: dict[str, str], payload: Any
+) -> list[TriggerEvent]:
     if payload is _NOT_JSON:
         return []
     return normalize(connection.provider, headers, payload, connection.bot)

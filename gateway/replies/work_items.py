@@ -45,8 +45,10 @@ def target_of(source: Source) -> ReplyTarget | None:
     if source.provider == "github" and source.project and number.isdigit():
         return GitHubThread(repository=source.project, number=int(number))
     if source.provider == "gitlab" and source.project and number.isdigit():
-        kind = "merge_request" if source.kind == "merge_request" else "issue"
-        return GitLabThread(project=source.project, kind=kind, iid=int(number), url=source.url)
+        iid, url = int(number), source.url
+        if source.kind == "merge_request":
+            return GitLabThread(project=source.project, kind="merge_request", iid=iid, url=url)
+        return GitLabThread(project=source.project, kind="issue", iid=iid, url=url)
     if source.provider == "slack" and source.project and number:
         return SlackThread(channel=source.project, thread_ts=number)
     if source.provider == "linear" and number:
@@ -72,5 +74,5 @@ async def run_work_item(conn: AsyncConnection, run_id: str) -> RunWorkItem | Non
     row = (await conn.execute(query)).first()
     if row is None:
         return None
-    target = msgspec.convert(row.target, ReplyTarget)  # type: ignore[arg-type]
+    target: ReplyTarget = msgspec.convert(row.target, ReplyTarget)
     return RunWorkItem(row.id, row.factory_uid, row.provider, row.kind, row.ref, row.url, target)

@@ -10,7 +10,9 @@ from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
 
 # the stages of factory_format's WORK_ITEM_STAGES (a test keeps them equal)
-WorkItemStage = Literal["TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"]
+WorkItemStage = Literal[
+    "TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"
+]
 
 
 class WorkItemSource(Struct, kw_only=True):

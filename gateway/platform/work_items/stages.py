@@ -79,7 +79,9 @@ async def on_run_states(conn: AsyncConnection, entries: list[Entry]) -> None:
             moves[item.id] = (item, STAGE_OF_STATE[entry.state], entry.at)
     for item, stage, at in moves.values():
         moved = await conn.execute(
-            update(w).where(w.c.id == item.id, w.c.stage != stage).values(stage=stage, updated_at=at)
+            update(w)
+            .where(w.c.id == item.id, w.c.stage != stage)
+            .values(stage=stage, updated_at=at)
         )
         if moved.rowcount == 1:
             await _fire(conn, item, stage)
