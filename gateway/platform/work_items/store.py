@@ -82,11 +82,8 @@ async def continue_work_items(
     work item."""
     r = t.runs
     run_ids = sorted({f.run_id for f in follow_ups})
-    conversations = dict(
-        (await conn.execute(select(r.c.run_id, r.c.conversation_id).where(r.c.run_id.in_(run_ids))))
-        .tuples()
-        .all()
-    )
+    query = select(r.c.run_id, r.c.conversation_id).where(r.c.run_id.in_(run_ids))
+    conversations = {run_id: conversation for run_id, conversation in await conn.execute(query)}
     for follow_up in follow_ups:
         conversation_id = conversations.get(follow_up.run_id)
         if conversation_id is None:  # the run was deleted since
