@@ -70,6 +70,11 @@ class Target:
     shard: int
 
 
+# the identity of a replayed delivery starts with it (deliveries/replay.py): the evaluator starts
+# a replay's runs even where the delivery would continue a work item (it is asked to run again)
+REPLAY_IDENTITY = "replay:"
+
+
 class Submission(NamedTuple):
     """An authenticated delivery: accepted, duplicate, or (payload not JSON) rejected. Its source
     address plays no part: the failed-auth budget never refuses a delivery that authenticates."""

@@ -28,7 +28,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.accounts.identities import Principal
-from gateway.backends.contract import Label, Outcome, Submission, Target, Verdict, shard_of
+from gateway.backends.contract import (
+    REPLAY_IDENTITY,
+    Label,
+    Outcome,
+    Submission,
+    Target,
+    Verdict,
+    shard_of,
+)
 from gateway.connections.management import visible_row
 from gateway.errors import BacklogFull, Conflict, NotFound, RateLimited, Unavailable
 from gateway.store import tables as t
@@ -173,7 +181,8 @@ class Replayer:
 
     async def _submit(self, target: Target, new_id: str, original: Original) -> Outcome:
         headers = original.headers or b""
-        submission = Submission(target, new_id, f"replay:{new_id}", original.payload, True, headers)
+        identity = REPLAY_IDENTITY + new_id
+        submission = Submission(target, new_id, identity, original.payload, True, headers)
         outcome = await self.backend.submit(submission)
         if outcome.verdict is not Verdict.STALE:
             return outcome

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.contract import DeliveryRecord, Label
+from gateway.backends.contract import REPLAY_IDENTITY, DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
 from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
@@ -192,7 +192,14 @@ class Consumer:
 
     async def _plan(self, entries: Sequence[Entry]) -> Planned:
         accepted = [
-            AcceptedDelivery(r.delivery_id, r.webhook_uid, r.received_at, r.payload, r.headers)
+            AcceptedDelivery(
+                r.delivery_id,
+                r.webhook_uid,
+                r.received_at,
+                r.payload,
+                r.headers,
+                replay=r.identity is not None and r.identity.startswith(REPLAY_IDENTITY),
+            )
             for r in (entry.record for entry in entries)
             if r.label is Label.ACCEPTED and r.payload is not None
         ]

@@ -100,6 +100,7 @@ class AcceptedDelivery:
     received_at: datetime
     payload: bytes  # the raw body, valid JSON (checked at ingress)
     headers: bytes | None = None  # the stored request header block
+    replay: bool = False  # a replay of an earlier delivery: asked to run again
 
 
 def webhook_envelope(name: str, uid: str, delivery_id: str) -> str:
@@ -354,6 +355,7 @@ class _Sources:
                 item,
                 {a.factory_uid for a in runnable},
                 mentioned(item, entry.aliases),
+                delivery.replay,
             )
             self.candidates.append(candidate)
         wanted.update((a.uid, a.stamp) for a in runnable)

@@ -60,6 +60,7 @@ class Candidate:
     source: Source
     starts: set[str] = field(default_factory=set)  # factories whose automations matched
     named: set[str] = field(default_factory=set)  # factories its text mentions
+    replay: bool = False  # a replay: its runs start again, in the work item they belong to
 
 
 def mentioned(source: Source, aliases: dict[str, str]) -> set[str]:
@@ -145,6 +146,10 @@ def plan_work_items(
             stored = known.get(key)
             if stored is not None and stored.team_uid != c.connection.team_uid:
                 stored = None  # another team's factory cannot be named
+            if c.replay and factory_uid in c.starts and (stored is not None or key in made):
+                item_id = stored.id if stored is not None else made[key]
+                plan.work_item_of[(c.delivery_id, factory_uid)] = item_id
+                continue
             if stored is not None and stored.run_id is not None:
                 plan.pending.append((c, stored.id, stored.run_id))
             elif key in made:

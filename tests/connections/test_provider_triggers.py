@@ -149,6 +149,8 @@ def test_github_starts_exactly_the_matching_automations(
     assert deliver(gw, github, again) == delivery_id
     opened = copy.deepcopy(labeled_example(github_examples))
     opened["action"] = "opened"
+    # another issue: a later event on issue 1 would continue its work item, not start a run
+    opened["issue"]["number"] = 2
     later = deliver(gw, github, octokit_signed(github["secret"], "issues", opened, "later-1"))
     evaluated(world, github, later)  # evaluated after anything the resend could have caused
     assert len(runs(gw, delivery_id)) == 2
