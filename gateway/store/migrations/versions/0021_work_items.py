@@ -1,7 +1,7 @@
 """work items: what the runs of a provider event are about, and the follow-ups that continued it
 
 Revision ID: 0021
-Revises: 0019
+Revises: 0020
 
 - work_items: one per (factory, provider, ref): a GitHub issue or pull request, a GitLab issue
   or merge request, a Slack thread, a Linear or Jira issue (docs/providers.md#work-items). Its
@@ -20,7 +20,7 @@ from alembic import op
 from gateway.store.types import UTCDateTime
 
 revision = "0021"
-down_revision = "0019"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
