@@ -17,6 +17,8 @@ from factory_format.triggers import (
 )
 from gateway.ids import new_id
 from gateway.platform.tasks.models import TaskStage
+from gateway.platform.work_items.models import WorkItemStage
+from gateway.platform.work_items.stages import STAGE_OF_STATE
 from tests.factory_format.support import parse_with, trigger, where
 
 UID = "wh_0123456789abcdef0123456789abcdef"
@@ -73,6 +75,8 @@ def test_look_ups() -> None:
 
 def test_the_catalogue_agrees_with_this_server_and_the_schema() -> None:
     assert get_args(TaskStage) == WORK_ITEM_STAGES
+    assert get_args(WorkItemStage) == WORK_ITEM_STAGES  # what `stages` filters name
+    assert set(STAGE_OF_STATE.values()) <= set(WORK_ITEM_STAGES)
     assert re.match(WEBHOOK_UID_PATTERN, new_id("wh"))
     schema = schema_document("v1alpha1", "automation.schema.json")
     assert schema is not None

@@ -1,0 +1,122 @@
+"""What each provider's documented payloads are about (their work item's source), and which
+texts name a factory: the providers' own samples (tests/fixtures/providers) and GitHub's
+@octokit/webhooks-examples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gateway.providers.work_items import Source, mentions_alias, source_of
+from gateway.replies.targets import GitLabThread, JiraIssue, LinearIssue
+from gateway.replies.work_items import target_of
+from tests.providers.conftest import GithubExamples, fixture
+
+
+def _github(examples: GithubExamples, event: str, action: str) -> Any:
+    return next(p for p in examples[event] if p.get("action") == action)
+
+
+def test_github_issues_pull_requests_and_their_comments(github_examples: GithubExamples) -> None:
+    opened = source_of(
+        "github", {"x-github-event": "issues"}, _github(github_examples, "issues", "opened")
+    )
+    assert opened is not None
+    assert (opened.kind, opened.ref) == ("issue", "Codertocat/Hello-World#1")
+    assert opened.url == "https://github.com/Codertocat/Hello-World/issues/1"
+    comment = _github(github_examples, "issue_comment", "created")
+    said = source_of("github", {"x-github-event": "issue_comment"}, comment)
+    assert said is not None and said.ref == opened.ref
+    assert said.text == comment["comment"]["body"]
+    edited = dict(comment, action="edited")
+    edited_source = source_of("github", {"x-github-event": "issue_comment"}, edited)
+    assert edited_source is not None and edited_source.text is None  # an edit names no one
+    pr = _github(github_examples, "pull_request", "opened")
+    found = source_of("github", {"x-github-event": "pull_request"}, pr)
+    assert found is not None and found.kind == "pull_request"
+    assert found.ref == f"{pr['repository']['full_name']}#{pr['number']}"
+    push = github_examples["push"][0]
+    assert source_of("github", {"x-github-event": "push"}, push) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "ref", "url"),
+    [
+        ("issue_open", "issue", "gitlabhq/gitlab-test#23", "http://example.com/diaspora/issues/23"),
+        (
+            "note_issue",
+            "issue",
+            "gitlab-org/gitlab-test#17",
+            "http://example.com/gitlab-org/gitlab-test/issues/17",
+        ),
+        (
+            "note_merge_request",
+            "merge_request",
+            "gitlab-org/gitlab-test!1",
+            "http://example.com/gitlab-org/gitlab-test/merge_requests/1",
+        ),
+        ("merge_request_open", "merge_request", "gitlabhq/gitlab-test!1", None),
+    ],
+)
+def test_gitlab_issues_and_merge_requests(name: str, kind: str, ref: str, url: str | None) -> None:
+    found = source_of("gitlab", {}, fixture("gitlab", name))
+    assert found is not None and (found.kind, found.ref) == (kind, ref)
+    if url is not None:
+        assert found.url == url
+    target = target_of(found)
+    assert isinstance(target, GitLabThread) and target.kind == kind
+    assert (target.project, target.url) == (found.project, found.url)
+
+
+def test_linear_and_jira_issues() -> None:
+    created = source_of("linear", {}, fixture("linear", "issue_create"))
+    comment = source_of("linear", {}, fixture("linear", "comment_create"))
+    assert created is not None and comment is not None
+    assert comment.ref == "6a17c5cc-5188-4487-ab56-44626a9b2daf"
+    assert comment.text == "This is a comment created"
+    assert comment.url == "https://linear.app/linear-hill-charts/issue/LIN-28"
+    assert target_of(comment) == LinearIssue(issue_id=comment.ref)
+    jira = source_of("jira", {}, fixture("jira", "comment_created_mention"))
+    assert jira is not None and jira.ref == "KAN-22"
+    assert jira.url == "https://helloworld-test.atlassian.net/browse/KAN-22"
+    assert target_of(jira) == JiraIssue(issue_key="KAN-22")
+
+
+def test_slack_threads() -> None:
+    asked = source_of("slack", {}, fixture("slack", "app_mention"))
+    assert asked == Source(
+        "slack",
+        "thread",
+        "C123ABC456/1515449522.000016",
+        None,
+        "<@U0LAN0Z89> is it everything a river should be?",
+        "C123ABC456",
+        "1515449522.000016",
+        False,
+    )
+    reply = fixture("slack", "message_channels")
+    reply["event"]["thread_ts"] = "1355517000.000001"
+    found = source_of("slack", {}, reply)
+    assert found is not None and found.thread_reply
+    assert found.ref == "C123ABC456/1355517000.000001"
+    assert source_of("slack", {}, fixture("slack", "reaction_added")) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("@fa please", True),
+        ("hey @FA.", True),
+        ("(@fa)", True),
+        ("@fable", False),
+        ("me@fa", False),
+        ("`@fa`", False),
+        ("```\n@fa\n```", False),
+        ("@fa-bot", False),
+        (None, False),
+    ],
+)
+def test_a_mention_of_the_alias(text: str | None, named: bool) -> None:
+    assert mentions_alias(text, "fa") is named
+    assert mentions_alias("ping @Night Shift now", "night shift")
