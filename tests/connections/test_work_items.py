@@ -9,13 +9,16 @@ queues it again; the work item's stage follows its run and fires the factory's
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from gateway.replies.targets import GitHubThread, SlackThread
 from gateway.replies.work_items import run_work_item
 from gateway.services import Services
+from gateway.settings import Settings
 from gateway.store import tables as t
 from tests.connections import signing
 from tests.connections.provider_world import (
@@ -28,7 +31,7 @@ from tests.connections.provider_world import (
     trigger,
 )
 from tests.providers.conftest import GithubExamples, fixture
-from tests.support import World, eventually
+from tests.support import GatewayClient, World, eventually
 
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
@@ -87,9 +90,26 @@ def mention(github_examples: GithubExamples, body: str) -> Any:
     return comment
 
 
+@pytest.fixture
+def shaped_world(shape_settings: Callable[..., Settings]) -> Iterator[World]:
+    """A gateway of each supported shape: embedded on SQLite, Redis ingress on PostgreSQL."""
+    with GatewayClient.running(shape_settings()) as client:
+        yield World.create(client)
+
+
 def test_a_github_issue_is_one_work_item_continued_by_mentions(
     world: World, github_examples: GithubExamples
 ) -> None:
+    github_issue_flow(world, github_examples)
+
+
+def test_work_items_through_each_ingress_shape(
+    shaped_world: World, github_examples: GithubExamples
+) -> None:
+    github_issue_flow(shaped_world, github_examples)
+
+
+def github_issue_flow(world: World, github_examples: GithubExamples) -> None:
     gw = world.client
     set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
     automation(world, world.factory_uid, "triage", trigger("github", "issue_created"))
