@@ -30,6 +30,7 @@ from tests.connections.provider_world import (
     set_repositories,
     trigger,
 )
+from tests.platform.runners.test_runner_api import Runner
 from tests.providers.conftest import GithubExamples, fixture
 from tests.support import GatewayClient, World, eventually
 
@@ -224,3 +225,37 @@ def test_work_items_are_the_factorys_own(world: World) -> None:
     stranger = world.api("GET", f"/factory/{world.factory_uid}/work-items", headers=world.stranger)
     assert stranger.status_code in (403, 404)
     assert eventually(lambda: work_items(world) == [])
+
+
+def test_a_mention_reaches_the_live_run_at_its_next_heartbeat(
+    world: World, github_examples: GithubExamples
+) -> None:
+    gw = world.client
+    set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
+    automation(world, world.factory_uid, "triage", trigger("github", "issue_created"))
+    made = connect(world, "github")
+    opened = next(p for p in github_examples["issues"] if p["action"] == "opened")
+    first = deliver(gw, made, signing.github(made["secret"], "issues", opened, "gh-live"))
+    evaluated(world, made, first)
+    (run,) = runs(gw, first)
+    runner = Runner(world)
+    (claimed,) = runner.claim()
+    assert claimed["run_id"] == run.run_id
+    (item,) = work_items(world)
+    assert item["stage"] == "IN_PROGRESS"  # its run started
+
+    comment = mention(github_examples, "@fa use the new endpoint")
+    second = deliver(gw, made, signing.github(made["secret"], "issue_comment", comment))
+    evaluated(world, made, second)
+    beat = runner.on(run.run_id, "heartbeat")
+    (sent,) = beat["messages"]
+    assert sent["routing"] == "injected" and "use the new endpoint" in sent["message"]
+    (file,) = sent["files"]
+    assert file["name"] == f"event-payload-{second}.json"
+    fetched = gw.get(file["download_url"].removeprefix("http://testserver"))
+    assert fetched.status_code == 200 and fetched.content == signing.encode(comment)
+    assert runner.on(run.run_id, "heartbeat")["messages"] == []  # delivered once
+
+    runner.on(run.run_id, "finish", outcome="SUCCEEDED", status_message="done", transcript="")
+    item = work_item(world, item["id"])
+    assert item["stage"] == "DONE" and item["followup_count"] == 1
