@@ -1,0 +1,96 @@
+"""Work items in the evaluator's batches, on SQLite and PostgreSQL: a delivery continues a work
+item once, whatever happens to its batch (the same delivery twice in a batch, evaluated again by
+a restarted evaluator whose log already holds it), and a work item a batch makes is continued
+by a later delivery of the same batch. GitHub's payloads from @octokit/webhooks-examples."""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import select
+
+from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.platform.run_start import PLATFORM
+from gateway.services import Services
+from gateway.store import tables as t
+from tests.connections.provider_world import automation, connect, set_repositories, trigger
+from tests.evaluator.test_runs_automation_starter import evaluate
+from tests.providers.conftest import GithubExamples, github_examples
+from tests.support import World
+
+__all__ = ["github_examples"]
+
+RUN = secrets.token_hex(4)  # delivery ids of this run (the PostgreSQL database is shared)
+
+
+def _delivery(uid: str, delivery_id: str, event: str, payload: Any) -> AcceptedDelivery:
+    headers = f"content-type: application/json\r\nx-github-event: {event}".encode()
+    body = orjson.dumps(payload)
+    return AcceptedDelivery(f"{delivery_id}-{RUN}", uid, datetime.now(UTC), body, headers)
+
+
+def _items(world: World) -> list[Any]:
+    async def read(services: Services) -> list[Any]:
+        w = t.work_items
+        query = select(w.c.id, w.c.ref, w.c.run_id, w.c.followup_count, w.c.stage)
+        async with services.database.read() as conn:
+            rows = await conn.execute(query.where(w.c.factory_uid == world.factory_uid))
+            return sorted(rows, key=lambda row: row.ref)
+
+    return world.client.run(read)
+
+
+def _follow_ups(world: World, run_id: str) -> list[str]:
+    async def read(services: Services) -> list[str]:
+        f = t.work_item_follow_ups
+        async with services.database.read() as conn:
+            rows = await conn.execute(select(f.c.delivery_id).where(f.c.run_id == run_id))
+            return sorted(row.delivery_id for row in rows)
+
+    return world.client.run(read)
+
+
+def test_each_delivery_continues_once(world: World, github_examples: GithubExamples) -> None:
+    gw = world.client
+    set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
+    automation(world, world.factory_uid, "triage", trigger("github", "issue_created"))
+    uid = connect(world, "github")["uid"]
+    opened = next(p for p in github_examples["issues"] if p["action"] == "opened")
+    example = next(p for p in github_examples["issue_comment"] if p["action"] == "created")
+    said = copy.deepcopy(example)
+    said["comment"]["body"] = "@fa and the docs"
+    other = copy.deepcopy(opened)
+    other["issue"]["number"] = 7
+    on_other = copy.deepcopy(said)
+    on_other["issue"]["number"] = 7
+
+    starter = RunStarter(PLATFORM)
+    first = gw.run(lambda s: evaluate(s, starter, [_delivery(uid, "open", "issues", opened)]))
+    (ref,) = first[f"open-{RUN}"]
+    run_id = ref.run_id
+    mention = _delivery(uid, "m1", "issue_comment", said)
+    # the same delivery twice in a batch, then a new issue and a mention of it in one batch
+    batch = [
+        mention,
+        mention,
+        _delivery(uid, "open7", "issues", other),
+        _delivery(uid, "m7", "issue_comment", on_other),
+    ]
+    started = gw.run(lambda s: evaluate(s, starter, batch))
+    assert f"m1-{RUN}" not in started and f"m7-{RUN}" not in started
+    (ref7,) = started[f"open7-{RUN}"]
+    run7 = ref7.run_id
+    # a restarted evaluator (nothing cached) sees the mention again: its log already holds it
+    restarted = RunStarter(PLATFORM)
+    gw.run(lambda s: evaluate(s, restarted, [mention]))
+
+    one, seven = _items(world)
+    assert (one.ref, one.run_id, one.followup_count) == ("Codertocat/Hello-World#1", run_id, 1)
+    assert (seven.ref, seven.run_id, seven.followup_count) == ("Codertocat/Hello-World#7", run7, 1)
+    assert _follow_ups(world, run_id) == [f"m1-{RUN}"]
+    assert _follow_ups(world, run7) == [f"m7-{RUN}"]
+    assert one.stage == seven.stage == "TRIAGE"  # queued runs: a follow-up changes no state
