@@ -61,6 +61,7 @@ class WorkItemFollowUp:
     delivery_id: str
     message: str
     payload_size: int  # the delivery's body, attached to the follow-up as a file
+    message_ref: str | None = None  # one follow-up per provider message (Source.message_ref)
 
 
 class RunPlatform(Protocol):

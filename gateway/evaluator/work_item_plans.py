@@ -124,6 +124,7 @@ class WorkItemPlan:
                 delivery_id=candidate.delivery_id,
                 message=follow_up_message(candidate),
                 payload_size=candidate.payload_size,
+                message_ref=candidate.source.message_ref,
             )
             self.follow_ups.setdefault(candidate.delivery_id, []).append(follow_up)
 

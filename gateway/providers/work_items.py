@@ -39,6 +39,8 @@ class Source:
     project: str | None = None  # GitHub repository, GitLab project path, Slack channel
     number: str | None = None  # issue / PR / MR number, Slack thread ts, Linear/Jira issue
     thread_reply: bool = False  # a Slack message in the thread of another
+    # the message itself, where one message comes as several deliveries (Slack: `channel/ts`)
+    message_ref: str | None = None
 
 
 def source_of(provider: str, headers: Headers, payload: Any) -> Source | None:
@@ -138,6 +140,7 @@ def _slack(_headers: Headers, payload: JsonObject) -> Source | None:
         channel,
         thread,
         thread != ts,
+        f"{channel}/{ts}",
     )
 
 

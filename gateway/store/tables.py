@@ -503,8 +503,12 @@ work_item_follow_ups = Table(
     Column("work_item_id", String(64), ForeignKey("work_items.id"), nullable=False),
     Column("run_id", String(64), nullable=False),
     Column("delivery_id", String(64), nullable=False),
+    # the provider's message when one event comes as several deliveries (Slack sends a mention
+    # of the app in a thread as `app_mention` and as `message`): one follow-up per message
+    Column("message_ref", String(200), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     UniqueConstraint("work_item_id", "delivery_id", name="ux_work_item_follow_ups"),
+    Index("ix_work_item_follow_ups_message", "message_ref"),
 )
 
 task_outputs = Table(

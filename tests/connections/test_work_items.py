@@ -209,6 +209,15 @@ def test_a_slack_thread_reply_continues_the_thread(world: World) -> None:
     assert item["followup_count"] == 1 and item["run_ids"] == [run.run_id]
     (sent,) = messages(world, run.run_id)
     assert "and in French, please" in sent.message
+    # Slack sends a reply that mentions the app twice: as `message` and as `app_mention`
+    as_mention = copy.deepcopy(reply)
+    as_mention["event_id"] = "Ev-reply-1-mention"
+    as_mention["event"]["type"] = "app_mention"
+    third = deliver(gw, made, signing.slack(SLACK_SECRET, as_mention))
+    evaluated(world, made, third)
+    assert runs(gw, third) == []
+    assert work_item(world, item["id"])["followup_count"] == 1
+    assert len(messages(world, run.run_id)) == 1
 
     # a message in another thread, or outside any, continues nothing
     elsewhere = copy.deepcopy(reply)

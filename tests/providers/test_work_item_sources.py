@@ -94,6 +94,7 @@ def test_slack_threads() -> None:
         "C123ABC456",
         "1515449522.000016",
         False,
+        "C123ABC456/1515449522.000016",
     )
     reply = fixture("slack", "message_channels")
     reply["event"]["thread_ts"] = "1355517000.000001"

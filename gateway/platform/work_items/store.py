@@ -79,15 +79,22 @@ async def continue_work_items(
 ) -> None:
     """Each follow-up goes to its run as a message, the delivery's payload attached (a file
     that points at the delivery, like the run's own event-payload.json), and counts on its
-    work item."""
+    work item. A provider message that already continued the work item (another delivery of
+    the same Slack message) continues it no more."""
     r = t.runs
     run_ids = sorted({f.run_id for f in follow_ups})
     query = select(r.c.run_id, r.c.conversation_id).where(r.c.run_id.in_(run_ids))
     conversations = {run_id: conversation for run_id, conversation in await conn.execute(query)}
+    seen = await _messages_seen(conn, {f.message_ref for f in follow_ups if f.message_ref})
     for follow_up in follow_ups:
         conversation_id = conversations.get(follow_up.run_id)
         if conversation_id is None:  # the run was deleted since
             continue
+        if follow_up.message_ref is not None:
+            message = (follow_up.work_item_id, follow_up.message_ref)
+            if message in seen:
+                continue
+            seen.add(message)
         now = utcnow()
         attachment_id = ids.new_id("att")
         await conn.execute(
@@ -109,6 +116,7 @@ async def continue_work_items(
                 work_item_id=follow_up.work_item_id,
                 run_id=follow_up.run_id,
                 delivery_id=follow_up.delivery_id,
+                message_ref=follow_up.message_ref,
                 created_at=now,
             )
         )
@@ -117,3 +125,12 @@ async def continue_work_items(
             .where(w.c.id == follow_up.work_item_id)
             .values(followup_count=w.c.followup_count + 1, updated_at=now)
         )
+
+
+async def _messages_seen(conn: AsyncConnection, refs: set[str]) -> set[tuple[str, str]]:
+    """(work item id, message ref) of the follow-ups these provider messages made already."""
+    if not refs:
+        return set()
+    f = t.work_item_follow_ups
+    query = select(f.c.work_item_id, f.c.message_ref).where(f.c.message_ref.in_(sorted(refs)))
+    return {(item_id, ref) for item_id, ref in await conn.execute(query)}

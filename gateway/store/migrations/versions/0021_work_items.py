@@ -8,7 +8,8 @@ Revises: 0020
   `target` is where replies go (gateway.replies.targets), its `stage` moves with its runs,
   `run_id` is the run later activity continues, `followup_count` how often it did.
 - work_item_follow_ups: the deliveries that continued a work item, one each (the unique key
-  stands behind the delivery log's claim).
+  stands behind the delivery log's claim), and the provider's message when one message comes
+  as several deliveries (Slack's `app_mention` and `message` of one message).
 - runs.work_item_id: the work item a run belongs to.
 """
 
@@ -54,9 +55,11 @@ def upgrade() -> None:
         ),
         sa.Column("run_id", sa.String(length=64), nullable=False),
         sa.Column("delivery_id", sa.String(length=64), nullable=False),
+        sa.Column("message_ref", sa.String(length=200), nullable=True),
         sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
         sa.UniqueConstraint("work_item_id", "delivery_id", name="ux_work_item_follow_ups"),
     )
+    op.create_index("ix_work_item_follow_ups_message", "work_item_follow_ups", ["message_ref"])
     op.add_column("runs", sa.Column("work_item_id", sa.String(length=64), nullable=True))
     op.create_index(
         "ix_runs_work_item_id",
@@ -71,6 +74,7 @@ def downgrade() -> None:
     op.drop_index("ix_runs_work_item_id", table_name="runs")
     with op.batch_alter_table("runs") as batch:
         batch.drop_column("work_item_id")
+    op.drop_index("ix_work_item_follow_ups_message", table_name="work_item_follow_ups")
     op.drop_table("work_item_follow_ups")
     op.drop_index("ix_work_items_factory_created", table_name="work_items")
     op.drop_table("work_items")
