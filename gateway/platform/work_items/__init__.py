@@ -5,9 +5,10 @@
 - `stages`: a work item's stage follows its runs' states (the run timeline's hook) and a change
   fires the factory's `work_item_stage_changed` triggers;
 - `listing` and `routes`: GET /factory/{uid}/work-items and one work item.
+
+Importing the package registers `stages` with the run timeline (`on_state_changes`).
 """
 
-from gateway.platform.work_items import stages as _stages  # registers the timeline hook
+from gateway.platform.work_items import stages
 
-__all__: list[str] = []
-_ = _stages
+__all__ = ["stages"]
