@@ -20,6 +20,12 @@ runs (delivery_id, automation_uid) stands behind that. Each run gets its task in
 transaction (a run a delivery starts is already asynchronous to it) and an event-payload.json
 attachment that points at the delivery's stored payload instead of copying it. The rows go to
 the platform through the evaluator's port (`run_platform.RunPlatform`).
+
+A provider delivery about an issue, a pull request or a thread belongs to that thing's work
+item (`work_item_plans.py`): the first that starts runs in a factory makes it; a later one that
+matches, mentions the factory or replies in its Slack thread is a follow-up of its run instead
+of a new run. The batch looks its candidates up once; the work items and follow-ups are written
+with the runs, only for the claimed deliveries.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ from gateway.evaluator.run_rows import TASKS as TASKS
 from gateway.evaluator.run_rows import Encoders, RunRef, RunSpec, StartedRows, started_rows
 from gateway.evaluator.work_item_plans import Candidate, WorkItemPlan, mentioned, plan_work_items
 from gateway.providers import DISPLAY_NAMES, TriggerEvent, normalize
-from gateway.providers.work_items import source_of
+from gateway.providers.work_items import Source, source_of
 from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
@@ -346,18 +352,9 @@ class _Sources:
         names = ", ".join(dict.fromkeys(event.event for event in events))
         item = source_of(connection.provider, headers, payload)
         if item is not None:
-            candidate = Candidate(
-                delivery_id,
-                len(delivery.payload),
-                delivery.received_at,
-                connection,
-                names,
-                item,
-                {a.factory_uid for a in runnable},
-                mentioned(item, entry.aliases),
-                delivery.replay,
-            )
-            self.candidates.append(candidate)
+            starts = {a.factory_uid for a in runnable}
+            named = mentioned(item, entry.aliases)
+            self.candidates.append(_candidate(delivery, connection, names, item, starts, named))
         wanted.update((a.uid, a.stamp) for a in runnable)
         source = {"connection_uid": connection.uid, "provider": connection.provider}
         source["event"] = names
@@ -389,17 +386,29 @@ class _Sources:
         if not named and not (maybe_reply and item.thread_reply):
             return
         names = ", ".join(dict.fromkeys(event.event for event in events))
-        candidate = Candidate(
-            delivery.delivery_id,
-            len(delivery.payload),
-            delivery.received_at,
-            connection,
-            names,
-            item,
-            set(),
-            named,
-        )
-        self.candidates.append(candidate)
+        self.candidates.append(_candidate(delivery, connection, names, item, set(), named))
+
+
+def _candidate(
+    delivery: AcceptedDelivery,
+    connection: LiveConnection,
+    events: str,
+    item: Source,
+    starts: set[str],
+    named: set[str],
+) -> Candidate:
+    size, received = len(delivery.payload), delivery.received_at
+    return Candidate(
+        delivery.delivery_id,
+        size,
+        received,
+        connection,
+        events,
+        item,
+        starts,
+        named,
+        delivery.replay,
+    )
 
 
 def _events(
