@@ -4,7 +4,7 @@ matching event makes a work item and its run; a comment naming the factory (`@fa
 factory alias) on the same issue, or a reply in the same Slack thread, is a follow-up of that run
 (no second run), counted on the work item; a resend counts once; a follow-up of an ended run
 queues it again; the work item's stage follows its run and fires the factory's
-`work_item_stage_changed` triggers."""
+`work_item_stage_changed` triggers. Linear's documented samples likewise."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from gateway.replies.targets import GitHubThread, SlackThread
+from gateway.replies.targets import GitHubThread, LinearIssue, SlackThread
 from gateway.replies.work_items import run_work_item
 from gateway.services import Services
 from gateway.settings import Settings
@@ -35,6 +35,7 @@ from tests.providers.conftest import GithubExamples, fixture
 from tests.support import GatewayClient, World, eventually
 
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+LINEAR_SECRET = "lin_wh_0123456789abcdef"
 
 
 def work_items(world: World, query: str = "") -> list[dict[str, Any]]:
@@ -268,3 +269,28 @@ def test_a_mention_reaches_the_live_run_at_its_next_heartbeat(
     runner.on(run.run_id, "finish", outcome="SUCCEEDED", status_message="done", transcript="")
     item = work_item(world, item["id"])
     assert item["stage"] == "DONE" and item["followup_count"] == 1
+
+
+def test_a_linear_comment_naming_the_factory_continues_the_issue(world: World) -> None:
+    gw = world.client
+    automation(world, world.factory_uid, "intake", trigger("linear", "issue_created"))
+    made = connect(world, "linear", secret=LINEAR_SECRET)
+    created = fixture("linear", "issue_create")
+    first = deliver(gw, made, signing.linear(LINEAR_SECRET, created))
+    evaluated(world, made, first)
+    (run,) = runs(gw, first)
+    (item,) = work_items(world)
+    issue_id = created["data"]["id"]
+    assert item["source"]["ref"] == issue_id and item["source"]["kind"] == "issue"
+    assert target_of_run(world, run.run_id).target == LinearIssue(issue_id=issue_id)
+
+    comment = fixture("linear", "comment_create")  # Linear's sample, on the same issue
+    comment["data"] |= {"issueId": issue_id, "body": "@fa can you also handle archived ones?"}
+    comment["data"]["issue"]["id"] = issue_id
+    second = deliver(gw, made, signing.linear(LINEAR_SECRET, comment))
+    evaluated(world, made, second)
+    assert runs(gw, second) == []
+    item = work_item(world, item["id"])
+    assert item["followup_count"] == 1 and item["run_ids"] == [run.run_id]
+    (sent,) = messages(world, run.run_id)
+    assert "handle archived ones" in sent.message
