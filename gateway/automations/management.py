@@ -191,6 +191,15 @@ def _columns(record: AutomationRecord) -> dict[str, object]:
     return msgspec.structs.asdict(columns)
 
 
+async def check_agent(conn: AsyncConnection, factory_uid: str, agent_uid: str) -> None:
+    """A 400 naming `agent_uid` unless it is an agent of the factory's team."""
+    a, f = t.agents, t.factories
+    team = select(f.c.team_uid).where(f.c.uid == factory_uid).scalar_subquery()
+    query = select(a.c.uid).where(a.c.uid == agent_uid, a.c.team_uid == team)
+    if (await conn.execute(query)).first() is None:
+        raise InvalidRequest(f"agent_uid: no agent {agent_uid!r} in the factory's team")
+
+
 async def insert_automation(
     conn: AsyncConnection, factory_uid: str, record: AutomationRecord
 ) -> str:
@@ -223,8 +232,14 @@ async def create_automation(
     conn: AsyncConnection, factory_uid: str, spec: AutomationCreate
 ) -> Automation:
     triggers = await check_triggers(conn, factory_uid, spec.triggers)
+    if spec.agent_uid is not None:
+        await check_agent(conn, factory_uid, spec.agent_uid)
     record = AutomationRecord(
-        name=spec.name, prompt=spec.prompt, enabled=spec.enabled, triggers=triggers
+        name=spec.name,
+        prompt=spec.prompt,
+        enabled=spec.enabled,
+        triggers=triggers,
+        agent_uid=spec.agent_uid,
     )
     uid = await insert_automation(conn, factory_uid, record)
     return await get_automation(conn, factory_uid, uid)
@@ -243,6 +258,13 @@ async def update_automation(
         for name in ("name", "prompt", "enabled")
         if getattr(patch, name) is not UNSET
     }
+    if patch.agent_uid is not UNSET:
+        if patch.agent_uid is not None:
+            await check_agent(conn, factory_uid, patch.agent_uid)
+        # its runs now carry the agent's configuration, read when each is made; a file
+        # automation's stored one (resolved for its file's agent) would be another agent's
+        values["agent_uid"] = patch.agent_uid
+        values["agent_config"] = None
     if checked is not None:
         triggers, references = checked
         await check_references(conn, factory_uid, references)

@@ -39,6 +39,18 @@ Triggers = Annotated[
 ]
 
 
+AgentUid = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=64,
+        description="the agent its runs go to (an agent of the factory's team; absent or null: "
+        "the factory's foreman); each run carries that agent's configuration as it is when the "
+        "run is made (agent_config), and is pinned to its worker_host",
+    ),
+]
+
+
 class AutomationCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     """The name is stored stripped; triggers in their canonical form."""
 
@@ -46,6 +58,7 @@ class AutomationCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     prompt: Prompt
     enabled: bool = True
     triggers: Triggers
+    agent_uid: AgentUid | None = None
 
     def __post_init__(self) -> None:
         self.name = self.name.strip()
@@ -58,6 +71,7 @@ class AutomationPatch(Struct, kw_only=True, forbid_unknown_fields=True):
     prompt: Prompt | UnsetType = UNSET
     enabled: bool | UnsetType = UNSET
     triggers: Triggers | UnsetType = UNSET
+    agent_uid: AgentUid | None | UnsetType = UNSET  # null: back to the foreman
 
     def __post_init__(self) -> None:
         if self.name is not UNSET:

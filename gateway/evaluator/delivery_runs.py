@@ -57,7 +57,7 @@ from gateway.deliveries.trace import (
     provider_trace,
     reason_text,
 )
-from gateway.evaluator.run_platform import RunPlatform
+from gateway.evaluator.run_platform import AgentRunConfig, RunPlatform
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
 from gateway.evaluator.run_rows import TASKS as TASKS
@@ -263,11 +263,27 @@ class RunStarter:
             refs = {c.source.ref for c in sources.candidates}
             known = await self.platform.find_work_items(conn, refs)
             items = plan_work_items(sources.candidates, known)
+        configs = await self._agent_configs(conn, matched, automations)
         encode = Encoders.of(conn.dialect, self.platform)
-        started = await _rows(matched, automations, encode, items)
+        started = await _rows(matched, automations, configs, encode, items)
         if items is not None:
             items.settle(_first_runs(started))
         return RunBatch(self.platform, started, sources.traces, sources.unstarted, forge, items)
+
+    async def _agent_configs(
+        self, conn: AsyncConnection, matched: list[_Matched], automations: dict[str, Automation]
+    ) -> dict[str, AgentRunConfig]:
+        """The configuration of each agent whose runs this batch starts for an automation that
+        stores none (one made by the API): read once per batch, and only then."""
+        agents: set[str] = set()
+        for found in matched:
+            for target in found.targets:
+                automation = automations.get(target.automation_uid)
+                if automation is not None and automation.agent_config is None:
+                    agent = automation.agent_uid or target.agent_uid
+                    if agent is not None:
+                        agents.add(agent)
+        return await self.platform.agent_configs(conn, agents) if agents else {}
 
 
 class _Sources:
@@ -452,6 +468,7 @@ def _log_no_automations(
 async def _rows(
     matched: list[_Matched],
     automations: dict[str, Automation],
+    configs: dict[str, AgentRunConfig],
     encode: Encoders,
     items: WorkItemPlan | None = None,
 ) -> dict[str, list[StartedRows]]:
@@ -479,18 +496,36 @@ async def _rows(
             at = now + timedelta(microseconds=count)
             count += 1
             prompt = automation.prompt + head + delivery_id + _ENVELOPE_TAIL
+            config = _config(automation, target, configs)
             runs.append(
-                _start(delivery, target, automation, prompt, source, at, encode, work_item_id)
+                _start(
+                    delivery, target, automation, config, prompt, source, at, encode, work_item_id
+                )
             )
         if runs:
             started[delivery_id] = runs
     return started
 
 
+def _config(
+    automation: Automation, target: Target, configs: dict[str, AgentRunConfig]
+) -> AgentRunConfig:
+    """What the run carries: the automation's stored configuration (a file automation's,
+    resolved at apply), else its agent's as read for the batch."""
+    if automation.agent_config is not None:
+        return AgentRunConfig(automation.agent_config, automation.worker_host)
+    agent = automation.agent_uid or target.agent_uid
+    return configs.get(agent, _NO_CONFIG) if agent is not None else _NO_CONFIG
+
+
+_NO_CONFIG = AgentRunConfig(None, None)
+
+
 def _start(
     delivery: AcceptedDelivery,
     target: Target,
     automation: Automation,
+    config: AgentRunConfig,
     prompt: str,
     source: dict[str, str],
     created: datetime,
@@ -509,8 +544,8 @@ def _start(
         metadata,
         automation.uid,
         automation.agent_uid or target.agent_uid,
-        automation.agent_config,  # encoded once, when the automation was loaded
-        automation.worker_host,
+        config.agent_config,  # encoded once per automation or agent, not per run
+        config.worker_host,
         work_item_id,
     )
     return started_rows(spec, created, encode)

@@ -64,6 +64,13 @@ class WorkItemFollowUp:
     message_ref: str | None = None  # one follow-up per provider message (Source.message_ref)
 
 
+class AgentRunConfig(NamedTuple):
+    """runs.agent_config as the driver takes it (`store.bulk.json_value`), and runs.worker_host."""
+
+    agent_config: str | None
+    worker_host: str | None
+
+
 class RunPlatform(Protocol):
     @property
     def delivery_runs(self) -> BulkInsert:
@@ -82,6 +89,14 @@ class RunPlatform(Protocol):
 
     def forge_detail(self, payload: Any) -> Any:
         """The pull request a code-forge payload describes (None: not such a payload)."""
+        ...
+
+    async def agent_configs(
+        self, conn: AsyncConnection, agent_uids: Collection[str]
+    ) -> dict[str, AgentRunConfig]:
+        """What the runs of these agents carry when their automation stores no configuration
+        (one made by the API): per agent that exists, its configuration encoded for the driver
+        and the worker it pins runs to. Called once per batch that needs it."""
         ...
 
     async def insert_delivery_runs(self, conn: AsyncConnection, rows: Prepared) -> None:

@@ -14,12 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from gateway.evaluator.run_platform import AgentRunConfig
 from gateway.platform.analytics.pull_requests import FORGE_MARK, forge_detail, record_forge_detail
 from gateway.platform.inbox.notifications import on_dispatch_failed
 from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delivery_runs
+from gateway.platform.runs.creation.resolution import agents_configs
+from gateway.platform.runs.creation.worker_pinning import pinned_worker
 from gateway.platform.runs.record.models import file_artifact
+from gateway.platform.runs.record.store import json_column
 from gateway.platform.work_items import store as work_items
-from gateway.store.bulk import BulkInsert, Prepared
+from gateway.store.bulk import BulkInsert, Prepared, json_value
 
 if TYPE_CHECKING:
     from gateway.evaluator.run_platform import (
@@ -59,6 +63,15 @@ class DeliveryRunPlatform:
 
     def forge_detail(self, payload: Any) -> Any:
         return forge_detail(payload)
+
+    async def agent_configs(
+        self, conn: AsyncConnection, agent_uids: Collection[str]
+    ) -> dict[str, AgentRunConfig]:
+        configs = await agents_configs(conn, agent_uids)
+        return {
+            uid: AgentRunConfig(json_value(json_column(config)), pinned_worker(config))
+            for uid, config in configs.items()
+        }
 
     async def insert_delivery_runs(self, conn: AsyncConnection, rows: Prepared) -> None:
         await insert_delivery_runs(conn, rows)

@@ -7,11 +7,13 @@ declare, the snapshot the last apply resolved (agentDefaults -> agent, factory-f
 `agents.definition.run_config`, with its runner file and skills); for an agent of the API, its run
 defaults. What the request sets (`config`) overrides it key by key. A run an automation starts
 carries the automation's snapshot (agentDefaults -> agent -> automation), resolved the same way
-when its factory's files were applied.
+when its factory's files were applied; an automation made by the API stores none, and its runs
+carry its agent's (else the foreman's) configuration, resolved when each run is made.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import msgspec
@@ -41,6 +43,20 @@ async def resolve_config(
     if row is None:
         return requested
     return over(agent_config(row), requested)
+
+
+async def agents_configs(
+    conn: AsyncConnection, agent_uids: Collection[str]
+) -> dict[str, AgentConfig]:
+    """The own configuration of each agent of `agent_uids` that exists (one query): what the
+    runs of an automation that stores none carry (an automation made by the API, whose runs go
+    to its agent or the factory's foreman)."""
+    if not agent_uids:
+        return {}
+    a = t.agents
+    query = select(a.c.uid, a.c.name, a.c.agent_type, a.c.run_defaults, a.c.definition)
+    rows = await conn.execute(query.where(a.c.uid.in_(sorted(agent_uids))))
+    return {row.uid: agent_config(row) for row in rows}
 
 
 def agent_config(row: Any) -> AgentConfig:
