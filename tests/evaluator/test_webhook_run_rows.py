@@ -32,7 +32,8 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
 
     target = wr.Target(automation.uid, hook.team_uid, hook.factory_uid, hook.foreman_agent_uid)
     source = {"webhook_uid": hook.uid}
-    started = wr._start(delivery, target, automation, prompt, source, at, encode)
+    config = wr._config(automation, target, {})  # an agent the batch found no configuration of
+    started = wr._start(delivery, target, automation, config, prompt, source, at, encode)
 
     run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     attachment = dict(zip(wr.ATTACHMENTS.columns, started.attachment, strict=True))
