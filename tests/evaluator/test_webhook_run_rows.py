@@ -103,7 +103,9 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
     encode = wr.Encoders.of(dialect, PLATFORM)
 
     target = wr.Target(automation.uid, hook.team_uid, hook.factory_uid, hook.foreman_agent_uid)
-    started = wr._start(delivery, target, automation, "p", {"webhook_uid": hook.uid}, at, encode)
+    config_of_run = wr._config(automation, target, {})  # the automation's own
+    source = {"webhook_uid": hook.uid}
+    started = wr._start(delivery, target, automation, config_of_run, "p", source, at, encode)
 
     run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     assert run["agent_uid"] == "agt_reviewer"  # the automation's agent, not the foreman
