@@ -179,3 +179,7 @@ class RunNotLive(Conflict):
 
 class FactoryMetricsRateLimited(RateLimited):
     code, title = "metrics_rate_limited", "Too many factory metrics requests"
+
+
+class ValidationRateLimited(RateLimited):
+    code, title = "validation_rate_limited", "Too many factory file validations"

@@ -42,6 +42,7 @@ RESOURCE_MODULES = (
     "gateway.platform.benchmark_suites.routes",
     "gateway.platform.factory_files.routes",
     "gateway.platform.factory_files.plan_routes",
+    "gateway.platform.factory_files.validate_routes",
     "gateway.platform.analytics.metrics_routes",
     "gateway.platform.analytics.insight_routes",
     "gateway.platform.catalog.networking_routes",

@@ -70,6 +70,8 @@ class Services:
     gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
     # requests each caller may make to the factory metrics endpoints (set by wiring.start)
     metrics_budget: RequestBudget | None = None
+    # requests each client address may make to POST /factory-files/validate (no key needed)
+    validate_budget: RequestBudget | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""

@@ -109,6 +109,9 @@ class Settings:
     worker_wait_s: float = 3600.0
     # requests per caller per rolling minute to the factory metrics endpoints (then 429)
     metrics_rate_limit: int = 60
+    # requests per client address per rolling minute to POST /factory-files/validate, which
+    # needs no key (then 429)
+    validate_rate_limit: int = 30
     # /readyz fails while the oldest accepted delivery has waited longer for evaluation
     ready_max_lag_s: float = 60.0
     # how often the scheduler looks for due slots of scheduled agents (docs/schedules.md)
@@ -190,6 +193,7 @@ def load_settings(
         run_lease_s=_positive_float(env, "run_lease_s"),
         worker_wait_s=_positive_float(env, "worker_wait_s"),
         metrics_rate_limit=_positive_int(env, "metrics_rate_limit"),
+        validate_rate_limit=_positive_int(env, "validate_rate_limit"),
         ready_max_lag_s=_positive_float(env, "ready_max_lag_s"),
         scheduler_poll_s=_positive_float(env, "scheduler_poll_s"),
         log_level=_choice(env, "log_level", LOG_LEVELS),

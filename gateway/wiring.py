@@ -82,6 +82,7 @@ async def start(
     _probes(services, redis, outbox)
     services.gauges = with_backlog(services.database, services.gauges)
     services.metrics_budget = _metrics_budget(services, redis)
+    services.validate_budget = _validate_budget(services, redis)
     backend: IngressBackend | None = None
     if serves_ingress:
         backend = await _ingress(services, local, redis, outbox)
@@ -183,6 +184,18 @@ def _metrics_budget(services: Services, redis: Redis | None) -> RequestBudget:
     if redis is None:
         return MemoryBudget(settings.metrics_rate_limit)
     return RedisBudget(redis, settings.redis_prefix, settings.metrics_rate_limit)
+
+
+def _validate_budget(services: Services, redis: Redis | None) -> RequestBudget:
+    """One budget per client address for the public tree validation, shared like the metrics
+    budget (its own keys)."""
+    from gateway.backends.request_budget import MemoryBudget, RedisBudget
+
+    settings = services.settings
+    if redis is None:
+        return MemoryBudget(settings.validate_rate_limit)
+    prefix = f"{settings.redis_prefix}:validate"
+    return RedisBudget(redis, prefix, settings.validate_rate_limit)
 
 
 def _redis(services: Services, local: LocalConfigPublisher) -> Redis:

@@ -71,7 +71,7 @@ class AutomationPatch(Struct, kw_only=True, forbid_unknown_fields=True):
     prompt: Prompt | UnsetType = UNSET
     enabled: bool | UnsetType = UNSET
     triggers: Triggers | UnsetType = UNSET
-    agent_uid: AgentUid | None | UnsetType = UNSET  # null: back to the foreman
+    agent_uid: AgentUid | UnsetType | None = UNSET  # null: back to the foreman
 
     def __post_init__(self) -> None:
         if self.name is not UNSET:

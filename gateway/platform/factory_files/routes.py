@@ -1,5 +1,7 @@
 """/factory-files/schemas: the versions of the factory file schemas, a version's bundle, and
-one document of a version (spec 9.2). The documents are factory_format's (docs/factory-files.md)."""
+one document of a version (spec 9.2). The documents are factory_format's (docs/factory-files.md).
+Served without a key, as the vendor's registry is: a CI job checks a tree against them (and
+POST /factory-files/validate) before anyone holds a key of this server."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from factory_format import CURRENT_VERSION, schema_bundle, schema_document, schema_versions
-from gateway.api.auth import principal_of
 from gateway.api.http import json_response
 from gateway.api.routing import Routes
 from gateway.errors import NotFound
@@ -38,9 +39,8 @@ routes = Routes("factory-files")
 BASE = "/factory-files/schemas"
 
 
-@routes.get(BASE, "List the schema versions", response=SchemaVersions, errors=(400, 401))
+@routes.get(BASE, "List the schema versions", response=SchemaVersions, errors=(), public=True)
 async def versions_endpoint(request: Request) -> SchemaVersions:
-    await principal_of(request)
     return SchemaVersions(CURRENT_VERSION, msgspec.convert(schema_versions(), list[SchemaVersion]))
 
 
@@ -49,12 +49,12 @@ async def versions_endpoint(request: Request) -> SchemaVersions:
     "Every document of one version, bundled",
     response=JsonSchema,
     media_type=SCHEMA_MEDIA_TYPE,
-    errors=(400, 401, 404),
+    errors=(404,),
+    public=True,
     notes="A JSON Schema 2020-12 compound document: each document is embedded under $defs by "
     "its name and keeps its own $id.",
 )
 async def bundle_endpoint(request: Request) -> Response:
-    await principal_of(request)
     version = request.path_params["version"]
     bundle = schema_bundle(version)
     if bundle is None:
@@ -67,13 +67,13 @@ async def bundle_endpoint(request: Request) -> Response:
     "One schema document of a version",
     response=JsonSchema,
     media_type=SCHEMA_MEDIA_TYPE,
-    errors=(400, 401, 404),
+    errors=(404,),
+    public=True,
     notes="One document per file kind (factory, agent, automation and scorer frontmatter, "
     "runner, webhook, benchmark_suite, benchmark_suite_task) and common.schema.json, whose "
     "definitions the others refer to by relative $ref.",
 )
 async def document_endpoint(request: Request) -> Response:
-    await principal_of(request)
     version, name = request.path_params["version"], request.path_params["document"]
     document = schema_document(version, name)
     if document is None:
