@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
@@ -20,6 +20,9 @@ from gateway.settings import Settings
 from gateway.store import Database
 from gateway.trusted_proxies import TrustedProxies
 from gateway.types import Receive
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 
 class IngressHandle(Protocol):
@@ -70,6 +73,9 @@ class Services:
     gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
     # requests each caller may make to the factory metrics endpoints (set by wiring.start)
     metrics_budget: RequestBudget | None = None
+    # told of the runs a runner's finish completed (SUCCEEDED or FAILED), in that transaction:
+    # the platform's scorers sample them (set by wiring.start; runners sit below scoring)
+    runs_completed: Callable[[AsyncConnection, Sequence[Any]], Awaitable[None]] | None = None
     # requests each client address may make to POST /factory-files/validate (no key needed)
     validate_budget: RequestBudget | None = None
 

@@ -18,6 +18,7 @@ from gateway.outbound import Dispatcher, Sender, outbound_client
 from gateway.outbound.gauges import with_backlog
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.schedules.scheduler import scheduler
+from gateway.platform.scoring.sampling import queue_sampled
 from gateway.platform.tasks.binding import task_binder
 from gateway.services import Services
 from gateway.store import migrate
@@ -61,6 +62,7 @@ async def start(
     processes, which only need the store and the config publisher. Returns the delivery
     consumer when this process evaluates."""
     settings = services.settings
+    services.runs_completed = queue_sampled  # the runner protocol's finish tells the scorers
     dedicated = with_worker is True
     serves_ingress = serving and not dedicated and settings.serves_ingress
     evaluating = dedicated or (with_worker is None and settings.evaluator == "inline")

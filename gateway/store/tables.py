@@ -715,7 +715,8 @@ scoring_jobs = Table(
     Column("run_id", String(64), ForeignKey("runs.run_id"), nullable=False, index=True),
     Column("factory_uid", String(64), nullable=False),
     Column("status", String(16), nullable=False),  # "queued" | "claimed" | "done" | "failed"
-    Column("trigger", String(16), nullable=False),  # "manual"
+    # "manual" (dispatch), "sampled" (a completed run sampled by the scorer's samplingRate)
+    Column("trigger", String(16), nullable=False),
     Column("requested_by_uid", String(64), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("runner_uid", String(64), nullable=True),  # the runner that claimed it, and when
@@ -746,6 +747,9 @@ scoring_attempts = Table(
     Column("reasoning", Text, nullable=True),
     Column("error", Text, nullable=True),
     Column("attempted_at", UTCDateTime, nullable=False),
+    # what the scorer's labels and passing score made of the score (NULL: none, or failed)
+    Column("label", String(200), nullable=True),
+    Column("passed", Boolean, nullable=True),
     Index("ix_scoring_attempts_scorer", "scorer_uid", "attempted_at", "attempt_id"),
     Index("ix_scoring_attempts_run", "run_id", "scorer_uid"),
 )

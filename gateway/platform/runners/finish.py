@@ -9,7 +9,7 @@ SELECT (locking the runs), one INSERT of timeline rows, one UPDATE sent with eve
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
 from msgspec import structs
@@ -30,6 +30,9 @@ from gateway.store import tables as t
 from gateway.store.types import utcnow
 
 r = t.runs
+COMPLETED = frozenset({"SUCCEEDED", "FAILED"})  # a runner did the work (not cancelled, no error)
+# told of the runs a finish completed, in its transaction (Services.runs_completed)
+RunsCompleted = Callable[[AsyncConnection, Sequence[RunRecord]], Awaitable[None]]
 # the columns a finish writes: every run's UPDATE of a batch sets all of them (the ones its
 # ending leaves alone to the value read under the lock), so one statement serves them all
 WRITTEN = (
@@ -58,13 +61,14 @@ async def finish(
     run_id: str,
     ending: RunEnding,
     transcript_link: Callable[[str], str],
+    completed: RunsCompleted | None = None,
 ) -> RunStatus:
     """Ends a held run: SUCCEEDED or FAILED (a CLAIMED or PENDING run passes INPROGRESS first),
     ERROR (the platform failed it: retryable), or acknowledges a cancellation (CANCELLED, the run
     was cancelled meanwhile). The transcript is stored and `session_link` points at it
     (`transcript_link(run_id)`) unless the runner set one. The runner holds the run no more.
     Raises 404, 409 `lease_lost` or 400."""
-    (result,) = await finish_runs(conn, runner, [(run_id, ending)], transcript_link)
+    (result,) = await finish_runs(conn, runner, [(run_id, ending)], transcript_link, completed)
     if isinstance(result, ServiceError):
         raise result
     return RunStatus.of(result)
@@ -75,10 +79,12 @@ async def finish_runs(
     runner: Runner,
     endings: list[tuple[str, RunEnding]],
     transcript_link: Callable[[str], str],
+    completed: RunsCompleted | None = None,
 ) -> list[RunRecord | ServiceError]:
     """`finish` for each (run id, ending), in order: the run as it is now, or the error
     finishing it alone would have raised (the others finish all the same). A run named twice
-    finishes once; the second answers `lease_lost`."""
+    finishes once; the second answers `lease_lost`. `completed` hears of the runs that ended
+    SUCCEEDED or FAILED, in the same transaction (the platform's scorers sample them)."""
     held = await held_runs(conn, runner, list(dict.fromkeys(run_id for run_id, _ in endings)))
     now = utcnow()
     events: list[run_timeline.Entry] = []
@@ -110,6 +116,10 @@ async def finish_runs(
     ]
     if writes:
         await conn.execute(_UPDATE, writes)
+    if completed is not None:
+        done = [r for r in results if isinstance(r, RunRecord) and r.state in COMPLETED]
+        if done:
+            await completed(conn, done)
     return results
 
 

@@ -294,7 +294,9 @@ async def usage_endpoint(request: Request, body: Body[Usage]) -> Reported:
 async def finish_endpoint(request: Request, body: Body[Finish]) -> RunStatus:
     async with held_by(request, body) as (conn, runner, done):
         run_id = request.path_params["run_id"]
-        return await run_finish.finish(conn, runner, run_id, done, _transcript_link(request))
+        completed = services_of(request).runs_completed
+        link = _transcript_link(request)
+        return await run_finish.finish(conn, runner, run_id, done, link, completed)
 
 
 def _transcript_link(request: Request) -> Callable[[str], str]:
@@ -318,7 +320,9 @@ async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Fini
     batch = await body.read()
     endings: list[tuple[str, RunEnding]] = [(item.run_id, item) for item in batch.runs]
     async with as_runner(request, principal, batch.runner_uid) as (conn, runner):
-        results = await run_finish.finish_runs(conn, runner, endings, _transcript_link(request))
+        completed = services_of(request).runs_completed
+        link = _transcript_link(request)
+        results = await run_finish.finish_runs(conn, runner, endings, link, completed)
         claimed = await _claim(request, conn, runner, batch.claim) if batch.claim else []
     if batch.claim and not claimed and batch.wait_s > 0:
         # the finishes are committed; now the long-poll, as /runner/claim (which counts it)

@@ -39,7 +39,14 @@ class ScorerCreate(Struct, kw_only=True, forbid_unknown_fields=True):
         ]
         | None
     ) = None
-    active: Annotated[bool, Meta(description="scores new runs on its own (not built yet)")] = True
+    active: Annotated[
+        bool,
+        Meta(
+            description="a scorer of a factory's files with a sampling rate scores a sample of "
+            "completed runs on its own (docs/factory-files.md#scorers); one made here is "
+            "dispatched by hand"
+        ),
+    ] = True
     self_improvement_enabled: bool = False
 
 
@@ -69,10 +76,44 @@ class Scorer(Struct, kw_only=True):
     version: int
     created_at: Timestamp
     updated_at: Timestamp
+    # a scorer of the factory's files: what its file says (absent for one made here)
+    model_id: Annotated[str, Meta(description="the judge model (file)")] | UnsetType = UNSET
+    labels: (
+        Annotated[list[ScorerLabel], Meta(description="the classification's labels (file)")]
+        | UnsetType
+    ) = UNSET
+    passing_score: (
+        Annotated[float, Meta(description="a score at or above it passes (file)")] | UnsetType
+    ) = UNSET
+    sampling_rate: (
+        Annotated[
+            float,
+            Meta(description="percent of completed runs sampled for scoring on their own (file)"),
+        ]
+        | UnsetType
+    ) = UNSET
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> Scorer:
-        return from_row(cls, row, agent_uids=row.agent_uids or [])
+        return from_row(
+            cls,
+            row,
+            agent_uids=row.agent_uids or [],
+            model_id=_given(row.model_id),
+            labels=_given(row.labels),
+            passing_score=_given(row.passing_score),
+            sampling_rate=_given(row.sampling_rate),
+        )
+
+
+def _given(value: Any) -> Any:
+    return UNSET if value is None else value
+
+
+class ScorerLabel(Struct, kw_only=True, omit_defaults=True):
+    value: str
+    score: Annotated[float, Meta(ge=0, le=1)]
+    description: str | UnsetType = UNSET
 
 
 class ScorerList(Struct):
@@ -126,12 +167,35 @@ class ClaimedJob(Struct, kw_only=True):
     scorer_name: str
     prompt: Annotated[str, Meta(description="the scorer's prompt: what to judge")]
     run: Annotated[JudgedRun, Meta(description="the run to judge")]
+    trigger: Annotated[
+        Literal["manual", "sampled"],
+        Meta(description="dispatched by hand, or a completed run sampled by the scorer"),
+    ] = "manual"
+    model_id: Annotated[str, Meta(description="the judge model (a file scorer)")] | UnsetType = (
+        UNSET
+    )
+    labels: (
+        Annotated[
+            list[ScorerLabel],
+            Meta(description="answer one of them: the outcome's `label` (a file scorer)"),
+        ]
+        | UnsetType
+    ) = UNSET
+    passing_score: Annotated[float, Meta(description="(a file scorer)")] | UnsetType = UNSET
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> ClaimedJob:
         """A row of the job joined with its scorer and its run (`run_prompt`)."""
         run = from_row(JudgedRun, row, prompt=row.run_prompt)
-        return from_row(cls, row, scorer_name=row.name, run=run)
+        return from_row(
+            cls,
+            row,
+            scorer_name=row.name,
+            run=run,
+            model_id=_given(row.model_id),
+            labels=_given(row.labels),
+            passing_score=_given(row.passing_score),
+        )
 
 
 class ClaimedJobs(Struct):
@@ -141,12 +205,25 @@ class ClaimedJobs(Struct):
 class JobOutcome(Struct, kw_only=True, forbid_unknown_fields=True):
     runner_uid: Uid
     score: Annotated[float, Meta(ge=0, le=1)] | None = None
+    label: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=200,
+                description="one of the scorer's labels: its score is the attempt's (with "
+                "no `score`), or it must be the label `score` falls in",
+            ),
+        ]
+        | None
+    ) = None
     reasoning: Annotated[str, Meta(max_length=100_000)] | None = None
     error: Annotated[str, Meta(min_length=1, max_length=10_000)] | None = None
 
     def __post_init__(self) -> None:
-        if (self.score is None) == (self.error is None):
-            raise ValueError("score: give a score, or an error, not both")
+        judged = self.score is not None or self.label is not None
+        if judged == (self.error is not None):
+            raise ValueError("score: give a score (or a label), or an error, not both")
 
 
 class Attempt(Struct, kw_only=True):
@@ -160,6 +237,10 @@ class Attempt(Struct, kw_only=True):
     error: str | None
     attempted_at: Timestamp
     reasoning: Annotated[str | None, Meta(description="with include_reasons")] | UnsetType = UNSET
+    label: Annotated[str | None, Meta(description="the scorer's label the score falls in")] = None
+    passed: Annotated[
+        bool | None, Meta(description="the score reached the scorer's passing score")
+    ] = None
 
     @classmethod
     def from_row(cls, row: Row[Any], *, with_reasoning: bool) -> Attempt:
@@ -205,6 +286,13 @@ class RunScore(Struct, kw_only=True):
     reasoning: str | None
     attempt_id: str
     attempted_at: Timestamp
+    label: Annotated[
+        str | None, Meta(description="the scorer's label the score falls in (null: no labels)")
+    ] = None
+    passed: Annotated[
+        bool | None,
+        Meta(description="the score reached the scorer's passing score (null: it has none)"),
+    ] = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> RunScore:

@@ -65,7 +65,9 @@ async def claim_endpoint(request: Request, body: Body[JobClaim]) -> ClaimedJobs:
     response=Attempt,
     errors=(400, 401, 403, 404, 409, 413),
     problems=(AGENT_ONLY, (409, "`job_not_held`: reported already, or claimed by another")),
-    notes="A `score` from 0 to 1 (with `reasoning`), or an `error`: one attempt each.",
+    notes="A `score` from 0 to 1 (with `reasoning`), a `label` of the scorer's (its score is "
+    "the attempt's), or an `error`: one attempt each. The attempt's `label` and `passed` come "
+    "from the scorer's labels and passing score.",
 )
 async def outcome_endpoint(request: Request, body: Body[JobOutcome]) -> Attempt:
     principal = await principal_of(request)
@@ -78,6 +80,7 @@ async def outcome_endpoint(request: Request, body: Body[JobOutcome]) -> Attempt:
             score=outcome.score,
             reasoning=outcome.reasoning,
             error=outcome.error,
+            label=outcome.label,
         )
 
 

@@ -20,6 +20,7 @@ from gateway.accounts.factories import belongs_to_team
 from gateway.errors import Conflict, NotFound
 from gateway.platform.analytics.window import Window, period_key
 from gateway.platform.runners.registry import Runner
+from gateway.platform.scoring.judgement import judge
 from gateway.platform.scoring.models import MAX_JOBS, Attempt, ClaimedJob, RunScore, ScorerMetrics
 from gateway.store import tables as t
 from gateway.store.types import utcnow
@@ -61,7 +62,8 @@ async def claim_jobs(
     sc, r = t.scorers, t.runs
     query = (
         select(j.c.job_id, j.c.scorer_version, j.c.run_id, j.c.factory_uid, j.c.created_at)
-        .add_columns(sc.c.uid.label("scorer_uid"), sc.c.name, sc.c.prompt)
+        .add_columns(j.c.trigger, sc.c.uid.label("scorer_uid"), sc.c.name, sc.c.prompt)
+        .add_columns(sc.c.model_id, sc.c.labels, sc.c.passing_score)
         .add_columns(r.c.title, r.c.prompt.label("run_prompt"), r.c.conversation_id)
         .add_columns(r.c.session_link, r.c.state)
         .join(sc, sc.c.uid == j.c.scorer_uid)
@@ -80,8 +82,10 @@ async def record_outcome(
     score: float | None,
     reasoning: str | None,
     error: str | None,
+    label: str | None = None,
 ) -> Attempt:
-    """The attempt for a job this runner holds: scored, or failed with `error`."""
+    """The attempt for a job this runner holds: scored (its label and verdict by the scorer's
+    labels and passing score: judgement.py), or failed with `error`."""
     job = (await conn.execute(select(j).where(j.c.job_id == job_id).with_for_update())).first()
     if job is None or not await belongs_to_team(conn, job.factory_uid, runner.team_uid):
         raise NotFound(f"job_id: no scoring job {job_id} for this runner's team")
@@ -91,6 +95,15 @@ async def record_outcome(
             "reported already, or claimed by another runner after the lease)"
         )
     failed = error is not None
+    judged = None
+    if not failed:
+        sc = t.scorers
+        scorer = (
+            await conn.execute(
+                select(sc.c.labels, sc.c.passing_score).where(sc.c.uid == job.scorer_uid)
+            )
+        ).one()
+        judged = judge(score, label, scorer.labels, scorer.passing_score)
     attempt_id, now = ids.new_uuid(), utcnow()
     await conn.execute(
         insert(a).values(
@@ -101,10 +114,12 @@ async def record_outcome(
             run_id=job.run_id,
             factory_uid=job.factory_uid,
             status="failed" if failed else "scored",
-            score=None if failed else score,
+            score=None if judged is None else judged.score,
             reasoning=None if failed else reasoning,
             error=error,
             attempted_at=now,
+            label=None if judged is None else judged.label,
+            passed=None if judged is None else judged.passed,
         )
     )
     await conn.execute(
