@@ -2,8 +2,9 @@
 `gateway serve`, both real processes: a factory tree with two agents (their own prompts, models,
 skills and secrets), a runner file with setup commands and an automation bound to the second
 agent; a webhook delivery's run gets that agent's prompt, model, skills, MCP servers and secret
-values, finds its setup's output in its working directory, and its RUN_CONTEXT is valid against
-the schema the API serves; the secret's value is in no API answer, transcript or log. A failing
+values (not the other agent's), finds its setup's output in its working directory, and its
+RUN_CONTEXT is valid against the schema the API serves; a run of the first agent gets that
+one's; the secrets' values are in no API answer, transcript or log. A failing
 setup command fails the run as setup_failed."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = ["deployment", "shape"]  # the fixtures, used by name
 pytestmark = pytest.mark.slow  # real processes: a served gateway and a runner
 
 SECRET = "s3cr3t-deploy-value"
+BOSS_SECRET = "b0ss-only-value"
 DOTTED = "dotted-v4lue"
 HOOK_TOKEN = "h00k-t0ken"
 
@@ -46,7 +48,10 @@ FILES = {
     "  - echo setup says hello\nplatform:\n  linux:\n    dockerImage: ubuntu:24.04\n",
     "runners/broken.yaml": "setupCommands:\n  - echo about to fail; exit 3\n"
     "  - echo never here > never.txt\nplatform:\n  linux:\n    dockerImage: ubuntu:24.04\n",
-    "agents/boss/agent.md": "---\nagentType: FOREMAN\n---\nYou lead. Foreman prompt.\n",
+    "agents/boss/agent.md": "---\nagentType: FOREMAN\nsecrets: [BOSS_TOKEN]\n---\n"
+    "You lead. Foreman prompt.\n",
+    "agents/boss/skills/leading/SKILL.md": "---\nname: leading\ndescription: How we lead\n"
+    "---\nDelegate.\n",
     "agents/builder/agent.md": "---\nagentType: IMPLEMENT\nmodel: auto-genius\n"
     "secrets: [DEPLOY_TOKEN, my-key.v2]\n---\nYou build things. Builder prompt.\n",
     "agents/builder/skills/testing/SKILL.md": "---\nname: testing\ndescription: How we test\n"
@@ -67,6 +72,7 @@ AUTOMATION = (
 DUMP = r"""
 import json, os, pathlib, sys
 out = pathlib.Path(os.environ["DUMP_TO"])
+SHOWN = ("RUN_", "DEPLOY", "my_", "HOOK", "BOSS")
 stdin = sys.stdin.read()
 skills = {
     str(p.relative_to(os.environ["RUN_SKILLS"])): p.read_text()
@@ -77,7 +83,7 @@ skills["lint runs"] = os.access(lint, os.X_OK)
 setup = pathlib.Path.cwd() / "setup-output.txt"
 dump = {
     "stdin": stdin,
-    "env": {k: v for k, v in os.environ.items() if k.startswith(("RUN_", "DEPLOY", "my_", "HOOK"))},
+    "env": {k: v for k, v in os.environ.items() if k.startswith(SHOWN)},
     "context": json.loads(pathlib.Path(os.environ["RUN_CONTEXT"]).read_text()),
     "mcp": json.loads(pathlib.Path(os.environ["RUN_MCP_CONFIG"]).read_text()),
     "skills": skills,
@@ -114,6 +120,7 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
         ("DEPLOY_TOKEN", SECRET),
         ("my-key.v2", DOTTED),
         ("HOOK_TOKEN", HOOK_TOKEN),
+        ("BOSS_TOKEN", BOSS_SECRET),
     ):
         _admin(deployment, "set-secret", "--team", team, "--name", name, "--value", value)
     (hook,) = _apply(deployment, FILES)["webhooks"]
@@ -162,6 +169,7 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
     assert "RUN_HARNESS" not in env  # oz, the built-in harness
     assert env["DEPLOY_TOKEN"] == SECRET and env["my_key_v2"] == DOTTED
     assert "HOOK_TOKEN" in env  # factory-wide secrets apply to every agent
+    assert "BOSS_TOKEN" not in env  # the other agent's own secret is not this one's
     assert dump["skills"] == {
         "conventions/SKILL.md": '---\nname: "conventions"\ndescription: "House style"\n---\n'
         "Write small commits.\n",
@@ -202,6 +210,26 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
     for log in deployment.tmp.glob("*.log"):
         assert SECRET not in log.read_text(errors="replace"), log
 
+    # the other agent, named by a caller: its own prompt, model, skills and secret
+    led = deployment.api(
+        "POST", "/agent/runs", json={"prompt": "Lead.", "agent_identity_uid": agents["boss"]}
+    )
+    led_id = led.json()["run_id"]
+    led_run = wait_for(
+        lambda: (r := deployment.run(led_id))["state"] in ("SUCCEEDED", "FAILED") and r,
+        what="the boss's run done",
+    )
+    assert led_run["state"] == "SUCCEEDED", led_run
+    boss = json.loads((dump_dir / f"{led_id}.json").read_text())
+    assert "You lead. Foreman prompt." in boss["stdin"] and "Builder prompt" not in boss["stdin"]
+    assert boss["env"]["RUN_AGENT"] == "boss" and boss["env"]["RUN_MODEL"] == "auto"
+    assert boss["env"]["BOSS_TOKEN"] == BOSS_SECRET and "DEPLOY_TOKEN" not in boss["env"]
+    assert sorted(boss["skills"]) == ["conventions/SKILL.md", "leading/SKILL.md"]
+    assert boss["setup_output"] == "prepared-by-setup\n"  # agentDefaults' runner: the same
+    for path in (f"/agent/runs/{led_id}", "/agent/runs"):
+        assert BOSS_SECRET not in deployment.api("GET", path).text
+    assert BOSS_SECRET not in deployment.transcript(led_id)
+
     # a setup command that fails ends the run FAILED, its output in the transcript
     broken = deployment.api(
         "POST", "/agent/runs", json={"prompt": "try", "agent_identity_uid": agents["broken"]}
@@ -217,3 +245,6 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
     text = deployment.transcript(broken_id)
     assert "about to fail" in text and "never here" not in text
     assert not (dump_dir / f"{broken_id}.json").exists()  # the command never ran
+    for log in deployment.tmp.glob("*.log"):  # neither secret, after every run
+        text = log.read_text(errors="replace")
+        assert SECRET not in text and BOSS_SECRET not in text, log
