@@ -1,13 +1,14 @@
 """workerHost routes every kind of run (docs/runs-and-tasks.md#pinned-runs-self-hosted-workers):
 a factory whose files pin their runs to a self-hosted worker that has not registered yet; its
-webhook automation's runs, its dispatched runs and runs naming its agents wait for that worker,
+webhook automation's runs, its dispatched runs, runs naming its agents and the runs its inline
+schedule and stage trigger start wait for that worker,
 say so, and are claimed by it alone; a run whose worker never comes fails after
 GATEWAY_WORKER_WAIT_S as worker_unavailable. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +42,11 @@ def _pinned_tree(world: World, worker: str) -> tuple[str, dict[str, Any], dict[s
         "  - provider: schedule\n    event: cron_fired\n    schedule:\n      cron: '0 9 * * *'\n",
         "Report.",
     )
+    tree["automations/review/automation.md"] = automation_file(
+        "  - provider: factory\n    event: work_item_stage_changed\n    filter:\n"
+        "      stages: [IN_REVIEW]\n",
+        "Review.",
+    )
     factory_uid = applied(world, tree)["factory_uid"]
     agents = world.api("GET", f"/agent/identities?factory_uid={factory_uid}").json()["agents"]
     return factory_uid, hook, {agent["name"]: agent["uid"] for agent in agents}
@@ -70,13 +76,14 @@ def _runs_of_every_kind(world: World, worker: str) -> list[str]:
         "POST", "/agent/runs", json={"prompt": "Go.", "agent_identity_uid": agents["boss"]}
     )
     assert named.status_code in (200, 201), named.text
-    scheduled = _scheduled(world, factory_uid)
-    return [delivered, dispatched.json()["run_id"], named.json()["run_id"], scheduled]
+    scheduled = _automation_run(world, factory_uid, "nightly", _due)
+    staged = _automation_run(world, factory_uid, "review", _moved)
+    return [delivered, dispatched.json()["run_id"], named.json()["run_id"], scheduled, staged]
 
 
-def _scheduled(world: World, factory_uid: str) -> str:
-    """The run the inline schedule of the tree's `nightly` automation starts for a due slot
-    (started here, or by the scheduler's own tick if it comes first)."""
+def _due(world: World, factory_uid: str) -> None:
+    """The inline schedule of the tree's `nightly` automation has a due slot, started here (or
+    by the scheduler's own tick if it comes first)."""
 
     async def due(services: Services) -> None:
         a, s = t.automations, t.automation_schedules
@@ -87,16 +94,34 @@ def _scheduled(world: World, factory_uid: str) -> str:
             await conn.execute(update(s).where(s.c.automation_uid == uid).values(next_run_at=slot))
         await start_due(services.database)
 
+    world.client.run(due)
+
+
+def _moved(world: World, factory_uid: str) -> None:
+    """A task of the factory (the delivery's) moves to IN_REVIEW: the `review` automation's
+    stage trigger fires."""
+    task = world.api("GET", f"/factory/{factory_uid}/tasks").json()["tasks"][0]
+    moved = world.api(
+        "PATCH", f"/factory/{factory_uid}/tasks/{task['uid']}", json={"stage": "IN_REVIEW"}
+    )
+    assert moved.status_code == 200, moved.text
+
+
+def _automation_run(
+    world: World, factory_uid: str, name: str, start: Callable[[World, str], None]
+) -> str:
+    """The run `start` makes the tree's automation `name` start within the platform."""
+
     async def started(services: Services) -> str | None:
         async with services.database.read() as conn:
             r = t.runs
             query = select(r.c.run_id).where(
-                r.c.source == "AUTOMATION", r.c.factory_uid == factory_uid
+                r.c.source == "AUTOMATION", r.c.factory_uid == factory_uid, r.c.title == name
             )
             found: str | None = (await conn.execute(query)).scalar_one_or_none()
         return found
 
-    world.client.run(due)
+    start(world, factory_uid)
     run_id: str = eventually(lambda: world.client.run(started))
     return run_id
 
