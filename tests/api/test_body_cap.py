@@ -81,9 +81,13 @@ def _placeholders(path: str) -> dict[str, str]:
 
 def test_every_json_endpoint_is_covered() -> None:
     assert ("POST", "/agent/runs") in BODY_OPERATIONS and len(BODY_OPERATIONS) >= 10
-    # 1 MB, but for the factory trees plan and apply take (their files may hold 2 MiB)
+    # 1 MB, but for the factory trees plan, apply and validate take (files of 2 MiB)
     larger = {operation for operation, cap in CAPS.items() if cap != MAX_API_BODY}
-    assert larger == {("POST", "/factory-files/plan"), ("POST", "/factory-files/apply")}
+    assert larger == {
+        ("POST", "/factory-files/plan"),
+        ("POST", "/factory-files/apply"),
+        ("POST", "/factory-files/validate"),
+    }
 
 
 @pytest.mark.parametrize(("method", "path"), BODY_OPERATIONS)
