@@ -1,8 +1,8 @@
 """Manual scorer dispatch (spec 4.7): one scorer for selected runs, or selected scorers for one
 run. Every pair is checked before anything is written, so an invalid selection (a 400 naming
 the item) starts no scoring job. Each valid pair gets a QUEUED scoring job, or finds the one
-already queued; manual dispatch ignores the scorer's `active` flag (and would skip cool-down and
-sampling, which automatic scoring, not built here, would apply).
+already queued; manual dispatch ignores the scorer's `active` flag and its sampling rate (a
+completed run's sampled jobs are sampling.py's).
 
 Rules, as docs/api.md states them:
 - the caller has manage access to the factory and can view every run;
