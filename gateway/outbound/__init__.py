@@ -7,13 +7,13 @@ from gateway.outbound.backoff import RetrySchedule
 from gateway.outbound.dispatcher import Dispatcher, Sender
 from gateway.outbound.http import RefusedDestination, outbound_client
 from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
-from gateway.outbound.queue import Message, enqueue, release
+from gateway.outbound.queue import OutboundMessage, enqueue, release
 
 __all__ = [
     "Delivered",
     "Dispatcher",
     "Failed",
-    "Message",
+    "OutboundMessage",
     "Outcome",
     "RefusedDestination",
     "RetryLater",

@@ -31,7 +31,7 @@ from gateway.metrics.counts import COUNTS
 from gateway.outbound import queue
 from gateway.outbound.backoff import RetrySchedule
 from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
-from gateway.outbound.queue import Message, State
+from gateway.outbound.queue import OutboundMessage, State
 from gateway.store import Database
 from gateway.store.types import utcnow
 
@@ -49,11 +49,13 @@ class Sender(Protocol):
     kind: str
     schedule: RetrySchedule
 
-    async def send(self, message: Message) -> Outcome:
+    async def send(self, message: OutboundMessage) -> Outcome:
         """One attempt; never raises for what the other side or the network did."""
         ...
 
-    async def settled(self, conn: AsyncConnection, message: Message, outcome: Outcome) -> None:
+    async def settled(
+        self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome
+    ) -> None:
         """The message is settled for good (Delivered or Failed), in the same transaction."""
         ...
 
@@ -137,7 +139,7 @@ class Dispatcher:
             await asyncio.sleep(min(self._poll_s, 0.05))
         raise TimeoutError("outbound messages still waiting")
 
-    async def _deliver(self, message: Message) -> None:
+    async def _deliver(self, message: OutboundMessage) -> None:
         try:
             started = time.monotonic()
             outcome = await self._attempt(message)
@@ -153,7 +155,7 @@ class Dispatcher:
                 del self._in_flight[message.destination]
             self.wake()
 
-    async def _attempt(self, message: Message) -> Outcome:
+    async def _attempt(self, message: OutboundMessage) -> Outcome:
         sender = self._senders[message.kind]
         try:
             return await asyncio.wait_for(sender.send(message), self._timeout_s)
@@ -165,7 +167,7 @@ class Dispatcher:
             log.exception("outbound %s sender failed on message %s", message.kind, message.id)
             return RetryLater(error=f"{type(exc).__name__}: {exc}")
 
-    async def _settle(self, message: Message, outcome: Outcome, latency_ms: int) -> None:
+    async def _settle(self, message: OutboundMessage, outcome: Outcome, latency_ms: int) -> None:
         sender = self._senders[message.kind]
         now = utcnow()
         attempts = message.attempts + 1

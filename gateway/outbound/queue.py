@@ -30,7 +30,7 @@ MAX_EXCERPT = 1024
 _listeners: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-class Message(Struct, frozen=True, kw_only=True):
+class OutboundMessage(Struct, frozen=True, kw_only=True):
     """One outbound message as a sender gets it."""
 
     id: str
@@ -122,7 +122,7 @@ async def claim(
     lease: timedelta,
     limit: int,
     admit: Callable[[str], bool],
-) -> list[Message]:
+) -> list[OutboundMessage]:
     """Due messages of `kinds`, at most `limit`, each of a destination `admit` takes (called
     once per message, in order: it counts), leased for `lease` (rows others are claiming are
     skipped on PostgreSQL)."""
@@ -146,7 +146,7 @@ async def claim(
         update(m).where(m.c.id.in_([row.id for row in chosen])).values(claimed_until=now + lease)
     )
     return [
-        Message(
+        OutboundMessage(
             id=row.id,
             kind=row.kind,
             key=row.key,
@@ -162,7 +162,7 @@ async def claim(
 
 async def record_attempt(
     conn: AsyncConnection,
-    message: Message,
+    message: OutboundMessage,
     at: datetime,
     latency_ms: int,
     status: int | None,
@@ -183,7 +183,7 @@ async def record_attempt(
 
 async def settle(
     conn: AsyncConnection,
-    message: Message,
+    message: OutboundMessage,
     state: State,
     *,
     next_attempt_at: datetime | None,

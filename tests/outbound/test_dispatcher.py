@@ -14,7 +14,7 @@ from gateway.outbound import (
     Delivered,
     Dispatcher,
     Failed,
-    Message,
+    OutboundMessage,
     Outcome,
     RetryLater,
     RetrySchedule,
@@ -138,7 +138,7 @@ async def test_a_slow_destination_does_not_delay_another(database: Database, kin
     release = asyncio.Event()
 
     class Gated(ScriptedSender):
-        async def send(self, message: Message) -> Outcome:
+        async def send(self, message: OutboundMessage) -> Outcome:
             if message.destination == "slow":
                 self.sent.append((message.id, time.monotonic()))
                 await release.wait()
