@@ -130,6 +130,10 @@ class Settings:
     # outbound calls (replies to providers, events) to private, loopback and link-local
     # addresses: refused unless this is set (gateway/outbound/http.py says why)
     outbound_allow_private: bool = False
+    # how long one outbound call may take (a message's lease outlasts it: gateway/outbound)
+    outbound_timeout_s: float = 30.0
+    # the wait before a reply's first retry; each next one doubles it (docs/providers.md#replies)
+    reply_retry_s: float = 10.0
     # where attachment content is kept, and what may be uploaded (gateway/attachment_storage)
     attachments: AttachmentStorage = field(default_factory=AttachmentStorage)
 
@@ -210,6 +214,8 @@ def load_settings(
         environments=_catalog(env, "ENVIRONMENTS", parse_environments) or DEFAULTS.environments,
         attachments=_attachments(env),
         outbound_allow_private=_choice(env, "outbound_allow_private", ("0", "1"), "0") == "1",
+        outbound_timeout_s=_positive_float(env, "outbound_timeout_s"),
+        reply_retry_s=_positive_float(env, "reply_retry_s"),
     )
 
 

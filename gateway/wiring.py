@@ -3,6 +3,7 @@ registers its closer; Services.close runs them in reverse."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from gateway.backends.config_changes import LocalConfigPublisher
@@ -131,17 +132,31 @@ async def start(
 def _dispatcher(services: Services) -> None:
     """The outbound dispatcher, where the evaluator runs: what changes enqueued (replies,
     events) goes out from here, through one HTTP client that calls public addresses only."""
-    http = outbound_client(allow_private=services.settings.outbound_allow_private)
+    settings = services.settings
+    http = outbound_client(
+        allow_private=settings.outbound_allow_private, timeout=settings.outbound_timeout_s
+    )
     services.closers.append(http.aclose)
     senders = _senders(services, http)
     if senders:
-        dispatcher = Dispatcher(services.database, {s.kind: s for s in senders})
+        dispatcher = Dispatcher(
+            services.database,
+            {s.kind: s for s in senders},
+            timeout_s=settings.outbound_timeout_s,
+        )
         services.spawn(dispatcher.run(), name="outbound-dispatcher")
 
 
 def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
-    """The sender of each outbound kind."""
-    return []
+    """The sender of each outbound kind: replies are posted through their connection
+    (connections/), with the run as the platform tells it."""
+    from gateway.connections.reply_sender import ReplySender
+    from gateway.platform.runs.record.reply_delivery import SCHEDULE, RunReplySender
+
+    database, settings = services.database, services.settings
+    replies = ReplySender(database, services.secret_box, http)
+    schedule = dataclasses.replace(SCHEDULE, first_s=settings.reply_retry_s)
+    return [RunReplySender(database, replies, settings.console_base_url, schedule)]
 
 
 def _outbox(services: Services) -> Outbox | None:

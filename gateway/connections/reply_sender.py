@@ -11,6 +11,7 @@ import logging
 from msgspec import Struct
 from sqlalchemy import select
 
+from gateway.connections.reply_outbox import KIND
 from gateway.connections.reply_settings import ReplySettings, stored
 from gateway.replies import (
     Failed,
@@ -28,7 +29,6 @@ from gateway.store import Database
 from gateway.store import tables as t
 
 log = logging.getLogger("gateway.replies")
-KIND = "reply"
 # the console's page of a run, under GATEWAY_PUBLIC_URL (else GATEWAY_WEBHOOK_BASE_URL)
 RUN_PAGE = "/console/runs/{run_id}"
 

@@ -74,8 +74,9 @@ class Dispatcher:
         self._database, self._senders = database, dict(senders)
         self._poll_s, self._timeout_s = poll_s, timeout_s
         self._max_in_flight, self._per_destination = max_in_flight, per_destination
-        # a lease outlasts the call's timeout and the settling after it
-        self._lease = timedelta(seconds=timeout_s + 30.0)
+        # a lease outlasts the call's timeout and the settling after it (a dispatcher that died
+        # mid-call leaves the message to others once it ran out)
+        self._lease = timedelta(seconds=timeout_s + max(5.0, timeout_s))
         self._wakeup = asyncio.Event()
         self._in_flight: defaultdict[str, int] = defaultdict(int)
         self._tasks: set[asyncio.Task[None]] = set()

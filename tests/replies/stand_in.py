@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ class Call:
     query: dict[str, str]
     headers: dict[str, str]  # names lower-cased
     body: Any  # the JSON value, a form's fields, or None
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
 
 @dataclass

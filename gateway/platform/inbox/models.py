@@ -12,7 +12,9 @@ from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
 from gateway.store.rows import from_row
 
-Kind = Literal["run_failed", "run_needs_input", "task_stage_changed", "dispatch_failed"]
+Kind = Literal[
+    "run_failed", "run_needs_input", "task_stage_changed", "dispatch_failed", "reply_failed"
+]
 Scope = Literal["mine", "team"]
 NotificationUid = Annotated[str, Meta(min_length=1, max_length=64)]
 MarkError = Literal["forbidden", "not_recipient", "not_active"]

@@ -75,6 +75,7 @@ def _active() -> ColumnElement[bool]:
         n.c.run_id.is_(None),
         and_(n.c.kind == "run_failed", r.c.state == "FAILED"),
         and_(n.c.kind == "run_needs_input", r.c.state == "BLOCKED"),
+        n.c.kind == "reply_failed",  # until a later reply of the run fails (or the run does)
     )
     return and_(n.c.resolved_at.is_(None), still)
 

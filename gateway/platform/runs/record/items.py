@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.platform.runs.record.models import Creator, RunItem, RunRecord
+from gateway.platform.runs.record.reply_status import run_replies
 from gateway.store import tables as t
 
 
@@ -31,7 +32,11 @@ async def creators(
 
 async def run_items(conn: AsyncConnection, runs: Sequence[RunRecord]) -> list[RunItem]:
     found = await creators(conn, [(run.creator_kind, run.creator_uid) for run in runs])
-    return [RunItem.of(run, found.get(run.creator_uid or "")) for run in runs]
+    # only runs a delivery started can have replies: the others cost nothing
+    replies = await run_replies(conn, [run.run_id for run in runs if run.delivery_id])
+    return [
+        RunItem.of(run, found.get(run.creator_uid or ""), replies.get(run.run_id)) for run in runs
+    ]
 
 
 async def run_item(conn: AsyncConnection, run: RunRecord) -> RunItem:

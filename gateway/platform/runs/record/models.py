@@ -15,6 +15,7 @@ from sqlalchemy import Row
 
 from gateway.api.fields import Timestamp
 from gateway.platform.runs.record.states import RunState
+from gateway.replies import ReplyTarget
 from gateway.types import JsonObject
 
 CANCELLABLE_TYPES = frozenset({"cloud"})  # local and CI-action runs cannot be cancelled here
@@ -343,6 +344,24 @@ class RunRecord(Struct, kw_only=True, frozen=True):
         return msgspec.convert(row, cls, from_attributes=True)
 
 
+ReplyState = Literal["pending", "delivered", "failed"]
+
+
+class RunReply(Struct, kw_only=True):
+    """The run's message where its work came from (docs/providers.md#replies)."""
+
+    target: Annotated[
+        ReplyTarget, Meta(description="the issue, pull request, merge request or thread")
+    ]
+    state: Annotated[
+        ReplyState,
+        Meta(description="pending (being sent, or waiting to be retried), delivered, failed"),
+    ]
+    attempts: Annotated[int, Meta(description="calls to the provider's API so far")]
+    last_error: Annotated[str | None, Meta(description="the provider's words, when it refused")]
+    link: Annotated[str | None, Meta(description="the message at the provider")]
+
+
 class RunItem(Struct, kw_only=True):
     """RunItem, as the official clients parse it; optional fields are omitted when unknown."""
 
@@ -381,9 +400,18 @@ class RunItem(Struct, kw_only=True):
         ]
         | UnsetType
     ) = UNSET
+    replies: (
+        Annotated[
+            list[RunReply],
+            Meta(description="runs a provider event started: what they post back there"),
+        ]
+        | UnsetType
+    ) = UNSET
 
     @classmethod
-    def of(cls, run: RunRecord, creator: Creator | None = None) -> RunItem:
+    def of(
+        cls, run: RunRecord, creator: Creator | None = None, replies: list[RunReply] | None = None
+    ) -> RunItem:
         return cls(
             run_id=run.run_id,
             task_id=run.run_id,
@@ -407,6 +435,7 @@ class RunItem(Struct, kw_only=True):
             else StatusMessage(waiting_message(run.worker_host), WAITING_FOR_WORKER, True),
             artifacts=known(run.artifacts),
             work_item_id=known(run.work_item_id),
+            replies=replies or UNSET,
         )
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.platform.inbox import notifications as inbox
+from gateway.platform.runs.record import replies
 from gateway.platform.runs.record.models import RunRecord, TimelineEvent
 from gateway.store import tables as t
 
@@ -84,6 +85,9 @@ async def record_entries(conn: AsyncConnection, entries: list[Entry]) -> None:
             changes.setdefault((entry.state, entry.at, entry.reason), []).append(entry.run_id)
     for (state, at, reason), run_ids in changes.items():
         await inbox.on_run_states(conn, run_ids, state, at, reason)
+    # so do the run's replies where its work came from: a start or an end of a run a provider
+    # event started enqueues one (replies.py), committed with the change or not at all
+    await replies.on_run_entries(conn, entries)
     for hook in _HOOKS:
         await hook(conn, entries)
 

@@ -1,0 +1,162 @@
+"""A run's reply where its work came from: when a run that a provider event started (through a
+connection with reply credentials) starts, one `reply` message is enqueued, in the transaction
+of the change; when it ends, another that edits the first one's message in place
+(docs/providers.md#replies). The dispatcher sends them (reply_delivery.py).
+
+Ordering, so that a run makes one message however its replies are retried or the gateway
+crashes: the start's key is `reply:{run}:started` (a run claimed again after a lost lease, or
+resumed by a follow-up, enqueues nothing new); each end is keyed by its timeline entry. An end
+needs the id of the message the start posted: when the start has not been delivered yet, the
+end is enqueued *held*, and the start's settling releases it with that id
+(gateway/connections/reply_outbox.py). Both sides lock the start's row first (the start's
+settling updates it), so neither misses the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import orjson
+from msgspec import to_builtins
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.connections.reply_outbox import KIND, ended_key, started_key
+from gateway.outbound import enqueue
+from gateway.platform.runs.record.states import TERMINAL
+from gateway.replies.origin import Origin, reply_origin
+from gateway.store import tables as t
+
+r, c, d, m = t.runs, t.provider_connections, t.deliveries, t.outbound_messages
+STARTED = frozenset({"CLAIMED", "INPROGRESS"})
+
+
+class RunChange(Protocol):
+    """What replies read of a timeline entry (timeline.Entry)."""
+
+    id: str
+    run_id: str
+    state: str
+    at: datetime
+    reason: str | None
+
+
+async def on_run_entries(conn: AsyncConnection, entries: Sequence[RunChange]) -> None:
+    """Called with every run state change (timeline.record_entries). Only starts and ends
+    cost a statement, and only those of runs a delivery started cost more."""
+    wanted = [e for e in entries if e.state in STARTED or e.state in TERMINAL]
+    if not wanted:
+        return
+    query = select(r.c.run_id, r.c.metadata, r.c.delivery_id).where(
+        r.c.run_id.in_({e.run_id for e in wanted}), r.c.delivery_id.is_not(None)
+    )
+    runs = {row.run_id: row for row in await conn.execute(query)}
+    connected: dict[str, str] = {}
+    for run_id, row in runs.items():
+        uid = (row.metadata or {}).get("connection_uid")
+        if isinstance(uid, str):
+            connected[run_id] = uid
+    if not connected:
+        return
+    replying = await _replying(conn, set(connected.values()))
+    origins: dict[str, Origin | None] = {}
+    for entry in wanted:
+        connection = connected.get(entry.run_id)
+        if connection is None or connection not in replying:
+            continue
+        if entry.run_id not in origins:
+            origins[entry.run_id] = await _origin(
+                conn, replying[connection], runs[entry.run_id].delivery_id
+            )
+        origin = origins[entry.run_id]
+        if origin is None:
+            continue
+        payload = {
+            "connection_uid": connection,
+            "target": to_builtins(origin.target),
+            "actor": origin.actor,
+            "run_id": entry.run_id,
+            "at": entry.at.isoformat(),
+        }
+        if entry.state in STARTED:
+            await _started(conn, entry, payload)
+        else:
+            await _ended(conn, entry, payload)
+
+
+async def _replying(conn: AsyncConnection, uids: set[str]) -> dict[str, str]:
+    """Those of `uids` that are live connections with reply credentials -> their provider."""
+    query = select(c.c.uid, c.c.provider).where(
+        c.c.uid.in_(uids),
+        c.c.deleted_at.is_(None),
+        c.c.enabled.is_(True),
+        c.c.credentials_encrypted.is_not(None),
+    )
+    return {row.uid: row.provider for row in await conn.execute(query)}
+
+
+async def _origin(conn: AsyncConnection, provider: str, delivery_id: str) -> Origin | None:
+    payload = (
+        await conn.execute(select(d.c.payload).where(d.c.delivery_id == delivery_id))
+    ).scalar_one_or_none()
+    if payload is None:
+        return None
+    try:
+        return reply_origin(provider, orjson.loads(payload))
+    except orjson.JSONDecodeError:
+        return None
+
+
+async def _started(conn: AsyncConnection, entry: RunChange, payload: dict[str, Any]) -> None:
+    await enqueue(
+        conn,
+        kind=KIND,
+        key=started_key(entry.run_id),
+        destination=payload["connection_uid"],
+        subject=entry.run_id,
+        payload=payload | {"phase": "started", "state": entry.state, "message_id": None},
+    )
+
+
+async def _ended(conn: AsyncConnection, entry: RunChange, payload: dict[str, Any]) -> None:
+    """The end's edit: of the message the run's replies last delivered; held while the start
+    waits to be delivered."""
+    start = (
+        await conn.execute(
+            select(m.c.state, m.c.result)
+            .where(m.c.key == started_key(entry.run_id))
+            .with_for_update()
+        )
+    ).first()
+    held = start is not None and start.state == "pending"
+    message_id = None if held else await _last_message(conn, entry.run_id)
+    await enqueue(
+        conn,
+        kind=KIND,
+        key=ended_key(entry.run_id, entry.id),
+        destination=payload["connection_uid"],
+        subject=entry.run_id,
+        payload=payload
+        | {
+            "phase": "ended",
+            "state": entry.state,
+            "reason": entry.reason,
+            "message_id": message_id,
+        },
+        held=held,
+    )
+
+
+async def _last_message(conn: AsyncConnection, run_id: str) -> str | None:
+    """The provider's id of the message the run's replies delivered last, if any."""
+    query = (
+        select(m.c.result)
+        .where(m.c.kind == KIND, m.c.subject == run_id, m.c.state == "delivered")
+        .order_by(m.c.updated_at.desc())
+        .limit(1)
+    )
+    result = (await conn.execute(query)).scalar_one_or_none()
+    found = (result or {}).get("message_id")
+    return found if isinstance(found, str) else None

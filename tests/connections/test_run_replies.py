@@ -1,0 +1,269 @@
+"""Runs answer where their work came from: a GitHub issue's labeled event (@octokit's own
+example) starts a run; its start posts one comment on the issue and its end edits that comment
+with the outcome and the pull request, through the outbound dispatcher, against GitHub's REST
+API standing in on loopback. Retries (5xx, 429 with Retry-After) still make one comment; a
+revoked token ends the reply failed and tells the factory's owners. The main case runs on both
+deployment shapes (embedded SQLite; PostgreSQL with Redis); Slack's and Linear's documented
+examples reply in their thread and on their issue."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from gateway.settings import Settings
+from tests.conftest import make_settings
+from tests.connections.provider_world import (
+    automation,
+    connect,
+    deliver,
+    evaluated,
+    runs,
+    set_repositories,
+    signing,
+    trigger,
+)
+from tests.connections.test_provider_triggers import (
+    LINEAR_SECRET,
+    SLACK_SECRET,
+    labeled_example,
+    octokit_signed,
+)
+from tests.platform.runners.test_runner_api import Runner
+from tests.providers.conftest import GithubExamples, fixture
+from tests.replies.github_api import GitHubApi
+from tests.replies.linear_api import LinearApi
+from tests.replies.slack_api import SlackApi
+from tests.support import GatewayClient, World, eventually
+
+ISSUE = "Codertocat/Hello-World#1"
+PULL = "https://github.com/Codertocat/Hello-World/pull/2"
+FAST = {"outbound_allow_private": "1", "reply_retry_s": "0.2"}
+
+
+@pytest.fixture
+def gateway_of(
+    request: pytest.FixtureRequest, own_store: Callable[[str], str], sqlite_store: Any
+) -> Callable[[str], Any]:
+    """`gateway_of(shape)`: a gateway of its own store (no other test's dispatcher sends its
+    replies): embedded on SQLite, or PostgreSQL with Redis under a prefix of its own."""
+
+    @contextmanager
+    def make(shape: str) -> Iterator[World]:
+        settings: Settings
+        if shape == "embedded":
+            settings = make_settings(sqlite_store(), **FAST)
+        else:
+            prefix = f"{request.getfixturevalue('redis_prefix')}:{secrets.token_hex(8)}"
+            redis = request.getfixturevalue("redis_url")
+            settings = make_settings(own_store("postgresql"), redis, prefix=prefix, **FAST)
+        with GatewayClient.running(settings) as client:
+            yield World.create(client)
+
+    return make
+
+
+@pytest.fixture
+def github() -> Iterator[GitHubApi]:
+    api = GitHubApi(issues={ISSUE}, tokens={"ghp_valid"})
+    with api.serve():
+        yield api
+
+
+def github_run(
+    world: World, github: GitHubApi, examples: GithubExamples, token: str = "ghp_valid"
+) -> str:
+    """The labeled example delivered to a GitHub connection with reply credentials: its run."""
+    set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
+    automation(world, world.factory_uid, "triage", trigger("github", "issue_labeled"))
+    connection = connect(world, "github", api_token=token, api_base_url=github.url)
+    sent = octokit_signed(connection["secret"], "issues", labeled_example(examples), "d-1")
+    delivery_id = deliver(world.client, connection, sent)
+    evaluated(world, connection, delivery_id)
+    (run,) = runs(world.client, delivery_id)
+    return str(run.run_id)
+
+
+def work(runner: Runner, run_id: str, outcome: str = "SUCCEEDED") -> None:
+    """A runner takes the run, opens a pull request and finishes."""
+    (claimed,) = runner.claim()
+    assert claimed["run_id"] == run_id
+    runner.on(run_id, "progress", state="INPROGRESS", status_message="working")
+    runner.on(run_id, "artifacts", 201, artifact_type="PULL_REQUEST", url=PULL,
+              branch="fix-1", title="Fix the spelling")  # fmt: skip
+    runner.on(run_id, "finish", outcome=outcome, status_message="Fixed it in one PR.")
+
+
+def replies_of(world: World, run_id: str) -> list[dict[str, Any]]:
+    answer = world.api("GET", f"/agent/runs/{run_id}")
+    assert answer.status_code == 200, answer.text
+    replies: list[dict[str, Any]] = answer.json().get("replies", [])
+    return replies
+
+
+def settled(world: World, run_id: str, state: str = "delivered") -> dict[str, Any]:
+    """The run's one reply once its edit is settled `state` (its start delivered first)."""
+
+    def probe() -> Any:
+        found = replies_of(world, run_id)
+        if len(found) == 1 and found[0]["state"] == state:
+            return found[0]
+        return None
+
+    reply: dict[str, Any] = eventually(probe, timeout=30)
+    return reply
+
+
+def edited(github: GitHubApi, word: str) -> None:
+    eventually(lambda: any(word in c["body"] for c in github.comments.values()), timeout=30)
+
+
+@pytest.mark.parametrize("shape", ["embedded", "redis"])
+def test_a_run_comments_once_then_edits_its_comment(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples, shape: str
+) -> None:
+    with gateway_of(shape) as world:
+        run_id = github_run(world, github, github_examples)
+        assert replies_of(world, run_id) == []  # queued: nothing posted yet
+        runner = Runner(world)
+        (claimed,) = runner.claim()
+        assert claimed["run_id"] == run_id
+        eventually(lambda: len(github.comments) == 1, timeout=30)
+        (comment,) = github.comments.values()
+        assert "is working on it" in comment["body"] and "triage" in comment["body"]
+        assert "Codertocat" in comment["body"]  # who labeled the issue
+        assert f"/console/runs/{run_id}" in comment["body"]
+        runner.on(run_id, "progress", state="INPROGRESS", status_message="working")
+        runner.on(run_id, "artifacts", 201, artifact_type="PULL_REQUEST", url=PULL,
+                  branch="fix-1", title="Fix the spelling")  # fmt: skip
+        runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="Fixed it in one PR.")
+        edited(github, "finished")
+        reply = settled(world, run_id)
+        assert len(github.calls_to(r"/repos/.*/issues/1/comments")) == 1
+        assert len(github.calls_to(r"/repos/.*/issues/comments/\d+")) == 1
+        (comment_id, comment) = next(iter(github.comments.items()))
+        assert "Fixed it in one PR." in comment["body"]
+        assert f"[Fix the spelling]({PULL})" in comment["body"]
+        assert reply == {
+            "target": {"provider": "github", "repository": "Codertocat/Hello-World", "number": 1},
+            "state": "delivered",
+            "attempts": 2,
+            "last_error": None,
+            "link": f"https://github.com/Codertocat/Hello-World/issues/1#issuecomment-{comment_id}",
+        }
+        scraped = world.client.get("/metrics").text
+        assert 'gateway_outbound_attempts_total{kind="reply",result="delivered"} 2.0' in scraped
+        assert "gateway_outbound_backlog 0.0" in scraped
+
+
+def test_5xx_then_success_makes_one_comment(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
+) -> None:
+    with gateway_of("embedded") as world:
+        run_id = github_run(world, github, github_examples)
+        github.answer_next(502, {"message": "Server Error"})
+        github.answer_next(503, "upstream connect error")
+        work(Runner(world), run_id)
+        edited(github, "finished")
+        reply = settled(world, run_id)
+        assert len(github.comments) == 1
+        assert len(github.calls_to(r"/repos/.*/issues/1/comments")) == 3  # 502, 503, 201
+        assert reply["attempts"] == 4 and reply["last_error"] is None
+
+
+def test_a_429_is_retried_after_what_retry_after_says(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
+) -> None:
+    with gateway_of("embedded") as world:
+        github_run(world, github, github_examples)
+        github.answer_next(429, {"message": "slow down"}, {"Retry-After": "2"})
+        Runner(world).claim()
+        eventually(lambda: len(github.comments) == 1, timeout=30)
+        posts = github.calls_to(r"/repos/.*/issues/1/comments")
+        assert len(posts) == 2
+        assert posts[1].at - posts[0].at >= 2.0  # not the 0.2 s of the backoff
+        assert len(github.comments) == 1
+
+
+def test_a_revoked_token_fails_the_reply_and_tells_the_owners(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
+) -> None:
+    with gateway_of("embedded") as world:
+        run_id = github_run(world, github, github_examples, token="ghp_revoked")
+        Runner(world).claim()
+        reply = settled(world, run_id, "failed")
+        assert reply["attempts"] == 1  # a refusal is not retried
+        assert reply["last_error"] == "401 Unauthorized: Bad credentials"
+        assert github.comments == {}
+        inbox = world.api("GET", "/factory-inbox").json()["notifications"]
+        (notice,) = [n for n in inbox if n["kind"] == "reply_failed"]
+        assert notice["run_id"] == run_id and notice["title"].startswith("Reply failed: ")
+        assert "Codertocat/Hello-World#1" in notice["detail"]
+        assert "401 Unauthorized: Bad credentials" in notice["detail"]
+
+
+def test_slack_acknowledges_in_the_thread_then_updates(
+    gateway_of: Callable[[str], Any],
+) -> None:
+    slack = SlackApi(channels={"C123ABC456"}, tokens={"xoxb-valid"})
+    with slack.serve(), gateway_of("embedded") as world:
+        automation(world, world.factory_uid, "mention", trigger("slack", "app_mention"))
+        connection = connect(world, "slack", secret=SLACK_SECRET, bot_token="xoxb-valid",
+                             api_base_url=slack.url + "/api")  # fmt: skip
+        mention = fixture("slack", "app_mention")
+        delivery_id = deliver(world.client, connection, signing.slack(SLACK_SECRET, mention))
+        evaluated(world, connection, delivery_id)
+        (run,) = runs(world.client, delivery_id)
+        work(Runner(world), run.run_id)
+        reply = settled(world, run.run_id)
+        (((channel, _ts), message),) = slack.messages.items()
+        assert (channel, message["thread_ts"]) == ("C123ABC456", mention["event"]["ts"])
+        assert (
+            "finished" in message["text"] and "<" + PULL + "|Fix the spelling>" in message["text"]
+        )
+        assert len(slack.calls_to(r"/api/chat\.postMessage")) == 1
+        assert len(slack.calls_to(r"/api/chat\.update")) == 1
+        assert reply["target"] == {
+            "provider": "slack",
+            "channel": "C123ABC456",
+            "thread_ts": mention["event"]["ts"],
+        }
+
+
+def test_linear_comments_on_the_issue_then_edits(gateway_of: Callable[[str], Any]) -> None:
+    created = fixture("linear", "issue_create")
+    issue_id = created["data"]["id"]
+    linear = LinearApi(issues={issue_id}, keys={"lin_api_valid"})
+    with linear.serve(), gateway_of("embedded") as world:
+        automation(world, world.factory_uid, "new issue", trigger("linear", "issue_created"))
+        connection = connect(world, "linear", secret=LINEAR_SECRET, api_token="lin_api_valid",
+                             api_base_url=linear.url + "/graphql")  # fmt: skip
+        delivery_id = deliver(world.client, connection, signing.linear(LINEAR_SECRET, created))
+        evaluated(world, connection, delivery_id)
+        (run,) = runs(world.client, delivery_id)
+        work(Runner(world), run.run_id)
+        settled(world, run.run_id)
+        (comment,) = linear.comments.values()
+        assert comment["issueId"] == issue_id and "finished" in comment["body"]
+        assert len(linear.calls) == 2  # commentCreate, then commentUpdate
+
+
+def test_no_credentials_no_reply(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
+) -> None:
+    with gateway_of("embedded") as world:
+        set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
+        automation(world, world.factory_uid, "triage", trigger("github", "issue_labeled"))
+        connection = connect(world, "github")
+        sent = octokit_signed(connection["secret"], "issues", labeled_example(github_examples), "x")
+        delivery_id = deliver(world.client, connection, sent)
+        evaluated(world, connection, delivery_id)
+        (run,) = runs(world.client, delivery_id)
+        work(Runner(world), run.run_id)
+        time.sleep(0.5)
+        assert replies_of(world, run.run_id) == [] and github.calls == []
