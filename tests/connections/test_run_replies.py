@@ -78,8 +78,9 @@ def github() -> Iterator[GitHubApi]:
 
 def github_run(
     world: World, github: GitHubApi, examples: GithubExamples, token: str = "ghp_valid"
-) -> str:
-    """The labeled example delivered to a GitHub connection with reply credentials: its run."""
+) -> tuple[str, str]:
+    """The labeled example delivered to a GitHub connection with reply credentials: its run
+    and the connection."""
     set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
     automation(world, world.factory_uid, "triage", trigger("github", "issue_labeled"))
     connection = connect(world, "github", api_token=token, api_base_url=github.url)
@@ -87,7 +88,7 @@ def github_run(
     delivery_id = deliver(world.client, connection, sent)
     evaluated(world, connection, delivery_id)
     (run,) = runs(world.client, delivery_id)
-    return str(run.run_id)
+    return str(run.run_id), connection["uid"]
 
 
 def work(runner: Runner, run_id: str, outcome: str = "SUCCEEDED") -> None:
@@ -129,7 +130,7 @@ def test_a_run_comments_once_then_edits_its_comment(
     gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples, shape: str
 ) -> None:
     with gateway_of(shape) as world:
-        run_id = github_run(world, github, github_examples)
+        run_id, _ = github_run(world, github, github_examples)
         assert replies_of(world, run_id) == []  # queued: nothing posted yet
         runner = Runner(world)
         (claimed,) = runner.claim()
@@ -172,7 +173,7 @@ def test_5xx_then_success_makes_one_comment(
     gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
 ) -> None:
     with gateway_of("embedded") as world:
-        run_id = github_run(world, github, github_examples)
+        run_id, _ = github_run(world, github, github_examples)
         github.answer_next(502, {"message": "Server Error"})
         github.answer_next(503, "upstream connect error")
         work(Runner(world), run_id)
@@ -201,8 +202,9 @@ def test_a_revoked_token_fails_the_reply_and_tells_the_owners(
     gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
 ) -> None:
     with gateway_of("embedded") as world:
-        run_id = github_run(world, github, github_examples, token="ghp_revoked")
-        Runner(world).claim()
+        run_id, connection_uid = github_run(world, github, github_examples, token="ghp_revoked")
+        runner = Runner(world)
+        runner.claim()
         reply = settled(world, run_id, "failed")
         assert reply["attempts"] == 1  # a refusal is not retried
         assert reply["last_error"] == "401 Unauthorized: Bad credentials"
@@ -212,6 +214,17 @@ def test_a_revoked_token_fails_the_reply_and_tells_the_owners(
         assert notice["run_id"] == run_id and notice["title"].startswith("Reply failed: ")
         assert "Codertocat/Hello-World#1" in notice["detail"]
         assert "401 Unauthorized: Bad credentials" in notice["detail"]
+
+        # a new token: the end's reply posts (the start left no message to edit), and the
+        # notice is over
+        path = f"/provider-connections/{connection_uid}"
+        assert world.api("PATCH", path, json={"api_token": "ghp_valid"}).status_code == 200
+        runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="done")
+        reply = settled(world, run_id)
+        (comment,) = github.comments.values()
+        assert "finished" in comment["body"]
+        inbox = world.api("GET", "/factory-inbox").json()["notifications"]
+        assert [n for n in inbox if n["kind"] == "reply_failed"] == []
 
 
 def test_slack_acknowledges_in_the_thread_then_updates(

@@ -73,6 +73,9 @@ class RunReplySender:
             await release_edits(conn, run_id, posted)
         if isinstance(outcome, Failed):
             await _tell_owners(conn, run_id, payload, outcome)
+        else:  # the run's replies reach the provider again: an earlier failure notice is over
+            n = t.inbox_notifications
+            await inbox.resolve(conn, n.c.run_id == run_id, n.c.kind == "reply_failed")
 
 
 async def _tell_owners(
