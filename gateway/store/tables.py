@@ -961,3 +961,48 @@ outbound_attempts = Table(
     Column("response_excerpt", String(1024), nullable=True),
     Column("error", String(1000), nullable=True),
 )
+
+# --- events (docs/events.md) ----------------------------------------------------------------
+
+# The event log: what happened (a run created or changing state, a delivery refused, ...),
+# written in the transaction of the change it tells. `seq` orders it for the live stream's
+# `id:`/Last-Event-ID (AUTOINCREMENT on SQLite: a number is never handed out twice).
+events = Table(
+    "events",
+    metadata,
+    Column("seq", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True),
+    Column("team_uid", String(64), nullable=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("type", String(64), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("data", JSON, nullable=False),
+    Index("ix_events_team_seq", "team_uid", "seq"),
+    Index("ix_events_at", "at"),
+    sqlite_autoincrement=True,
+)
+
+# A team's subscription to events, delivered signed (Standard Webhooks) to `url`. `events`:
+# exact types and `prefix.*` patterns. A rotated secret keeps signing beside the new one until
+# `previous_secret_until`.
+event_subscriptions = Table(
+    "event_subscriptions",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False, index=True),
+    Column("factory_uid", String(64), nullable=True),
+    Column("url", String(2000), nullable=False),
+    Column("events", JSON, nullable=False),
+    Column("description", String(500), nullable=True),
+    Column("secret_encrypted", Text, nullable=False),
+    Column("previous_secret_encrypted", Text, nullable=True),
+    Column("previous_secret_until", UTCDateTime, nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    # why it was disabled by the service (410 Gone, failing too long); NULL when by a user
+    Column("disabled_reason", String(500), nullable=True),
+    # the first failure of the current run of failures; NULL after a delivery
+    Column("failing_since", UTCDateTime, nullable=True),
+    Column("created_by", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+)

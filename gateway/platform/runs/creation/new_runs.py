@@ -20,6 +20,7 @@ from gateway import ids
 from gateway.accounts.identities import Principal
 from gateway.platform.runs.creation.resolution import resolve_config
 from gateway.platform.runs.creation.worker_pinning import pinned_host, pinned_worker
+from gateway.platform.runs.record import run_events
 from gateway.platform.runs.record.models import AgentConfig, RunArtifact, RunRecord
 from gateway.platform.runs.record.store import json_column, load_run
 from gateway.store import tables as t
@@ -76,13 +77,20 @@ async def insert_run(conn: AsyncConnection, new: NewRun, run_id: str | None = No
     if new.stored_config is None:
         new.agent_config = await resolve_config(conn, new.agent_uid, new.agent_config)
     await conn.execute(insert(t.runs).values(**run_values(new, run_id, utcnow())))
-    return await load_run(conn, run_id)
+    run = await load_run(conn, run_id)
+    await run_events.on_created(conn, run)
+    return run
 
 
 async def insert_delivery_runs(conn: AsyncConnection, rows: Prepared) -> None:
     """Inserts the QUEUED runs of a batch of deliveries in one executemany: `rows` encoded for
     the connection's driver, each in the column order of `DELIVERY_RUNS`."""
     await DELIVERY_RUNS.insert(conn, rows)
+    # their run.created events, in the same transaction and one more executemany
+    columns = DELIVERY_RUNS.columns
+    await run_events.on_created_rows(
+        conn, [dict(zip(columns, values, strict=True)) for values in rows.values]
+    )
 
 
 def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, object]:

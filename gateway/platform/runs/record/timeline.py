@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs.record import replies
+from gateway.platform.runs.record import run_events
 from gateway.platform.runs.record.models import RunRecord, TimelineEvent
 from gateway.store import tables as t
 
@@ -90,6 +91,14 @@ async def record_entries(conn: AsyncConnection, entries: list[Entry]) -> None:
     await replies.on_run_entries(conn, entries)
     for hook in _HOOKS:
         await hook(conn, entries)
+    # and the event log (docs/events.md), in the same transaction
+    await run_events.on_states(
+        conn,
+        [
+            (entry.run_id, entry.state, entry.at, entry.runner_uid, entry.reason)
+            for entry in entries
+        ],
+    )
 
 
 async def timeline(conn: AsyncConnection, run: RunRecord) -> list[TimelineEvent]:

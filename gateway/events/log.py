@@ -1,0 +1,72 @@
+"""Writing the event log: `record_event` / `record_events`, in the caller's transaction, so an
+event commits with the change it tells or not at all (an outbox: a crash never loses one, nor
+invents one). Subscriptions' messages are made in the same transaction (`fan_out`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.events.catalogue import EVENT_TYPES
+from gateway.store import tables as t
+from gateway.store.bulk import BulkInsert
+from gateway.store.types import utcnow
+
+EVENTS = BulkInsert(t.events, ("team_uid", "factory_uid", "type", "at", "data"))
+
+
+@dataclass(slots=True)
+class NewEvent:
+    """One event to record: `data` is its type's Struct (catalogue.EVENT_TYPES) or the plain
+    JSON object of one."""
+
+    type: str
+    team_uid: str | None
+    data: Any
+    factory_uid: str | None = None
+    at: datetime | None = None
+
+
+async def record_event(
+    conn: AsyncConnection,
+    event_type: str,
+    *,
+    team_uid: str | None,
+    data: Any,
+    factory_uid: str | None = None,
+    at: datetime | None = None,
+) -> None:
+    """Records one event of `event_type` for `team_uid` in the caller's transaction."""
+    await record_events(conn, [NewEvent(event_type, team_uid, data, factory_uid, at)])
+
+
+async def record_events(conn: AsyncConnection, events: Sequence[NewEvent]) -> None:
+    """Records `events` in one executemany (the evaluator's batches write hundreds)."""
+    if not events:
+        return
+    now = utcnow()
+    rows = []
+    for event in events:
+        if event.type not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {event.type!r}")
+        data = event.data if isinstance(event.data, dict) else msgspec.to_builtins(event.data)
+        rows.append(
+            {
+                "team_uid": event.team_uid,
+                "factory_uid": event.factory_uid,
+                "type": event.type,
+                "at": event.at or now,
+                "data": data,
+            }
+        )
+    await EVENTS.insert(conn, rows)
+
+
+def body(event_type: str, at: datetime, data: Any) -> bytes:
+    """An event as subscribers and the stream receive it: `{type, timestamp, data}`."""
+    return msgspec.json.encode({"type": event_type, "timestamp": at, "data": data})

@@ -1,0 +1,115 @@
+"""The events a run's life writes to the event log (gateway/events): `run.created` when it is
+inserted, `run.state_changed` with every timeline entry, and `run.succeeded`, `run.failed` or
+`run.cancelled` beside the one that ends it; in the transaction of the change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from msgspec import UNSET
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.events.catalogue import RUN_END_EVENTS, RunEventData
+from gateway.events.log import NewEvent, record_events
+from gateway.platform.runs.record.models import RunRecord
+from gateway.platform.runs.record.states import RUN_STATES
+from gateway.store import tables as t
+
+r = t.runs
+_COLUMNS = (
+    *(r.c.run_id, r.c.team_uid, r.c.factory_uid, r.c.conversation_id, r.c.title, r.c.source),
+    *(r.c.created_at, r.c.parent_run_id, r.c.automation_uid, r.c.delivery_id),
+)
+
+
+def created_data(run: RunRecord) -> RunEventData:
+    return RunEventData(
+        run_id=run.run_id,
+        factory_uid=run.factory_uid,
+        conversation_id=run.conversation_id,
+        state=run.state,
+        title=run.title,
+        source=run.source,
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+        parent_run_id=run.parent_run_id or UNSET,
+        automation_uid=run.automation_uid or UNSET,
+        delivery_id=run.delivery_id or UNSET,
+    )
+
+
+async def on_created(conn: AsyncConnection, run: RunRecord) -> None:
+    await record_events(
+        conn, [NewEvent("run.created", run.team_uid, created_data(run), run.factory_uid)]
+    )
+
+
+async def on_created_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """`run.created` of a batch of runs given as their column values (the evaluator's)."""
+    events = []
+    for row in rows:
+        created = _moment(row["created_at"])
+        data = RunEventData(
+            run_id=row["run_id"],
+            factory_uid=row["factory_uid"],
+            conversation_id=row["conversation_id"],
+            state=row["state"],
+            title=row["title"],
+            source=row["source"],
+            created_at=created,
+            updated_at=created,
+            automation_uid=row.get("automation_uid") or UNSET,
+            delivery_id=row.get("delivery_id") or UNSET,
+        )
+        events.append(NewEvent("run.created", row["team_uid"], data, row["factory_uid"], created))
+    await record_events(conn, events)
+
+
+def _moment(value: datetime | str) -> datetime:
+    """A time as a driver takes it (SQLite: naive UTC text) back as an aware datetime."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    return value
+
+
+async def on_states(
+    conn: AsyncConnection, changes: Sequence[tuple[str, str, datetime, str | None, str | None]]
+) -> None:
+    """(run_id, state, at, runner_uid, reason) entered: one query for the runs, one INSERT."""
+    # the timeline also holds debug session entries, which are no state of the run
+    changes = [change for change in changes if change[1] in RUN_STATES]
+    if not changes:
+        return
+    wanted = sorted({change[0] for change in changes})
+    runs = {
+        row.run_id: row
+        for row in await conn.execute(select(*_COLUMNS).where(r.c.run_id.in_(wanted)))
+    }
+    events = []
+    for run_id, state, at, runner_uid, reason in changes:
+        row = runs.get(run_id)
+        if row is None:
+            continue
+        data = RunEventData(
+            run_id=run_id,
+            factory_uid=row.factory_uid,
+            conversation_id=row.conversation_id,
+            state=state,
+            title=row.title,
+            source=row.source,
+            created_at=row.created_at,
+            updated_at=at,
+            parent_run_id=row.parent_run_id or UNSET,
+            automation_uid=row.automation_uid or UNSET,
+            delivery_id=row.delivery_id or UNSET,
+            runner_uid=runner_uid or UNSET,
+            reason=reason or UNSET,
+        )
+        events.append(NewEvent("run.state_changed", row.team_uid, data, row.factory_uid, at))
+        ended = RUN_END_EVENTS.get(state)
+        if ended is not None:
+            events.append(NewEvent(ended, row.team_uid, data, row.factory_uid, at))
+    await record_events(conn, events)
