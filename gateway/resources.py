@@ -20,6 +20,8 @@ RESOURCE_MODULES = (
     "gateway.automations.routes",
     "gateway.connections.routes",
     "gateway.deliveries.connection_routes",
+    "gateway.subscriptions.routes",
+    "gateway.subscriptions.stream_routes",
     "gateway.platform.runs.routes",
     "gateway.platform.runs.skills.routes",
     "gateway.platform.factories.dispatch_routes",

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import REPLAY_IDENTITY, DeliveryRecord, Label
 from gateway.deliveries import log as delivery_log
+from gateway.deliveries.rejection_events import record_rejections
 from gateway.deliveries.trace import TraceWrites
 from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.logs import OutageLog
@@ -213,6 +214,7 @@ class Consumer:
         async with self.database.transaction() as conn:
             claimed = await planned.claim(conn)
             started = await planned.batch.write(conn, claimed)
+            await record_rejections(conn, (entry.record for entry in entries), claimed)
         await self.source.acknowledge(entries)
         if self.database.is_sqlite:
             await asyncio.sleep(SQLITE_COMMIT_GAP_S)

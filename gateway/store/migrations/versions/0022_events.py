@@ -62,9 +62,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["team_uid"], ["teams.uid"]),
         sa.PrimaryKeyConstraint("uid"),
     )
-    op.create_index(
-        "ix_event_subscriptions_team_uid", "event_subscriptions", ["team_uid"]
-    )
+    op.create_index("ix_event_subscriptions_team_uid", "event_subscriptions", ["team_uid"])
 
 
 def downgrade() -> None:

@@ -1,0 +1,2 @@
+"""Event subscriptions: a team's URLs that receive its events, signed (docs/events.md), and the
+live stream of events (GET /events/stream)."""

@@ -1,0 +1,44 @@
+"""Server-Sent Events framing, and the loop that follows a source of numbered records with a
+heartbeat comment between them (the event stream and the delivery stream both use it)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+HEARTBEAT_S = 15.0  # a comment line at least this often keeps proxies from closing the stream
+POLL_S = 0.5
+Record = tuple[str, str, bytes]  # (id, event name or "", data)
+# next records after a position -> (records, new position)
+Fetch = Callable[[object], Awaitable[tuple[Sequence[Record], object]]]
+
+
+def frame(record_id: str, event: str, data: bytes) -> bytes:
+    """One SSE message; `data` is one line of JSON (JSON escapes newlines)."""
+    head = f"id: {record_id}\n" + (f"event: {event}\n" if event else "")
+    return head.encode() + b"data: " + data + b"\n\n"
+
+
+async def follow(
+    fetch: Fetch,
+    position: object,
+    *,
+    heartbeat_s: float = HEARTBEAT_S,
+    poll_s: float = POLL_S,
+) -> AsyncIterator[bytes]:
+    """Frames of what `fetch` finds, in order, forever; a `: heartbeat` comment when nothing
+    was sent for `heartbeat_s`. The client's disconnect ends it (the response is cancelled)."""
+    yield b": connected\n\n"
+    last_sent = time.monotonic()
+    while True:
+        records, position = await fetch(position)
+        for record_id, event, data in records:
+            yield frame(record_id, event, data)
+        if records:
+            last_sent = time.monotonic()
+            continue  # there may be more right away
+        if time.monotonic() - last_sent >= heartbeat_s:
+            yield b": heartbeat\n\n"
+            last_sent = time.monotonic()
+        await asyncio.sleep(poll_s)
