@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.events.catalogue import EVENT_TYPES
 from gateway.store import tables as t
-from gateway.store.bulk import BulkInsert
+from gateway.store.bulk import BulkInsert, Prepared
 from gateway.store.types import utcnow
 
 EVENTS = BulkInsert(t.events, ("team_uid", "factory_uid", "type", "at", "data"))
@@ -65,6 +65,14 @@ async def record_events(conn: AsyncConnection, events: Sequence[NewEvent]) -> No
             }
         )
     await EVENTS.insert(conn, rows)
+
+
+async def record_encoded(conn: AsyncConnection, values: list[tuple[Any, ...]]) -> None:
+    """Events already in the driver's form, in the column order of `EVENTS` (the evaluator's
+    batches: their times are encoded once for the runs and the events alike, their data as JSON
+    text)."""
+    if values:
+        await EVENTS.insert(conn, Prepared("type", [], values))
 
 
 def body(event_type: str, at: datetime, data: Any) -> bytes:

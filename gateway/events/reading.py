@@ -68,5 +68,7 @@ async def read_after(
 async def oldest_after(conn: AsyncConnection, since: datetime) -> int:
     """The number before the first event recorded at or after `since` (a stream resumed from an
     id the log no longer holds starts there)."""
-    value = (await conn.execute(select(func.min(e.c.seq)).where(e.c.at >= since))).scalar()
-    return 0 if value is None else int(value) - 1
+    # in number order, stopping at the first: what lies before it is what pruning removes
+    query = select(e.c.seq).where(e.c.at >= since).order_by(e.c.seq).limit(1)
+    value = (await conn.execute(query)).scalar()
+    return await latest(conn) if value is None else int(value) - 1

@@ -977,7 +977,6 @@ events = Table(
     Column("at", UTCDateTime, nullable=False),
     Column("data", JSON, nullable=False),
     Index("ix_events_team_seq", "team_uid", "seq"),
-    Index("ix_events_at", "at"),
     sqlite_autoincrement=True,
 )
 

@@ -87,10 +87,7 @@ async def insert_delivery_runs(conn: AsyncConnection, rows: Prepared) -> None:
     the connection's driver, each in the column order of `DELIVERY_RUNS`."""
     await DELIVERY_RUNS.insert(conn, rows)
     # their run.created events, in the same transaction and one more executemany
-    columns = DELIVERY_RUNS.columns
-    await run_events.on_created_rows(
-        conn, [dict(zip(columns, values, strict=True)) for values in rows.values]
-    )
+    await run_events.on_created_rows(conn, DELIVERY_RUNS.columns, rows.values)
 
 
 def run_values(new: NewRun, run_id: str, now: datetime) -> dict[str, object]:

@@ -8,17 +8,20 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.events.catalogue import RUN_END_EVENTS, RunEventData
-from gateway.events.log import NewEvent, record_events
+from gateway.events.log import NewEvent, record_encoded, record_events
 from gateway.platform.runs.record.models import RunRecord
 from gateway.platform.runs.record.states import RUN_STATES
 from gateway.store import tables as t
+from gateway.store.bulk import json_value
 
 r = t.runs
+_IDS = ("run_id", "team_uid", "factory_uid", "conversation_id")
 _COLUMNS = (
     *(r.c.run_id, r.c.team_uid, r.c.factory_uid, r.c.conversation_id, r.c.title, r.c.source),
     *(r.c.created_at, r.c.parent_run_id, r.c.automation_uid, r.c.delivery_id),
@@ -47,25 +50,39 @@ async def on_created(conn: AsyncConnection, run: RunRecord) -> None:
     )
 
 
-async def on_created_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    """`run.created` of a batch of runs given as their column values (the evaluator's)."""
+async def on_created_rows(
+    conn: AsyncConnection, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """`run.created` of a batch of runs given as their values in the driver's form, in the order
+    of `columns` (the evaluator's, thousands a second: the data is built as the JSON text the
+    store takes, each of the batch's few times converted once)."""
+    at = {name: i for i, name in enumerate(columns)}
+    run_id, team, factory, conversation = (at[n] for n in _IDS)
+    title, state, source, created = at["title"], at["state"], at["source"], at["created_at"]
+    automation, delivery = at["automation_uid"], at["delivery_id"]
+    times: dict[Any, str] = {}
     events = []
     for row in rows:
-        created = _moment(row["created_at"])
-        data = RunEventData(
-            run_id=row["run_id"],
-            factory_uid=row["factory_uid"],
-            conversation_id=row["conversation_id"],
-            state=row["state"],
-            title=row["title"],
-            source=row["source"],
-            created_at=created,
-            updated_at=created,
-            automation_uid=row.get("automation_uid") or UNSET,
-            delivery_id=row.get("delivery_id") or UNSET,
-        )
-        events.append(NewEvent("run.created", row["team_uid"], data, row["factory_uid"], created))
-    await record_events(conn, events)
+        moment = row[created]
+        text = times.get(moment)
+        if text is None:
+            text = times[moment] = msgspec.to_builtins(_moment(moment))
+        data: dict[str, Any] = {
+            "run_id": row[run_id],
+            "factory_uid": row[factory],
+            "conversation_id": row[conversation],
+            "state": row[state],
+            "title": row[title],
+            "source": row[source],
+            "created_at": text,
+            "updated_at": text,
+        }
+        if row[automation]:
+            data["automation_uid"] = row[automation]
+        if row[delivery]:
+            data["delivery_id"] = row[delivery]
+        events.append((row[team], row[factory], "run.created", moment, json_value(data)))
+    await record_encoded(conn, events)
 
 
 def _moment(value: datetime | str) -> datetime:

@@ -40,7 +40,6 @@ def upgrade() -> None:
         sqlite_autoincrement=True,
     )
     op.create_index("ix_events_team_seq", "events", ["team_uid", "seq"])
-    op.create_index("ix_events_at", "events", ["at"])
     op.create_table(
         "event_subscriptions",
         sa.Column("uid", sa.String(length=64), nullable=False),
