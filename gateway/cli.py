@@ -29,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "server", None) is not None:
         return _apply_remote(args)  # a client of a running gateway: no settings of its own
+    if getattr(args, "client", False):
+        return _listen(args)  # the same
     try:
         if args.needs_store is not None:
             missing = _missing_store(*database_url_setting(), args.needs_store)
@@ -126,6 +128,25 @@ def _parser() -> argparse.ArgumentParser:
         "(default 30)",
     )
     runner.set_defaults(run=_runner)
+
+    listen = sub.add_parser(
+        "listen",
+        help="forward a remote gateway's deliveries to a local URL (development)",
+        description="Follows the deliveries of one webhook or provider connection of the "
+        "gateway at GATEWAY_API_URL (default http://127.0.0.1:8000), with the API key in "
+        "GATEWAY_API_KEY, and re-sends each, body and headers as received, to --forward-to; "
+        "prints one line per delivery with the local answer's status and time. Resumes after "
+        "a dropped connection without losing or repeating a delivery. Headers the gateway "
+        "redacts (credentials, signatures: it verified them) are not forwarded.",
+    )
+    source = listen.add_mutually_exclusive_group(required=True)
+    source.add_argument("--webhook", metavar="UID", help="a custom webhook's uid (wh_...)")
+    source.add_argument("--connection", metavar="UID", help="a provider connection's uid")
+    listen.add_argument(
+        "--forward-to", required=True, metavar="URL", help="the local URL deliveries go to"
+    )
+    listen.add_argument("--count", type=int, help=argparse.SUPPRESS)  # stop after N (tests)
+    listen.set_defaults(run=_listen, client=True)
 
     apply = sub.add_parser(
         "apply",
@@ -316,6 +337,30 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     asyncio.run(run_worker(settings, parent_pid=args.parent_pid, lifeline_fd=args.lifeline_fd))
     return 0
+
+
+def _listen(args: argparse.Namespace) -> int:
+    import os
+
+    from gateway.listen import Listener, ListenOptions
+
+    key = os.environ.get("GATEWAY_API_KEY", "").strip()
+    if not key:
+        print("gateway listen: set GATEWAY_API_KEY to an API key", file=sys.stderr)
+        return 2
+    api_url = os.environ.get("GATEWAY_API_URL", "http://127.0.0.1:8000")
+    for name, url in (("GATEWAY_API_URL", api_url), ("--forward-to", args.forward_to)):
+        if not url.startswith(("http://", "https://")):
+            print(f"gateway listen: {name}: expected an http(s) URL, got {url!r}", file=sys.stderr)
+            return 2
+    source = (
+        f"webhooks/{args.webhook}" if args.webhook else f"provider-connections/{args.connection}"
+    )
+    options = ListenOptions(api_url, key, source, args.forward_to, once=args.count)
+    try:
+        return Listener(options).run()
+    except KeyboardInterrupt:
+        return 0
 
 
 def _runner(settings: Settings, args: argparse.Namespace) -> int:

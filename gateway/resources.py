@@ -20,6 +20,7 @@ RESOURCE_MODULES = (
     "gateway.automations.routes",
     "gateway.connections.routes",
     "gateway.deliveries.connection_routes",
+    "gateway.deliveries.stream_routes",
     "gateway.subscriptions.routes",
     "gateway.subscriptions.stream_routes",
     "gateway.platform.runs.routes",

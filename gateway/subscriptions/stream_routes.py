@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway.accounts.identities import creation_team
+from gateway.api import sse
 from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Query, Routes
 from gateway.errors import InvalidRequest
@@ -16,12 +17,10 @@ from gateway.events.catalogue import check_patterns, expand
 from gateway.events.log import body
 from gateway.openapi import Header
 from gateway.store import Database
-from gateway.subscriptions import sse
 from gateway.subscriptions.models import StreamQuery
 
 routes = Routes("event subscriptions")
 PAGE = 500
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 @routes.get(
@@ -63,7 +62,7 @@ async def stream(request: Request, query: Query[StreamQuery]) -> Response:
         return records, reached
 
     return StreamingResponse(
-        sse.follow(fetch, start), media_type="text/event-stream", headers=STREAM_HEADERS
+        sse.follow(fetch, start), media_type="text/event-stream", headers=sse.STREAM_HEADERS
     )
 
 

@@ -15,15 +15,22 @@ from tests.support import GatewayClient, scaled
 
 
 @contextmanager
-def served(client: GatewayClient) -> Iterator[int]:
+def served(client: GatewayClient, port: int | None = None) -> Iterator[int]:
     state = client.app_state
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         scope["state"] = dict(state)
         await client.app(scope, receive, send)
 
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="error")
+    port = port or free_port()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        lifespan="off",
+        log_level="error",
+        timeout_graceful_shutdown=1,  # open streams end with the server
+    )
     server = uvicorn.Server(config)
     assert client.portal is not None
     future = client.portal.start_task_soon(server.serve)

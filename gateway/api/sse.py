@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 HEARTBEAT_S = 15.0  # a comment line at least this often keeps proxies from closing the stream
 POLL_S = 0.5
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 Record = tuple[str, str, bytes]  # (id, event name or "", data)
 # next records after a position -> (records, new position)
 Fetch = Callable[[object], Awaitable[tuple[Sequence[Record], object]]]
