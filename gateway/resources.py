@@ -22,6 +22,7 @@ RESOURCE_MODULES = (
     "gateway.deliveries.connection_routes",
     "gateway.deliveries.stream_routes",
     "gateway.subscriptions.routes",
+    "gateway.subscriptions.message_routes",
     "gateway.subscriptions.stream_routes",
     "gateway.platform.runs.routes",
     "gateway.platform.runs.skills.routes",

@@ -134,6 +134,9 @@ class Settings:
     outbound_timeout_s: float = 30.0
     # the wait before a reply's first retry; each next one doubles it (docs/providers.md#replies)
     reply_retry_s: float = 10.0
+    # an event subscription whose messages have failed this long without one delivered is
+    # disabled, and its owners told in the inbox (docs/events.md)
+    event_subscription_disable_after_days: float = 5.0
     # where attachment content is kept, and what may be uploaded (gateway/attachment_storage)
     attachments: AttachmentStorage = field(default_factory=AttachmentStorage)
 
@@ -216,6 +219,9 @@ def load_settings(
         outbound_allow_private=_choice(env, "outbound_allow_private", ("0", "1"), "0") == "1",
         outbound_timeout_s=_positive_float(env, "outbound_timeout_s"),
         reply_retry_s=_positive_float(env, "reply_retry_s"),
+        event_subscription_disable_after_days=_positive_float(
+            env, "event_subscription_disable_after_days"
+        ),
     )
 
 

@@ -4,7 +4,8 @@ registers its closer; Services.close runs them in reverse."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from gateway.backends.config_changes import LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
@@ -17,15 +18,18 @@ from gateway.metrics import export as metrics
 from gateway.metrics.counts import COUNTS
 from gateway.outbound import Dispatcher, Sender, outbound_client
 from gateway.outbound.gauges import with_backlog
+from gateway.platform.inbox.notifications import on_subscription_disabled
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.schedules.scheduler import scheduler
 from gateway.platform.scoring.sampling import queue_sampled
 from gateway.platform.tasks.binding import task_binder
 from gateway.services import Services
 from gateway.store import migrate
+from gateway.subscriptions.delivery import EventSender
 
 if TYPE_CHECKING:
     import httpx
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
     from gateway.backends.outbox import Outbox
     from gateway.backends.redis_backend import KeySpace
@@ -149,14 +153,28 @@ def _dispatcher(services: Services) -> None:
 
 def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
     """The sender of each outbound kind: replies are posted through their connection
-    (connections/), with the run as the platform tells it."""
+    (connections/), with the run as the platform tells it; events go to their subscriptions
+    (subscriptions/delivery.py)."""
     from gateway.connections.reply_sender import ReplySender
     from gateway.platform.runs.record.reply_delivery import SCHEDULE, RunReplySender
 
     database, settings = services.database, services.settings
     replies = ReplySender(database, services.secret_box, http)
     schedule = dataclasses.replace(SCHEDULE, first_s=settings.reply_retry_s)
-    return [RunReplySender(database, replies, settings.console_base_url, schedule)]
+
+    async def subscription_disabled(conn: AsyncConnection, row: Any, why: str) -> None:
+        title = f"Event subscription disabled: {row.url}"[:500]
+        detail = f"{row.uid} was disabled: {why}. Enable it again with PATCH enabled: true."
+        await on_subscription_disabled(conn, row.team_uid, row.factory_uid, title, detail)
+
+    events = EventSender(
+        database,
+        services.secret_box,
+        http,
+        disable_after=timedelta(days=settings.event_subscription_disable_after_days),
+        on_disabled=subscription_disabled,
+    )
+    return [RunReplySender(database, replies, settings.console_base_url, schedule), events]
 
 
 def _outbox(services: Services) -> Outbox | None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.events.catalogue import EVENT_TYPES
+from gateway.events.fan_out import Recorded, fan_out
 from gateway.store import tables as t
 from gateway.store.bulk import BulkInsert, Prepared
 from gateway.store.types import utcnow
@@ -50,21 +51,14 @@ async def record_events(conn: AsyncConnection, events: Sequence[NewEvent]) -> No
     if not events:
         return
     now = utcnow()
-    rows = []
+    recorded: list[Recorded] = []
     for event in events:
         if event.type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {event.type!r}")
         data = event.data if isinstance(event.data, dict) else msgspec.to_builtins(event.data)
-        rows.append(
-            {
-                "team_uid": event.team_uid,
-                "factory_uid": event.factory_uid,
-                "type": event.type,
-                "at": event.at or now,
-                "data": data,
-            }
-        )
-    await EVENTS.insert(conn, rows)
+        recorded.append((event.team_uid, event.factory_uid, event.type, event.at or now, data))
+    await EVENTS.insert(conn, [dict(zip(EVENTS.columns, row, strict=True)) for row in recorded])
+    await fan_out(conn, recorded)
 
 
 async def record_encoded(conn: AsyncConnection, values: list[tuple[Any, ...]]) -> None:
@@ -73,6 +67,15 @@ async def record_encoded(conn: AsyncConnection, values: list[tuple[Any, ...]]) -
     text)."""
     if values:
         await EVENTS.insert(conn, Prepared("type", [], values))
+        await fan_out(conn, [_decoded(conn, row) for row in values])
+
+
+def _decoded(conn: AsyncConnection, row: tuple[Any, ...]) -> Recorded:
+    """An encoded row's values as fan_out takes them (SQLite's times are naive UTC text)."""
+    team_uid, factory_uid, event_type, at, data = row
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at).replace(tzinfo=UTC)
+    return team_uid, factory_uid, event_type, at, data
 
 
 def body(event_type: str, at: datetime, data: Any) -> bytes:

@@ -13,7 +13,12 @@ from gateway.api.pagination import PageInfo
 from gateway.store.rows import from_row
 
 Kind = Literal[
-    "run_failed", "run_needs_input", "task_stage_changed", "dispatch_failed", "reply_failed"
+    "run_failed",
+    "run_needs_input",
+    "task_stage_changed",
+    "dispatch_failed",
+    "reply_failed",
+    "subscription_disabled",
 ]
 Scope = Literal["mine", "team"]
 NotificationUid = Annotated[str, Meta(min_length=1, max_length=64)]

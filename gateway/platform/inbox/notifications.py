@@ -145,3 +145,18 @@ async def on_dispatch_failed(conn: AsyncConnection, factory_uid: str, detail: st
 
 async def on_foreman_set(conn: AsyncConnection, factory_uid: str) -> None:
     await resolve(conn, n.c.factory_uid == factory_uid, n.c.kind == "dispatch_failed")
+
+
+async def on_subscription_disabled(
+    conn: AsyncConnection, team_uid: str, factory_uid: str | None, title: str, detail: str
+) -> None:
+    """An event subscription was disabled by the service (410 Gone, failing too long): told in
+    the inbox of its factory, or of every factory of its team when it has none (the inbox is
+    where the team looks)."""
+    if factory_uid is not None:
+        factories = [factory_uid]
+    else:
+        query = select(t.factories.c.uid).where(t.factories.c.team_uid == team_uid)
+        factories = sorted((await conn.execute(query)).scalars())
+    for uid in factories:
+        await notify(conn, uid, "subscription_disabled", title, detail=detail)

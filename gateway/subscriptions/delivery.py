@@ -1,0 +1,148 @@
+"""Delivering events to subscriptions: the outbound sender of kind `event` (docs/events.md).
+
+Each message is one event for one subscription, its body fixed when it was enqueued. Every
+attempt is signed afresh (Standard Webhooks, with the `standardwebhooks` library): `webhook-id`
+is the message's id, the same on every attempt, so a subscriber drops a repeat; the timestamp
+is the attempt's; during a rotation the previous secret signs beside the new one. A 2xx within
+TIMEOUT_S is delivered; 410 Gone disables the subscription; anything else is tried again on
+SCHEDULE, and a message that runs out of it has failed. A subscription whose messages have
+failed for `event_subscription_disable_after_days` with none delivered is disabled, and its
+owners told (`on_disabled`, the inbox: wiring fills it in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import Row, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from standardwebhooks import Webhook
+
+from gateway.events.fan_out import KIND
+from gateway.outbound import Delivered, Failed, OutboundMessage, Outcome, RetryLater, RetrySchedule
+from gateway.outbound.http import RefusedDestination, refused
+from gateway.security import SecretBox
+from gateway.store import Database
+from gateway.store import tables as t
+from gateway.store.types import utcnow
+
+s = t.event_subscriptions
+TIMEOUT_S = 15.0
+# attempt 2 about 5 s after the first, then x4 each time (20 s, 80 s, ~5 min, ~21 min, ~1.4 h,
+# ~5.7 h), then every 6 h, +-20 %; the message fails a day after its event
+SCHEDULE = RetrySchedule(
+    first_s=5.0, factor=4.0, max_delay_s=6 * 3600.0, max_attempts=12, max_age_s=86_400.0
+)
+EXCERPT = 1024
+# (conn, subscription row, why): tells the subscription's owners it was disabled
+OnDisabled = Callable[[AsyncConnection, Row[Any], str], Awaitable[None]]
+
+
+def signature(secrets: list[str], msg_id: str, at: datetime, body: str) -> str:
+    """The `webhook-signature` header: one `v1,<base64>` per secret, space-separated."""
+    return " ".join(Webhook(secret).sign(msg_id, at, body) for secret in secrets)
+
+
+def headers(secrets: list[str], msg_id: str, at: datetime, body: str) -> dict[str, str]:
+    return {
+        "content-type": "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": signature(secrets, msg_id, at, body),
+    }
+
+
+class EventSender:
+    """The outbound `Sender` of kind `event`."""
+
+    kind = KIND
+    schedule = SCHEDULE
+
+    def __init__(
+        self,
+        database: Database,
+        box: SecretBox,
+        http: httpx.AsyncClient,
+        *,
+        disable_after: timedelta,
+        on_disabled: OnDisabled,
+    ) -> None:
+        self._database, self._box, self._http = database, box, http
+        self._disable_after, self._on_disabled = disable_after, on_disabled
+
+    async def send(self, message: OutboundMessage) -> Outcome:
+        uid = message.payload["subscription_uid"]
+        async with self._database.read() as conn:
+            row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
+        if row is None or row.deleted_at is not None:
+            return Failed(error="the subscription was deleted", gone=True)
+        if not row.enabled:
+            return Failed(error="the subscription is disabled")
+        now = utcnow()
+        body: str = message.payload["body"]
+        try:
+            answer = await self._http.post(
+                row.url,
+                content=body.encode(),
+                headers=headers(self._secrets(row, now), message.id, now, body),
+                timeout=TIMEOUT_S,
+            )
+        except RefusedDestination as exc:
+            return refused(exc)
+        except httpx.TimeoutException:
+            return RetryLater(error=f"no answer within {TIMEOUT_S:g} s")
+        except httpx.HTTPError as exc:
+            return RetryLater(error=f"{type(exc).__name__}: {exc}")
+        excerpt = answer.text[:EXCERPT]
+        if answer.is_success:
+            return Delivered(message_id=str(answer.status_code))
+        if answer.status_code == 410:
+            return Failed(error=f"410 Gone: {excerpt}", gone=True, status=410)
+        return RetryLater(
+            error=f"{answer.status_code}: {excerpt}",
+            status=answer.status_code,
+            after=_retry_after(answer),
+        )
+
+    def _secrets(self, row: Row[Any], now: datetime) -> list[str]:
+        secrets = [self._box.decrypt(row.secret_encrypted)]
+        until = row.previous_secret_until
+        if row.previous_secret_encrypted and until is not None and until > now:
+            secrets.append(self._box.decrypt(row.previous_secret_encrypted))
+        return secrets
+
+    async def settled(self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome) -> None:
+        uid = message.payload["subscription_uid"]
+        row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
+        if row is None or row.deleted_at is not None or not row.enabled:
+            return
+        now = utcnow()
+        if isinstance(outcome, Delivered):
+            if row.failing_since is not None:
+                await conn.execute(update(s).where(s.c.uid == uid).values(failing_since=None))
+            return
+        if isinstance(outcome, Failed) and outcome.status == 410:
+            await self._disable(conn, row, "the endpoint answered 410 Gone")
+            return
+        since = row.failing_since or message.created_at
+        if now - since >= self._disable_after:
+            days = self._disable_after / timedelta(days=1)
+            await self._disable(conn, row, f"its messages failed for {days:g} days")
+        elif row.failing_since is None:
+            await conn.execute(update(s).where(s.c.uid == uid).values(failing_since=since))
+
+    async def _disable(self, conn: AsyncConnection, row: Row[Any], why: str) -> None:
+        await conn.execute(
+            update(s)
+            .where(s.c.uid == row.uid)
+            .values(enabled=False, disabled_reason=why, updated_at=utcnow())
+        )
+        await self._on_disabled(conn, row, why)
+
+
+def _retry_after(answer: httpx.Response) -> float | None:
+    value = answer.headers.get("retry-after", "")
+    return min(float(value), SCHEDULE.max_delay_s) if value.isdigit() else None
