@@ -1,0 +1,133 @@
+"""Event subscriptions deliver (docs/events.md): a subscriber that verifies every message with
+the official `standardwebhooks` verifier receives a run's life, run.created ... run.succeeded;
+a message it answered 500 comes again with the same webhook-id; the attempts are readable,
+and a failed message is sent again on request."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from standardwebhooks import Webhook
+
+from tests.conftest import make_settings
+from tests.platform.runs.runs_support import advance, new_run
+from tests.subscriptions.receiver import Received, receiving
+from tests.support import GatewayClient, World, eventually, scaled
+
+RUN_LIFE = ["run.created", "run.state_changed", "run.state_changed", "run.state_changed",
+            "run.succeeded"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def events_client(
+    request: pytest.FixtureRequest,
+    store_kind: str,
+    sqlite_template: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[GatewayClient]:
+    """A gateway whose outbound calls may reach loopback (the subscriber runs there)."""
+    if store_kind == "sqlite":
+        store = tmp_path_factory.mktemp("events") / "gateway.db"
+        shutil.copyfile(sqlite_template, store)
+        url = f"sqlite:///{store}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    with GatewayClient.running(make_settings(url, outbound_allow_private="1")) as client:
+        yield client
+
+
+@pytest.fixture
+def world(events_client: GatewayClient) -> World:
+    return World.create(events_client)
+
+
+def verified(secret: str, received: Received) -> dict[str, Any]:
+    """The body, after the official verifier accepted its signature (it raises otherwise)."""
+    body: dict[str, Any] = Webhook(secret).verify(received.body, received.headers)
+    return body
+
+
+def subscribe(world: World, url: str, events: list[str]) -> dict[str, Any]:
+    made = world.api("POST", "/event-subscriptions", json={"url": url, "events": events})
+    assert made.status_code == 201, made.text
+    return dict(made.json())
+
+
+def test_a_subscriber_receives_a_runs_life_verified(world: World) -> None:
+    with receiving() as subscriber:
+        sub = subscribe(world, subscriber.url, ["run.*"])
+        run = new_run(world)
+        advance(world, run["run_id"], "claim", "start", "succeed")
+        got = subscriber.wait_for(len(RUN_LIFE), scaled(30))
+    bodies = [verified(sub["secret"], received) for received in got]
+    assert sorted(b["type"] for b in bodies) == sorted(RUN_LIFE)
+    assert all(b["data"]["run_id"] == run["run_id"] for b in bodies)
+    states = [b["data"]["state"] for b in bodies if b["type"] == "run.state_changed"]
+    assert sorted(states) == ["CLAIMED", "INPROGRESS", "SUCCEEDED"]
+    assert len({r.headers["webhook-id"] for r in got}) == len(RUN_LIFE)
+    # another secret does not verify them
+    with pytest.raises(Exception, match="(?i)signature"):
+        Webhook("whsec_" + "A" * 44).verify(got[0].body, got[0].headers)
+
+
+def test_a_500_comes_again_with_the_same_webhook_id(world: World) -> None:
+    with receiving(statuses=[500]) as subscriber:
+        sub = subscribe(world, subscriber.url, ["run.created"])
+        run = new_run(world)
+        got = subscriber.wait_for(2, scaled(30))
+    assert len(got) == 2, "not tried again"
+    assert got[0].headers["webhook-id"] == got[1].headers["webhook-id"]
+    assert got[0].body == got[1].body
+    assert verified(sub["secret"], got[1])["data"]["run_id"] == run["run_id"]
+    base = f"/event-subscriptions/{sub['uid']}/messages"
+
+    def delivered() -> Any:
+        listed = world.api("GET", base).json()["messages"]
+        return listed if listed and listed[0]["state"] == "delivered" else None
+
+    listed = eventually(delivered)
+    assert [m["id"] for m in listed] == [got[0].headers["webhook-id"]]
+    assert json.loads(listed[0]["body"]) == json.loads(got[0].body)
+    attempts = world.api("GET", f"{base}/{listed[0]['id']}/attempts").json()["attempts"]
+    assert [a["n"] for a in attempts] == [1, 2]
+    assert attempts[0]["status"] == 500 and "response_excerpt" in attempts[0]
+    assert "error" not in attempts[1]
+
+
+def test_rotation_signs_with_both_secrets_and_retry_sends_again(world: World) -> None:
+    with receiving() as subscriber:
+        sub = subscribe(world, subscriber.url, ["run.created"])
+        rotated = world.api("POST", f"/event-subscriptions/{sub['uid']}/rotate-secret").json()
+        new_run(world)
+        first = subscriber.wait_for(1, scaled(30))[0]
+        assert len(first.headers["webhook-signature"].split(" ")) == 2
+        verified(sub["secret"], first)
+        verified(rotated["secret"], first)
+        base = f"/event-subscriptions/{sub['uid']}/messages"
+        message_id = first.headers["webhook-id"]
+        eventually(lambda: world.api("GET", f"{base}/{message_id}").json()["state"] == "delivered")
+        again = world.api("POST", f"{base}/{message_id}/retry")
+        assert again.status_code == 200 and again.json()["state"] == "pending"
+        second = subscriber.wait_for(2, scaled(30))[1]
+    assert second.headers["webhook-id"] == message_id and second.body == first.body
+    none = world.api(
+        "POST",
+        f"/event-subscriptions/{sub['uid']}/retry-failed",
+        json={"since": "2020-01-01T00:00:00Z"},
+    )
+    assert none.status_code == 200 and none.json() == {"retried": 0}
+
+
+def test_410_disables_the_subscription_and_tells_the_inbox(world: World) -> None:
+    with receiving(statuses=[410]) as subscriber:
+        sub = subscribe(world, subscriber.url, ["run.created"])
+        new_run(world)
+        subscriber.wait_for(1, scaled(30))
+        one = f"/event-subscriptions/{sub['uid']}"
+        gone = eventually(lambda: (got := world.api("GET", one).json())["enabled"] is False and got)
+    assert "410" in gone["disabled_reason"]
