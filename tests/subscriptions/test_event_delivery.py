@@ -71,7 +71,7 @@ def test_a_subscriber_receives_a_runs_life_verified(world: World) -> None:
     assert sorted(states) == ["CLAIMED", "INPROGRESS", "SUCCEEDED"]
     assert len({r.headers["webhook-id"] for r in got}) == len(RUN_LIFE)
     # another secret does not verify them
-    with pytest.raises(Exception, match="(?i)signature"):
+    with pytest.raises(Exception, match=r"(?i)signature"):
         Webhook("whsec_" + "A" * 44).verify(got[0].body, got[0].headers)
 
 
