@@ -35,7 +35,7 @@ class Receiver:
 
 
 @contextmanager
-def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
+def receiving(statuses: list[int] | None = None, port: int = 0) -> Iterator[Receiver]:
     receiver = Receiver(0, statuses=list(statuses or []))
 
     class Handler(BaseHTTPRequestHandler):
@@ -54,7 +54,7 @@ def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     receiver.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
