@@ -79,7 +79,12 @@ class Header:
 Documented = tuple[str, str, Operation]  # (method, path as served, operation)
 
 
-def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
+def build_document(
+    operations: Iterable[Documented], webhooks: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The document of `operations`; `webhooks`: what the service sends out, {"bodies": {name:
+    JSON Schema of the request body}, "components": {the schemas they refer to}} (OpenAPI 3.1's
+    `webhooks` section)."""
     operations = sorted(operations, key=lambda item: (item[1], item[0]))
     types = [Problem]
     for _, _, op in operations:
@@ -105,9 +110,36 @@ def build_document(operations: Iterable[Documented]) -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+    if webhooks is not None:
+        components.update(webhooks["components"])
+        document["webhooks"] = {
+            name: _webhook(name, schema) for name, schema in webhooks["bodies"].items()
+        }
     # as JSON data: defaults of tuple fields (`()`) become the lists the served document holds
     plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(document))
     return plain
+
+
+def _webhook(name: str, schema: Schema) -> Schema:
+    return {
+        "post": {
+            "summary": name,
+            "description": schema.get("description", "")
+            + " Sent signed (Standard Webhooks: webhook-id, webhook-timestamp, "
+            "webhook-signature) to each event subscription that selects it.",
+            "operationId": "event_" + name.replace(".", "_"),
+            "tags": ["event subscriptions"],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": schema}},
+            },
+            "responses": {
+                "2XX": {"description": "delivered (within 15 s)"},
+                "410": {"description": "the subscription is disabled"},
+                "default": {"description": "tried again later (docs/events.md)"},
+            },
+        }
+    }
 
 
 def _unique(types: list[Any]) -> list[Any]:

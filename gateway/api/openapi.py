@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Mount
 
 from gateway.api.http import json_response
 from gateway.api.routing import Routes, documented
+from gateway.events.catalogue import body_schemas
 from gateway.openapi import Documented, build_document
 
 API_PREFIX = "/api/v1"
@@ -32,4 +33,5 @@ def openapi_routes(served: Sequence[BaseRoute], elsewhere: Sequence[Documented])
 
 
 def document(routes: Sequence[BaseRoute], elsewhere: Sequence[Documented]) -> dict[str, Any]:
-    return build_document([*documented([Mount(API_PREFIX, routes=list(routes))]), *elsewhere])
+    operations = [*documented([Mount(API_PREFIX, routes=list(routes))]), *elsewhere]
+    return build_document(operations, body_schemas())

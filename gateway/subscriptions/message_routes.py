@@ -9,7 +9,7 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Query, Routes
 from gateway.subscriptions import management, messages
 from gateway.subscriptions.messages import (
-    AttemptList,
+    MessageAttemptList,
     EventMessage,
     EventMessageList,
     MessagesQuery,
@@ -46,14 +46,17 @@ async def get_message(request: Request) -> EventMessage:
 
 
 @routes.get(
-    MESSAGE + "/attempts", "List a message's attempts, first first", team=True, response=AttemptList
+    MESSAGE + "/attempts",
+    "List a message's attempts, first first",
+    team=True,
+    response=MessageAttemptList,
 )
-async def list_attempts(request: Request) -> AttemptList:
+async def list_attempts(request: Request) -> MessageAttemptList:
     principal = await principal_of(request, team_scoped=True)
     async with services_of(request).database.read() as conn:
         row = await management.visible_row(conn, principal, request.path_params["subscription_uid"])
         found = await messages.get_message(conn, row.uid, request.path_params["message_id"])
-        return AttemptList(attempts=await messages.attempts(conn, found.id))
+        return MessageAttemptList(attempts=await messages.attempts(conn, found.id))
 
 
 @routes.post(

@@ -63,7 +63,7 @@ class MessagesQuery(Struct, kw_only=True, forbid_unknown_fields=True):
     before: Annotated[str, Meta(description="a message id: the page after it")] | None = None
 
 
-class Attempt(Struct, kw_only=True, omit_defaults=True):
+class MessageAttempt(Struct, kw_only=True, omit_defaults=True):
     n: int
     at: Timestamp
     latency_ms: int
@@ -74,8 +74,8 @@ class Attempt(Struct, kw_only=True, omit_defaults=True):
     error: str | UnsetType = UNSET
 
 
-class AttemptList(Struct, kw_only=True):
-    attempts: list[Attempt]
+class MessageAttemptList(Struct, kw_only=True):
+    attempts: list[MessageAttempt]
 
 
 class RetryFailed(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -111,10 +111,10 @@ async def get_message(conn: AsyncConnection, subscription_uid: str, message_id: 
     return row
 
 
-async def attempts(conn: AsyncConnection, message_id: str) -> list[Attempt]:
+async def attempts(conn: AsyncConnection, message_id: str) -> list[MessageAttempt]:
     query = select(a).where(a.c.message_id == message_id).order_by(a.c.n)
     return [
-        Attempt(
+        MessageAttempt(
             n=row.n,
             at=row.at,
             latency_ms=row.latency_ms,
