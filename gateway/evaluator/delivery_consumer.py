@@ -25,6 +25,7 @@ from gateway.deliveries import log as delivery_log
 from gateway.deliveries.rejection_events import record_rejections
 from gateway.deliveries.trace import TraceWrites
 from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.events import log as event_log
 from gateway.logs import OutageLog
 from gateway.store import Database
 
@@ -248,5 +249,8 @@ class Consumer:
         self._next_prune = time.monotonic() + PRUNE_EVERY_S
         async with self.database.transaction() as conn:
             removed = await delivery_log.prune(conn)
+            events = await event_log.prune(conn)
         if removed:
             log.info("delivery log: pruned %d records past retention", removed)
+        if events:
+            log.info("event log: pruned %d events past retention", events)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.events.catalogue import EVENT_TYPES
@@ -81,3 +82,20 @@ def _decoded(conn: AsyncConnection, row: tuple[Any, ...]) -> Recorded:
 def body(event_type: str, at: datetime, data: Any) -> bytes:
     """An event as subscribers and the stream receive it: `{type, timestamp, data}`."""
     return msgspec.json.encode({"type": event_type, "timestamp": at, "data": data})
+
+
+RETENTION = timedelta(hours=48)  # the stream resumes from any event of the last 24 h, and more
+PRUNE_BATCH = 10_000
+
+
+async def prune(conn: AsyncConnection, now: datetime | None = None) -> int:
+    """Removes events older than RETENTION, at most PRUNE_BATCH per call (in number order:
+    the oldest first); how many. Their subscriptions' messages live on in the outbound queue."""
+    cutoff = (now or utcnow()) - RETENTION
+    e = t.events
+    oldest = select(e.c.seq).where(e.c.at < cutoff).order_by(e.c.seq).limit(PRUNE_BATCH)
+    numbers = [seq for (seq,) in await conn.execute(oldest)]
+    if not numbers:
+        return 0
+    await conn.execute(delete(e).where(e.c.seq <= numbers[-1], e.c.at < cutoff))
+    return len(numbers)

@@ -9,9 +9,9 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Query, Routes
 from gateway.subscriptions import management, messages
 from gateway.subscriptions.messages import (
-    MessageAttemptList,
     EventMessage,
     EventMessageList,
+    MessageAttemptList,
     MessagesQuery,
     Retried,
     RetryFailed,

@@ -24,6 +24,7 @@ from gateway.platform.runs.conversations.models import (
     InterruptResult,
     Routing,
 )
+from gateway.platform.runs.record import run_events
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import CANCELLABLE_TYPES, SETUP_FAILURE, RunRecord
 from gateway.platform.runs.record.states import LIVE, RunState, allows, next_state
@@ -126,6 +127,7 @@ async def _deliver(
     )
     if state != run.state:  # BLOCKED -> INPROGRESS, or ended -> QUEUED: a change of state
         await run_timeline.record(conn, [run.run_id], state, now, reason=f"follow-up ({routing})")
+    await run_events.on_followup(conn, run, state, request.message, now)
     return FollowUpResult(run.run_id, state, routing)
 
 

@@ -13,7 +13,7 @@ from msgspec import UNSET
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.events.catalogue import RUN_END_EVENTS, RunEventData
+from gateway.events.catalogue import RUN_END_EVENTS, FollowupEventData, RunEventData
 from gateway.events.log import NewEvent, record_encoded, record_events
 from gateway.platform.runs.record.models import RunRecord
 from gateway.platform.runs.record.states import RUN_STATES
@@ -130,3 +130,20 @@ async def on_states(
         if ended is not None:
             events.append(NewEvent(ended, row.team_uid, data, row.factory_uid, at))
     await record_events(conn, events)
+
+
+async def on_followup(
+    conn: AsyncConnection, run: RunRecord, state: str, message: str, at: datetime
+) -> None:
+    """`run.followup_received`: a follow-up reached the run (now in `state`)."""
+    data = FollowupEventData(
+        run_id=run.run_id,
+        factory_uid=run.factory_uid,
+        conversation_id=run.conversation_id,
+        state=state,
+        message=message[:2000],
+        received_at=at,
+    )
+    await record_events(
+        conn, [NewEvent("run.followup_received", run.team_uid, data, run.factory_uid, at)]
+    )
