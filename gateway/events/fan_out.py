@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.events.catalogue import matches
-from gateway.outbound.queue import enqueue
+from gateway.outbound.queue import enqueue_many
 from gateway.store import tables as t
 
 KIND = "event"  # the outbound kind of a subscription's message
@@ -39,7 +39,7 @@ async def fan_out(conn: AsyncConnection, events: Sequence[Recorded]) -> int:
     subscriptions = (await conn.execute(query)).all()
     if not subscriptions:
         return 0
-    made = 0
+    made: list[dict[str, Any]] = []
     for team_uid, factory_uid, event_type, at, data in events:
         body: str | None = None
         for sub in subscriptions:
@@ -49,16 +49,17 @@ async def fan_out(conn: AsyncConnection, events: Sequence[Recorded]) -> int:
                 continue
             if body is None:
                 body = _body(event_type, at, data)
-            await enqueue(
-                conn,
-                kind=KIND,
-                key=ids.new_id("evm"),
-                destination=sub.uid,
-                subject=sub.uid,
-                payload={"subscription_uid": sub.uid, "type": event_type, "body": body},
+            made.append(
+                {
+                    "kind": KIND,
+                    "key": ids.new_id("evm"),
+                    "destination": sub.uid,
+                    "subject": sub.uid,
+                    "payload": {"subscription_uid": sub.uid, "type": event_type, "body": body},
+                }
             )
-            made += 1
-    return made
+    await enqueue_many(conn, made)  # one executemany: a batch's events are hundreds
+    return len(made)
 
 
 def _body(event_type: str, at: datetime, data: Any) -> str:

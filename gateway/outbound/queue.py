@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import ids
 from gateway.store import after_commit
 from gateway.store import tables as t
+from gateway.store.bulk import BulkInsert
 from gateway.store.types import utcnow
 
 m, a = t.outbound_messages, t.outbound_attempts
@@ -227,3 +228,35 @@ async def waiting(conn: AsyncConnection, kinds: Iterable[str]) -> int:
         .where(m.c.state == "pending", m.c.next_attempt_at.is_not(None), m.c.kind.in_(list(kinds)))
     )
     return int((await conn.execute(query)).scalar_one())
+
+
+MESSAGES = BulkInsert(
+    m,
+    (
+        *("id", "kind", "key", "subject", "destination", "payload", "state", "attempts"),
+        *("next_attempt_at", "created_at", "updated_at"),
+    ),
+)
+
+
+async def enqueue_many(conn: AsyncConnection, messages: list[dict[str, Any]]) -> None:
+    """Many new messages in one executemany, in the caller's transaction: each a mapping of
+    `kind`, `key`, `destination`, `payload` and `subject`, its `key` new (made by the caller,
+    never reused: unlike `enqueue`, a key taken already is an error, not a no-op)."""
+    if not messages:
+        return
+    now = utcnow()
+    rows = [
+        {
+            **message,
+            "id": ids.new_id("obm"),
+            "state": "pending",
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for message in messages
+    ]
+    await MESSAGES.insert(conn, rows)
+    _after_commit(conn)

@@ -12,6 +12,7 @@ owners told (`on_disabled`, the inbox: wiring fills it in).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,6 +38,7 @@ SCHEDULE = RetrySchedule(
     first_s=5.0, factor=4.0, max_delay_s=6 * 3600.0, max_attempts=12, max_age_s=86_400.0
 )
 EXCERPT = 1024
+ROW_TTL_S = 2.0
 # (conn, subscription row, why): tells the subscription's owners it was disabled
 OnDisabled = Callable[[AsyncConnection, Row[Any], str], Awaitable[None]]
 
@@ -72,11 +74,24 @@ class EventSender:
     ) -> None:
         self._database, self._box, self._http = database, box, http
         self._disable_after, self._on_disabled = disable_after, on_disabled
+        self._rows: dict[str, tuple[float, Row[Any] | None]] = {}
 
-    async def send(self, message: OutboundMessage) -> Outcome:
-        uid = message.payload["subscription_uid"]
+    async def _subscription(self, uid: str) -> Row[Any] | None:
+        """The subscription's row, read at most once per ROW_TTL_S (thousands of messages a
+        second go to a few subscriptions; a change reaches the sender within that time)."""
+        now = time.monotonic()
+        cached = self._rows.get(uid)
+        if cached is not None and cached[0] > now:
+            return cached[1]
         async with self._database.read() as conn:
             row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
+        if len(self._rows) > 10_000:
+            self._rows.clear()
+        self._rows[uid] = (now + ROW_TTL_S, row)
+        return row
+
+    async def send(self, message: OutboundMessage) -> Outcome:
+        row = await self._subscription(message.payload["subscription_uid"])
         if row is None or row.deleted_at is not None:
             return Failed(error="the subscription was deleted", gone=True)
         if not row.enabled:
@@ -116,14 +131,18 @@ class EventSender:
 
     async def settled(self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome) -> None:
         uid = message.payload["subscription_uid"]
+        if isinstance(outcome, Delivered):
+            # one conditional UPDATE, nothing read: most deliveries find nothing to clear
+            await conn.execute(
+                update(s)
+                .where(s.c.uid == uid, s.c.failing_since.is_not(None))
+                .values(failing_since=None)
+            )
+            return
         row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
         if row is None or row.deleted_at is not None or not row.enabled:
             return
         now = utcnow()
-        if isinstance(outcome, Delivered):
-            if row.failing_since is not None:
-                await conn.execute(update(s).where(s.c.uid == uid).values(failing_since=None))
-            return
         if isinstance(outcome, Failed) and outcome.status == 410:
             await self._disable(conn, row, "the endpoint answered 410 Gone")
             return
