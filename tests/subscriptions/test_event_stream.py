@@ -82,3 +82,25 @@ def test_a_runs_life_is_streamed_and_resumed(world: World) -> None:
         with http.stream("GET", "/events/stream", headers={**other, "Last-Event-ID": "0"}) as s:
             lines = s.iter_lines()
             assert next(lines) == ": connected"
+
+
+def test_a_follow_up_is_an_event(world: World) -> None:
+    """run.followup_received, and the state change it brings (an ended run runs again)."""
+    run = new_run(world)
+    advance(world, run["run_id"], "claim", "start", "succeed")
+    with (
+        served(world.client) as port,
+        httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=scaled(30)) as http,
+    ):
+        wanted = "/events/stream?types=run.followup_received,run.state_changed"
+        with http.stream("GET", wanted, headers=world.user) as stream:
+            lines = stream.iter_lines()
+            answer = world.api(
+                "POST", f"/agent/runs/{run['run_id']}/followups", json={"message": "and more"}
+            )
+            assert answer.status_code == 200, answer.text
+            got = messages(lines, 2)
+    assert [m["event"] for m in got] == ["run.state_changed", "run.followup_received"]
+    followup = got[1]["data"]["data"]
+    assert followup["run_id"] == run["run_id"] and followup["message"] == "and more"
+    assert followup["state"] == got[0]["data"]["data"]["state"] == "QUEUED"
