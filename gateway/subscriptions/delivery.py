@@ -129,7 +129,9 @@ class EventSender:
             secrets.append(self._box.decrypt(row.previous_secret_encrypted))
         return secrets
 
-    async def settled(self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome) -> None:
+    async def settled(
+        self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome
+    ) -> None:
         uid = message.payload["subscription_uid"]
         if isinstance(outcome, Delivered):
             # one conditional UPDATE, nothing read: most deliveries find nothing to clear

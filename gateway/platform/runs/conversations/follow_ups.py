@@ -127,7 +127,7 @@ async def _deliver(
     )
     if state != run.state:  # BLOCKED -> INPROGRESS, or ended -> QUEUED: a change of state
         await run_timeline.record(conn, [run.run_id], state, now, reason=f"follow-up ({routing})")
-    await run_events.on_followup(conn, run, state, request.message, now)
+    await run_events.on_followup(conn, run, state, message, now)
     return FollowUpResult(run.run_id, state, routing)
 
 

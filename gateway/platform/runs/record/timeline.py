@@ -12,8 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import ids
 from gateway.platform.inbox import notifications as inbox
-from gateway.platform.runs.record import replies
-from gateway.platform.runs.record import run_events
+from gateway.platform.runs.record import replies, run_events
 from gateway.platform.runs.record.models import RunRecord, TimelineEvent
 from gateway.store import tables as t
 
