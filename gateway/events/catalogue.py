@@ -74,11 +74,19 @@ class ReplyFailedData(Struct, kw_only=True, omit_defaults=True):
     status: int | UnsetType = UNSET
 
 
-class WorkItemSource(Struct, kw_only=True, omit_defaults=True):
-    provider: str
-    kind: str
-    ref: str
-    url: str | UnsetType = UNSET
+class WorkItemSource(Struct, kw_only=True):
+    """What a work item is about; the work items API answers the same shape."""
+
+    provider: Annotated[str, Meta(description="github, gitlab, slack, linear or jira")]
+    kind: Annotated[str, Meta(description="issue, pull_request, merge_request or thread")]
+    ref: Annotated[
+        str,
+        Meta(
+            description="the key within the provider: `owner/name#12`, `group/project!3`, "
+            "`C123/1515449522.000016` (channel/thread ts), a Linear issue id, `PROJ-12`"
+        ),
+    ]
+    url: str | None
 
 
 class WorkItemEventData(Struct, kw_only=True, omit_defaults=True):

@@ -10,7 +10,8 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import NotFound
-from gateway.platform.work_items.models import WorkItem, WorkItemSource
+from gateway.events.catalogue import WorkItemSource
+from gateway.platform.work_items.models import WorkItem
 from gateway.store import tables as t
 
 w, r = t.work_items, t.runs

@@ -8,24 +8,12 @@ from msgspec import Meta, Struct
 
 from gateway.api.fields import Cursor, Limit, Timestamp
 from gateway.api.pagination import PageInfo
+from gateway.events.catalogue import WorkItemSource
 
 # the stages of factory_format's WORK_ITEM_STAGES (a test keeps them equal)
 WorkItemStage = Literal[
     "TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"
 ]
-
-
-class WorkItemSource(Struct, kw_only=True):
-    provider: Annotated[str, Meta(description="github, gitlab, slack, linear or jira")]
-    kind: Annotated[str, Meta(description="issue, pull_request, merge_request or thread")]
-    ref: Annotated[
-        str,
-        Meta(
-            description="the key within the provider: `owner/name#12`, `group/project!3`, "
-            "`C123/1515449522.000016` (channel/thread ts), a Linear issue id, `PROJ-12`"
-        ),
-    ]
-    url: str | None
 
 
 class WorkItem(Struct, kw_only=True):

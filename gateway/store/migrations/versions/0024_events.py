@@ -1,6 +1,6 @@
 """events and event subscriptions
 
-Revision ID: 0022
+Revision ID: 0024
 Revises: 0023
 
 - events: the event log, written in the transaction of the change each event tells
@@ -15,7 +15,7 @@ from alembic import op
 
 import gateway.store.types
 
-revision = "0022"
+revision = "0024"
 down_revision = "0023"
 branch_labels = None
 depends_on = None
