@@ -39,14 +39,14 @@ from gateway.backends.contract import (
     shard_of,
 )
 from gateway.backends.lua_scripts import SUBMIT_SCRIPT
-from gateway.backends.redis_backend import (
+from gateway.backends.redis_keys import KeySpace
+from gateway.backends.resp_client import RespClient
+from gateway.transports.redis_stream.ingress import (
     HOT_SCRIPTS,
     SIDE_BODY_MIN,
     SIDE_BODY_ORPHAN_TTL_S,
-    KeySpace,
     RedisBackend,
 )
-from gateway.backends.resp_client import RespClient
 from testbed.redis_server import redis_server
 
 WEBHOOKS = 1000

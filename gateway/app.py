@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import logging
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypedDict
@@ -16,7 +14,6 @@ from starlette.responses import Response
 from starlette.routing import Mount
 
 from gateway import console, resources, wiring
-from gateway.allocator import map_large_blocks_apart
 from gateway.api import API_PREFIX, health, metrics
 from gateway.errors import MethodNotAllowed, NotFound, ServiceError
 from gateway.ingress.endpoint import PREFIXES as INGRESS_PREFIXES
@@ -24,7 +21,7 @@ from gateway.ingress.endpoint import IngressEndpoint
 from gateway.ingress.operations import OPERATIONS as INGRESS_OPERATIONS
 from gateway.ingress.request_head import HeadLimits, head_error, refuse_head
 from gateway.problem import PROBLEM_CONTENT_TYPE, problem_body, render
-from gateway.services import IngressHandle, Services, build_services
+from gateway.services import IngressHandle, Services
 from gateway.settings import Settings
 from gateway.types import ASGIApp, Receive, Scope, Send
 
@@ -40,27 +37,14 @@ class State(TypedDict):
     ingress: IngressHandle | None  # None when this process does not serve ingress
 
 
-GIL_SWITCH_S = 0.001
-
-
 def create_app(settings: Settings) -> ASGIApp:
     """The API under /api/v1 and the ingress under /webhooks/w/ and /webhooks/p/, as the role
     setting allows."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[State]:
-        map_large_blocks_apart()
-        # threads beside the event loop run Python too (the outbox writer encodes each batch):
-        # by default the loop may wait 5 ms for the GIL one holds; 1 ms took ~6 ms off the
-        # embedded ingress p99 at 64 connections (docs/performance-history.md)
-        sys.setswitchinterval(GIL_SWITCH_S)
-        services = build_services(settings)
+        services, _consumer = await wiring.start(settings)
         try:
-            await wiring.start(services)
-            # config cache, compiled matchers and modules live as long as the process: frozen,
-            # the collector stops re-scanning them (full collections stalled requests ~30 ms)
-            gc.collect()
-            gc.freeze()
             yield {"services": services, "ingress": services.ingress}
         finally:
             await services.close()

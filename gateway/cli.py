@@ -574,9 +574,8 @@ async def _migrate_only(settings: Settings) -> None:
 async def _with_services(settings: Settings, run: Callable[[Services], Awaitable[R]]) -> R:
     from gateway import wiring
 
-    services = build_services(settings)
+    services, _consumer = await wiring.start(settings, with_worker=False, serving=False)
     try:
-        await wiring.start(services, with_worker=False, serving=False)
         return await run(services)
     finally:
         await services.close()

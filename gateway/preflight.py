@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
-from gateway.backends import readiness
 from gateway.settings import Settings
+from gateway.transports import readiness
 
 PREFLIGHT_S = 5.0  # how long start-up waits for the store and Redis before it gives up
 SLOW_S = 0.5  # an attempt that has not answered by then is announced while it goes on

@@ -38,46 +38,15 @@ class IngressHandle(Protocol):
     ) -> str: ...
 
 
-@dataclass
-class Services:
-    settings: Settings
-    database: Database
-    secret_box: SecretBox
-    # attachment content (GATEWAY_ATTACHMENT_STORE: the store, a directory or S3)
-    blobs: BlobStore
-    # whose forwarded headers are believed (GATEWAY_TRUSTED_PROXIES): ingress and console
-    proxies: TrustedProxies = field(default_factory=TrustedProxies)
-    config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
-    # accepted deliveries not in the SQL log yet (Redis streams), for the delivery log API
-    pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
-    # agents' API keys authenticated lately (runners call often); see its module for the bound
-    agent_keys: KeyCache = field(default_factory=KeyCache)
-    # runners this process saw, while their recorded presence is fresh (runners/registry.runner_of)
-    runners_seen: KeyCache = field(default_factory=KeyCache)
-    # told when this process queued runs (started by deliveries, dispatched, given back): wakes
-    # the runners' long-polling claims at once
-    runs_queued: Wakeup = field(default_factory=Wakeup)
-    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    # graceful ends of background work (finish what is in hand), run before anything is cancelled
-    stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    # set by wiring.start when this process serves ingress; the app hands it to the ingress
-    # endpoint through the lifespan state
-    ingress: IngressHandle | None = None
-    # the ingress backend, for deliveries the API itself submits (replays); None in a process
-    # that has none (a worker, an API-only process on the embedded backend)
-    delivery_backend: IngressBackend | None = None
-    background: set[asyncio.Task[Any]] = field(default_factory=set)
-    # readiness checks by name (GET /readyz): None when fine, else what is wrong
-    probes: dict[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
-    # the evaluator's backlog and lag, read from the store or Redis when /metrics is scraped
-    gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
-    # requests each caller may make to the factory metrics endpoints (set by wiring.start)
-    metrics_budget: RequestBudget | None = None
-    # told of the runs a runner's finish completed (SUCCEEDED or FAILED), in that transaction:
-    # the platform's scorers sample them (set by wiring.start; runners sit below scoring)
-    runs_completed: Callable[[AsyncConnection, Sequence[Any]], Awaitable[None]] | None = None
-    # requests each client address may make to POST /factory-files/validate (no key needed)
-    validate_budget: RequestBudget | None = None
+class Lifetime:
+    """What one process started and must end: background tasks, graceful stops (finish what is
+    in hand) and closers. Each part of the process registers here as it starts; `close` ends
+    them, the closers in reverse."""
+
+    def __init__(self) -> None:
+        self.background: set[asyncio.Task[Any]] = set()
+        self._stoppers: list[Callable[[], Awaitable[None]]] = []
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run `coro` in the background, keep a reference, log (never lose) its failure."""
@@ -86,37 +55,100 @@ class Services:
         task.add_done_callback(_forget(self.background))
         return task
 
+    def on_stop(self, stop: Callable[[], Awaitable[None]]) -> None:
+        """A graceful end of background work, run before anything is cancelled."""
+        self._stoppers.append(stop)
+
+    def on_close(self, close: Callable[[], Awaitable[None]]) -> None:
+        """A resource to release once the background work is over (the last registered first)."""
+        self._closers.append(close)
+
     async def close(self) -> None:
         """Stops background work and releases resources; each step gets SHUTDOWN_GRACE seconds,
         so a stuck step is logged and left behind instead of holding the process forever."""
-        for stop in self.stoppers:
+        for stop in self._stoppers:
             await _within_grace(stop(), getattr(stop, "__qualname__", "stopper"))
-        self.stoppers.clear()
+        self._stoppers.clear()
         for task in list(self.background):
             task.cancel()
         if self.background:
             await _within_grace(asyncio.gather(*self.background, return_exceptions=True), "tasks")
-        for close in reversed(self.closers):
+        for close in reversed(self._closers):
             await _within_grace(close(), getattr(close, "__qualname__", "closer"))
-        self.closers.clear()
-        await _within_grace(self.database.close(), "database")
+        self._closers.clear()
 
 
-def build_services(settings: Settings) -> Services:
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Built once and complete: the shared base by `build_services`, the process's parts by
+    `gateway.wiring.start`. Nothing is set on it later; what a part starts or must release is
+    registered with `lifetime`."""
+
+    settings: Settings
+    database: Database
+    secret_box: SecretBox
+    # attachment content (GATEWAY_ATTACHMENT_STORE: the store, a directory or S3)
+    blobs: BlobStore
+    # the background tasks, graceful stops and closers of this process
+    lifetime: Lifetime
+    # whose forwarded headers are believed (GATEWAY_TRUSTED_PROXIES): ingress and console
+    proxies: TrustedProxies = field(default_factory=TrustedProxies)
+    config_publisher: ConfigPublisher = field(default_factory=LocalConfigPublisher)
+    # accepted deliveries not in the SQL log yet (Redis streams, the outbox), for the delivery
+    # log API
+    pending_deliveries: PendingDeliveries = field(default_factory=NothingPending)
+    # agents' API keys authenticated lately (runners call often); see its module for the bound
+    agent_keys: KeyCache = field(default_factory=KeyCache)
+    # runners this process saw, while their recorded presence is fresh (runners/registry.runner_of)
+    runners_seen: KeyCache = field(default_factory=KeyCache)
+    # told when this process queued runs (started by deliveries, dispatched, given back): wakes
+    # the runners' long-polling claims at once
+    runs_queued: Wakeup = field(default_factory=Wakeup)
+    # when this process serves ingress; the app hands it to the ingress endpoint through the
+    # lifespan state
+    ingress: IngressHandle | None = None
+    # the ingress backend, for deliveries the API itself submits (replays); None in a process
+    # that has none (a worker, an API-only process on the embedded backend)
+    delivery_backend: IngressBackend | None = None
+    # readiness checks by name (GET /readyz): None when fine, else what is wrong
+    probes: Mapping[str, Callable[[], Awaitable[str | None]]] = field(default_factory=dict)
+    # the evaluator's backlog and lag, read from the store or Redis when /metrics is scraped
+    gauges: Callable[[], Awaitable[dict[str, float]]] | None = None
+    # requests each caller may make to the factory metrics endpoints
+    metrics_budget: RequestBudget | None = None
+    # told of the runs a runner's finish completed (SUCCEEDED or FAILED), in that transaction:
+    # the platform's scorers sample them (wiring gives it; runners sit below scoring)
+    runs_completed: Callable[[AsyncConnection, Sequence[Any]], Awaitable[None]] | None = None
+    # requests each client address may make to POST /factory-files/validate (no key needed)
+    validate_budget: RequestBudget | None = None
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        return self.lifetime.spawn(coro, name)
+
+    async def close(self) -> None:
+        """Ends this process's background work, then releases its resources, the store last."""
+        await self.lifetime.close()
+
+
+def build_services(settings: Settings, lifetime: Lifetime | None = None) -> Services:
+    """The shared base of every process: store, secret box, attachment store, proxies; the
+    other fields at their defaults (a process that wires nothing else: CLI commands, tests)."""
     from gateway.blobs import open_blob_store
     from gateway.store import create_database
 
+    lifetime = lifetime or Lifetime()
     database = create_database(settings.database_url)
+    lifetime.on_close(database.close)  # registered first: closed last
     blobs = open_blob_store(settings.attachments, database)
-    services = Services(
+    lifetime.on_close(blobs.close)
+    return Services(
         settings=settings,
         database=database,
         secret_box=SecretBox(settings.secret_key),
         blobs=blobs,
+        lifetime=lifetime,
         proxies=TrustedProxies(settings.trusted_proxies),
     )
-    services.closers.append(blobs.close)
-    return services
 
 
 SHUTDOWN_GRACE = 5.0

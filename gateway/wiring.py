@@ -1,15 +1,21 @@
-"""Start-up order of one process: store, shared plumbing (Redis), ingress, evaluator. Each part
-registers its closer; Services.close runs them in reverse."""
+"""Start-up of one process: store, shared plumbing (Redis), the transport, ingress, evaluator,
+background work. `start` builds the process's `Services` once, complete; each part registers
+what it starts and what it must release with the process's `Lifetime`, which `Services.close`
+ends (the closers in reverse). How each transport is tuned (batch sizes, linger, polling) lives
+with it, in gateway.transports."""
 
 from __future__ import annotations
 
-import dataclasses
+import gc
+from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gateway.backends.config_changes import LocalConfigPublisher
+from gateway.allocator import map_large_blocks_apart
+from gateway.backends.config_changes import ConfigPublisher, LocalConfigPublisher
 from gateway.backends.contract import IngressBackend
-from gateway.evaluator.delivery_consumer import Consumer, Source
+from gateway.backends.pending_deliveries import NothingPending, PendingDeliveries
+from gateway.evaluator.delivery_consumer import Consumer
 from gateway.evaluator.delivery_runs import RunStarter
 from gateway.ingress.cache import ConfigCache
 from gateway.ingress.change_poller import ChangePoller
@@ -23,94 +29,117 @@ from gateway.platform.run_start import PLATFORM
 from gateway.platform.schedules.scheduler import scheduler
 from gateway.platform.scoring.sampling import queue_sampled
 from gateway.platform.tasks.binding import task_binder
-from gateway.services import Services
-from gateway.store import migrate
+from gateway.services import Lifetime, Services, build_services
+from gateway.store import Database, migrate
 from gateway.subscriptions.delivery import EventSender
+from gateway.transports.contract import Source
 
 if TYPE_CHECKING:
     import httpx
     from sqlalchemy.ext.asyncio import AsyncConnection
 
-    from gateway.backends.outbox import Outbox
-    from gateway.backends.redis_backend import KeySpace
     from gateway.backends.redis_clients import AnyRedis as Redis
+    from gateway.backends.redis_keys import KeySpace
     from gateway.backends.request_budget import RequestBudget
     from gateway.settings import Settings
+    from gateway.transports.outbox.file import Outbox
+    from gateway.transports.readiness import Gauges, Probe
 
-# stream entries read per shard and pass (16 shards): at most 64 / 1,024 per SQL transaction (a
-# worker of its own: per-batch statements and round trips amortised over more deliveries;
-# 16 -> 64 took the evaluator from ~14k to ~20k deliveries/s that match nothing, ~5.6k to ~7.8k
-# that start a run, on SQLite)
-INLINE_BATCH_PER_SHARD = 4
-DEDICATED_BATCH_PER_SHARD = 64
-# pending log rows per SQL transaction (embedded). Beside ingress in one process: small, and a
-# read that found fewer waits INLINE_LINGER_S before the next (batches of a few rows cost the
-# event loop per-batch statements). In a process of its own on the same SQLite file: ingress's
-# commits wait for each of its transactions (one writer per file), so they stay short; on
-# PostgreSQL they need not.
-INLINE_PENDING_BATCH = 128
-INLINE_LINGER_S = 0.05
-WORKER_PENDING_BATCH_SQLITE = 128
-WORKER_PENDING_BATCH = 1024
-# outbox rows per transaction of a worker of its own: ingress never waits for its transactions
-# (the outbox is a file of its own), so they can be long enough to amortise per-batch statements
-WORKER_OUTBOX_BATCH = 512
-# a worker of its own sees the rows another process wrote by looking: this often when idle
-WORKER_PENDING_POLL_S = 0.1
+
+class Started(NamedTuple):
+    services: Services
+    consumer: Consumer | None  # the delivery consumer, when this process evaluates
 
 
 async def start(
-    services: Services, *, with_worker: bool | None = None, serving: bool = True
-) -> Consumer | None:
+    settings: Settings, *, with_worker: bool | None = None, serving: bool = True
+) -> Started:
     """`with_worker`: True in `gateway worker` (a process of its own for the evaluator, without
     ingress), None to follow the evaluator setting. `serving` is False for short-lived CLI
-    processes, which only need the store and the config publisher. Returns the delivery
-    consumer when this process evaluates."""
-    settings = services.settings
-    services.runs_completed = queue_sampled  # the runner protocol's finish tells the scorers
+    processes, which only need the store and the config publisher. Whatever started before a
+    failure is ended before it is raised."""
+    lifetime = Lifetime()
+    try:
+        return await _start(settings, lifetime, with_worker, serving)
+    except BaseException:
+        await lifetime.close()
+        raise
+
+
+async def _start(
+    settings: Settings, lifetime: Lifetime, with_worker: bool | None, serving: bool
+) -> Started:
     dedicated = with_worker is True
+    long_lived = serving or dedicated
     serves_ingress = serving and not dedicated and settings.serves_ingress
     evaluating = dedicated or (with_worker is None and settings.evaluator == "inline")
-    if evaluating and (serving or dedicated):
+    if long_lived:
+        map_large_blocks_apart()
+    base = build_services(settings, lifetime)
+    database = base.database
+    if evaluating and long_lived:
         # the evaluator writes nearly all of the store: its process runs SQLite's WAL
         # checkpoints, off its commits and at its CPU priority; the other processes (HTTP
         # workers beside an evaluator process) keep SQLite's automatic checkpoints for the
         # little they write themselves
-        services.database.start_background_checkpoints()
-    if (serving or dedicated) and metrics.multiprocess_dir() is not None:
-        services.spawn(metrics.flush_forever(), name="metrics-flush")  # read by others' scrapes
-    await migrate(services.database)
-    local = services.config_publisher
-    if not isinstance(local, LocalConfigPublisher):
-        local = LocalConfigPublisher()
-    redis = _redis(services, local) if settings.uses_redis else None
+        database.start_background_checkpoints()
+    if long_lived and metrics.multiprocess_dir() is not None:
+        lifetime.spawn(metrics.flush_forever(), name="metrics-flush")  # read by others' scrapes
+    await migrate(database)
+    local = LocalConfigPublisher()
+    redis = _redis(settings, lifetime) if settings.uses_redis else None
     # a long-lived process without Redis reads (and, serving ingress, writes) the outbox
-    outbox = _outbox(services) if redis is None and (serving or dedicated) else None
-    _probes(services, redis, outbox)
-    services.gauges = with_backlog(services.database, services.gauges)
-    services.metrics_budget = _metrics_budget(services, redis)
-    services.validate_budget = _validate_budget(services, redis)
+    outbox = _outbox(database, lifetime) if redis is None and long_lived else None
+    publisher: ConfigPublisher = local
+    pending: PendingDeliveries = outbox if outbox is not None else NothingPending()
+    if redis is not None:
+        from gateway.backends.redis_publisher import RedisConfigPublisher
+        from gateway.transports.redis_stream.pending import RedisPending
+
+        publisher = RedisConfigPublisher(redis, _keyspace(settings), local)
+        pending = RedisPending(redis, _keyspace(settings))
+    probes, gauges = _probes(settings, database, redis, outbox)
+    ingress: Ingress | None = None
     backend: IngressBackend | None = None
     if serves_ingress:
-        backend = await _ingress(services, local, redis, outbox)
+        ingress = await _ingress(base, lifetime, local, redis, outbox)
+        backend = ingress.backend
     elif serving and not dedicated and redis is not None and settings.serves_api:
         # an API-only process: replays go through the Redis backend all the same
-        backend = await _redis_backend(services)
-        services.closers.append(backend.close)
-    services.delivery_backend = backend
-    if not evaluating:
-        return None
-    source = (
-        _stream_source(services, redis, dedicated)
-        if redis is not None
-        else _pending_source(services, backend, dedicated, outbox)
+        backend = _redis_backend(settings)
+        lifetime.on_close(backend.close)
+    services = replace(
+        base,
+        config_publisher=publisher,
+        pending_deliveries=pending,
+        ingress=ingress,
+        delivery_backend=backend,
+        probes=probes,
+        gauges=with_backlog(database, gauges),
+        metrics_budget=_metrics_budget(settings, redis),
+        validate_budget=_validate_budget(settings, redis),
+        runs_completed=queue_sampled,  # the runner protocol's finish tells the scorers
     )
+    consumer = None
+    if evaluating:
+        consumer = _evaluator(services, _source(services, redis, outbox, backend, dedicated))
+        _background(services)
+    if serving and not dedicated:
+        # config cache, compiled matchers and modules live as long as the process: frozen, the
+        # collector stops re-scanning them (full collections stalled requests ~30 ms); the
+        # evaluator's consumer freezes what it holds itself
+        gc.collect()
+        gc.freeze()
+    return Started(services, consumer)
+
+
+def _evaluator(services: Services, source: Source) -> Consumer:
     # one RunStarter for the process, so compiled filters are reused across batches; the runs
     # it plans go to the platform through its port
     starter = RunStarter(PLATFORM)
     consumer = Consumer(services.database, source, starter, services.runs_queued.notify)
     COUNTS.evaluators.append(consumer)
-    running = services.spawn(consumer.run(), name="delivery-consumer")
+    running = services.lifetime.spawn(consumer.run(), name="delivery-consumer")
 
     async def finish_the_batch_in_hand() -> None:
         consumer.stop()
@@ -119,18 +148,16 @@ async def start(
         finally:
             COUNTS.retire(consumer)  # its totals stay in the metrics, the object goes
 
-    services.stoppers.append(finish_the_batch_in_hand)
-    services.spawn(task_binder(services.database), name="task-binder")
-    services.spawn(
-        scheduler(
-            services.database,
-            services.settings.scheduler_poll_s,
-            services.settings.worker_wait_s,
-        ),
-        name="scheduler",
-    )
-    _dispatcher(services)
+    services.lifetime.on_stop(finish_the_batch_in_hand)
     return consumer
+
+
+def _background(services: Services) -> None:
+    """The background work beside the evaluator: the platform's, and the outbound dispatcher."""
+    database, settings, spawn = services.database, services.settings, services.lifetime.spawn
+    spawn(task_binder(database), name="task-binder")
+    spawn(scheduler(database, settings.scheduler_poll_s, settings.worker_wait_s), name="scheduler")
+    _dispatcher(services)
 
 
 def _dispatcher(services: Services) -> None:
@@ -140,7 +167,7 @@ def _dispatcher(services: Services) -> None:
     http = outbound_client(
         allow_private=settings.outbound_allow_private, timeout=settings.outbound_timeout_s
     )
-    services.closers.append(http.aclose)
+    services.lifetime.on_close(http.aclose)
     senders = _senders(services, http)
     if senders:
         dispatcher = Dispatcher(
@@ -148,7 +175,7 @@ def _dispatcher(services: Services) -> None:
             {s.kind: s for s in senders},
             timeout_s=settings.outbound_timeout_s,
         )
-        services.spawn(dispatcher.run(), name="outbound-dispatcher")
+        services.lifetime.spawn(dispatcher.run(), name="outbound-dispatcher")
 
 
 def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
@@ -160,7 +187,7 @@ def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
 
     database, settings = services.database, services.settings
     replies = ReplySender(database, services.secret_box, http)
-    schedule = dataclasses.replace(SCHEDULE, first_s=settings.reply_retry_s)
+    schedule = replace(SCHEDULE, first_s=settings.reply_retry_s)
 
     async def subscription_disabled(conn: AsyncConnection, row: Any, why: str) -> None:
         title = f"Event subscription disabled: {row.url}"[:500]
@@ -177,103 +204,97 @@ def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
     return [RunReplySender(database, replies, settings.console_base_url, schedule), events]
 
 
-def _outbox(services: Services) -> Outbox | None:
-    """Embedded on a SQLite file: where accepted deliveries wait (see gateway.backends.outbox),
+def _outbox(database: Database, lifetime: Lifetime) -> Outbox | None:
+    """Embedded on a SQLite file: where accepted deliveries wait (gateway.transports.outbox),
     and where the delivery log API finds them until they are evaluated."""
-    from gateway.backends.outbox import Outbox, outbox_path
+    from gateway.transports.outbox.file import Outbox, outbox_path
 
-    database = services.database
     path = outbox_path(database)
     if path is None or database.sqlite_file is None:
         return None
     outbox = Outbox(path, database.sqlite_file)
-    services.closers.append(outbox.close)
-    services.pending_deliveries = outbox
+    lifetime.on_close(outbox.close)
     return outbox
 
 
-def _probes(services: Services, redis: Redis | None, outbox: Outbox | None) -> None:
-    """What GET /readyz checks in this process."""
-    from gateway.backends import readiness
+def _probes(
+    settings: Settings, database: Database, redis: Redis | None, outbox: Outbox | None
+) -> tuple[dict[str, Probe], Gauges]:
+    """What GET /readyz checks in this process, and the evaluator's backlog gauges."""
+    from gateway.transports import readiness
 
-    database, max_lag = services.database, services.settings.ready_max_lag_s
-    services.probes["store"] = readiness.store_probe(database)
+    max_lag = settings.ready_max_lag_s
+    probes = {"store": readiness.store_probe(database)}
     if redis is None:
-        services.probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag, outbox)
-        services.gauges = readiness.log_gauges(database, outbox)
-        return
-    keyspace = _keyspace(services.settings)
+        probes["evaluator_lag"] = readiness.log_lag_probe(database, max_lag, outbox)
+        return probes, readiness.log_gauges(database, outbox)
+    keyspace = _keyspace(settings)
     streams = keyspace.streams()
-    services.probes["redis"] = readiness.redis_probe(redis)
-    services.probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
+    probes["redis"] = readiness.redis_probe(redis)
+    probes["evaluator_lag"] = readiness.stream_lag_probe(redis, streams, max_lag)
     backlogs = [counter for counter, _streams in keyspace.backlog_counters()]
-    services.gauges = readiness.stream_gauges(redis, backlogs, streams)
+    return probes, readiness.stream_gauges(redis, backlogs, streams)
 
 
-def _metrics_budget(services: Services, redis: Redis | None) -> RequestBudget:
+def _metrics_budget(settings: Settings, redis: Redis | None) -> RequestBudget:
     """One budget per caller across the factory metrics endpoints: shared through Redis by
     every process when it is configured."""
     from gateway.backends.request_budget import MemoryBudget, RedisBudget
 
-    settings = services.settings
     if redis is None:
         return MemoryBudget(settings.metrics_rate_limit)
     return RedisBudget(redis, settings.redis_prefix, settings.metrics_rate_limit)
 
 
-def _validate_budget(services: Services, redis: Redis | None) -> RequestBudget:
+def _validate_budget(settings: Settings, redis: Redis | None) -> RequestBudget:
     """One budget per client address for the public tree validation, shared like the metrics
     budget (its own keys)."""
     from gateway.backends.request_budget import MemoryBudget, RedisBudget
 
-    settings = services.settings
     if redis is None:
         return MemoryBudget(settings.validate_rate_limit)
     prefix = f"{settings.redis_prefix}:validate"
     return RedisBudget(redis, prefix, settings.validate_rate_limit)
 
 
-def _redis(services: Services, local: LocalConfigPublisher) -> Redis:
-    """The redis-py client, the config publisher and the pending-delivery reader."""
-    from gateway.backends.pending_deliveries import RedisPending
+def _redis(settings: Settings, lifetime: Lifetime) -> Redis:
+    """The redis-py client of everything but the ingress hot path."""
     from gateway.backends.redis_clients import connect
-    from gateway.backends.redis_publisher import RedisConfigPublisher
 
-    settings = services.settings
     assert settings.redis_url is not None
     redis = connect(settings.redis_url, cluster=settings.redis_cluster)
-    services.closers.append(redis.aclose)
-    keyspace = _keyspace(settings)
-    services.config_publisher = RedisConfigPublisher(redis, keyspace, local)
-    services.pending_deliveries = RedisPending(redis, keyspace)
+    lifetime.on_close(redis.aclose)
     return redis
 
 
 async def _ingress(
-    services: Services, local: LocalConfigPublisher, redis: Redis | None, outbox: Outbox | None
-) -> IngressBackend:
-    settings = services.settings
-    backend = await (
-        _redis_backend(services) if redis is not None else _memory_backend(services, outbox)
+    base: Services,
+    lifetime: Lifetime,
+    local: LocalConfigPublisher,
+    redis: Redis | None,
+    outbox: Outbox | None,
+) -> Ingress:
+    settings, database = base.settings, base.database
+    backend = (
+        _redis_backend(settings) if redis is not None else await _embedded_backend(base, outbox)
     )
-    services.closers.append(backend.close)
-    cache = ConfigCache(services.database, services.secret_box)
+    lifetime.on_close(backend.close)
+    cache = ConfigCache(database, base.secret_box)
     await cache.preload()
     backend.prepare(config.target for config in cache.configs())
     local.listeners.append(cache.webhook_changed)
-    services.ingress = Ingress(settings, cache, backend, services.proxies)
     if redis is None:
-        poller = ChangePoller(services.database, cache)
-        services.spawn(poller.run(), name="ingress-change-poller")
-    return backend
+        poller = ChangePoller(database, cache)
+        lifetime.spawn(poller.run(), name="ingress-change-poller")
+    return Ingress(settings, cache, backend, base.proxies)
 
 
-async def _redis_backend(services: Services) -> IngressBackend:
-    from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
+def _redis_backend(settings: Settings) -> IngressBackend:
+    """The Redis stream transport's ingress end."""
     from gateway.backends.resp_client import RespClient, ScriptClient
     from gateway.backends.resp_cluster import ClusterRespClient
+    from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
 
-    settings = services.settings
     assert settings.redis_url is not None
     client: ScriptClient
     if settings.redis_cluster:
@@ -285,15 +306,16 @@ async def _redis_backend(services: Services) -> IngressBackend:
     )
 
 
-async def _memory_backend(services: Services, outbox: Outbox | None) -> IngressBackend:
-    from gateway.backends.delivery_writer import DeliveryWriter
-    from gateway.backends.embedded import MemoryBackend
+async def _embedded_backend(base: Services, outbox: Outbox | None) -> IngressBackend:
+    """The ingress end of the outbox (a SQLite file) or the pending log (elsewhere)."""
+    from gateway.transports.embedded.backend import MemoryBackend
+    from gateway.transports.embedded.writer import DeliveryWriter
 
-    settings = services.settings
-    writer = DeliveryWriter(services.database)
+    settings = base.settings
+    writer = DeliveryWriter(base.database)
     writer.start()
     backend = MemoryBackend(
-        services.database,
+        base.database,
         writer,
         settings.auth_failure_limit,
         settings.max_backlog,
@@ -304,57 +326,35 @@ async def _memory_backend(services: Services, outbox: Outbox | None) -> IngressB
     return backend
 
 
-def _stream_source(services: Services, redis: Redis, dedicated: bool) -> Source:
-    from gateway.evaluator.stream_source import StreamSource
+def _source(
+    services: Services,
+    redis: Redis | None,
+    outbox: Outbox | None,
+    backend: IngressBackend | None,
+    dedicated: bool,
+) -> Source:
+    """What the evaluator reads: the Redis streams, the outbox, or the pending log; tuned for
+    a process of its own or for sharing one with this process's ingress."""
+    from gateway.transports.embedded.backend import MemoryBackend
+    from gateway.transports.outbox import source as outbox_source
+    from gateway.transports.pending_log import source as pending_log_source
+    from gateway.transports.polled import BesideIngress
+    from gateway.transports.redis_stream import source as stream_source
 
-    # sharing the event loop with ingress, the evaluator reads small batches so that it never
-    # stalls requests for long; in a process of its own, larger batches mean fewer commits
-    batch = DEDICATED_BATCH_PER_SHARD if dedicated else INLINE_BATCH_PER_SHARD
-    return StreamSource(redis, _keyspace(services.settings), batch=batch)
+    if redis is not None:
+        return stream_source.evaluator_source(
+            redis, _keyspace(services.settings), dedicated=dedicated
+        )
+    beside = None
+    if not dedicated and isinstance(backend, MemoryBackend):
+        beside = BesideIngress(wake=backend.log.committed, on_evaluated=backend.evaluated)
+    if outbox is not None:
+        return outbox_source.evaluator_source(outbox, beside)
+    return pending_log_source.evaluator_source(services.database, beside)
 
 
 def _keyspace(settings: Settings) -> KeySpace:
     """Redis key names; on Cluster each shard counts its own backlog (one slot per script)."""
-    from gateway.backends.redis_backend import KeySpace
+    from gateway.backends.redis_keys import KeySpace
 
     return KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
-
-
-def _pending_source(
-    services: Services, backend: IngressBackend | None, dedicated: bool, outbox: Outbox | None
-) -> Source:
-    from gateway.backends.embedded import MemoryBackend
-    from gateway.evaluator.pending_source import PendingSource
-
-    if outbox is not None:
-        return _outbox_source(outbox, backend, dedicated)
-    database = services.database
-    if dedicated or not isinstance(backend, MemoryBackend):
-        # another process writes the log: look for its rows
-        batch = WORKER_PENDING_BATCH_SQLITE if database.is_sqlite else WORKER_PENDING_BATCH
-        return PendingSource(database, batch=batch, idle_wait=WORKER_PENDING_POLL_S)
-    # beside this process's ingress: woken by its commits, and its backlog count kept
-    return PendingSource(
-        database,
-        batch=INLINE_PENDING_BATCH,
-        linger=INLINE_LINGER_S,
-        wake=backend.log.committed,
-        on_evaluated=backend.evaluated,
-    )
-
-
-def _outbox_source(outbox: Outbox, backend: IngressBackend | None, dedicated: bool) -> Source:
-    from gateway.backends.embedded import MemoryBackend
-    from gateway.evaluator.outbox_source import OutboxSource
-
-    if dedicated or not isinstance(backend, MemoryBackend):
-        # ingress in another process appends: look for its rows
-        return OutboxSource(outbox, batch=WORKER_OUTBOX_BATCH, idle_wait=WORKER_PENDING_POLL_S)
-    # beside this process's ingress: woken by its commits, and its backlog count kept
-    return OutboxSource(
-        outbox,
-        batch=INLINE_PENDING_BATCH,
-        linger=INLINE_LINGER_S,
-        wake=backend.log.committed,
-        on_evaluated=backend.evaluated,
-    )

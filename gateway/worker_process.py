@@ -11,9 +11,7 @@ import signal
 import sys
 
 from gateway import logs, wiring
-from gateway.allocator import map_large_blocks_apart
 from gateway.evaluator.cpu_priority import leave_idle_cgroup, lower_priority
-from gateway.services import build_services
 from gateway.settings import Settings
 
 log = logging.getLogger("gateway.evaluator")
@@ -35,8 +33,6 @@ async def run_worker(
         settings.redis_prefix,
         idle_cgroup=settings.evaluator_idle_cgroup,
     )
-    map_large_blocks_apart()
-    services = build_services(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -47,11 +43,14 @@ async def run_worker(
         log.warning("the process that started this worker (%d) is gone; stopping", parent_pid)
         stop.set()
     try:
-        await wiring.start(services, with_worker=True)  # the consumer freezes what lasts (gc)
-        log.info("gateway worker running (pid %d, %s)", os.getpid(), priority.description)
-        await stop.wait()
+        # the consumer freezes what lasts (gc)
+        services, _consumer = await wiring.start(settings, with_worker=True)
+        try:
+            log.info("gateway worker running (pid %d, %s)", os.getpid(), priority.description)
+            await stop.wait()
+        finally:
+            await services.close()
     finally:
-        await services.close()
         if priority.idle_cgroup is not None:
             leave_idle_cgroup(priority.idle_cgroup)
         log.info("gateway worker stopped")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from gateway.backends.config_changes import LocalConfigPublisher
 from gateway.backends.contract import shard_of
 from gateway.backends.lua_scripts import PUBLISH_VERSION_SCRIPT
-from gateway.backends.redis_backend import KeySpace
 from gateway.backends.redis_clients import AnyRedis
+from gateway.backends.redis_keys import KeySpace
 
 
 class RedisConfigPublisher:

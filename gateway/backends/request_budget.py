@@ -12,7 +12,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from gateway.backends.embedded import SlidingWindow
+from gateway.backends.sliding_window import SlidingWindow
 
 if TYPE_CHECKING:
     from gateway.backends.redis_clients import AnyRedis as Redis

@@ -1,6 +1,6 @@
-"""Background evaluation: delivery-log entries (Redis Streams or the SQL outbox) -> SQL records
-and, for accepted deliveries, runs."""
+"""Background evaluation: accepted deliveries read from a transport (gateway.transports) ->
+SQL records and, for accepted deliveries, runs."""
 
-from gateway.evaluator.delivery_consumer import Consumer, Entry, Source
+from gateway.evaluator.delivery_consumer import Consumer
 
-__all__ = ["Consumer", "Entry", "Source"]
+__all__ = ["Consumer"]

@@ -13,21 +13,17 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from gateway.backends.contract import REPLAY_IDENTITY, DeliveryRecord, Label
+from gateway.backends.contract import REPLAY_IDENTITY, Label
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.rejection_events import record_rejections
-from gateway.deliveries.trace import TraceWrites
 from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
 from gateway.events import log as event_log
 from gateway.logs import OutageLog
 from gateway.store import Database
+from gateway.transports.contract import Claim, Entry, Source
 
 log = logging.getLogger("gateway.evaluator")
 
@@ -40,47 +36,10 @@ SQLITE_COMMIT_GAP_S = 0.003
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
-    token: Any  # where the entry lives in its source (stream + id, or nothing)
-    record: DeliveryRecord
-
-
-# called inside the batch transaction: marks the entries evaluated in the delivery log; the ids
-# of the deliveries this transaction evaluates (the others were evaluated before)
-Claim = Callable[[AsyncConnection], Awaitable[set[str]]]
-
-
-@dataclass(frozen=True, slots=True)
 class Planned:
     entries: Sequence[Entry]
     claim: Claim
     batch: RunBatch
-
-
-class Source(Protocol):
-    async def read(self) -> list[Entry]:
-        """The next entries; waits a little when there are none."""
-        ...
-
-    def claim(
-        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
-    ) -> Claim:
-        """The batch's claim, prepared before its transaction (whatever can be: the write lock
-        is held only for the statements). A source that inserts the log rows puts the outcome
-        traces into them (`traces.take`); the others are written by the batch."""
-        ...
-
-    async def acknowledge(self, entries: Sequence[Entry]) -> None:
-        """After the commit: the entries are done."""
-        ...
-
-    async def retry_later(self, entries: Sequence[Entry]) -> None:
-        """A batch failed: make sure these entries are read again."""
-        ...
-
-    def stop_waiting(self) -> None:
-        """The consumer is stopping: end an idle wait now, and wait no more."""
-        ...
 
 
 class Consumer:

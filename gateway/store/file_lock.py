@@ -7,7 +7,7 @@ transaction through `Database.transaction` (the evaluator's, the API's) takes th
 exclusive `flock` on a file beside the database: a waiter sleeps in the kernel and is woken when
 the lock is released, and the evaluator leaves a short gap after each of its transactions, so
 a waiting writer goes next. Ingress does not write this file at all (it appends to the outbox,
-`gateway.backends.outbox`).
+`gateway.transports.outbox.file`).
 """
 
 from __future__ import annotations

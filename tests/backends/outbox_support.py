@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gateway import ids
-from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
-from gateway.backends.embedded import MemoryBackend
-from gateway.backends.outbox import Outbox, OutboxAppender, OutboxLookups
 from gateway.backends.seen_deliveries import MIN_EXACT
 from gateway.ingress.pipeline import Ingress
 from gateway.services import Services
 from gateway.store import Database, create_database, migrate
+from gateway.transports.embedded.backend import MemoryBackend
+from gateway.transports.outbox import file as outbox
+from gateway.transports.outbox.file import Outbox, OutboxAppender, OutboxLookups
 from tests.conftest import make_settings
 from tests.support import GatewayClient
 

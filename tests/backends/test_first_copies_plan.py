@@ -17,10 +17,10 @@ from sqlalchemy import event, text
 
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
-from gateway.backends.delivery_writer import _firsts_in_log
 from gateway.backends.first_copies import Wanted
-from gateway.backends.outbox import _FIRST_IN_LOG
 from gateway.store import create_database, migrate
+from gateway.transports.embedded.writer import _firsts_in_log
+from gateway.transports.outbox.file import _FIRST_IN_LOG
 from tests.conftest import make_settings
 
 NOW = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)

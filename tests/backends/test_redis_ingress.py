@@ -155,7 +155,7 @@ def test_request_state_of_preloaded_webhooks_is_built_at_start(
 ) -> None:
     """Built lazily, 10,000 webhooks' request state lands after gc.freeze() and full
     collections scan it (p99 stalls); built at start, requests add nothing long-lived."""
-    from gateway.backends.redis_backend import RedisBackend
+    from gateway.transports.redis_stream.ingress import RedisBackend
 
     with redis_server() as server:
         settings = make_settings(sqlite_store(), server.url, evaluator="off")

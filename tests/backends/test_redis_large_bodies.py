@@ -13,10 +13,11 @@ import pytest
 from redis.asyncio import Redis as AsyncRedis
 
 from gateway.backends.contract import Submission, Target
-from gateway.backends.redis_backend import HOT_SCRIPTS, SIDE_BODY_MIN, KeySpace, RedisBackend
+from gateway.backends.redis_keys import KeySpace
 from gateway.backends.resp_client import RespClient
 from gateway.errors import Unavailable
-from gateway.evaluator.stream_source import StreamSource
+from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, SIDE_BODY_MIN, RedisBackend
+from gateway.transports.redis_stream.source import StreamSource
 from testbed.redis_server import redis_server
 from tests.ingress.hooks import gateway_on_own_redis
 

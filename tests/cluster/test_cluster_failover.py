@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from gateway.backends.redis_backend import KeySpace
+from gateway.backends.redis_keys import KeySpace
 from gateway.services import Services
 from gateway.store import tables as t
 from testbed.redis_cluster import ClusterServers, redis_cluster

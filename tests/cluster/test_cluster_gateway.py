@@ -14,7 +14,7 @@ from redis.crc import key_slot
 from sqlalchemy import select
 
 from gateway.backends.contract import SHARDS, shard_of
-from gateway.backends.redis_backend import KeySpace
+from gateway.backends.redis_keys import KeySpace
 from gateway.security import hash_token
 from gateway.services import Services
 from gateway.settings import Settings

@@ -13,10 +13,10 @@ import pytest
 from redis.crc import key_slot
 
 from gateway.backends.contract import Submission, Target, Verdict
-from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp_client import ReplyError
 from gateway.backends.resp_cluster import ClusterRespClient, redirection
 from gateway.errors import Unavailable
+from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
 from testbed.redis_cluster import ClusterServers
 
 

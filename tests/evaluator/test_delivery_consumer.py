@@ -15,19 +15,20 @@ from sqlalchemy import func, insert, select
 from gateway.automations import management as automations
 from gateway.automations.models import AutomationCreate
 from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.outbox import Outbox
-from gateway.backends.redis_backend import KeySpace
 from gateway.backends.redis_clients import connect
+from gateway.backends.redis_keys import KeySpace
 from gateway.deliveries import log as delivery_log
-from gateway.evaluator.delivery_consumer import Consumer, Entry, Source
+from gateway.evaluator.delivery_consumer import Consumer
 from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
-from gateway.evaluator.outbox_source import OutboxSource
-from gateway.evaluator.pending_source import PendingSource
-from gateway.evaluator.stream_source import StreamSource
 from gateway.platform.run_start import PLATFORM
 from gateway.services import Services
 from gateway.store import tables as t
 from gateway.store.types import utcnow
+from gateway.transports.contract import Entry, Source
+from gateway.transports.outbox.file import Outbox
+from gateway.transports.outbox.source import OutboxSource
+from gateway.transports.pending_log.source import PendingSource
+from gateway.transports.redis_stream.source import StreamSource
 from tests.ingress.hooks import add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World
 

@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.backends.contract import RATE_LIMIT, Submission, Target, Verdict, shard_of
-from gateway.backends.delivery_writer import DeliveryWriter
-from gateway.backends.embedded import MemoryBackend
-from gateway.backends.redis_backend import HOT_SCRIPTS, RedisBackend
 from gateway.backends.resp_client import RespClient
 from gateway.errors import RequestTimeout
 from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length, read_body
 from gateway.logs import RedactTokens, redact
 from gateway.store import create_database, migrate
+from gateway.transports.embedded.backend import MemoryBackend
+from gateway.transports.embedded.writer import DeliveryWriter
+from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
 from tests.examples import examples
 
 

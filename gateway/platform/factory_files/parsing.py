@@ -78,7 +78,7 @@ class _TreeParser:
                 self.executor = ProcessPoolExecutor(MAX_PARSING, mp_context=context)
             else:
                 self.executor = ThreadPoolExecutor(MAX_PARSING, thread_name_prefix="tree-parse")
-            services.closers.append(self.close)
+            services.lifetime.on_close(self.close)
         return self.executor
 
     async def close(self) -> None:

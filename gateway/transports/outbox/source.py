@@ -1,5 +1,5 @@
 """Outbox source: accepted deliveries waiting in the embedded default's outbox file
-(`gateway.backends.outbox`), read in append order.
+(`gateway.transports.outbox.file`), read in append order.
 
 The batch transaction moves the batch into the store's delivery log (`claim`: a delivery the log
 holds already was evaluated before and is skipped, so no second run), the same claim as the Redis
@@ -20,11 +20,17 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.contract import Label
-from gateway.backends.outbox import Outbox
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
-from gateway.evaluator.delivery_consumer import Claim, Entry
-from gateway.evaluator.polled_source import PolledSource
+from gateway.transports.contract import Claim, Entry
+from gateway.transports.outbox.file import Outbox
+from gateway.transports.polled import (
+    INLINE_BATCH,
+    INLINE_LINGER_S,
+    WORKER_POLL_S,
+    BesideIngress,
+    PolledSource,
+)
 
 
 class OutboxSource(PolledSource):
@@ -72,3 +78,22 @@ class OutboxSource(PolledSource):
         if entries:  # read again from before the first of them
             self._after = min(self._after, min(int(e.token) for e in entries) - 1)
         await asyncio.sleep(self.idle_wait)
+
+
+# rows per transaction of a worker of its own: ingress never waits for its transactions (the
+# outbox is a file of its own), so they can be long enough to amortise per-batch statements
+WORKER_OUTBOX_BATCH = 512
+
+
+def evaluator_source(outbox: Outbox, beside: BesideIngress | None) -> OutboxSource:
+    """Beside this process's ingress: woken by its commits, its backlog count kept. Otherwise
+    ingress in another process appends: look for its rows."""
+    if beside is None:
+        return OutboxSource(outbox, batch=WORKER_OUTBOX_BATCH, idle_wait=WORKER_POLL_S)
+    return OutboxSource(
+        outbox,
+        batch=INLINE_BATCH,
+        linger=INLINE_LINGER_S,
+        wake=beside.wake,
+        on_evaluated=beside.on_evaluated,
+    )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
@@ -33,48 +32,15 @@ from gateway.backends.contract import (
     Verdict,
 )
 from gateway.backends.delivery_rows import PENDING
-from gateway.backends.delivery_writer import DeliveryWriter
 from gateway.backends.first_copies import FirstCopies, Wanted
-from gateway.backends.outbox import Outbox
 from gateway.backends.seen_deliveries import MAYBE, SeenDeliveries, seen_key
+from gateway.backends.sliding_window import SlidingWindow
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
 from gateway.store import Database
 from gateway.store import tables as t
-
-
-class SlidingWindow:
-    """Timestamps (ms) of the last `window` per key: a true sliding window, no boundary burst."""
-
-    def __init__(self, window_ms: int) -> None:
-        self.window_ms = window_ms
-        self._entries: dict[object, deque[float]] = {}
-
-    def _live(self, key: object, now: float) -> deque[float]:
-        entries = self._entries.get(key)
-        if entries is None:
-            return deque()
-        while entries and entries[0] <= now - self.window_ms:
-            entries.popleft()
-        if not entries:
-            del self._entries[key]
-        return entries
-
-    def retry_ms(self, key: object, limit: int, now: float) -> int | None:
-        """None when under `limit`, else ms until a slot frees."""
-        entries = self._live(key, now)
-        if len(entries) < limit:
-            return None
-        return max(1, int(entries[len(entries) - limit] + self.window_ms - now))
-
-    def add(self, key: object, now: float) -> None:
-        self._entries.setdefault(key, deque()).append(now)
-
-    def remove(self, key: object, stamp: float) -> None:
-        entries = self._entries.get(key)
-        if entries is not None and stamp in entries:
-            entries.remove(stamp)
-
+from gateway.transports.embedded.writer import DeliveryWriter
+from gateway.transports.outbox.file import Outbox
 
 RECOUNT_S = 0.5
 # a delivery's id is made a moment before its receipt time is taken (the same request, nothing

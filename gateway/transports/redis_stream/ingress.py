@@ -3,10 +3,8 @@ leave in one EVALSHA (submit_groups.py), one round trip."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from redis.crc import key_slot
@@ -17,17 +15,17 @@ from gateway.backends.contract import (
     RATE_LIMIT,
     RATE_WINDOW_MS,
     REJECT_LOG_LIMIT,
-    SHARDS,
     Label,
     Outcome,
     Submission,
     Target,
     Verdict,
 )
+from gateway.backends.redis_keys import KeySpace, WebhookKeys, digest
 from gateway.backends.resp_client import RedisUnavailable, ReplyError, ReplyLost, ScriptClient
-from gateway.backends.submit_groups import SubmitGroups, error_of
 from gateway.errors import Unavailable
 from gateway.rejections import Reason
+from gateway.transports.redis_stream.submit_groups import SubmitGroups, error_of
 
 log = logging.getLogger("gateway.ingress")
 
@@ -39,90 +37,6 @@ HOT_SCRIPTS = (
     lua_scripts.AUTH_FAILED_SCRIPT,
     lua_scripts.LOG_REJECTION_SCRIPT,
 )
-
-
-class KeySpace:
-    """Key names. `{prefix:sN}` is the hash tag: one Cluster slot and one Stream per shard.
-
-    The backlog counter (entries waiting for the evaluator) is one key for all shards on a single
-    Redis, so that GATEWAY_MAX_BACKLOG is exact. On Redis Cluster a script may only touch keys of
-    one slot, so each shard counts its own entries (`per_shard_backlog`) against an equal share
-    of the limit (see `backlog_limit`)."""
-
-    def __init__(self, prefix: str, *, per_shard_backlog: bool = False) -> None:
-        self.prefix = prefix
-        self.per_shard_backlog = per_shard_backlog
-
-    def tag(self, shard: int) -> str:
-        return f"{{{self.prefix}:s{shard}}}"
-
-    def stream(self, shard: int) -> str:
-        return f"{self.tag(shard)}:stream"
-
-    def streams(self) -> list[str]:
-        return [self.stream(shard) for shard in range(SHARDS)]
-
-    def backlog(self, shard: int) -> str:
-        """The counter of entries waiting in `shard`'s stream (and, on a single Redis, in all)."""
-        if self.per_shard_backlog:
-            return f"{self.tag(shard)}:backlog"
-        return f"{{{self.prefix}}}:backlog"
-
-    def backlog_limit(self, max_backlog: int) -> int:
-        """The limit one backlog counter is held to: a shard's share on Cluster (rounded up)."""
-        return -(-max_backlog // SHARDS) if self.per_shard_backlog else max_backlog
-
-    def backlog_counters(self) -> list[tuple[str, list[str]]]:
-        """Each backlog counter with the streams whose entries it counts."""
-        if self.per_shard_backlog:
-            return [(self.backlog(shard), [self.stream(shard)]) for shard in range(SHARDS)]
-        return [(self.backlog(0), self.streams())]
-
-    def pending(self, uid: str, shard: int) -> str:
-        """The webhook's accepted deliveries not evaluated yet: delivery id -> stream entry id."""
-        return f"{self.tag(shard)}:pend:{uid}"
-
-    def version(self, uid: str, shard: int) -> str:
-        return f"{self.tag(shard)}:ver:{uid}"
-
-    def webhook(self, uid: str, shard: int) -> WebhookKeys:
-        tag = self.tag(shard)
-        return WebhookKeys(
-            version=f"{tag}:ver:{uid}",
-            # rolling windows (lists; `win:` so keys of the earlier sorted-set layout never
-            # meet a list command, they expire within a minute)
-            auth_prefix=f"{tag}:win:af:{uid}:",
-            rate=f"{tag}:win:rate:{uid}",
-            rejects=f"{tag}:win:rej:{uid}",
-            seen_prefix=f"{tag}:seen:{uid}:",
-            body_prefix=f"{tag}:body:",
-            stream=f"{tag}:stream",
-            dropped=f"{tag}:dropped:{uid}",
-            backlog=self.backlog(shard),
-            pending=self.pending(uid, shard),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookKeys:
-    version: str
-    auth_prefix: str
-    rate: str
-    rejects: str
-    seen_prefix: str
-    body_prefix: str
-    stream: str
-    dropped: str
-    backlog: str
-    pending: str
-
-    def seen(self, identity: str) -> str:
-        # hashed: identities are sender-controlled and may be long
-        return self.seen_prefix + _digest(identity)
-
-
-def _digest(identity: str) -> str:
-    return hashlib.sha256(identity.encode()).hexdigest()[:32]
 
 
 # Bodies from this size on travel beside the script: a plain SET just before it, in the same
@@ -163,7 +77,7 @@ class SubmitFrame:
 
     def keys(self, s: Submission) -> bytes:
         """The delivery's 8 keys: the webhook's 7, then seen(identity)."""
-        seen = (self.seen_prefix + _digest(s.identity)).encode()
+        seen = (self.seen_prefix + digest(s.identity)).encode()
         return b"%b$%d\r\n%b\r\n" % (self.fixed_keys, len(seen), seen)
 
     def args(self, s: Submission, body_in_key: bool = False) -> bytes:

@@ -20,9 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
-from gateway.evaluator.delivery_consumer import Claim, Entry
-from gateway.evaluator.polled_source import PolledSource
 from gateway.store import Database
+from gateway.transports.contract import Claim, Entry
+from gateway.transports.polled import (
+    INLINE_BATCH,
+    INLINE_LINGER_S,
+    WORKER_POLL_S,
+    BesideIngress,
+    PolledSource,
+)
 
 
 class PendingSource(PolledSource):
@@ -71,3 +77,25 @@ class PendingSource(PolledSource):
         self._release(entries)
         self._after = None  # rows stay pending; a read from the oldest finds them
         await asyncio.sleep(self.idle_wait)
+
+
+# rows per transaction of a worker of its own. On the same SQLite file (an in-memory one has no
+# other process) ingress's commits wait for each of its transactions (one writer per file), so
+# they stay short; on PostgreSQL they need not.
+WORKER_BATCH_SQLITE = 128
+WORKER_BATCH = 1024
+
+
+def evaluator_source(database: Database, beside: BesideIngress | None) -> PendingSource:
+    """Beside this process's ingress: woken by its commits, its backlog count kept. Otherwise
+    another process writes the log: look for its rows."""
+    if beside is None:
+        batch = WORKER_BATCH_SQLITE if database.is_sqlite else WORKER_BATCH
+        return PendingSource(database, batch=batch, idle_wait=WORKER_POLL_S)
+    return PendingSource(
+        database,
+        batch=INLINE_BATCH,
+        linger=INLINE_LINGER_S,
+        wake=beside.wake,
+        on_evaluated=beside.on_evaluated,
+    )

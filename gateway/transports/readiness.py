@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import func, select, text
 
-from gateway.backends.outbox import Outbox
 from gateway.store import Database
 from gateway.store import tables as t
+from gateway.transports.outbox.file import Outbox
 
 Probe = Callable[[], Awaitable[str | None]]
 TIMEOUT_S = 2.0  # a probe that takes longer counts as failed

@@ -6,12 +6,12 @@ committed row while throughput stays near one commit per event-loop turn rather 
 request (batches form while the previous commit runs). `committed` wakes an evaluator in this
 process after each commit.
 
-On a SQLite file the rows go to the outbox (`gateway.backends.outbox`), a file of its own whose
-only writer is this writer: a commit never waits for the evaluator's transactions on the store.
-It commits small batches on the event loop, large ones (THREAD_APPEND_BYTES) on a thread of its
-own. Every PRUNE_EVERY_S, on that thread, it deletes the outbox rows the evaluator has moved into
-the store, a slice at a time between commits (`outbox.PRUNE_SLICE`); it also reads there what
-the de-duplication memory looks up (`first_copies`). On other
+On a SQLite file the rows go to the outbox (`gateway.transports.outbox.file`), a file of its own
+whose only writer is this writer: a commit never waits for the evaluator's transactions on the
+store. It commits small batches on the event loop, large ones (THREAD_APPEND_BYTES) on a thread
+of its own. Every PRUNE_EVERY_S, on that thread, it deletes the outbox rows the evaluator has
+moved into the store, a slice at a time between commits (`outbox.PRUNE_SLICE`); it also reads
+there what the de-duplication memory looks up (`first_copies`). On other
 stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the delivery log itself as
 "pending", the evaluator's queue there.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,12 +32,12 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends import outbox
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, PENDING, delivery_row
 from gateway.backends.first_copies import Wanted, first_since
 from gateway.store import Database
 from gateway.store import tables as t
+from gateway.transports.outbox import file as outbox
 
 log = logging.getLogger("gateway.ingress")
 
@@ -50,6 +51,10 @@ PRUNE_EVERY_S = 0.5
 # 30 % higher p99 than with the thread (SQLite copies each body, and the loop waited for it);
 # with 1 KB bodies the thread cost ~15 µs of CPU a delivery more (docs/performance.md)
 THREAD_APPEND_BYTES = 128 * 1024
+# the outbox thread runs Python too (it encodes each batch): by default the loop may wait 5 ms for
+# the GIL it holds; 1 ms took ~6 ms off the embedded ingress p99 at 64 connections
+# (docs/performance-history.md)
+GIL_SWITCH_S = 0.001
 _SQLITE = sqlite.dialect()
 
 
@@ -75,6 +80,8 @@ class DeliveryWriter:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox")
 
     def start(self) -> None:
+        if self._executor is not None:
+            sys.setswitchinterval(GIL_SWITCH_S)  # for the whole process: the loop's turns
         self._task = asyncio.create_task(self._run(), name="delivery-log-writer")
 
     async def write(self, record: DeliveryRecord) -> None:

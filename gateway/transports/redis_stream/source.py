@@ -33,12 +33,12 @@ from sqlalchemy.engine import Dialect
 
 from gateway.backends.contract import Label, shard_of
 from gateway.backends.lua_scripts import ACK_SCRIPT, RECOUNT_SCRIPT
-from gateway.backends.redis_backend import KeySpace
 from gateway.backends.redis_clients import AnyRedis
-from gateway.backends.stream_entries import RawEntry, body_key, raw_entries, record_of
+from gateway.backends.redis_keys import KeySpace
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
-from gateway.evaluator.delivery_consumer import Claim, Entry
+from gateway.transports.contract import Claim, Entry
+from gateway.transports.redis_stream.entries import RawEntry, body_key, raw_entries, record_of
 
 log = logging.getLogger("gateway.evaluator")
 
@@ -201,3 +201,19 @@ class StreamSource:
 
     async def retry_later(self, entries: Sequence[Entry]) -> None:
         self._own_pending = True
+
+
+# stream entries read per shard and pass (16 shards): at most 64 / 1,024 per SQL transaction (a
+# worker of its own: per-batch statements and round trips amortised over more deliveries;
+# 16 -> 64 took the evaluator from ~14k to ~20k deliveries/s that match nothing, ~5.6k to ~7.8k
+# that start a run, on SQLite)
+INLINE_BATCH_PER_SHARD = 4
+DEDICATED_BATCH_PER_SHARD = 64
+
+
+def evaluator_source(redis: AnyRedis, keyspace: KeySpace, *, dedicated: bool) -> StreamSource:
+    """Sharing the event loop with ingress, the evaluator reads small batches so that it never
+    stalls requests for long; in a process of its own (`dedicated`), larger batches mean fewer
+    commits."""
+    batch = DEDICATED_BATCH_PER_SHARD if dedicated else INLINE_BATCH_PER_SHARD
+    return StreamSource(redis, keyspace, batch=batch)

@@ -12,8 +12,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from gateway.evaluator.delivery_consumer import Entry
+from gateway.transports.contract import Entry
+
+# Beside ingress in one process, rows per SQL transaction: small, and a read that found fewer
+# waits INLINE_LINGER_S before the next (batches of a few rows cost the event loop per-batch
+# statements).
+INLINE_BATCH = 128
+INLINE_LINGER_S = 0.05
+# in a process of its own, the evaluator sees the rows another process wrote by looking: this
+# often when idle
+WORKER_POLL_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class BesideIngress:
+    """This process's ingress writer, when the evaluator runs beside it: its commits wake the
+    source (`wake`), and the source reports what it claimed, which keeps ingress's backlog
+    count (`on_evaluated`)."""
+
+    wake: asyncio.Event
+    on_evaluated: Callable[[int], None]
 
 
 class PolledSource:
