@@ -57,7 +57,7 @@ from gateway import ids, wiring
 from gateway.backends.contract import Submission, Target, shard_of
 from gateway.evaluator.delivery_consumer import Consumer
 from gateway.ingress.pipeline import Ingress
-from gateway.services import Services, build_services
+from gateway.services import Services
 from gateway.settings import Settings, load_settings
 from gateway.store import tables as t
 from testbed.postgres import temporary_database
@@ -389,9 +389,8 @@ def _settings(case: Case, database_url: str, redis_url: str | None) -> Settings:
 async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[str, Any]:
     settings = _settings(case, database_url, redis_url)
     # an ingress process: seeds the store and queues the deliveries, then goes away
-    ingress = build_services(settings)
+    ingress, _none = await wiring.start(settings)
     try:
-        await wiring.start(ingress)
         t0 = time.perf_counter()
         hooks = await seed(ingress, case)
         seeded = time.perf_counter() - t0
@@ -400,9 +399,8 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
     finally:
         await ingress.close()
     # a `gateway worker` process: only the evaluator, with its batch sizes
-    worker = build_services(settings)
+    worker, consumer = await wiring.start(settings, with_worker=True)
     try:
-        consumer = await wiring.start(worker, with_worker=True)
         assert consumer is not None
         warm_up = await evaluate_all(consumer, len(hooks))
         profiler = None

@@ -37,7 +37,7 @@ from gateway.accounts import identities
 from gateway.platform.factory_files.apply import Caller, apply_tree
 from gateway.platform.factory_files.models import Plan
 from gateway.platform.factory_files.posted import parse_posted
-from gateway.services import Services, build_services
+from gateway.services import Services
 from gateway.settings import load_settings
 
 TARGET_CREATE_S = 1.0
@@ -106,9 +106,8 @@ async def one_round(automations: int, directory: Path) -> dict[str, float]:
             "GATEWAY_LOG_LEVEL": "warning",
         }
     )
-    services = build_services(settings)
+    services, _consumer = await wiring.start(settings, with_worker=False, serving=False)
     try:
-        await wiring.start(services, with_worker=False, serving=False)
         team = await _team(services)
         caller = Caller(team_uid=team)
 

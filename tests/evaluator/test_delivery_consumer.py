@@ -57,7 +57,7 @@ def _source(services: Services, idle_wait: float = 0.01) -> Source:
     if settings.uses_redis:
         assert settings.redis_url
         redis = connect(settings.redis_url, cluster=settings.redis_cluster)
-        services.closers.append(redis.aclose)
+        services.lifetime.on_close(redis.aclose)
         keyspace = KeySpace(settings.redis_prefix, per_shard_backlog=settings.redis_cluster)
         return StreamSource(redis, keyspace, idle_wait=idle_wait)
     if isinstance(services.pending_deliveries, Outbox):  # embedded on a SQLite file
