@@ -11,8 +11,9 @@ to the wrong node with a redirection, before running it:
   sent there once, preceded by ASKING, and the map is left as it is.
 
 A master that stops answering (killed, failing over) fails its callers at once (connection
-lost or refused: the ingress answers 503 with Retry-After, see redis_backend.py) and makes the
-client refresh the map, at most every REFRESH_EVERY_S while failures go on, so that requests go
+lost or refused: the ingress answers 503 with Retry-After, see
+transports/redis_stream/ingress.py) and makes the client refresh the map, at most every
+REFRESH_EVERY_S while failures go on, so that requests go
 to the promoted replica as soon as the cluster has failed over. CLUSTERDOWN and TRYAGAIN
 (a slot without a master, or a multi-key command during a migration) are answered the same way.
 """
