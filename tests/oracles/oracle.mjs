@@ -3,9 +3,11 @@
 //   {"op": "github_sign", "secret", "payload"}             -> {"signature"}
 //   {"op": "github_verify", "secret", "payload", "signature"} -> {"valid"}
 //   {"op": "linear_verify", "secret", "body_base64", "signature", "now_ms"} -> {"valid", "error"}
+//   {"op": "standardwebhooks_verify", "secret", "body", "headers"} -> {"valid", "payload", "error"}
 // (`payload` is text, signed as its UTF-8 bytes, as @octokit/webhooks-methods takes it.)
 import { sign, verify } from "@octokit/webhooks-methods";
 import { LinearWebhookClient } from "@linear/sdk/webhooks";
+import { Webhook } from "standardwebhooks";
 
 const realNow = Date.now;
 
@@ -28,6 +30,14 @@ async function answer(request) {
         Date.now = realNow;
       }
     }
+    case "standardwebhooks_verify":
+      // the npm package of Standard Webhooks, as a subscriber written in JavaScript verifies
+      try {
+        const payload = new Webhook(request.secret).verify(request.body, request.headers);
+        return { valid: true, payload, error: null };
+      } catch (error) {
+        return { valid: false, payload: null, error: String(error.message) };
+      }
     default:
       throw new Error(`unknown op ${request.op}`);
   }

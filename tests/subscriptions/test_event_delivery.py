@@ -1,7 +1,7 @@
 """Event subscriptions deliver (docs/events.md): a subscriber that verifies every message with
-the official `standardwebhooks` verifier receives a run's life, run.created ... run.succeeded;
-a message it answered 500 comes again with the same webhook-id; the attempts are readable,
-and a failed message is sent again on request."""
+the official `standardwebhooks` verifiers (the Python package and the npm one) receives a run's
+life, run.created ... run.succeeded; a message it answered 500 comes again with the same
+webhook-id; the attempts are readable, and a failed message is sent again on request."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from standardwebhooks import Webhook
 
 from tests.conftest import make_settings
 from tests.platform.runs.runs_support import advance, new_run
+from tests.signatures.vendor_oracle import ask
 from tests.subscriptions.receiver import Received, receiving
 from tests.support import GatewayClient, World, eventually, scaled
 
@@ -70,6 +71,21 @@ def test_a_subscriber_receives_a_runs_life_verified(world: World) -> None:
     states = [b["data"]["state"] for b in bodies if b["type"] == "run.state_changed"]
     assert sorted(states) == ["CLAIMED", "INPROGRESS", "SUCCEEDED"]
     assert len({r.headers["webhook-id"] for r in got}) == len(RUN_LIFE)
+    # the npm package verifies them too, and reads the same bodies
+    answers = ask(
+        [
+            {"op": "standardwebhooks_verify", "secret": sub["secret"],
+             "body": r.body.decode(), "headers": r.headers}
+            for r in got
+        ]
+    )  # fmt: skip
+    assert [a["error"] for a in answers] == [None] * len(got)
+    assert [a["payload"] for a in answers] == bodies
+    wrong = ask(
+        [{"op": "standardwebhooks_verify", "secret": "whsec_" + "A" * 44,
+          "body": got[0].body.decode(), "headers": got[0].headers}]
+    )  # fmt: skip
+    assert wrong[0]["valid"] is False and "signature" in wrong[0]["error"].lower()
     # another secret does not verify them
     with pytest.raises(Exception, match=r"(?i)signature"):
         Webhook("whsec_" + "A" * 44).verify(got[0].body, got[0].headers)
