@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from gateway import console, resources, wiring
+from gateway import agent_console, console, resources, wiring
 from gateway.api import API_PREFIX, health, metrics
 from gateway.errors import MethodNotAllowed, NotFound, ServiceError
 from gateway.ingress.endpoint import PREFIXES as INGRESS_PREFIXES
@@ -50,7 +50,7 @@ def create_app(settings: Settings) -> ASGIApp:
             await services.close()
 
     routes = resources.routes(ELSEWHERE)
-    mounted = [Mount(API_PREFIX, routes=routes), *console.routes()] if settings.serves_api else []
+    mounted = [Mount(API_PREFIX, routes=routes), *console.routes(agent_console.routes())] if settings.serves_api else []
     app = Starlette(
         routes=[*health.routes, *metrics.routes, *mounted],
         exception_handlers={

@@ -16,7 +16,9 @@ HOOK = "/f/{uid}/w/{webhook_uid}"
 CONNECTION = "/p/{connection_uid}"
 
 
-def routes() -> list[BaseRoute]:
+def routes(extra: list[BaseRoute] | None = None) -> list[BaseRoute]:
+    """The console's routes, with `extra` pages of other packages under the same path (they
+    share its session and assets)."""
     return [
         Mount(
             PATH,
@@ -30,16 +32,19 @@ def routes() -> list[BaseRoute]:
                 Route(HOOK + "/rows", pages.webhook_rows),
                 Route(HOOK + "/filter-test", pages.filter_test, methods=["POST"]),
                 Route(HOOK + "/d/{delivery_id}", pages.delivery),
+                Route(HOOK + "/d/{delivery_id}/live", pages.delivery_live),
                 Route(HOOK + "/d/{delivery_id}/replay", pages.replay, methods=["POST"]),
                 Route(CONNECTION, connection_pages.connection),
                 Route(CONNECTION + "/rows", connection_pages.connection_rows),
                 Route(CONNECTION + "/filter-test", connection_pages.filter_test, methods=["POST"]),
                 Route(CONNECTION + "/d/{delivery_id}", connection_pages.delivery),
+                Route(CONNECTION + "/d/{delivery_id}/live", connection_pages.delivery_live),
                 Route(
                     CONNECTION + "/d/{delivery_id}/replay",
                     connection_pages.replay,
                     methods=["POST"],
                 ),
+                *(extra or []),
                 Mount("/static", app=StaticFiles(directory=STATIC), name="console-static"),
             ],
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 from functools import partial
+from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -18,6 +19,7 @@ from gateway.console import session
 from gateway.console.html import page, render
 from gateway.console.pages import (
     P,
+    delivery_context,
     form_of,
     html_response,
     problem_page,
@@ -82,14 +84,31 @@ async def connection_rows(request: Request, services: Services, principal: Princ
     return html_response(render("delivery_rows.html", base=f"{P}/p/{uid}", items=items))
 
 
-@signed_in
-async def delivery(request: Request, services: Services, principal: Principal) -> Response:
+async def _delivery(
+    services: Services, principal: Principal, request: Request
+) -> tuple[Delivery, dict[str, Any]]:
     uid, delivery_id = request.path_params["connection_uid"], request.path_params["delivery_id"]
     found = await _connection(services, principal, uid)
     async with services.database.read() as conn:
         pending = await services.pending_deliveries.find(uid, delivery_id)
         explain = partial(backtests.explain, found)
         item = await delivery_log.get_delivery(conn, uid, delivery_id, pending, explain)
+        context = await delivery_context(conn, item)
+    return item, context
+
+
+@signed_in
+async def delivery_live(request: Request, services: Services, principal: Principal) -> Response:
+    """The delivery's evaluation, trace and runs alone: console.js swaps them in."""
+    item, context = await _delivery(services, principal, request)
+    base = f"{P}/p/{request.path_params['connection_uid']}"
+    return html_response(render("delivery_live.html", base=base, item=item, **context))
+
+
+@signed_in
+async def delivery(request: Request, services: Services, principal: Principal) -> Response:
+    uid, delivery_id = request.path_params["connection_uid"], request.path_params["delivery_id"]
+    item, context = await _delivery(services, principal, request)
     csrf = session.csrf_token(services.secret_box, request)
     body = page(
         "delivery.html",
@@ -99,6 +118,7 @@ async def delivery(request: Request, services: Services, principal: Principal) -
         item=item,
         nonce=secrets.token_urlsafe(16),  # keys this form's replay
         replayable=True,
+        **context,
     )
     return html_response(body)
 

@@ -8,13 +8,14 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 from msgspec import UNSET
 
 from gateway.console.session import PATH
 from gateway.deliveries.models import MAX_WINDOW
 
-LIVE_EVERY_S = 3  # how often console.js refreshes a webhook's deliveries
+LIVE_EVERY_S = 3  # how often console.js refreshes a live part of a page without the stream
+STREAM_URL = ""  # the console's event stream (Server-Sent Events); "" while there is none
 
 
 def _moment(value: datetime) -> str:
@@ -25,22 +26,43 @@ def _pretty_json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
+def _duration(seconds: float | None) -> str:
+    """`1 h 2 min`, `3 min 4 s`, `5 s`."""
+    if seconds is None:
+        return ""
+    whole = max(int(seconds), 0)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
 def _finalize(value: Any) -> Any:
     return "" if value is None else value
 
 
-_templates = Environment(
-    loader=PackageLoader("gateway.console", "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,  # a name a template gets wrong fails, not renders as ""
-    finalize=_finalize,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    auto_reload=False,  # shipped with the package: read once
-)
-_templates.globals.update(console=PATH, max_window=MAX_WINDOW, live_every_s=LIVE_EVERY_S)
-_templates.filters.update(moment=_moment, pretty_json=_pretty_json)
-_templates.tests["unset"] = lambda value: value is UNSET
+def environment(*packages: str) -> Environment:
+    """The templates of `packages` (each its `templates` folder; the first that has a name
+    wins), with the console's globals and filters: other packages' pages extend base.html."""
+    templates = Environment(
+        loader=ChoiceLoader([PackageLoader(package, "templates") for package in packages]),
+        autoescape=True,
+        undefined=StrictUndefined,  # a name a template gets wrong fails, not renders as ""
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,  # shipped with the package: read once
+    )
+    templates.globals.update(
+        console=PATH, max_window=MAX_WINDOW, live_every_s=LIVE_EVERY_S, stream_url=STREAM_URL
+    )
+    templates.filters.update(moment=_moment, pretty_json=_pretty_json, duration=_duration)
+    templates.tests["unset"] = lambda value: value is UNSET
+    return templates
+
+
+_templates = environment("gateway.console")
 
 
 def render(template: str, **context: Any) -> str:

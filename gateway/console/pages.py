@@ -9,9 +9,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable
 from functools import wraps
+from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -19,7 +21,7 @@ from filters import FilterError
 from gateway.accounts.factories import get_accessible_factory, list_factories
 from gateway.accounts.identities import Principal, authenticate
 from gateway.connections.management import list_connections
-from gateway.console import session
+from gateway.console import names, session
 from gateway.console.html import page, render
 from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
@@ -191,6 +193,39 @@ async def webhook_rows(request: Request, services: Services, principal: Principa
 
 @signed_in
 async def delivery(request: Request, services: Services, principal: Principal) -> Response:
+    base, item, context = await _webhook_delivery(services, principal, request)
+    csrf = session.csrf_token(services.secret_box, request)
+    nonce = secrets.token_urlsafe(16)  # keys this form's replay (see `replay`)
+    body = page(
+        "delivery.html",
+        f"Delivery {item.delivery_id}",
+        csrf=csrf,
+        base=base,
+        item=item,
+        nonce=nonce,
+        replayable=True,
+        **context,
+    )
+    return html_response(body)
+
+
+async def delivery_context(conn: AsyncConnection, item: Delivery) -> dict[str, Any]:
+    """What a delivery's page prints beside the delivery: names of the automations and
+    factories of its trace and runs, and its runs' states."""
+    uids: list[str | None] = [run.automation_uid for run in item.runs]
+    if item.trace:
+        for entry in item.trace.automations:
+            factory_uid = entry.factory_uid  # UNSET in a webhook's trace
+            uids += [entry.automation_uid, factory_uid if isinstance(factory_uid, str) else None]
+    states = await names.run_states(conn, [run.run_id for run in item.runs])
+    # nothing will change any more: console.js stops refreshing
+    final = item.evaluation != "pending" and all(s in names.ENDED for s in states.values())
+    return {"names": await names.names(conn, uids), "run_states": states, "final": final}
+
+
+async def _webhook_delivery(
+    services: Services, principal: Principal, request: Request
+) -> tuple[str, Delivery, dict[str, Any]]:
     uid, webhook_uid = request.path_params["uid"], request.path_params["webhook_uid"]
     delivery_id = request.path_params["delivery_id"]
     async with services.database.read() as conn:
@@ -198,14 +233,15 @@ async def delivery(request: Request, services: Services, principal: Principal) -
         await delivery_log.require_webhook(conn, uid, webhook_uid)
         found = await services.pending_deliveries.find(webhook_uid, delivery_id)
         item = await delivery_log.get_delivery(conn, webhook_uid, delivery_id, found)
-    base = f"{P}/f/{uid}/w/{webhook_uid}"
-    csrf = session.csrf_token(services.secret_box, request)
-    nonce = secrets.token_urlsafe(16)  # keys this form's replay (see `replay`)
-    title = f"Delivery {delivery_id}"
-    body = page(
-        "delivery.html", title, csrf=csrf, base=base, item=item, nonce=nonce, replayable=True
-    )
-    return html_response(body)
+        context = await delivery_context(conn, item)
+    return f"{P}/f/{uid}/w/{webhook_uid}", item, context
+
+
+@signed_in
+async def delivery_live(request: Request, services: Services, principal: Principal) -> Response:
+    """The delivery's evaluation, trace and runs alone: console.js swaps them in."""
+    base, item, context = await _webhook_delivery(services, principal, request)
+    return html_response(render("delivery_live.html", base=base, item=item, **context))
 
 
 @signed_in

@@ -1,0 +1,74 @@
+"""The names the console prints instead of bare ids: factories, automations (and the definition
+file a file-defined one comes from), agents, webhooks and provider connections, looked up in one
+query per kind for a page's worth of ids. An id with no row (deleted since) keeps its id."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import Table, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store import tables as t
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    uid: str
+    name: str
+    # a file-defined automation's file, as factory files lay it out (docs/factory-files.md)
+    source: str = ""
+
+
+@dataclass(slots=True)
+class Names:
+    """What a page needs named; `of(uid)` answers a Named whatever was found."""
+
+    found: dict[str, Named]
+
+    def of(self, uid: str | None) -> Named:
+        if not uid:
+            return Named("", "")
+        return self.found.get(uid) or Named(uid, uid)
+
+
+# the states a run ends in (the platform's TERMINAL; the gateway reads the runs table alone)
+ENDED = frozenset({"SUCCEEDED", "FAILED", "ERROR", "CANCELLED"})
+
+KINDS: tuple[Table, ...] = (
+    t.factories,
+    t.agents,
+    t.webhooks,
+    t.provider_connections,
+)
+
+
+async def names(conn: AsyncConnection, uids: Iterable[str | None]) -> Names:
+    """The names of `uids`, whichever kind each is (ids are unique across kinds)."""
+    wanted = sorted({uid for uid in uids if uid})
+    found: dict[str, Named] = {}
+    if not wanted:
+        return Names(found)
+    a = t.automations
+    query = select(a.c.uid, a.c.name, a.c.definition_name).where(a.c.uid.in_(wanted))
+    for row in await conn.execute(query):
+        source = f"automations/{row.definition_name}" if row.definition_name else ""
+        found[row.uid] = Named(row.uid, row.name, source)
+    for table in KINDS:
+        rest = [uid for uid in wanted if uid not in found]
+        if not rest:
+            break
+        rows = await conn.execute(select(table.c.uid, table.c.name).where(table.c.uid.in_(rest)))
+        found.update({row.uid: Named(row.uid, row.name) for row in rows})
+    return Names(found)
+
+
+async def run_states(conn: AsyncConnection, run_ids: Iterable[str]) -> dict[str, str]:
+    """The state of each run (the runs a delivery started), read from the store's runs table."""
+    wanted = sorted(set(run_ids))
+    if not wanted:
+        return {}
+    r = t.runs
+    rows = await conn.execute(select(r.c.run_id, r.c.state).where(r.c.run_id.in_(wanted)))
+    return {row.run_id: row.state for row in rows}
