@@ -50,7 +50,11 @@ def create_app(settings: Settings) -> ASGIApp:
             await services.close()
 
     routes = resources.routes(ELSEWHERE)
-    mounted = [Mount(API_PREFIX, routes=routes), *console.routes(agent_console.routes())] if settings.serves_api else []
+    mounted = (
+        [Mount(API_PREFIX, routes=routes), *console.routes(agent_console.routes())]
+        if settings.serves_api
+        else []
+    )
     app = Starlette(
         routes=[*health.routes, *metrics.routes, *mounted],
         exception_handlers={

@@ -31,7 +31,7 @@ async def runs(request: Request, services: Services, principal: Principal) -> Re
             conn, principal, team_uid=None, search=None, limit=100, after=None
         )
         uids = [u for run in found for u in (run.factory_uid, run.automation_uid, run.agent_uid)]
-        named = await names.names(conn, uids + [wanted.automation_uid])
+        named = await names.names(conn, [*uids, wanted.automation_uid])
     body = page(
         "runs.html",
         "Runs",

@@ -54,7 +54,9 @@ def test_a_delivery_its_automations_by_name_and_its_run_to_the_end(world: World)
     listed = client.get("/console/runs", params={"state": "SUCCEEDED", "automation": triage})
     assert f'href="/console/runs/{run_id}"' in listed.text
     for query in ({"state": "FAILED"}, {"automation": closer}, {"factory": "fac_none"}):
-        assert f'href="/console/runs/{run_id}"' not in client.get("/console/runs", params=query).text
+        assert (
+            f'href="/console/runs/{run_id}"' not in client.get("/console/runs", params=query).text
+        )
     recent = client.get("/console/runs", params={"since": "hour", "state": "bogus"})
     assert recent.status_code == 200 and f'href="/console/runs/{run_id}"' in recent.text
 
