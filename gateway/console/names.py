@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -36,6 +37,19 @@ class Names:
 # the states a run ends in (the platform's TERMINAL; the gateway reads the runs table alone)
 ENDED = frozenset({"SUCCEEDED", "FAILED", "ERROR", "CANCELLED"})
 
+
+async def factory_automations(conn: AsyncConnection, factory_uid: str) -> list[Named]:
+    """The factory's automations by name (with the file each file-defined one comes from)."""
+    a = t.automations
+    query = select(a.c.uid, a.c.name, a.c.definition_name).where(a.c.factory_uid == factory_uid)
+    return [_automation(row) for row in await conn.execute(query.order_by(a.c.name, a.c.uid))]
+
+
+def _automation(row: Any) -> Named:
+    source = f"automations/{row.definition_name}" if row.definition_name else ""
+    return Named(row.uid, row.name, source)
+
+
 KINDS: tuple[Table, ...] = (
     t.factories,
     t.agents,
@@ -52,9 +66,7 @@ async def names(conn: AsyncConnection, uids: Iterable[str | None]) -> Names:
         return Names(found)
     a = t.automations
     query = select(a.c.uid, a.c.name, a.c.definition_name).where(a.c.uid.in_(wanted))
-    for row in await conn.execute(query):
-        source = f"automations/{row.definition_name}" if row.definition_name else ""
-        found[row.uid] = Named(row.uid, row.name, source)
+    found.update({row.uid: _automation(row) for row in await conn.execute(query)})
     for table in KINDS:
         rest = [uid for uid in wanted if uid not in found]
         if not rest:
@@ -64,11 +76,22 @@ async def names(conn: AsyncConnection, uids: Iterable[str | None]) -> Names:
     return Names(found)
 
 
-async def run_states(conn: AsyncConnection, run_ids: Iterable[str]) -> dict[str, str]:
-    """The state of each run (the runs a delivery started), read from the store's runs table."""
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What a delivery's page says of each of its runs."""
+
+    state: str
+    factory_uid: str | None
+    work_item_id: str | None
+
+
+async def run_facts(conn: AsyncConnection, run_ids: Iterable[str]) -> dict[str, RunFacts]:
+    """The state and work item of each run (the runs a delivery started), read from the
+    store's runs table (the gateway imports nothing of the platform)."""
     wanted = sorted(set(run_ids))
     if not wanted:
         return {}
     r = t.runs
-    rows = await conn.execute(select(r.c.run_id, r.c.state).where(r.c.run_id.in_(wanted)))
-    return {row.run_id: row.state for row in rows}
+    query = select(r.c.run_id, r.c.state, r.c.factory_uid, r.c.work_item_id)
+    rows = await conn.execute(query.where(r.c.run_id.in_(wanted)))
+    return {row.run_id: RunFacts(row.state, row.factory_uid, row.work_item_id) for row in rows}

@@ -154,9 +154,17 @@ async def factory(request: Request, services: Services, principal: Principal) ->
     async with services.database.read() as conn:
         found = await get_accessible_factory(conn, principal, uid)
         hooks = await list_webhooks(conn, services, uid)
+        automations = await names.factory_automations(conn, uid)
     csrf = session.csrf_token(services.secret_box, request)
-    title = f"Webhooks of {found.name}"
-    return html_response(page("webhooks.html", title, csrf=csrf, factory_uid=uid, hooks=hooks))
+    body = page(
+        "webhooks.html",
+        f"Factory {found.name}",
+        csrf=csrf,
+        factory_uid=uid,
+        hooks=hooks,
+        automations=automations,
+    )
+    return html_response(body)
 
 
 async def _deliveries(
@@ -217,10 +225,10 @@ async def delivery_context(conn: AsyncConnection, item: Delivery) -> dict[str, A
         for entry in item.trace.automations:
             factory_uid = entry.factory_uid  # UNSET in a webhook's trace
             uids += [entry.automation_uid, factory_uid if isinstance(factory_uid, str) else None]
-    states = await names.run_states(conn, [run.run_id for run in item.runs])
+    facts = await names.run_facts(conn, [run.run_id for run in item.runs])
     # nothing will change any more: console.js stops refreshing
-    final = item.evaluation != "pending" and all(s in names.ENDED for s in states.values())
-    return {"names": await names.names(conn, uids), "run_states": states, "final": final}
+    final = item.evaluation != "pending" and all(f.state in names.ENDED for f in facts.values())
+    return {"names": await names.names(conn, uids), "run_facts": facts, "final": final}
 
 
 async def _webhook_delivery(
