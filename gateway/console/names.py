@@ -81,6 +81,7 @@ class RunFacts:
     """What a delivery's page says of each of its runs."""
 
     state: str
+    status: str  # its status message, "" when none
     factory_uid: str | None
     work_item_id: str | None
 
@@ -92,6 +93,15 @@ async def run_facts(conn: AsyncConnection, run_ids: Iterable[str]) -> dict[str, 
     if not wanted:
         return {}
     r = t.runs
-    query = select(r.c.run_id, r.c.state, r.c.factory_uid, r.c.work_item_id)
+    query = select(r.c.run_id, r.c.state, r.c.status_message, r.c.factory_uid, r.c.work_item_id)
     rows = await conn.execute(query.where(r.c.run_id.in_(wanted)))
-    return {row.run_id: RunFacts(row.state, row.factory_uid, row.work_item_id) for row in rows}
+    return {
+        row.run_id: RunFacts(
+            row.state, _status(row.status_message), row.factory_uid, row.work_item_id
+        )
+        for row in rows
+    }
+
+
+def _status(stored: Any) -> str:
+    return str(stored.get("message") or "") if isinstance(stored, dict) else ""
