@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright import sync_api as playwright_api
 from sqlalchemy import update
 
 from gateway.services import build_services
@@ -35,7 +36,6 @@ from tests.providers.conftest import GithubExamples
 from tests.support import CLI_SECRET_KEY as SECRET_KEY
 from tests.test_cli import gateway
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="")  # a dev extra: never absent
 pytestmark = pytest.mark.slow  # starts a server and a browser
 REPOSITORY = "Codertocat/Hello-World"
 WAIT_MS = 30_000
@@ -169,8 +169,17 @@ class Runner:
         pytest.fail(f"run {run_id} never claimed")
 
 
+@pytest.fixture
+def runner(site: Site) -> Iterator[Runner]:
+    made = Runner(site)
+    try:
+        yield made
+    finally:
+        made.api.close()
+
+
 def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(
-    site: Site, page: Any, shots: Path, github_examples: GithubExamples
+    site: Site, runner: Runner, page: Any, shots: Path, github_examples: GithubExamples
 ) -> None:
     expect = playwright_api.expect
     page.goto(f"{site.url}/console/")
@@ -198,7 +207,6 @@ def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(
     run_id = runs.locator("a[href^='/console/runs/']").first.inner_text()
     page.screenshot(path=shots / "delivery.png")
 
-    runner = Runner(site)
     runner.claim(run_id)
     held = f"/runner/runs/{run_id}"
     runner.call(f"{held}/progress", state="INPROGRESS", status_message="reading the issue")
