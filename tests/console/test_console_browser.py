@@ -131,7 +131,7 @@ def test_log_in_open_a_delivery_replay_it_and_backtest_a_filter(
     assert site.key not in cookie["value"]  # sealed, not the key itself
 
     browser.goto(f"{site.url}/console/f/{site.factory}")
-    browser.submit("ul.list a")  # the one webhook: a link, "submitted" by clicking it
+    browser.submit("ul.webhooks a")  # the one webhook: a link, "submitted" by clicking it
     assert browser.evaluate("location.pathname").endswith(f"/w/{site.hook}")
     rows = browser.text()
     assert opened in rows and closed in rows and "matched" in rows and "no_match" in rows
