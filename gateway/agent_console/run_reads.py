@@ -1,6 +1,7 @@
 """What the console's run pages read: the runs a key may see, filtered as the runs list asks
 (factory, automation, state, since when), one run with its transcript tail, follow-ups and
-replies, and where the delivery that started it is shown. Read-only; cancelling is the runs' own rule."""
+replies, and where the delivery that started it is shown. Read-only; cancelling is the runs'
+own rule."""
 
 from __future__ import annotations
 
