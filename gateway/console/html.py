@@ -16,6 +16,7 @@ from gateway.deliveries.models import MAX_WINDOW
 
 LIVE_EVERY_S = 3  # how often console.js refreshes a live part of a page without the stream
 STREAM_URL = ""  # the console's event stream (Server-Sent Events); "" while there is none
+STREAM_TYPES = ""  # the event types (comma-separated) console.js listens to on it
 
 
 def _moment(value: datetime) -> str:
@@ -55,7 +56,11 @@ def environment(*packages: str) -> Environment:
         auto_reload=False,  # shipped with the package: read once
     )
     templates.globals.update(
-        console=PATH, max_window=MAX_WINDOW, live_every_s=LIVE_EVERY_S, stream_url=STREAM_URL
+        console=PATH,
+        max_window=MAX_WINDOW,
+        live_every_s=LIVE_EVERY_S,
+        stream_url=STREAM_URL,
+        stream_types=STREAM_TYPES,
     )
     templates.filters.update(moment=_moment, pretty_json=_pretty_json, duration=_duration)
     templates.tests["unset"] = lambda value: value is UNSET

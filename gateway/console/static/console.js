@@ -1,9 +1,9 @@
 // Progressive enhancement only: every page works without this file.
 // 1. An element marked data-live="<url>" is kept up to date: its HTML is fetched again from
-//    that URL (a fragment the server renders) and swapped in when it changed. With the event
-//    stream (body data-stream="<url>", Server-Sent Events) each event refreshes at once; without
-//    it, or while it is down, every data-every seconds. A fragment holding [data-final] is done
-//    (a finished run): it is no longer refreshed.
+//    that URL (a fragment the server renders) and swapped in when it changed, every data-every
+//    seconds (what no event tells, such as a delivery's evaluation). With the event stream (body
+//    data-stream="<url>", Server-Sent Events), each event refreshes at once as well. A fragment
+//    holding [data-final] is done (a finished run): it is no longer refreshed.
 // 2. A form marked data-confirm asks before it is sent (replays create new deliveries; cancel).
 "use strict";
 (() => {
@@ -31,7 +31,6 @@
   };
   const refreshAll = () => live.forEach(refresh);
 
-  let streaming = false;
   const listen = (url) => {
     if (!("EventSource" in window)) return;
     const source = new EventSource(url);
@@ -40,12 +39,11 @@
       // a burst of events (a run's life) makes one refresh
       if (pending === null) pending = setTimeout(() => { pending = null; refreshAll(); }, 150);
     };
-    source.onopen = () => { streaming = true; };
     source.onmessage = soon;
     for (const type of (document.body.dataset.streamTypes || "").split(",")) {
       if (type) source.addEventListener(type, soon);
     }
-    source.onerror = () => { streaming = false; };  // EventSource reconnects by itself
+    // EventSource reconnects by itself after an error; the timers go on meanwhile
   };
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -53,13 +51,7 @@
       const part = { element, url: element.dataset.live, html: null, done: false, busy: false };
       part.done = element.querySelector("[data-final]") !== null;
       live.push(part);
-      const every = Number(element.dataset.every || 3) * 1000;
-      // with the stream up, the timer is a slow safety net; without it, the refresh itself
-      let ticks = 0;
-      setInterval(() => {
-        ticks += 1;
-        if (!streaming || ticks % 5 === 0) refresh(part);
-      }, every);
+      setInterval(() => refresh(part), Number(element.dataset.every || 3) * 1000);
     }
     if (live.length && document.body.dataset.stream) listen(document.body.dataset.stream);
   });
