@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import console
+from gateway import agent_console, console
 from gateway.app import create_app
 from tests.support import GatewayClient, World, eventually
 
@@ -145,7 +145,8 @@ def test_names_and_an_echoed_filter_are_escaped_wherever_they_appear(world: Worl
 
 
 def test_no_template_turns_escaping_off() -> None:
-    templates = sorted((Path(console.__file__).parent / "templates").glob("*.html"))
+    folders = (Path(p.__file__).parent / "templates" for p in (console, agent_console))
+    templates = sorted(path for folder in folders for path in folder.glob("*.html"))
     assert templates
     unsafe = re.compile(r"\|\s*safe\b|autoescape\s+false|markup\(", re.IGNORECASE)
     assert [p.name for p in templates if unsafe.search(p.read_text())] == []
