@@ -246,6 +246,16 @@ def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(
     expect(page.locator("ul.legend").nth(1)).to_contain_text("SUCCEEDED: 1")
     page.screenshot(path=shots / "activity.png", full_page=True)
 
+    # Replay: the copy's page shows its outcome and its new run as they come, without a reload
+    page.goto(f"{site.url}/console/p/{site.connection['uid']}/d/{delivery_id}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Replay").click()
+    expect(page.locator("main dl")).to_contain_text(delivery_id)  # "Replay of", linked
+    page.evaluate("window.sameDocument = true")
+    expect(page.locator("#outcome")).to_have_text("matched")
+    expect(page.locator("table.runs")).to_contain_text("QUEUED")
+    assert page.evaluate("window.sameDocument") is True
+
     # keyboard: the skip link comes first and shows where the focus is
     page.keyboard.press("Tab")
     focused = page.evaluate("document.activeElement.textContent")
