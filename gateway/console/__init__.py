@@ -8,7 +8,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gateway.console import connection_pages, pages
+from gateway.console import connection_pages, event_stream, pages
 from gateway.console.session import PATH
 
 STATIC = Path(__file__).parent / "static"
@@ -27,6 +27,7 @@ def routes(extra: list[BaseRoute] | None = None) -> list[BaseRoute]:
                 Route("/login", pages.login_form, methods=["GET"]),
                 Route("/login", pages.login, methods=["POST"]),
                 Route("/logout", pages.logout, methods=["POST"]),
+                Route("/events/stream", event_stream.stream),
                 Route("/f/{uid}", pages.factory),
                 Route(HOOK, pages.webhook),
                 Route(HOOK + "/rows", pages.webhook_rows),

@@ -13,10 +13,13 @@ from msgspec import UNSET
 
 from gateway.console.session import PATH
 from gateway.deliveries.models import MAX_WINDOW
+from gateway.events.catalogue import expand
 
 LIVE_EVERY_S = 3  # how often console.js refreshes a live part of a page without the stream
-STREAM_URL = ""  # the console's event stream (Server-Sent Events); "" while there is none
-STREAM_TYPES = ""  # the event types (comma-separated) console.js listens to on it
+STREAM_URL = PATH + "/events/stream"  # the console's event stream (Server-Sent Events)
+# the events that change a live part of a page: the stream sends these, console.js listens to them
+LIVE_TYPES = expand(["run.*", "delivery.*"])
+STREAM_TYPES = ",".join(LIVE_TYPES)
 
 
 def _moment(value: datetime) -> str:
