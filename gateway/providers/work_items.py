@@ -41,6 +41,7 @@ class Source:
     thread_reply: bool = False  # a Slack message in the thread of another
     # the message itself, where one message comes as several deliveries (Slack: `channel/ts`)
     message_ref: str | None = None
+    actor: str | None = None  # who caused the event (a login, a Slack user id, a name)
 
 
 def source_of(provider: str, headers: Headers, payload: Any) -> Source | None:
@@ -74,19 +75,27 @@ def _github(headers: Headers, payload: JsonObject) -> Source | None:
             body = text(obj(payload, "review"), "body")
         elif event == "pull_request_review_comment":
             body = text(obj(payload, "comment"), "body")
-    else:
-        return None
+    else:  # another event about an issue or pull request (a review thread, a sub-issue)
+        item, kind = _github_item(payload)
     number = item.get("number")
     if not isinstance(number, int) or isinstance(number, bool):
         return None
+    actor = text(obj(payload, "sender"), "login")
     if body is None and payload.get("action") == "opened":
         body = text(item, "body")
     if payload.get("action") not in _NEW_CONTENT or text(obj(payload, "sender"), "type") == "Bot":
         body = None  # a mention must be new content of a person: not an edit, not a bot's
     url = text(item, "html_url")
     return Source(
-        "github", kind, f"{repository}#{number}", url, body, repository, str(number), False
+        "github", kind, f"{repository}#{number}", url, body, repository, str(number), actor=actor
     )
+
+
+def _github_item(payload: JsonObject) -> tuple[JsonObject, str]:
+    if "pull_request" in payload:
+        return obj(payload, "pull_request"), "pull_request"
+    item = obj(payload, "issue")
+    return item, "pull_request" if isinstance(item.get("pull_request"), dict) else "issue"
 
 
 _NEW_CONTENT: Final = frozenset({"opened", "created", "submitted"})
@@ -109,8 +118,8 @@ def _gitlab(_headers: Headers, payload: JsonObject) -> Source | None:
             return None
         body = text(attrs, "note")
         url = text(item, "url") or _before_fragment(text(attrs, "url"))
-    elif kind_of in ("issue", "merge_request"):
-        item, kind = attrs, kind_of
+    elif kind_of in ("issue", "merge_request", "work_item"):
+        item, kind = attrs, "merge_request" if kind_of == "merge_request" else "issue"
         body, url = text(attrs, "description"), text(attrs, "url")
     else:
         return None
@@ -118,7 +127,9 @@ def _gitlab(_headers: Headers, payload: JsonObject) -> Source | None:
     if not isinstance(iid, int) or isinstance(iid, bool):
         return None
     mark = "!" if kind == "merge_request" else "#"
-    return Source("gitlab", kind, f"{project}{mark}{iid}", url, body, project, str(iid))
+    actor = text(obj(payload, "user"), "username")
+    ref = f"{project}{mark}{iid}"
+    return Source("gitlab", kind, ref, url, body, project, str(iid), actor=actor)
 
 
 def _slack(_headers: Headers, payload: JsonObject) -> Source | None:
@@ -141,6 +152,7 @@ def _slack(_headers: Headers, payload: JsonObject) -> Source | None:
         thread,
         thread != ts,
         f"{channel}/{ts}",
+        text(event, "user"),
     )
 
 
@@ -160,11 +172,14 @@ def _linear(_headers: Headers, payload: JsonObject) -> Source | None:
         issue = obj(obj(payload, "agentSession"), "issue")
         issue_id, identifier, url = text(issue, "id"), text(issue, "identifier"), text(issue, "url")
         body = text(obj(obj(payload, "agentActivity"), "content"), "body")
-    else:
-        return None
+    else:  # another entity of an issue (an attachment, a reaction): its issue
+        issue = obj(data, "issue")
+        issue_id = text(data, "issueId") or text(issue, "id")
+        identifier, url = text(issue, "identifier"), text(issue, "url")
     if not issue_id:
         return None
-    return Source("linear", "issue", issue_id, url, body, identifier, issue_id)
+    actor = text(obj(payload, "actor"), "name")
+    return Source("linear", "issue", issue_id, url, body, identifier, issue_id, actor=actor)
 
 
 def _jira(_headers: Headers, payload: JsonObject) -> Source | None:
@@ -175,7 +190,11 @@ def _jira(_headers: Headers, payload: JsonObject) -> Source | None:
     body = text(obj(payload, "comment"), "body")
     if body is None and text(payload, "webhookEvent") == "jira:issue_created":
         body = text(obj(issue, "fields"), "description")
-    return Source("jira", "issue", key, _jira_browse(text(issue, "self"), key), body, None, key)
+    url = _jira_browse(text(issue, "self"), key)
+    # issue events name their `user`, comment events only the comment's author
+    actor = text(obj(payload, "user"), "displayName")
+    actor = actor or text(obj(obj(payload, "comment"), "author"), "displayName")
+    return Source("jira", "issue", key, url, body, None, key, actor=actor)
 
 
 def _jira_browse(api_url: str | None, key: str) -> str | None:

@@ -36,7 +36,7 @@ class RunWorkItem:
     kind: str
     ref: str
     url: str | None
-    target: ReplyTarget
+    target: ReplyTarget | None  # None: its source lacks the address (target_of)
 
 
 def target_of(source: Source) -> ReplyTarget | None:
@@ -74,5 +74,5 @@ async def run_work_item(conn: AsyncConnection, run_id: str) -> RunWorkItem | Non
     row = (await conn.execute(query)).first()
     if row is None:
         return None
-    target: ReplyTarget = msgspec.convert(row.target, ReplyTarget)
+    target = None if row.target is None else msgspec.convert(row.target, ReplyTarget)
     return RunWorkItem(row.id, row.factory_uid, row.provider, row.kind, row.ref, row.url, target)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.providers.work_items import Source, mentions_alias, source_of
-from gateway.replies.targets import GitLabThread, JiraIssue, LinearIssue
+from gateway.replies.targets import GitHubThread, GitLabThread, JiraIssue, LinearIssue
 from gateway.replies.work_items import target_of
 from tests.providers.conftest import GithubExamples, fixture
 
@@ -95,6 +95,7 @@ def test_slack_threads() -> None:
         "1515449522.000016",
         False,
         "C123ABC456/1515449522.000016",
+        "U061F7AUR",  # who wrote it
     )
     reply = fixture("slack", "message_channels")
     reply["event"]["thread_ts"] = "1355517000.000001"
@@ -102,6 +103,36 @@ def test_slack_threads() -> None:
     assert found is not None and found.thread_reply
     assert found.ref == "C123ABC456/1355517000.000001"
     assert source_of("slack", {}, fixture("slack", "reaction_added")) is None
+
+
+def test_who_caused_it(github_examples: GithubExamples) -> None:
+    """The actor replies name, read with the source (no other reader of reply payloads)."""
+    labeled = _github(github_examples, "issues", "labeled")
+    found = source_of("github", {"x-github-event": "issues"}, labeled)
+    assert found is not None and found.actor == "Codertocat"
+    assert target_of(found) == GitHubThread(repository="Codertocat/Hello-World", number=1)
+    note = source_of("gitlab", {}, fixture("gitlab", "note_issue"))
+    assert note is not None and note.actor == fixture("gitlab", "note_issue")["user"]["username"]
+    linear = fixture("linear", "comment_create") | {"actor": {"name": "Ann"}}
+    found = source_of("linear", {}, linear)
+    assert found is not None and found.actor == "Ann"
+    jira = fixture("jira", "comment_created_mention")
+    found = source_of("jira", {}, jira)
+    assert found is not None and found.actor == jira["comment"]["author"]["displayName"]
+
+
+def test_other_events_about_an_issue_or_pull_request(github_examples: GithubExamples) -> None:
+    """Any GitHub event whose payload names an issue or pull request is about it (a review
+    thread resolved); GitLab's work items are issues; a Linear entity of an issue is about it."""
+    thread = next(iter(github_examples.get("pull_request_review_thread", [])), None)
+    if thread is not None:
+        found = source_of("github", {"x-github-event": "pull_request_review_thread"}, thread)
+        assert found is not None and found.kind == "pull_request"
+    work_item = fixture("gitlab", "issue_open") | {"object_kind": "work_item"}
+    found = source_of("gitlab", {}, work_item)
+    assert found is not None and found.kind == "issue" and found.ref.endswith("#23")
+    attachment = {"type": "Attachment", "data": {"issueId": "i-1"}, "actor": {"name": "Ann"}}
+    assert target_of(source_of("linear", {}, attachment)) == LinearIssue(issue_id="i-1")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

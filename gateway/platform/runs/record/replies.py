@@ -3,6 +3,12 @@ connection with reply credentials) starts, one `reply` message is enqueued, in t
 of the change; when it ends, another that edits the first one's message in place
 (docs/providers.md#replies). The dispatcher sends them (reply_delivery.py).
 
+Where: the run's work item's target (`run_work_item`), the one place a reply's address is read
+from a payload (gateway/providers/work_items.py, when the work item is made). A run of no work
+item has no reply: every provider event a reply can go back to makes a work item with its
+first runs, so only runs started before work items existed lack one, and they stay silent.
+Who caused it (the template's `event.actor`) comes from the run's delivery, by the same reader.
+
 Ordering, so that a run makes one message however its replies are retried or the gateway
 crashes: the start's key is `reply:{run}:started` (a run claimed again after a lost lease, or
 resumed by a follow-up, enqueues nothing new); each end is keyed by its timeline entry. An end
@@ -23,10 +29,13 @@ from msgspec import to_builtins
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.backends.delivery_rows import headers_of
 from gateway.connections.reply_outbox import KIND, ended_key, started_key
 from gateway.outbound import enqueue
 from gateway.platform.runs.record.states import TERMINAL
-from gateway.replies.origin import Origin, reply_origin
+from gateway.providers.work_items import source_of
+from gateway.replies import ReplyTarget
+from gateway.replies.work_items import run_work_item
 from gateway.store import tables as t
 
 r, c, d, m = t.runs, t.provider_connections, t.deliveries, t.outbound_messages
@@ -61,22 +70,23 @@ async def on_run_entries(conn: AsyncConnection, entries: Sequence[RunChange]) ->
     if not connected:
         return
     replying = await _replying(conn, set(connected.values()))
-    origins: dict[str, Origin | None] = {}
+    origins: dict[str, tuple[ReplyTarget, str | None] | None] = {}
     for entry in wanted:
         connection = connected.get(entry.run_id)
         if connection is None or connection not in replying:
             continue
         if entry.run_id not in origins:
             origins[entry.run_id] = await _origin(
-                conn, replying[connection], runs[entry.run_id].delivery_id
+                conn, entry.run_id, replying[connection], runs[entry.run_id].delivery_id
             )
         origin = origins[entry.run_id]
         if origin is None:
             continue
+        target, actor = origin
         payload = {
             "connection_uid": connection,
-            "target": to_builtins(origin.target),
-            "actor": origin.actor,
+            "target": to_builtins(target),
+            "actor": actor,
             "run_id": entry.run_id,
             "at": entry.at.isoformat(),
         }
@@ -97,16 +107,29 @@ async def _replying(conn: AsyncConnection, uids: set[str]) -> dict[str, str]:
     return {row.uid: row.provider for row in await conn.execute(query)}
 
 
-async def _origin(conn: AsyncConnection, provider: str, delivery_id: str) -> Origin | None:
-    payload = (
-        await conn.execute(select(d.c.payload).where(d.c.delivery_id == delivery_id))
-    ).scalar_one_or_none()
-    if payload is None:
+async def _origin(
+    conn: AsyncConnection, run_id: str, provider: str, delivery_id: str
+) -> tuple[ReplyTarget, str | None] | None:
+    """Where the run's replies go (its work item's target) and who caused the run."""
+    item = await run_work_item(conn, run_id)
+    if item is None or item.target is None:
+        return None
+    return item.target, await _actor(conn, provider, delivery_id)
+
+
+async def _actor(conn: AsyncConnection, provider: str, delivery_id: str) -> str | None:
+    row = (
+        await conn.execute(select(d.c.payload, d.c.headers).where(d.c.delivery_id == delivery_id))
+    ).first()
+    if row is None or row.payload is None:
         return None
     try:
-        return reply_origin(provider, orjson.loads(payload))
+        payload = orjson.loads(row.payload)
     except orjson.JSONDecodeError:
         return None
+    headers = headers_of(row.headers) if row.headers else {}
+    source = source_of(provider, headers, payload)
+    return None if source is None else source.actor
 
 
 async def _started(conn: AsyncConnection, entry: RunChange, payload: dict[str, Any]) -> None:
