@@ -4,7 +4,8 @@ with the outcome and the pull request, through the outbound dispatcher, against 
 API standing in on loopback. Retries (5xx, 429 with Retry-After) still make one comment; a
 revoked token ends the reply failed and tells the factory's owners. The main case runs on both
 deployment shapes (embedded SQLite; PostgreSQL with Redis); Slack's and Linear's documented
-examples reply in their thread and on their issue."""
+examples reply in their thread and on their issue (on both shapes too), GitLab's with a note on
+the issue or merge request and Jira's with an ADF comment, each edited with PUT."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 from gateway.settings import Settings
 from tests.conftest import make_settings
 from tests.connections.provider_world import (
+    Signed,
     automation,
     connect,
     deliver,
@@ -30,6 +32,7 @@ from tests.connections.provider_world import (
     trigger,
 )
 from tests.connections.test_provider_triggers import (
+    JIRA_AGENT,
     LINEAR_SECRET,
     SLACK_SECRET,
     labeled_example,
@@ -38,6 +41,8 @@ from tests.connections.test_provider_triggers import (
 from tests.platform.runners.test_runner_api import Runner
 from tests.providers.conftest import GithubExamples, fixture
 from tests.replies.github_api import GitHubApi
+from tests.replies.gitlab_api import GitLabApi
+from tests.replies.jira_api import JiraApi
 from tests.replies.linear_api import LinearApi
 from tests.replies.slack_api import SlackApi
 from tests.support import GatewayClient, World, eventually
@@ -76,19 +81,40 @@ def github() -> Iterator[GitHubApi]:
         yield api
 
 
+def provider_run(
+    world: World,
+    provider: str,
+    sign: Callable[[dict[str, Any]], Signed],
+    *triggers: dict[str, Any],
+    **connection_body: Any,
+) -> tuple[str, dict[str, Any]]:
+    """A delivery (`sign(connection)`) to a new `provider` connection (`connection_body`: its
+    secret, credentials, api_base_url) that one automation on `triggers` matches: its one
+    run, and the connection."""
+    automation(world, world.factory_uid, f"{provider} work", *triggers)
+    connection = connect(world, provider, **connection_body)
+    delivery_id = deliver(world.client, connection, sign(connection))
+    evaluated(world, connection, delivery_id)
+    (run,) = runs(world.client, delivery_id)
+    return str(run.run_id), connection
+
+
 def github_run(
     world: World, github: GitHubApi, examples: GithubExamples, token: str = "ghp_valid"
 ) -> tuple[str, str]:
     """The labeled example delivered to a GitHub connection with reply credentials: its run
     and the connection."""
     set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
-    automation(world, world.factory_uid, "triage", trigger("github", "issue_labeled"))
-    connection = connect(world, "github", api_token=token, api_base_url=github.url)
-    sent = octokit_signed(connection["secret"], "issues", labeled_example(examples), "d-1")
-    delivery_id = deliver(world.client, connection, sent)
-    evaluated(world, connection, delivery_id)
-    (run,) = runs(world.client, delivery_id)
-    return str(run.run_id), connection["uid"]
+    labeled = labeled_example(examples)
+    run_id, connection = provider_run(
+        world,
+        "github",
+        lambda c: octokit_signed(c["secret"], "issues", labeled, "d-1"),
+        trigger("github", "issue_labeled"),
+        api_token=token,
+        api_base_url=github.url,
+    )
+    return run_id, connection["uid"]
 
 
 def work(runner: Runner, run_id: str, outcome: str = "SUCCEEDED") -> None:
@@ -137,7 +163,7 @@ def test_a_run_comments_once_then_edits_its_comment(
         assert claimed["run_id"] == run_id
         eventually(lambda: len(github.comments) == 1, timeout=30)
         (comment,) = github.comments.values()
-        assert "is working on it" in comment["body"] and "triage" in comment["body"]
+        assert "is working on it" in comment["body"] and "github work" in comment["body"]
         assert "Codertocat" in comment["body"]  # who labeled the issue
         assert f"/console/runs/{run_id}" in comment["body"]
         runner.on(run_id, "progress", state="INPROGRESS", status_message="working")
@@ -227,20 +253,24 @@ def test_a_revoked_token_fails_the_reply_and_tells_the_owners(
         assert [n for n in inbox if n["kind"] == "reply_failed"] == []
 
 
+@pytest.mark.parametrize("shape", ["embedded", "redis"])
 def test_slack_acknowledges_in_the_thread_then_updates(
-    gateway_of: Callable[[str], Any],
+    gateway_of: Callable[[str], Any], shape: str
 ) -> None:
     slack = SlackApi(channels={"C123ABC456"}, tokens={"xoxb-valid"})
-    with slack.serve(), gateway_of("embedded") as world:
-        automation(world, world.factory_uid, "mention", trigger("slack", "app_mention"))
-        connection = connect(world, "slack", secret=SLACK_SECRET, bot_token="xoxb-valid",
-                             api_base_url=slack.url + "/api")  # fmt: skip
-        mention = fixture("slack", "app_mention")
-        delivery_id = deliver(world.client, connection, signing.slack(SLACK_SECRET, mention))
-        evaluated(world, connection, delivery_id)
-        (run,) = runs(world.client, delivery_id)
-        work(Runner(world), run.run_id)
-        reply = settled(world, run.run_id)
+    mention = fixture("slack", "app_mention")
+    with slack.serve(), gateway_of(shape) as world:
+        run_id, _ = provider_run(
+            world,
+            "slack",
+            lambda _: signing.slack(SLACK_SECRET, mention),
+            trigger("slack", "app_mention"),
+            secret=SLACK_SECRET,
+            bot_token="xoxb-valid",
+            api_base_url=slack.url + "/api",
+        )
+        work(Runner(world), run_id)
+        reply = settled(world, run_id)
         (((channel, _ts), message),) = slack.messages.items()
         assert (channel, message["thread_ts"]) == ("C123ABC456", mention["event"]["ts"])
         assert (
@@ -255,22 +285,102 @@ def test_slack_acknowledges_in_the_thread_then_updates(
         }
 
 
-def test_linear_comments_on_the_issue_then_edits(gateway_of: Callable[[str], Any]) -> None:
+@pytest.mark.parametrize("shape", ["embedded", "redis"])
+def test_linear_comments_on_the_issue_then_edits(
+    gateway_of: Callable[[str], Any], shape: str
+) -> None:
     created = fixture("linear", "issue_create")
     issue_id = created["data"]["id"]
     linear = LinearApi(issues={issue_id}, keys={"lin_api_valid"})
-    with linear.serve(), gateway_of("embedded") as world:
-        automation(world, world.factory_uid, "new issue", trigger("linear", "issue_created"))
-        connection = connect(world, "linear", secret=LINEAR_SECRET, api_token="lin_api_valid",
-                             api_base_url=linear.url + "/graphql")  # fmt: skip
-        delivery_id = deliver(world.client, connection, signing.linear(LINEAR_SECRET, created))
-        evaluated(world, connection, delivery_id)
-        (run,) = runs(world.client, delivery_id)
-        work(Runner(world), run.run_id)
-        settled(world, run.run_id)
+    with linear.serve(), gateway_of(shape) as world:
+        run_id, _ = provider_run(
+            world,
+            "linear",
+            lambda _: signing.linear(LINEAR_SECRET, created),
+            trigger("linear", "issue_created"),
+            secret=LINEAR_SECRET,
+            api_token="lin_api_valid",
+            api_base_url=linear.url + "/graphql",
+        )
+        work(Runner(world), run_id)
+        settled(world, run_id)
         (comment,) = linear.comments.values()
         assert comment["issueId"] == issue_id and "finished" in comment["body"]
         assert len(linear.calls) == 2  # commentCreate, then commentUpdate
+
+
+@pytest.mark.parametrize(
+    ("example", "triggered", "thread", "collection"),
+    [
+        ("merge_request_open", ("merge_request",), "gitlabhq/gitlab-test!1", "merge_requests"),
+        ("issue_open", ("bot_mentioned",), "gitlabhq/gitlab-test#23", "issues"),
+    ],
+)
+def test_gitlab_notes_on_the_issue_or_merge_request_then_edits(
+    gateway_of: Callable[[str], Any],
+    example: str,
+    triggered: tuple[str],
+    thread: str,
+    collection: str,
+) -> None:
+    payload = fixture("gitlab", example)
+    payload["object_attributes"]["description"] = "@factory-bot please have a look"
+    gitlab = GitLabApi(threads={thread}, tokens={"glpat-valid"})
+    with gitlab.serve(), gateway_of("embedded") as world:
+        set_repositories(world.client, world.factory_uid, "gitlabhq/gitlab-test")
+        run_id, _ = provider_run(
+            world,
+            "gitlab",
+            lambda c: signing.gitlab(c["secret"], payload),
+            trigger("gitlab", *triggered),
+            bot="factory-bot",
+            api_token="glpat-valid",
+            api_base_url=gitlab.url + "/api/v4",
+        )
+        work(Runner(world), run_id)
+        reply = settled(world, run_id)
+        (note,) = gitlab.notes.values()
+        assert note["thread"] == thread
+        assert "finished" in note["body"] and f"[Fix the spelling]({PULL})" in note["body"]
+        notes = rf"/api/v4/projects/gitlabhq%2Fgitlab-test/{collection}/\d+/notes"
+        assert [c.method for c in gitlab.calls_to(notes + r"(/\d+)?$")] == ["POST", "PUT"]
+        kind = "merge_request" if thread.count("!") else "issue"
+        assert reply["target"] | {"url": None} == {
+            "provider": "gitlab",
+            "project": "gitlabhq/gitlab-test",
+            "kind": kind,
+            "iid": int(thread.rsplit("!" if kind == "merge_request" else "#", 1)[1]),
+            "url": None,
+        }
+
+
+def test_jira_comments_in_adf_then_edits(gateway_of: Callable[[str], Any]) -> None:
+    created = fixture("jira", "issue_created")
+    email = "factory@acme.example"
+    jira = JiraApi(issues={"KAN-22"}, accounts={email: "ATATT3x-valid"})
+    with jira.serve(), gateway_of("embedded") as world:
+        run_id, _ = provider_run(
+            world,
+            "jira",
+            lambda c: signing.jira(c["secret"], created),
+            trigger("jira", "issue_created"),
+            bot=JIRA_AGENT,
+            email=email,
+            api_token="ATATT3x-valid",
+            api_base_url=jira.url,
+        )
+        work(Runner(world), run_id)
+        reply = settled(world, run_id)
+        ((comment_id, comment),) = jira.comments.items()
+        assert comment["issue"] == "KAN-22" and comment["body"]["type"] == "doc"
+        said = str(comment["body"])
+        assert "finished" in said and PULL in said
+        posts = jira.calls_to(r"/rest/api/3/issue/KAN-22/comment$")
+        assert "Sirajudheen MK" in str(posts[0].body)  # who created the issue
+        edits = jira.calls_to(rf"/rest/api/3/issue/KAN-22/comment/{comment_id}$")
+        assert (len(posts), [c.method for c in edits]) == (1, ["PUT"])
+        assert reply["target"] == {"provider": "jira", "issue_key": "KAN-22"}
+        assert reply["link"] == f"{jira.url}/browse/KAN-22?focusedCommentId={comment_id}"
 
 
 def test_no_credentials_no_reply(
