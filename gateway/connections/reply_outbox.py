@@ -23,6 +23,12 @@ def ended_key(run_id: str, change_id: str) -> str:
     return f"reply:{run_id}:ended:{change_id}"
 
 
+def ended_change(key: str) -> str | None:
+    """The ending (timeline entry) an end's key names; None for another key."""
+    head, _, change = key.rpartition(":ended:")
+    return change if head.startswith("reply:") and change else None
+
+
 async def release_edits(conn: AsyncConnection, run_id: str, message_id: str | None) -> int:
     """The run's held edits become due, editing `message_id` (None: the start posted nothing,
     and each posts a message of its own); how many."""

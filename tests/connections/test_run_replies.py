@@ -9,6 +9,7 @@ the issue or merge request and Jira's with an ADF comment, each edited with PUT.
 
 from __future__ import annotations
 
+import copy
 import re
 import secrets
 import time
@@ -17,8 +18,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from gateway.services import Services
 from gateway.settings import Settings
+from gateway.store import tables as t
 from tests.conftest import make_settings
 from tests.connections.provider_world import (
     Signed,
@@ -381,6 +385,62 @@ def test_jira_comments_in_adf_then_edits(gateway_of: Callable[[str], Any]) -> No
         assert (len(posts), [c.method for c in edits]) == (1, ["PUT"])
         assert reply["target"] == {"provider": "jira", "issue_key": "KAN-22"}
         assert reply["link"] == f"{jira.url}/browse/KAN-22?focusedCommentId={comment_id}"
+
+
+def outbox_states(world: World, run_id: str) -> list[str]:
+    """The states of the run's reply messages, oldest first."""
+
+    async def read(services: Services) -> list[str]:
+        m = t.outbound_messages
+        query = select(m.c.state).where(m.c.subject == run_id).order_by(m.c.created_at, m.c.id)
+        async with services.database.read() as conn:
+            return list((await conn.execute(query)).scalars())
+
+    return world.client.run(read)
+
+
+def test_a_follow_up_ends_again_and_the_newest_end_wins(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
+) -> None:
+    """The run fails; the failure's edit is told to wait (429); meanwhile a mention continues
+    the run and it succeeds, and that edit goes out first. The failure's edit, due later, is
+    stale: the one message keeps the success."""
+    edits = r"/repos/.*/issues/comments/\d+"
+    with gateway_of("embedded") as world:
+        set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
+        labeled = labeled_example(github_examples)
+        run_id, connection = provider_run(
+            world,
+            "github",
+            lambda c: octokit_signed(c["secret"], "issues", labeled, "d-1"),
+            trigger("github", "issue_labeled"),
+            api_token="ghp_valid",
+            api_base_url=github.url,
+        )
+        runner = Runner(world)
+        runner.claim()
+        eventually(lambda: len(github.comments) == 1, timeout=30)
+        github.answer_next(429, {"message": "slow down"}, {"Retry-After": "8"})
+        runner.on(run_id, "finish", outcome="FAILED", status_message="First try failed.")
+        eventually(lambda: len(github.calls_to(edits)) == 1, timeout=30)  # the 429
+
+        example = next(p for p in github_examples["issue_comment"] if p["action"] == "created")
+        comment = copy.deepcopy(example)
+        comment["comment"]["body"] = "@fa please try again"
+        sent = octokit_signed(connection["secret"], "issue_comment", comment, "d-2")
+        evaluated(world, connection, deliver(world.client, connection, sent))
+        (again,) = runner.claim()
+        assert again["run_id"] == run_id  # the same run, continued
+        runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="Second try worked.")
+        eventually(lambda: outbox_states(world, run_id) == ["delivered"] * 3, timeout=40)
+
+        (body,) = [c["body"] for c in github.comments.values()]
+        assert "finished" in body and "Second try worked." in body
+        assert "failed" not in body and "First try" not in body
+        patched = github.calls_to(edits)
+        assert len(patched) == 2  # the 429 and the success; the stale failure is not sent
+        assert "Second try worked." in patched[1].body["body"]
+        assert len(github.calls_to(r"/repos/.*/issues/1/comments")) == 1  # one message
 
 
 def test_no_credentials_no_reply(

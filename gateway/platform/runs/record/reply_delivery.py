@@ -3,28 +3,38 @@ run's reply is made when it is sent, from the run as it is then (its title, stat
 message and pull requests: what a runner reported after the change that enqueued the reply is
 in it), and posted or edited through the connection's reply sender
 (gateway/connections/reply_sender.py). When a reply is settled: a start releases the edits that
-waited for its message; a reply that failed for good tells the factory's owners in the inbox."""
+waited for its message; a reply that failed for good tells the factory's owners in the inbox.
+
+The newest end wins. A run continued by a follow-up ends again, and edits the same message;
+two ends close together may reach the dispatcher in any order (a retry after a 429 waits while
+the next end goes out). An end's reply renders the run's newest end, never its own if a newer
+one exists; an end that is no longer the newest, with the message to leave as it is, is not
+sent at all; and an edit that an end overtook while it was on its way is made again with the
+newer end, so the message's last edit always shows the newest outcome."""
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.connections.reply_outbox import KIND, release_edits
+from gateway.connections.reply_outbox import KIND, ended_change, release_edits
 from gateway.connections.reply_sender import ReplyMessage, ReplySender, run_page
 from gateway.outbound import Delivered, Failed, OutboundMessage, Outcome, RetrySchedule
 from gateway.platform.inbox import notifications as inbox
+from gateway.platform.runs.record.states import TERMINAL
 from gateway.replies import Artifact, ReplyContext, ReplyTarget
 from gateway.store import Database
 from gateway.store import tables as t
 
 log = logging.getLogger("gateway.replies")
-r = t.runs
+r, e = t.runs, t.run_events
+# edits made again for ends that overtook the one on its way (more is a run ending in a loop)
+MAX_CATCH_UPS = 3
 # a reply is worth trying for a few hours (a provider's outage), not for days: by then the run's
 # outcome is old news, and its owners hear that it failed
 SCHEDULE = RetrySchedule(
@@ -51,16 +61,47 @@ class RunReplySender:
             target = msgspec.convert(payload["target"], ReplyTarget)
         except (KeyError, msgspec.ValidationError) as exc:
             return Failed(error=f"reply target: {exc}")
+        ended = payload.get("phase") == "ended"
+        own_end = ended_change(message.key) if ended else None
         async with self._database.read() as conn:
+            newest = await newest_end(conn, message.subject or "") if ended else None
+            if newest is not None and newest.id != own_end:
+                if isinstance(payload.get("message_id"), str):
+                    # stale: the newer end edits this message (after this one, or has already)
+                    return Delivered(message_id=payload["message_id"])
+                payload = payload | newest.fields()
             context = await reply_context(conn, payload, self._public_url)
         if context is None:
             return Failed(error=f"run {payload.get('run_id')} no longer exists", gone=True)
+        outcome = await self._send(payload, target, context, payload.get("message_id"))
+        rendered = newest.id if newest is not None else own_end
+        for _ in range(MAX_CATCH_UPS if ended else 0):
+            if not isinstance(outcome, Delivered):
+                break
+            async with self._database.read() as conn:
+                newest = await newest_end(conn, message.subject or "")
+                if newest is None or newest.id == rendered:
+                    break
+                payload, rendered = payload | newest.fields(), newest.id
+                context = await reply_context(conn, payload, self._public_url)
+            if context is None:
+                break
+            outcome = await self._send(payload, target, context, outcome.message_id)
+        return outcome
+
+    async def _send(
+        self,
+        payload: dict[str, Any],
+        target: ReplyTarget,
+        context: ReplyContext,
+        message_id: str | None,
+    ) -> Outcome:
         return await self._replies.send(
             ReplyMessage(
                 connection_uid=payload["connection_uid"],
                 target=target,
                 context=context,
-                message_id=payload.get("message_id"),
+                message_id=message_id,
             )
         )
 
@@ -76,6 +117,31 @@ class RunReplySender:
         else:  # the run's replies reach the provider again: an earlier failure notice is over
             n = t.inbox_notifications
             await inbox.resolve(conn, n.c.run_id == run_id, n.c.kind == "reply_failed")
+
+
+class RunEnd(NamedTuple):
+    """One ending of a run, as its timeline has it."""
+
+    id: str
+    state: str
+    at: datetime
+    reason: str | None
+
+    def fields(self) -> dict[str, Any]:
+        """What an end's reply payload says of it (replies.py)."""
+        return {"state": self.state, "reason": self.reason, "at": self.at.isoformat()}
+
+
+async def newest_end(conn: AsyncConnection, run_id: str) -> RunEnd | None:
+    """The run's latest ending (None: it never ended)."""
+    query = (
+        select(e.c.id, e.c.state, e.c.at, e.c.reason)
+        .where(e.c.run_id == run_id, e.c.state.in_(TERMINAL))
+        .order_by(e.c.at.desc(), e.c.id.desc())
+        .limit(1)
+    )
+    row = (await conn.execute(query)).first()
+    return None if row is None else RunEnd(row.id, row.state, row.at, row.reason)
 
 
 async def _tell_owners(
