@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ from tests.replies.gitlab_api import GitLabApi
 from tests.replies.jira_api import JiraApi
 from tests.replies.linear_api import LinearApi
 from tests.replies.slack_api import SlackApi
+from tests.replies.stand_in import Answer, Call
 from tests.support import GatewayClient, World, eventually
 
 ISSUE = "Codertocat/Hello-World#1"
@@ -399,48 +401,99 @@ def outbox_states(world: World, run_id: str) -> list[str]:
     return world.client.run(read)
 
 
+def continued_run(world: World, github: GitHubApi, examples: GithubExamples) -> Any:
+    """The labeled example's run, claimed, with its start's comment posted: (its id, a
+    function that continues it with a mention, the runner)."""
+    set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
+    labeled = labeled_example(examples)
+    run_id, connection = provider_run(
+        world,
+        "github",
+        lambda c: octokit_signed(c["secret"], "issues", labeled, "d-1"),
+        trigger("github", "issue_labeled"),
+        api_token="ghp_valid",
+        api_base_url=github.url,
+    )
+    runner = Runner(world)
+    runner.claim()
+    eventually(lambda: len(github.comments) == 1, timeout=30)
+
+    def mention(text: str) -> None:
+        example = next(p for p in examples["issue_comment"] if p["action"] == "created")
+        comment = copy.deepcopy(example)
+        comment["comment"]["body"] = text
+        sent = octokit_signed(connection["secret"], "issue_comment", comment, "d-2")
+        evaluated(world, connection, deliver(world.client, connection, sent))
+        (again,) = runner.claim()
+        assert again["run_id"] == run_id  # the same run, continued
+
+    return run_id, mention, runner
+
+
+EDITS = r"/repos/.*/issues/comments/\d+"
+
+
 def test_a_follow_up_ends_again_and_the_newest_end_wins(
     gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
 ) -> None:
     """The run fails; the failure's edit is told to wait (429); meanwhile a mention continues
     the run and it succeeds, and that edit goes out first. The failure's edit, due later, is
     stale: the one message keeps the success."""
-    edits = r"/repos/.*/issues/comments/\d+"
     with gateway_of("embedded") as world:
-        set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
-        labeled = labeled_example(github_examples)
-        run_id, connection = provider_run(
-            world,
-            "github",
-            lambda c: octokit_signed(c["secret"], "issues", labeled, "d-1"),
-            trigger("github", "issue_labeled"),
-            api_token="ghp_valid",
-            api_base_url=github.url,
-        )
-        runner = Runner(world)
-        runner.claim()
-        eventually(lambda: len(github.comments) == 1, timeout=30)
+        run_id, mention, runner = continued_run(world, github, github_examples)
         github.answer_next(429, {"message": "slow down"}, {"Retry-After": "8"})
         runner.on(run_id, "finish", outcome="FAILED", status_message="First try failed.")
-        eventually(lambda: len(github.calls_to(edits)) == 1, timeout=30)  # the 429
-
-        example = next(p for p in github_examples["issue_comment"] if p["action"] == "created")
-        comment = copy.deepcopy(example)
-        comment["comment"]["body"] = "@fa please try again"
-        sent = octokit_signed(connection["secret"], "issue_comment", comment, "d-2")
-        evaluated(world, connection, deliver(world.client, connection, sent))
-        (again,) = runner.claim()
-        assert again["run_id"] == run_id  # the same run, continued
+        eventually(lambda: len(github.calls_to(EDITS)) == 1, timeout=30)  # the 429
+        mention("@fa please try again")
         runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="Second try worked.")
         eventually(lambda: outbox_states(world, run_id) == ["delivered"] * 3, timeout=40)
 
         (body,) = [c["body"] for c in github.comments.values()]
         assert "finished" in body and "Second try worked." in body
         assert "failed" not in body and "First try" not in body
-        patched = github.calls_to(edits)
+        patched = github.calls_to(EDITS)
         assert len(patched) == 2  # the 429 and the success; the stale failure is not sent
         assert "Second try worked." in patched[1].body["body"]
         assert len(github.calls_to(r"/repos/.*/issues/1/comments")) == 1  # one message
+
+
+class HeldGitHubApi(GitHubApi):
+    """GitHub, holding the first edit back until `release` (a slow network): the edit lands
+    after whatever went out meanwhile."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.holding, self.release = threading.Event(), threading.Event()
+
+    def handle(self, call: Call) -> Answer:
+        if call.method == "PATCH" and not self.holding.is_set():
+            self.holding.set()
+            self.release.wait(30)
+        return super().handle(call)
+
+
+def test_an_edit_a_newer_end_overtook_is_made_again(
+    gateway_of: Callable[[str], Any], github_examples: GithubExamples
+) -> None:
+    """The failure's edit is on its way (held by the network) when the continued run succeeds
+    and that edit lands first; the failure's edit lands after it, and is followed by the
+    success again: the message's last edit shows the newest end."""
+    github = HeldGitHubApi(issues={ISSUE}, tokens={"ghp_valid"})
+    with github.serve(), gateway_of("embedded") as world:
+        run_id, mention, runner = continued_run(world, github, github_examples)
+        runner.on(run_id, "finish", outcome="FAILED", status_message="First try failed.")
+        eventually(github.holding.is_set, timeout=30)
+        mention("@fa please try again")
+        runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="Second try worked.")
+        edited(github, "Second try worked.")
+        github.release.set()
+        eventually(lambda: outbox_states(world, run_id) == ["delivered"] * 3, timeout=40)
+
+        (body,) = [c["body"] for c in github.comments.values()]
+        assert "finished" in body and "Second try worked." in body
+        bodies = [c.body["body"] for c in github.calls_to(EDITS)]
+        assert len(bodies) == 3 and "First try failed." in bodies[1]  # the late one
+        assert "Second try worked." in bodies[2]  # made again
 
 
 def test_no_credentials_no_reply(
