@@ -31,7 +31,7 @@ from gateway.metrics.counts import COUNTS
 from gateway.outbound import queue
 from gateway.outbound.backoff import RetrySchedule
 from gateway.outbound.outcomes import Delivered, Failed, Outcome, RetryLater
-from gateway.outbound.queue import OutboundMessage, State
+from gateway.outbound.queue import OutboundMessage, Settlement, State
 from gateway.store import Database
 from gateway.store.types import utcnow
 
@@ -41,6 +41,8 @@ POLL_S = 1.0
 TIMEOUT_S = 30.0
 MAX_IN_FLIGHT = 32
 PER_DESTINATION = 4
+# an attempt to settle: its settlement, final outcome, the outcome, and who waits for it
+_ToSettle = tuple[Settlement, "Outcome | None", Outcome, "asyncio.Future[None]"]
 
 
 class Sender(Protocol):
@@ -80,6 +82,8 @@ class Dispatcher:
         self._wakeup = asyncio.Event()
         self._in_flight: defaultdict[str, int] = defaultdict(int)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._to_settle: list[_ToSettle] = []
+        self._settler: asyncio.Task[None] | None = None
         queue.listen(self)
 
     def wake(self) -> None:
@@ -102,6 +106,8 @@ class Dispatcher:
         finally:
             for task in list(self._tasks):
                 task.cancel()
+            if self._settler is not None:
+                self._settler.cancel()
 
     async def pump(self) -> int:
         """Claims what is due, as far as the limits allow, and starts sending it; how many."""
@@ -168,7 +174,11 @@ class Dispatcher:
             log.exception("outbound %s sender failed on message %s", message.kind, message.id)
             return RetryLater(error=f"{type(exc).__name__}: {exc}")
 
-    async def _settle(self, message: OutboundMessage, outcome: Outcome, latency_ms: int) -> None:
+    def _settlement(
+        self, message: OutboundMessage, outcome: Outcome, latency_ms: int
+    ) -> tuple[Settlement, Outcome | None]:
+        """What the attempt comes to on the message, and the final outcome when it settles the
+        message for good (None while it is tried again)."""
         sender = self._senders[message.kind]
         now = utcnow()
         attempts = message.attempts + 1
@@ -192,20 +202,69 @@ class Dispatcher:
                 final = None
         else:
             state, error, status = "failed", outcome.error, outcome.status
+        settlement = Settlement(
+            message=message, state=state, at=now, latency_ms=latency_ms,
+            next_attempt_at=next_at, error=error, status=status, result=result,
+        )  # fmt: skip
+        return settlement, final
+
+    async def _settle(self, message: OutboundMessage, outcome: Outcome, latency_ms: int) -> None:
+        """Waits until the attempt is settled: with the others that ended meanwhile, in one
+        transaction (group commit), so a message costs a share of a transaction, not one."""
+        settlement, final = self._settlement(message, outcome, latency_ms)
+        done = asyncio.get_running_loop().create_future()
+        self._to_settle.append((settlement, final, outcome, done))
+        if self._settler is None:
+            self._settler = asyncio.create_task(self._settle_batches(), name="outbound-settle")
+        await done
+
+    async def _settle_batches(self) -> None:
+        try:
+            while self._to_settle:
+                batch, self._to_settle = self._to_settle, []
+                try:
+                    await self._settle_batch(batch)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # one message's `settled` failing must not hold back the others: each
+                    # alone, and those that fail again are sent again after their lease
+                    for item in batch:
+                        try:
+                            await self._settle_batch([item])
+                        except asyncio.CancelledError:
+                            raise
+                        except Exception as exc:
+                            if not item[3].done():
+                                item[3].set_exception(exc)
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+        finally:
+            self._settler = None
+            for *_, done in self._to_settle:
+                done.cancel()
+            self._to_settle = []
+
+    async def _settle_batch(self, batch: list[_ToSettle]) -> None:
+        finals = {settlement.message.id: final for settlement, final, _, _ in batch}
         async with self._database.transaction() as conn:
-            if not await queue.settle(
-                conn, message, state, next_attempt_at=next_at, error=error, status=status,
-                result=result,
-            ):  # fmt: skip
-                return
-            await queue.record_attempt(conn, message, now, latency_ms, status, error)
-            if final is not None:
-                await sender.settled(conn, message, final)
-        COUNTS.outbound_attempts[(message.kind, _result(outcome))] += 1
-        if final is not None:
-            COUNTS.outbound_messages[(message.kind, state)] += 1
-        if state == "failed":
-            log.warning("outbound %s message %s failed: %s", message.kind, message.id, error)
+            applied = await queue.settle_many(conn, [item[0] for item in batch])
+            for settlement in applied:
+                final = finals[settlement.message.id]
+                if final is not None:
+                    sender = self._senders[settlement.message.kind]
+                    await sender.settled(conn, settlement.message, final)
+        outcomes = {settlement.message.id: outcome for settlement, _, outcome, _ in batch}
+        for settlement in applied:
+            message, state = settlement.message, settlement.state
+            COUNTS.outbound_attempts[(message.kind, _result(outcomes[message.id]))] += 1
+            if finals[message.id] is not None:
+                COUNTS.outbound_messages[(message.kind, state)] += 1
+            if state == "failed":
+                log.warning(
+                    "outbound %s message %s failed: %s", message.kind, message.id, settlement.error
+                )
 
 
 def _result(outcome: Outcome) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from msgspec import Struct
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -212,6 +212,99 @@ async def settle(
         .values(**values)
     )
     return bool(done.rowcount)
+
+
+class Settlement(Struct, frozen=True, kw_only=True):
+    """One attempt's outcome, to settle on its message (`settle_many`)."""
+
+    message: OutboundMessage
+    state: State
+    at: datetime
+    latency_ms: int
+    next_attempt_at: datetime | None
+    error: str | None
+    status: int | None
+    result: dict[str, Any] | None = None
+
+
+async def settle_many(conn: AsyncConnection, settlements: list[Settlement]) -> list[Settlement]:
+    """Many attempts' outcomes in the caller's transaction, in a few statements whatever their
+    number: the messages updated by one executemany, their attempt rows inserted by another.
+    Returns the settlements applied; one whose message another attempt settled first (a second
+    dispatcher took it after this one's lease ran out) changes nothing and is left out."""
+    if not settlements:
+        return []
+    # the rows are locked (PostgreSQL; SQLite has one writer) from this read to the commit
+    current: dict[str, int] = {}
+    ids_ = [item.message.id for item in settlements]
+    for start in range(0, len(ids_), 1000):
+        query = (
+            select(m.c.id, m.c.attempts)
+            .where(m.c.id.in_(ids_[start : start + 1000]), m.c.state == "pending")
+            .with_for_update()
+        )
+        current.update((row.id, row.attempts) for row in await conn.execute(query))
+    applied = [
+        item for item in settlements if current.get(item.message.id) == item.message.attempts
+    ]
+    if not applied:
+        return []
+    now = utcnow()
+    plain: list[dict[str, Any]] = []
+    with_result: list[dict[str, Any]] = []
+    for item in applied:
+        values = {
+            "b_id": item.message.id,
+            "b_state": item.state,
+            "b_attempts": item.message.attempts + 1,
+            "b_next": item.next_attempt_at,
+            "b_status": item.status,
+            "b_error": None if item.error is None else item.error[:MAX_ERROR],
+            "b_updated": now,
+        }
+        if item.result is None:
+            plain.append(values)
+        else:
+            with_result.append({**values, "b_result": item.result})
+    for rows, extra in (
+        (plain, {}),
+        (with_result, {"result": bindparam("b_result", type_=m.c.result.type)}),
+    ):
+        if rows:
+            await conn.execute(_SETTLE.values(**extra), rows)
+    await conn.execute(
+        insert(a),
+        [
+            {
+                "message_id": item.message.id,
+                "n": item.message.attempts + 1,
+                "at": item.at,
+                "status": item.status,
+                "latency_ms": item.latency_ms,
+                "response_excerpt": None if item.error is None else item.error[:MAX_EXCERPT],
+                "error": None if item.error is None else item.error[:MAX_ERROR],
+            }
+            for item in applied
+        ],
+    )
+    return applied
+
+
+# every attempt's outcome sets last_error: an error, or None once delivered (a retry's error
+# is never None)
+_SETTLE = (
+    update(m)
+    .where(m.c.id == bindparam("b_id"), m.c.state == "pending")
+    .values(
+        state=bindparam("b_state"),
+        attempts=bindparam("b_attempts"),
+        next_attempt_at=bindparam("b_next", type_=m.c.next_attempt_at.type),
+        claimed_until=None,
+        last_status=bindparam("b_status"),
+        last_error=bindparam("b_error"),
+        updated_at=bindparam("b_updated", type_=m.c.updated_at.type),
+    )
+)
 
 
 async def backlog(conn: AsyncConnection) -> int:
