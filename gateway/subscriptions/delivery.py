@@ -12,6 +12,7 @@ owners told (`on_disabled`, the inbox: wiring fills it in).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -43,12 +44,20 @@ ROW_TTL_S = 2.0
 OnDisabled = Callable[[AsyncConnection, Row[Any], str], Awaitable[None]]
 
 
-def signature(secrets: list[str], msg_id: str, at: datetime, body: str) -> str:
+# the uids of subscriptions this transaction cleared `failing_since` of already (conn.info)
+_CLEARED = "event_subscriptions_cleared"
+
+
+def signature(secrets: list[str | Webhook], msg_id: str, at: datetime, body: str) -> str:
     """The `webhook-signature` header: one `v1,<base64>` per secret, space-separated."""
-    return " ".join(Webhook(secret).sign(msg_id, at, body) for secret in secrets)
+    return " ".join(_signer(secret).sign(msg_id, at, body) for secret in secrets)
 
 
-def headers(secrets: list[str], msg_id: str, at: datetime, body: str) -> dict[str, str]:
+def _signer(secret: str | Webhook) -> Webhook:
+    return secret if isinstance(secret, Webhook) else Webhook(secret)
+
+
+def headers(secrets: list[str | Webhook], msg_id: str, at: datetime, body: str) -> dict[str, str]:
     return {
         "content-type": "application/json",
         "webhook-id": msg_id,
@@ -75,19 +84,30 @@ class EventSender:
         self._database, self._box, self._http = database, box, http
         self._disable_after, self._on_disabled = disable_after, on_disabled
         self._rows: dict[str, tuple[float, Row[Any] | None]] = {}
+        self._reading: dict[str, asyncio.Future[Row[Any] | None]] = {}
+        # decrypted and decoded once per secret, not once per message
+        self._signers: dict[str, Webhook] = {}
 
     async def _subscription(self, uid: str) -> Row[Any] | None:
         """The subscription's row, read at most once per ROW_TTL_S (thousands of messages a
-        second go to a few subscriptions; a change reaches the sender within that time)."""
+        second go to a few subscriptions; a change reaches the sender within that time). The
+        sends that find it stale together wait for one read."""
         now = time.monotonic()
         cached = self._rows.get(uid)
         if cached is not None and cached[0] > now:
             return cached[1]
+        reading = self._reading.get(uid)
+        if reading is None:
+            reading = self._reading[uid] = asyncio.ensure_future(self._read(uid))
+            reading.add_done_callback(lambda _: self._reading.pop(uid, None))
+        return await asyncio.shield(reading)
+
+    async def _read(self, uid: str) -> Row[Any] | None:
         async with self._database.read() as conn:
             row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
         if len(self._rows) > 10_000:
             self._rows.clear()
-        self._rows[uid] = (now + ROW_TTL_S, row)
+        self._rows[uid] = (time.monotonic() + ROW_TTL_S, row)
         return row
 
     async def send(self, message: OutboundMessage) -> Outcome:
@@ -111,9 +131,9 @@ class EventSender:
             return RetryLater(error=f"no answer within {TIMEOUT_S:g} s")
         except httpx.HTTPError as exc:
             return RetryLater(error=f"{type(exc).__name__}: {exc}")
-        excerpt = answer.text[:EXCERPT]
         if answer.is_success:
             return Delivered(message_id=str(answer.status_code))
+        excerpt = answer.text[:EXCERPT]
         if answer.status_code == 410:
             return Failed(error=f"410 Gone: {excerpt}", gone=True, status=410)
         return RetryLater(
@@ -122,25 +142,38 @@ class EventSender:
             after=_retry_after(answer),
         )
 
-    def _secrets(self, row: Row[Any], now: datetime) -> list[str]:
-        secrets = [self._box.decrypt(row.secret_encrypted)]
+    def _secrets(self, row: Row[Any], now: datetime) -> list[str | Webhook]:
+        secrets: list[str | Webhook] = [self._signer(row.secret_encrypted)]
         until = row.previous_secret_until
         if row.previous_secret_encrypted and until is not None and until > now:
-            secrets.append(self._box.decrypt(row.previous_secret_encrypted))
+            secrets.append(self._signer(row.previous_secret_encrypted))
         return secrets
+
+    def _signer(self, encrypted: str) -> Webhook:
+        signer = self._signers.get(encrypted)
+        if signer is None:
+            if len(self._signers) > 10_000:
+                self._signers.clear()
+            signer = self._signers[encrypted] = Webhook(self._box.decrypt(encrypted))
+        return signer
 
     async def settled(
         self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome
     ) -> None:
         uid = message.payload["subscription_uid"]
+        cleared: set[str] = conn.info.setdefault(_CLEARED, set())
         if isinstance(outcome, Delivered):
-            # one conditional UPDATE, nothing read: most deliveries find nothing to clear
-            await conn.execute(
-                update(s)
-                .where(s.c.uid == uid, s.c.failing_since.is_not(None))
-                .values(failing_since=None)
-            )
+            # one conditional UPDATE, nothing read, once per subscription in a transaction
+            # that settles many messages: most deliveries find nothing to clear
+            if uid not in cleared:
+                await conn.execute(
+                    update(s)
+                    .where(s.c.uid == uid, s.c.failing_since.is_not(None))
+                    .values(failing_since=None)
+                )
+                cleared.add(uid)
             return
+        cleared.discard(uid)
         row = (await conn.execute(select(s).where(s.c.uid == uid))).first()
         if row is None or row.deleted_at is not None or not row.enabled:
             return
