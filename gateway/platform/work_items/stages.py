@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.platform.runs.record.timeline import Entry, on_state_changes
 from gateway.platform.tasks.stage_triggers import start_stage_runs
+from gateway.platform.work_items.events import record_stage_changes
 from gateway.store import tables as t
 
 STAGE_OF_STATE = {
@@ -77,6 +78,7 @@ async def on_run_states(conn: AsyncConnection, entries: list[Entry]) -> None:
         item = items.get(entry.run_id)
         if item is not None and entry.state in STAGE_OF_STATE:
             moves[item.id] = (item, STAGE_OF_STATE[entry.state], entry.at)
+    previous: dict[str, str] = {}  # work item id -> the stage it left
     for item, stage, at in moves.values():
         moved = await conn.execute(
             update(w)
@@ -84,7 +86,9 @@ async def on_run_states(conn: AsyncConnection, entries: list[Entry]) -> None:
             .values(stage=stage, updated_at=at)
         )
         if moved.rowcount == 1:
+            previous[item.id] = item.stage
             await _fire(conn, item, stage)
+    await record_stage_changes(conn, previous)
 
 
 async def _fire(conn: AsyncConnection, item: _Item, stage: str) -> None:

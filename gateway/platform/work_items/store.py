@@ -18,6 +18,7 @@ from gateway.evaluator.run_platform import (
 )
 from gateway.evaluator.work_item_plans import follow_up_file
 from gateway.platform.runs.conversations.follow_ups import provider_follow_up
+from gateway.platform.work_items.events import record_created
 from gateway.store import tables as t
 from gateway.store.types import utcnow
 
@@ -47,6 +48,7 @@ async def start_work_items(conn: AsyncConnection, items: Sequence[NewWorkItem]) 
     fresh = [item for item in items if item.key not in known]
     if fresh:
         await conn.execute(insert(w), [_row(item) for item in fresh])
+        await record_created(conn, fresh, FIRST_STAGE)
     for item in items:
         other = known.get(item.key)
         if other is not None:
