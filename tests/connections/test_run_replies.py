@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select
 
@@ -51,7 +52,9 @@ from tests.replies.jira_api import JiraApi
 from tests.replies.linear_api import LinearApi
 from tests.replies.slack_api import SlackApi
 from tests.replies.stand_in import Answer, Call
-from tests.support import GatewayClient, World, eventually
+from tests.subscriptions.served import served
+from tests.subscriptions.test_event_stream import messages
+from tests.support import GatewayClient, World, eventually, scaled
 
 ISSUE = "Codertocat/Hello-World#1"
 PULL = "https://github.com/Codertocat/Hello-World/pull/2"
@@ -201,6 +204,25 @@ def test_a_run_comments_once_then_edits_its_comment(
         assert "gateway_outbound_backlog 0.0" in scraped
 
 
+def streamed(world: World, types: str, count: int) -> list[dict[str, Any]]:
+    """The first `count` events of `types` on the team's live stream, replayed from the start."""
+    headers = {**world.user, "Last-Event-ID": "0"}
+    with (
+        served(world.client) as port,
+        httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=scaled(30)) as http,
+        http.stream("GET", f"/events/stream?types={types}", headers=headers) as stream,
+    ):
+        return messages(stream.iter_lines(), count)
+
+
+def run_work_item_id(world: World, run_id: str) -> str:
+    answer = world.api("GET", f"/agent/runs/{run_id}")
+    assert answer.status_code == 200, answer.text
+    found: str = answer.json()["work_item_id"]
+    assert found  # the issue's work item
+    return found
+
+
 def test_5xx_then_success_makes_one_comment(
     gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples
 ) -> None:
@@ -246,6 +268,17 @@ def test_a_revoked_token_fails_the_reply_and_tells_the_owners(
         assert notice["run_id"] == run_id and notice["title"].startswith("Reply failed: ")
         assert "Codertocat/Hello-World#1" in notice["detail"]
         assert "401 Unauthorized: Bad credentials" in notice["detail"]
+        (event,) = streamed(world, "reply.failed", 1)
+        assert event["event"] == "reply.failed"
+        assert event["data"]["data"] == {
+            "connection_uid": connection_uid,
+            "factory_uid": world.factory_uid,
+            "provider": "github",
+            "error": "401 Unauthorized: Bad credentials",
+            "run_id": run_id,
+            "work_item_id": run_work_item_id(world, run_id),
+            "status": 401,
+        }
 
         # a new token: the end's reply posts (the start left no message to edit), and the
         # notice is over

@@ -27,19 +27,20 @@ def test_a_work_items_life_is_streamed(world: World, github_examples: GithubExam
     automation(world, world.factory_uid, "triage", trigger("github", "issue_created"))
     made = connect(world, "github")
     opened = next(p for p in github_examples["issues"] if p["action"] == "opened")
+    wanted = "/events/stream?types=work_item.*"
     with (
         served(gw) as port,
         httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=scaled(30)) as http,
+        http.stream("GET", wanted, headers=world.user) as stream,
     ):
-        with http.stream("GET", "/events/stream?types=work_item.*", headers=world.user) as stream:
-            lines = stream.iter_lines()
-            first = deliver(gw, made, signing.github(made["secret"], "issues", opened, "gh-1"))
-            evaluated(world, made, first)
-            (run,) = runs(gw, first)
-            (created,) = messages(lines, 1)
-            cancelled = world.api("POST", f"/agent/runs/{run.run_id}/cancel")
-            assert cancelled.status_code == 200, cancelled.text
-            (changed,) = messages(lines, 1)
+        lines = stream.iter_lines()
+        first = deliver(gw, made, signing.github(made["secret"], "issues", opened, "gh-1"))
+        evaluated(world, made, first)
+        (run,) = runs(gw, first)
+        (created,) = messages(lines, 1)
+        cancelled = world.api("POST", f"/agent/runs/{run.run_id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        (changed,) = messages(lines, 1)
     assert created["event"] == "work_item.created"
     item = created["data"]["data"]
     assert item["factory_uid"] == world.factory_uid and item["stage"] == "TRIAGE"

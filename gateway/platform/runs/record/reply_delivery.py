@@ -24,6 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.connections.reply_outbox import KIND, ended_change, release_edits
 from gateway.connections.reply_sender import ReplyMessage, ReplySender, run_page
+from gateway.events.catalogue import ReplyFailedData
+from gateway.events.log import record_event
 from gateway.outbound import Delivered, Failed, OutboundMessage, Outcome, RetrySchedule
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs.record.states import TERMINAL
@@ -113,6 +115,7 @@ class RunReplySender:
             posted = outcome.message_id if isinstance(outcome, Delivered) else None
             await release_edits(conn, run_id, posted)
         if isinstance(outcome, Failed):
+            await _record_failed(conn, run_id, payload, outcome)
             await _tell_owners(conn, run_id, payload, outcome)
         else:  # the run's replies reach the provider again: an earlier failure notice is over
             n = t.inbox_notifications
@@ -142,6 +145,34 @@ async def newest_end(conn: AsyncConnection, run_id: str) -> RunEnd | None:
     )
     row = (await conn.execute(query)).first()
     return None if row is None else RunEnd(row.id, row.state, row.at, row.reason)
+
+
+async def _record_failed(
+    conn: AsyncConnection, run_id: str, payload: dict[str, Any], failed: Failed
+) -> None:
+    """The `reply.failed` event, for the run's team (none when the run is gone)."""
+    run = (
+        await conn.execute(
+            select(r.c.team_uid, r.c.factory_uid, r.c.work_item_id).where(r.c.run_id == run_id)
+        )
+    ).first()
+    if run is None:
+        return
+    target = payload.get("target") or {}
+    data = ReplyFailedData(
+        connection_uid=payload.get("connection_uid") or "",
+        factory_uid=run.factory_uid,
+        provider=str(target.get("provider") or ""),
+        error=failed.error,
+        run_id=run_id,
+    )
+    if run.work_item_id is not None:
+        data.work_item_id = run.work_item_id
+    if failed.status is not None:
+        data.status = failed.status
+    await record_event(
+        conn, "reply.failed", team_uid=run.team_uid, data=data, factory_uid=run.factory_uid
+    )
 
 
 async def _tell_owners(
