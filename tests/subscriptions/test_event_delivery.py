@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from standardwebhooks import Webhook
 
+from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.platform.runs.runs_support import advance, new_run
 from tests.signatures.vendor_oracle import ask
@@ -147,3 +149,47 @@ def test_410_disables_the_subscription_and_tells_the_inbox(world: World) -> None
         one = f"/event-subscriptions/{sub['uid']}"
         gone = eventually(lambda: (got := world.api("GET", one).json())["enabled"] is False and got)
     assert "410" in gone["disabled_reason"]
+
+
+def test_failing_past_the_setting_disables_and_tells_the_owners(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock the dispatcher and the sender read moves on: 2 days on, the first message has
+    run out of its schedule (a day) and the subscription is failing, still enabled; 6 days on,
+    past GATEWAY_EVENT_SUBSCRIPTION_DISABLE_AFTER_DAYS (5), the next failure disables it."""
+    ahead = {"by": timedelta(days=2)}
+
+    def later() -> datetime:
+        return utcnow() + ahead["by"]
+
+    monkeypatch.setattr("gateway.outbound.dispatcher.utcnow", later)
+    monkeypatch.setattr("gateway.subscriptions.delivery.utcnow", later)
+    with receiving(statuses=[500] * 10) as subscriber:
+        sub = subscribe(world, subscriber.url, ["run.created"])
+        one = f"/event-subscriptions/{sub['uid']}"
+
+        def failed(count: int) -> Any:
+            listed = world.api("GET", f"{one}/messages").json()["messages"]
+            states = [m["state"] for m in listed]
+            return states if states.count("failed") == count else None
+
+        new_run(world)
+        assert eventually(lambda: failed(1)) == ["failed"]
+        assert subscriber.wait_for(1, scaled(30))  # tried once: a day had gone by already
+        assert world.api("GET", one).json()["enabled"] is True
+        assert not notices(world, sub["uid"])
+
+        ahead["by"] = timedelta(days=6)
+        new_run(world)
+        eventually(lambda: failed(2))
+        disabled = world.api("GET", one).json()
+    assert disabled["enabled"] is False
+    assert disabled["disabled_reason"] == "its messages failed for 5 days"
+    (notice,) = notices(world, sub["uid"])
+    assert notice["title"] == f"Event subscription disabled: {subscriber.url}"
+
+
+def notices(world: World, uid: str) -> list[dict[str, Any]]:
+    """The inbox's `subscription_disabled` notifications about subscription `uid`."""
+    listed = world.api("GET", "/factory-inbox").json()["notifications"]
+    return [n for n in listed if n["kind"] == "subscription_disabled" and uid in n["detail"]]
