@@ -3,6 +3,8 @@
 Bodies: random JSON values, a wrong-typed value per documented field, huge strings, bytes that
 are not JSON. Query strings: random values for the documented parameters and unknown ones.
 Real factory, webhook and automation uids are substituted into the paths (SQLite only).
+Streams (Server-Sent Events) never end when the request is fine: those are sent over a real
+socket and only their head is read (status, content type; a refusal's problem in full).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +22,8 @@ from hypothesis import strategies as st
 from gateway.app import openapi_document
 from tests.conftest import make_settings
 from tests.examples import examples
-from tests.support import GatewayClient, World
+from tests.subscriptions.served import served
+from tests.support import GatewayClient, World, scaled
 
 DOCUMENT = openapi_document()
 SCHEMAS: dict[str, Any] = DOCUMENT["components"]["schemas"]
@@ -44,9 +48,15 @@ JSON_VALUES = st.recursive(
 )
 
 
+def _streams(operation: dict[str, Any]) -> bool:
+    ok = operation.get("responses", {}).get("200", {})
+    return "text/event-stream" in ok.get("content", {})
+
+
 class Fixture:
     def __init__(self, world: World, webhook: dict[str, Any], automation_uid: str) -> None:
         self.world = world
+        self.http: httpx.Client | None = None  # to the app on a socket, for streams
         self.webhook = webhook
         self.automation_uid = automation_uid
         base = f"/factory/{world.factory_uid}"
@@ -116,7 +126,13 @@ def fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fixture]:
             json={"name": "a", "prompt": "p", "triggers": [_trigger(webhook["uid"])]},
         )
         assert automation.status_code == 201, automation.text
-        yield Fixture(world, webhook, automation.json()["uid"])
+        with (
+            served(client) as port,
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=scaled(30)) as http,
+        ):
+            made = Fixture(world, webhook, automation.json()["uid"])
+            made.http = http
+            yield made
 
 
 def _body_fields(operation: dict[str, Any]) -> list[str]:
@@ -166,9 +182,13 @@ def test_malformed_input_is_a_problem_not_a_crash(
     def check(body: bytes, query: dict[str, str]) -> None:
         uids = fixture.uids(method, path)
         url = path.format(token="wht_wrong", delivery_id="dl_missing", **_defaults(path, uids))
-        response = fixture.world.client.request(
-            method, url, content=body, params=query, headers=_headers(fixture, path)
-        )
+        headers = _headers(fixture, path)
+        if _streams(operation):
+            response = _head_of_stream(fixture, method, url, body, query, headers)
+        else:
+            response = fixture.world.client.request(
+                method, url, content=body, params=query, headers=headers
+            )
         assert response.status_code < 500, (method, url, body[:200], query, response.text)
         if response.status_code >= 400:
             assert response.headers["content-type"] == "application/problem+json"
@@ -177,6 +197,24 @@ def test_malformed_input_is_a_problem_not_a_crash(
             assert problem["status"] == response.status_code
 
     check()
+
+
+def _head_of_stream(
+    fixture: Fixture,
+    method: str,
+    url: str,
+    body: bytes,
+    query: dict[str, str],
+    headers: dict[str, str],
+) -> httpx.Response:
+    """The answer of a stream: a refusal read in full; a stream that started, closed at once."""
+    assert fixture.http is not None
+    with fixture.http.stream(method, url, content=body, params=query, headers=headers) as answer:
+        if answer.status_code >= 400:
+            answer.read()
+        else:
+            assert answer.headers["content-type"].startswith("text/event-stream")
+    return answer
 
 
 def _defaults(path: str, uids: dict[str, str]) -> dict[str, str]:
