@@ -110,6 +110,7 @@ def test_a_runs_repository_is_checked_out_at_its_events_commit(
         ("DEPLOY_TOKEN", SECRET),
         ("my-key.v2", "x-v4lue"),
         ("HOOK_TOKEN", HOOK_TOKEN),
+        ("BOSS_TOKEN", "the-boss-v4lue"),
     ):
         _admin(deployment, "set-secret", "--team", team, "--name", name, "--value", value)
     (hook,) = _apply(deployment, FILES)["webhooks"]

@@ -224,7 +224,9 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
     assert "You lead. Foreman prompt." in boss["stdin"] and "Builder prompt" not in boss["stdin"]
     assert boss["env"]["RUN_AGENT"] == "boss" and boss["env"]["RUN_MODEL"] == "auto"
     assert boss["env"]["BOSS_TOKEN"] == BOSS_SECRET and "DEPLOY_TOKEN" not in boss["env"]
-    assert sorted(boss["skills"]) == ["conventions/SKILL.md", "leading/SKILL.md"]
+    assert sorted(boss["skills"]) == [
+        "conventions/SKILL.md", "conventions/scripts/lint.sh", "leading/SKILL.md", "lint runs"
+    ]  # fmt: skip
     assert boss["setup_output"] == "prepared-by-setup\n"  # agentDefaults' runner: the same
     for path in (f"/agent/runs/{led_id}", "/agent/runs"):
         assert BOSS_SECRET not in deployment.api("GET", path).text

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from sqlalchemy import delete
 
-from gateway.backends.key_cache import KeyCache
 from gateway.security import hash_token
 from gateway.services import Services
 from gateway.store import tables as t
@@ -231,7 +230,7 @@ def test_a_key_deleted_elsewhere_stops_working_within_the_ttl(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the bound, made short (and given back: the module's tests share the gateway)
-    monkeypatch.setattr(world.client.services, "agent_keys", KeyCache(ttl_s=0.3))
+    monkeypatch.setattr(world.client.services.agent_keys, "ttl_s", 0.3)
     runner = Runner(world)
     assert runner.claim() == []  # cached now
 
