@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
+from gateway.event_waits import wait_event
+
 
 class Wakeup:
     def __init__(self) -> None:
@@ -26,8 +28,4 @@ class Wakeup:
     @staticmethod
     async def wait(ticket: asyncio.Event, seconds: float) -> bool:
         """True when woken, False when `seconds` passed first."""
-        try:
-            await asyncio.wait_for(ticket.wait(), seconds)
-        except TimeoutError:
-            return False
-        return True
+        return await wait_event(ticket, seconds)

@@ -17,7 +17,6 @@ and makes safe to repeat on its side where it can.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.event_waits import wait_event
 from gateway.metrics.counts import COUNTS
 from gateway.outbound import queue
 from gateway.outbound.backoff import RetrySchedule
@@ -100,8 +100,7 @@ class Dispatcher:
                     raise
                 except Exception as exc:  # the store may be back in a moment
                     log.warning("outbound dispatcher: %s", exc, exc_info=True)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), self._poll_s)
+                await wait_event(self._wakeup, self._poll_s)
                 self._wakeup.clear()
         finally:
             for task in list(self._tasks):

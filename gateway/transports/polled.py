@@ -10,10 +10,10 @@ handful of rows each, and spend its time (and the event loop's) on per-batch sta
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gateway.event_waits import wait_event
 from gateway.transports.contract import Entry
 
 # Beside ingress in one process, rows per SQL transaction: small, and a read that found fewer
@@ -71,8 +71,7 @@ class PolledSource:
 
     async def _idle(self) -> list[Entry]:
         """Nothing new: wait for the ingress writer's wake-up, or `idle_wait`."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wake.wait(), self.idle_wait)
+        await wait_event(self.wake, self.idle_wait)
         return []
 
     def _take(self, fresh: list[Entry]) -> list[Entry]:

@@ -19,7 +19,6 @@ stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the deliver
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import time
@@ -35,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import DeliveryRecord, Label
 from gateway.backends.delivery_rows import DELIVERIES, PENDING, delivery_row
 from gateway.backends.first_copies import Wanted, first_since
+from gateway.event_waits import wait_event
 from gateway.store import Database
 from gateway.store import tables as t
 from gateway.transports.outbox import file as outbox
@@ -115,8 +115,7 @@ class DeliveryWriter:
             if self._appender is None:
                 await self._wake.wait()
             else:  # pruning needs a turn now and then, load or not
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), PRUNE_EVERY_S)
+                await wait_event(self._wake, PRUNE_EVERY_S)
             self._wake.clear()
 
     async def _prune_slice(self) -> None:

@@ -17,7 +17,6 @@ the backlog counter is set to what the streams hold, in case something deleted e
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -37,6 +36,7 @@ from gateway.backends.redis_clients import AnyRedis
 from gateway.backends.redis_keys import KeySpace
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
+from gateway.event_waits import wait_event
 from gateway.transports.contract import Claim, Entry
 from gateway.transports.redis_stream.entries import RawEntry, body_key, raw_entries, record_of
 
@@ -91,8 +91,7 @@ class StreamSource:
                 return pending
         entries = await self._read_group(">")
         if not entries:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), self.idle_wait)
+            await wait_event(self._stopped, self.idle_wait)
         return entries
 
     def stop_waiting(self) -> None:
