@@ -32,17 +32,7 @@ async def stream(request: Request, services: Services, principal: Principal) -> 
     async def fetch(position: object) -> tuple[list[sse.Record], object]:
         after = int(str(position))
         async with database.read() as conn:
-            upto = await reading.horizon(conn, after)
-            if upto <= after:
-                return [], after
-            found = [
-                event
-                for team_uid in teams
-                for event in await reading.read_after(conn, team_uid, after, upto, types, PAGE)
-            ]
-        found.sort(key=lambda event: event.seq)
-        found = found[:PAGE]
-        reached = found[-1].seq if len(found) == PAGE else upto
+            found, reached = await reading.next_page(conn, teams, after, types, PAGE)
         return [(str(e.seq), e.type, body(e.type, e.at, e.data)) for e in found], reached
 
     return StreamingResponse(

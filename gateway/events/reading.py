@@ -9,6 +9,7 @@ a gap that never fills; the service's transactions last far less).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -52,17 +53,23 @@ async def horizon(conn: AsyncConnection, after: int) -> int:
     return reached
 
 
-async def read_after(
-    conn: AsyncConnection, team_uid: str, after: int, upto: int, types: list[str], limit: int
-) -> list[StoredEvent]:
-    """The team's events numbered in (after, upto] of `types`, oldest first."""
+async def next_page(
+    conn: AsyncConnection, team_uids: Sequence[str], after: int, types: list[str], limit: int
+) -> tuple[list[StoredEvent], int]:
+    """The teams' events of `types` after `after` that are readable for good, oldest first, at
+    most `limit`; and the number a follower has reached (the last one's on a full page, else
+    the horizon: numbers skipped there are events of other teams or types)."""
+    upto = await horizon(conn, after)
+    if upto <= after:
+        return [], after
     query = (
         select(e.c.seq, e.c.type, e.c.at, e.c.data)
-        .where(e.c.team_uid == team_uid, e.c.seq > after, e.c.seq <= upto, e.c.type.in_(types))
+        .where(e.c.team_uid.in_(team_uids), e.c.seq > after, e.c.seq <= upto, e.c.type.in_(types))
         .order_by(e.c.seq)
         .limit(limit)
     )
-    return [StoredEvent(*row) for row in await conn.execute(query)]
+    found = [StoredEvent(*row) for row in await conn.execute(query)]
+    return found, found[-1].seq if len(found) == limit else upto
 
 
 async def oldest_after(conn: AsyncConnection, since: datetime) -> int:

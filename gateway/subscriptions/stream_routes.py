@@ -53,11 +53,7 @@ async def stream(request: Request, query: Query[StreamQuery]) -> Response:
     async def fetch(position: object) -> tuple[list[sse.Record], object]:
         after = int(str(position))
         async with database.read() as conn:
-            upto = await reading.horizon(conn, after)
-            if upto <= after:
-                return [], after
-            found = await reading.read_after(conn, team_uid, after, upto, types, PAGE)
-        reached = found[-1].seq if len(found) == PAGE else upto
+            found, reached = await reading.next_page(conn, [team_uid], after, types, PAGE)
         records = [(str(e.seq), e.type, body(e.type, e.at, e.data)) for e in found]
         return records, reached
 
