@@ -135,7 +135,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         rss = peak_rss_kib(pids)
         worker_rss = max(peak_rss_kib([pid]) for pid in running.worker_pids())
         records = _records(case, running, redis, database, result, started)
-        cpu2 = cpu_seconds(pids)
+        cpu2, redis2 = cpu_seconds(pids), cpu_seconds(redis_pids)
         eval2 = cpu_seconds(evaluator_pids)
         evaluator_rss = peak_rss_kib(evaluator_pids) if evaluator_pids else None
     request_file.unlink(missing_ok=True)
@@ -162,6 +162,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         "server_cpu_s_per_1k": (cpu1 - cpu0) * per_k,
         "redis_cpu_s_per_1k": (redis1 - redis0) * per_k if case.target.uses_redis else None,
         "server_cpu_s_drain": cpu2 - cpu1,
+        "redis_cpu_s_drain": redis2 - redis1 if case.target.uses_redis else None,
         "evaluator_cpu_s_per_1k": (eval1 - eval0) * per_k if evaluator_pids else None,
         "evaluator_cpu_s_drain": eval2 - eval1 if evaluator_pids else None,
         # where the machine's cores went: the load generator shares them with the server

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks import end_to_end
+
 
 def _spread(s: dict[str, float] | None, digits: int = 0) -> str:
     if not s:
@@ -79,6 +81,10 @@ def evaluator(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def end_to_end_rows(report: dict[str, Any]) -> str:
+    return end_to_end.markdown(report.get("end_to_end", []))
+
+
 def latency(report: dict[str, Any]) -> str:
     lines = [
         "| server | load | round | offered/s | achieved/s | p50 ms | p99 ms | p99.9 ms "
@@ -131,6 +137,7 @@ def main() -> None:
         ("Closed loop", groups),
         ("Ratios", ratios),
         ("Evaluator", evaluator),
+        ("End to end", end_to_end_rows),
         ("Latency under load", latency),
         ("Latency summary", latency_summary),
         ("Profile", profile),

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import loadgen, report
+from benchmarks import end_to_end, loadgen, report
 from benchmarks.cases import APPS, Case, companion, run_case, target_env
 from benchmarks.requests_file import (
     RATE_LIMIT_PER_MINUTE,
@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "notes": notes,
         "groups": report.aggregate(rows),
         "ratios": report.ratios(rows),
+        "end_to_end": end_to_end.summarize(rows),
         "latency_under_load": latency,
         "latency_summary": report.latency_summary(latency),
         "rows": rows,
@@ -194,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     if any("evaluator" in r and isinstance(r["evaluator"], dict) for r in rows):
         print()
         print(report.evaluator_table(rows))
+    if result["end_to_end"]:
+        print()
+        print(end_to_end.table(result["end_to_end"]))
     if latency:
         print()
         print(report.latency_table(latency))
