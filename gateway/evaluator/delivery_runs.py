@@ -34,7 +34,7 @@ import asyncio
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import orjson
@@ -61,7 +61,14 @@ from gateway.evaluator.run_platform import AgentRunConfig, RunPlatform
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
 from gateway.evaluator.run_rows import TASKS as TASKS
-from gateway.evaluator.run_rows import Encoders, RunRef, RunSpec, StartedRows, started_rows
+from gateway.evaluator.run_rows import (
+    Encoders,
+    Moment,
+    RunRef,
+    RunSpec,
+    StartedRows,
+    started_rows,
+)
 from gateway.evaluator.work_item_plans import Candidate, WorkItemPlan, mentioned, plan_work_items
 from gateway.providers import DISPLAY_NAMES, TriggerEvent, normalize
 from gateway.providers.work_items import Source, source_of
@@ -476,7 +483,7 @@ async def _rows(
     the source's envelope, created in match order (a delivery's runs are listed in it). A
     target whose factory's work item the delivery continues starts none (`items.skipped`);
     the runs of a work item the delivery makes belong to it."""
-    now = utcnow()
+    times = encode.run_times(utcnow())
     count = 0
     started: dict[str, list[StartedRows]] = {}
     for i, (delivery, head, source, targets) in enumerate(matched, 1):
@@ -493,7 +500,7 @@ async def _rows(
                 if (delivery_id, target.factory_uid) in items.skipped:
                     continue
                 work_item_id = items.work_item_of.get((delivery_id, target.factory_uid))
-            at = now + timedelta(microseconds=count)
+            at = times.at(count)
             count += 1
             prompt = automation.prompt + head + delivery_id + _ENVELOPE_TAIL
             config = _config(automation, target, configs)
@@ -528,7 +535,7 @@ def _start(
     config: AgentRunConfig,
     prompt: str,
     source: dict[str, str],
-    created: datetime,
+    created: Moment,
     encode: Encoders,
     work_item_id: str | None = None,
 ) -> StartedRows:

@@ -83,8 +83,9 @@ class RunPlatform(Protocol):
         """Bytes every payload `forge_detail` can read contains (a cheap test first)."""
         ...
 
-    def payload_artifact(self, attachment_id: str, created: datetime, name: str, size: int) -> Any:
-        """The `artifacts` entry of a run's payload attachment, as its JSON column holds it."""
+    def payload_artifact(self, attachment_id: str, created: str, name: str, size: int) -> Any:
+        """The `artifacts` entry of a run's payload attachment, as its JSON column holds it
+        (`created`: the ISO text of its time)."""
         ...
 
     def forge_detail(self, payload: Any) -> Any:

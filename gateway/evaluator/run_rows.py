@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Dialect
 
@@ -62,7 +62,7 @@ class Encoders:
 
     time: Encode
     json: Encode
-    artifact: Callable[[str, datetime, str, int], Any]
+    artifact: Callable[[str, str, str, int], Any]
 
     @classmethod
     def of(cls, dialect: Dialect, platform: RunPlatform) -> Encoders:
@@ -72,6 +72,42 @@ class Encoders:
             runs.encoder(dialect, "metadata"),
             platform.payload_artifact,
         )
+
+    def moment(self, at: datetime) -> Moment:
+        """`at` as the driver takes it and as the ISO text an artifact shows."""
+        return Moment(self.time(at), at.isoformat())
+
+    def run_times(self, now: datetime) -> RunTimes:
+        return RunTimes(now, self)
+
+
+class Moment(NamedTuple):
+    stored: Any  # as the driver takes it: SQLite's naive UTC text, or the datetime
+    iso: str  # datetime.isoformat(): "...+00:00"
+
+
+class RunTimes:
+    """A batch's run times: `now`, then one microsecond later per run (a delivery's runs list in
+    creation order). Within `now`'s second each is formatted from the second's text: a
+    datetime added, formatted and cut per run was a tenth of the planning's time."""
+
+    __slots__ = ("_encode", "_iso_head", "_now", "_stored_head")
+
+    def __init__(self, now: datetime, encode: Encoders) -> None:
+        self._now, self._encode = now, encode
+        second = now.replace(microsecond=0)
+        stored = encode.time(second)
+        # SQLite's text "YYYY-MM-DD HH:MM:SS.ffffff": everything up to the fraction
+        self._stored_head = stored[:20] if isinstance(stored, str) else None
+        self._iso_head = second.isoformat()[:19] + "."
+
+    def at(self, offset: int) -> Moment:
+        """The moment `offset` microseconds after `now`."""
+        micro = self._now.microsecond + offset
+        if self._stored_head is None or not 0 < micro < 1_000_000:
+            return self._encode.moment(self._now + timedelta(microseconds=offset))
+        fraction = f"{micro:06d}"
+        return Moment(self._stored_head + fraction, f"{self._iso_head}{fraction}+00:00")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +130,13 @@ class RunSpec:
     work_item_id: str | None = None  # the work item the run belongs to
 
 
-def started_rows(spec: RunSpec, created: datetime, encode: Encoders) -> StartedRows:
+def started_rows(spec: RunSpec, created: Moment, encode: Encoders) -> StartedRows:
     """The rows of one QUEUED cloud run of source WEBHOOK, its payload attachment and its
     TRIAGE task, `created` then."""
     run_id, conversation_id = ids.new_uuid(), ids.new_uuid()
     attachment_id = ids.new_id("att")
-    artifact = encode.artifact(attachment_id, created, PAYLOAD_NAME, spec.payload_size)
-    at = encode.time(created)
+    artifact = encode.artifact(attachment_id, created.iso, PAYLOAD_NAME, spec.payload_size)
+    at = created.stored
     delivery_id = spec.delivery_id
     run = (
         *(run_id, spec.team_uid, spec.factory_uid, conversation_id, run_id, spec.title),

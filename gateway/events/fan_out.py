@@ -10,7 +10,7 @@ deleted or disabled one stops its messages (the sender looks it up on every atte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -24,8 +24,9 @@ from gateway.store import tables as t
 
 KIND = "event"  # the outbound kind of a subscription's message
 s = t.event_subscriptions
-# (team_uid, factory_uid, type, at, data as a JSON-ready object or JSON text)
-Recorded = tuple[str | None, str | None, str, datetime, Any]
+# (team_uid, factory_uid, type, at, data as a JSON-ready object or JSON text); `at` may be
+# SQLite's naive UTC text, as the evaluator's batches encode it
+Recorded = tuple[str | None, str | None, str, datetime | str, Any]
 
 
 async def fan_out(conn: AsyncConnection, events: Sequence[Recorded]) -> int:
@@ -62,8 +63,10 @@ async def fan_out(conn: AsyncConnection, events: Sequence[Recorded]) -> int:
     return len(made)
 
 
-def _body(event_type: str, at: datetime, data: Any) -> str:
+def _body(event_type: str, at: datetime | str, data: Any) -> str:
     """The body subscribers receive, `{type, timestamp, data}`, as text (what is signed)."""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at).replace(tzinfo=UTC)
     if isinstance(data, str):  # JSON text already (the evaluator's batches)
         data = msgspec.Raw(data.encode())
     return msgspec.json.encode({"type": event_type, "timestamp": at, "data": data}).decode()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -68,15 +68,7 @@ async def record_encoded(conn: AsyncConnection, values: list[tuple[Any, ...]]) -
     text)."""
     if values:
         await EVENTS.insert(conn, Prepared("type", [], values))
-        await fan_out(conn, [_decoded(conn, row) for row in values])
-
-
-def _decoded(conn: AsyncConnection, row: tuple[Any, ...]) -> Recorded:
-    """An encoded row's values as fan_out takes them (SQLite's times are naive UTC text)."""
-    team_uid, factory_uid, event_type, at, data = row
-    if isinstance(at, str):
-        at = datetime.fromisoformat(at).replace(tzinfo=UTC)
-    return team_uid, factory_uid, event_type, at, data
+        await fan_out(conn, values)  # SQLite's times stay text until a subscriber wants one
 
 
 def body(event_type: str, at: datetime, data: Any) -> bytes:

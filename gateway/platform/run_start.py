@@ -9,10 +9,7 @@ to hear of two things, and it says what a run's payload attachment is listed as.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-import msgspec
 
 from gateway.evaluator.run_platform import AgentRunConfig
 from gateway.platform.analytics.pull_requests import FORGE_MARK, forge_detail, record_forge_detail
@@ -20,7 +17,6 @@ from gateway.platform.inbox.notifications import on_dispatch_failed
 from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delivery_runs
 from gateway.platform.runs.creation.resolution import agents_configs
 from gateway.platform.runs.creation.worker_pinning import pinned_worker
-from gateway.platform.runs.record.models import file_artifact
 from gateway.platform.runs.record.store import json_column
 from gateway.platform.work_items import store as work_items
 from gateway.store.bulk import BulkInsert, Prepared, json_value
@@ -37,12 +33,22 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
 
-def payload_artifact(attachment_id: str, created: datetime, name: str, size: int) -> Any:
+def payload_artifact(attachment_id: str, created: str, name: str, size: int) -> Any:
     """The `artifacts` entry of a webhook run's payload attachment, as its JSON column holds it:
-    a FILE like those the run produces, so GET /agent/artifacts/{attachment_id} finds it."""
-    return msgspec.to_builtins(
-        file_artifact(attachment_id, created, name, "application/json", size)
-    )
+    a FILE like those the run produces (`file_artifact`), so GET /agent/artifacts/{attachment_id}
+    finds it. Built as the plain object `file_artifact` encodes to (tests hold them together):
+    the Struct and its conversion were a twentieth of the evaluator's planning time."""
+    return {
+        "artifact_type": "FILE",
+        "created_at": created,
+        "data": {
+            "artifact_uid": attachment_id,
+            "filename": name,
+            "filepath": name,
+            "mime_type": "application/json",
+            "size_bytes": size,
+        },
+    }
 
 
 class DeliveryRunPlatform:
@@ -58,7 +64,7 @@ class DeliveryRunPlatform:
     def forge_mark(self) -> bytes:
         return FORGE_MARK
 
-    def payload_artifact(self, attachment_id: str, created: datetime, name: str, size: int) -> Any:
+    def payload_artifact(self, attachment_id: str, created: str, name: str, size: int) -> Any:
         return payload_artifact(attachment_id, created, name, size)
 
     def forge_detail(self, payload: Any) -> Any:

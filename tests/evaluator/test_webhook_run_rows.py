@@ -3,7 +3,7 @@ be exactly what the general run and task code makes of the same run, on both dri
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
@@ -33,7 +33,8 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
     target = wr.Target(automation.uid, hook.team_uid, hook.factory_uid, hook.foreman_agent_uid)
     source = {"webhook_uid": hook.uid}
     config = wr._config(automation, target, {})  # an agent the batch found no configuration of
-    started = wr._start(delivery, target, automation, config, prompt, source, at, encode)
+    moment = encode.moment(at)
+    started = wr._start(delivery, target, automation, config, prompt, source, moment, encode)
 
     run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     attachment = dict(zip(wr.ATTACHMENTS.columns, started.attachment, strict=True))
@@ -105,7 +106,8 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
     target = wr.Target(automation.uid, hook.team_uid, hook.factory_uid, hook.foreman_agent_uid)
     config_of_run = wr._config(automation, target, {})  # the automation's own
     source = {"webhook_uid": hook.uid}
-    started = wr._start(delivery, target, automation, config_of_run, "p", source, at, encode)
+    moment = encode.moment(at)
+    started = wr._start(delivery, target, automation, config_of_run, "p", source, moment, encode)
 
     run = dict(zip(PLATFORM.delivery_runs.columns, started.run, strict=True))
     assert run["agent_uid"] == "agt_reviewer"  # the automation's agent, not the foreman
@@ -116,3 +118,27 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
         == dict(zip(PLATFORM.delivery_runs.columns, expected, strict=True))["agent_config"]
     )
     assert msgspec.json.decode(run["agent_config"], type=AgentConfig) == config
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("micro", [0, 1, 123456, 999_998])
+def test_a_batch_s_run_times_are_what_the_slow_path_makes(dialect: Dialect, micro: int) -> None:
+    """The batch's times formatted from their second's text (run_rows.RunTimes) equal each
+    time added as a datetime and encoded, across the second's end too."""
+    encode = wr.Encoders.of(dialect, PLATFORM)
+    now = datetime(2026, 12, 31, 23, 59, 59, micro, tzinfo=UTC)
+    times = encode.run_times(now)
+    for offset in (0, 1, 2, 5, 1_000_001):
+        expected = encode.moment(now + timedelta(microseconds=offset))
+        assert times.at(offset) == expected
+
+
+@pytest.mark.parametrize("micro", [0, 7, 120000, 999_999])
+def test_run_created_events_show_stored_times_as_msgspec_does(micro: int) -> None:
+    """run.created's times from SQLite's stored text equal msgspec's text of the same time."""
+    from gateway.platform.runs.record.run_events import _event_time
+    from gateway.store.bulk import sqlite_time
+
+    at = datetime(2026, 12, 2, 10, 12, 6, micro, tzinfo=UTC)
+    assert _event_time(sqlite_time(at)) == msgspec.to_builtins(at)  # type: ignore[arg-type]
+    assert _event_time(at) == msgspec.to_builtins(at)

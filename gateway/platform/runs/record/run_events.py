@@ -66,7 +66,7 @@ async def on_created_rows(
         moment = row[created]
         text = times.get(moment)
         if text is None:
-            text = times[moment] = msgspec.to_builtins(_moment(moment))
+            text = times[moment] = _event_time(moment)
         data: dict[str, Any] = {
             "run_id": row[run_id],
             "factory_uid": row[factory],
@@ -85,11 +85,16 @@ async def on_created_rows(
     await record_encoded(conn, events)
 
 
-def _moment(value: datetime | str) -> datetime:
-    """A time as a driver takes it (SQLite: naive UTC text) back as an aware datetime."""
-    if isinstance(value, str):
-        return datetime.fromisoformat(value).replace(tzinfo=UTC)
-    return value
+def _event_time(value: datetime | str) -> str:
+    """A time as a driver takes it (SQLite: naive UTC text "YYYY-MM-DD HH:MM:SS.ffffff") as
+    an event's data shows times (msgspec's text: "YYYY-MM-DDTHH:MM:SS[.ffffff]Z"), by cutting
+    and joining the text: each run of a batch has a time of its own."""
+    if not isinstance(value, str):
+        return msgspec.to_builtins(value)  # type: ignore[no-any-return]
+    if len(value) != 26:
+        return msgspec.to_builtins(datetime.fromisoformat(value).replace(tzinfo=UTC))  # type: ignore[no-any-return]
+    fraction = value[19:]
+    return f"{value[:10]}T{value[11:19]}{'' if fraction == '.000000' else fraction}Z"
 
 
 async def on_states(
