@@ -54,3 +54,26 @@ def test_a_forked_child_draws_bytes_of_its_own() -> None:
         os.waitpid(pid, 0)
     assert len(childs) == 16
     assert childs != ids.random_bytes(16)  # the parent's next bytes
+
+
+def test_ids_made_in_batches_have_the_shapes_of_those_made_one_at_a_time() -> None:
+    before = int(time.time() * 1000)
+    uuids = ids.new_uuids(1000)  # more than one draw of the pool
+    made = ids.new_ids("att", 1000)
+    after = int(time.time() * 1000)
+    for value in uuids:
+        parsed = uuid.UUID(value)
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122 and str(parsed) == value
+        assert before <= parsed.int >> 80 <= after  # its 48 bits of milliseconds
+    for value in made:
+        assert re.fullmatch(r"att_[0-9a-f]{32}", value)
+        assert before <= (ids.millis_of(value) or 0) <= after
+    assert len(set(uuids)) == 1000 and len(set(made)) == 1000
+
+
+def test_a_supply_hands_out_each_id_once() -> None:
+    supply = ids.IdSupply()
+    taken = [supply.uuid() for _ in range(3 * ids.IdSupply.BATCH)]
+    assert len(set(taken)) == len(taken)
+    tasks = [supply.id("task") for _ in range(10)]
+    assert all(t.startswith("task_") for t in tasks) and len(set(tasks)) == 10

@@ -484,6 +484,7 @@ async def _rows(
     target whose factory's work item the delivery continues starts none (`items.skipped`);
     the runs of a work item the delivery makes belong to it."""
     times = encode.run_times(utcnow())
+    supply = ids.IdSupply()  # the batch's ids, made a few hundred at a time
     count = 0
     started: dict[str, list[StartedRows]] = {}
     for i, (delivery, head, source, targets) in enumerate(matched, 1):
@@ -506,7 +507,16 @@ async def _rows(
             config = _config(automation, target, configs)
             runs.append(
                 _start(
-                    delivery, target, automation, config, prompt, source, at, encode, work_item_id
+                    delivery,
+                    target,
+                    automation,
+                    config,
+                    prompt,
+                    source,
+                    at,
+                    encode,
+                    work_item_id,
+                    supply,
                 )
             )
         if runs:
@@ -538,6 +548,7 @@ def _start(
     created: Moment,
     encode: Encoders,
     work_item_id: str | None = None,
+    supply: ids.IdSupply | None = None,
 ) -> StartedRows:
     """The rows of one run, its payload attachment and its task, `created` then."""
     metadata = {"automation_id": automation.uid, **source, "delivery_id": delivery.delivery_id}
@@ -555,7 +566,7 @@ def _start(
         config.worker_host,
         work_item_id,
     )
-    return started_rows(spec, created, encode)
+    return started_rows(spec, created, encode, supply)
 
 
 _NOT_JSON = object()  # matches only automations without a payload filter

@@ -130,11 +130,14 @@ class RunSpec:
     work_item_id: str | None = None  # the work item the run belongs to
 
 
-def started_rows(spec: RunSpec, created: Moment, encode: Encoders) -> StartedRows:
+def started_rows(
+    spec: RunSpec, created: Moment, encode: Encoders, supply: ids.IdSupply | None = None
+) -> StartedRows:
     """The rows of one QUEUED cloud run of source WEBHOOK, its payload attachment and its
-    TRIAGE task, `created` then."""
-    run_id, conversation_id = ids.new_uuid(), ids.new_uuid()
-    attachment_id = ids.new_id("att")
+    TRIAGE task, `created` then; their ids from the batch's `supply`."""
+    supply = supply or ids.IdSupply()
+    run_id, conversation_id = supply.uuid(), supply.uuid()
+    attachment_id = supply.id("att")
     artifact = encode.artifact(attachment_id, created.iso, PAYLOAD_NAME, spec.payload_size)
     at = created.stored
     delivery_id = spec.delivery_id
@@ -149,7 +152,7 @@ def started_rows(spec: RunSpec, created: Moment, encode: Encoders) -> StartedRow
         *(spec.payload_size, delivery_id, at),
     )
     task = (
-        *(ids.new_id("task"), spec.factory_uid, spec.title, "TRIAGE", conversation_id),
+        *(supply.id("task"), spec.factory_uid, spec.title, "TRIAGE", conversation_id),
         *(None, None, None, at, at),  # no creator, no ticket
     )
     ref = RunRef(spec.automation_uid, run_id)
