@@ -8,16 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import msgspec
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.accounts.identities import Principal
+from gateway.agent_console.reply_reads import ReplyView, reply_views
 from gateway.console.session import PATH
 from gateway.platform.runs.conversations.models import Message
 from gateway.platform.runs.conversations.reads import run_messages
-from gateway.platform.runs.record.models import RunRecord, RunReply
-from gateway.platform.runs.record.reply_status import run_replies
+from gateway.platform.runs.record.models import RunRecord
 from gateway.platform.runs.record.states import RUN_STATES, TERMINAL
 from gateway.platform.runs.record.store import visible_run
 from gateway.store import tables as t
@@ -50,29 +49,13 @@ class RunFilter:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplyView:
-    """A run's message where its work came from, as its page lists it."""
-
-    where: str  # the target's fields, e.g. "repository Codertocat/Hello-World, number 1"
-    state: str
-    attempts: int
-    last_error: str | None
-    link: str | None
-
-
-def _reply_view(reply: RunReply) -> ReplyView:
-    fields = msgspec.to_builtins(reply.target)
-    where = ", ".join(f"{name} {value}" for name, value in fields.items() if value is not None)
-    return ReplyView(where, reply.state, reply.attempts, reply.last_error, reply.link)
-
-
-@dataclass(frozen=True, slots=True)
 class RunView:
     """A run as its page shows it."""
 
     run: RunRecord
     duration_s: float | None
-    final: bool
+    ended: bool
+    final: bool  # ended, and its replies settled: the page has nothing more to show
     transcript: list[Message]
     follow_ups: list[Message]
     delivery_href: str
@@ -110,15 +93,17 @@ async def run_view(conn: AsyncConnection, principal: Principal, run_id: str) -> 
     run = await visible_run(conn, principal, run_id)
     messages = await run_messages(conn, [run])
     href = await delivery_href(conn, run.delivery_id) if run.delivery_id else ""
-    replies = (await run_replies(conn, [run.run_id])).get(run.run_id, [])
+    replies = await reply_views(conn, run.run_id)
+    ended = run.state in TERMINAL
     return RunView(
         run=run,
         duration_s=duration_s(run, utcnow()),
-        final=run.state in TERMINAL,
+        ended=ended,
+        final=ended and all(reply.settled for reply in replies),
         transcript=messages[-TAIL:],
         follow_ups=[m for m in messages if m.kind == "follow_up"],
         delivery_href=href,
-        replies=[_reply_view(reply) for reply in replies],
+        replies=replies,
     )
 
 

@@ -109,6 +109,15 @@ class Browser:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def evaluate_async(self, expression: str) -> Any:
+        """The value of a promise the expression makes, once it settles."""
+        result = self.call(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression[:200]}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
     def goto(self, url: str) -> None:
         self.call("Page.navigate", url=url)
         self.wait_for("document.readyState === 'complete' && location.href !== 'about:blank'")

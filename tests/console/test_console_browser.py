@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from testbed.procs import free_port
+from tests.console.axe import audit_over_cdp
 from tests.console.cdp import Browser, find_chromium
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually
@@ -121,6 +122,7 @@ def test_log_in_open_a_delivery_replay_it_and_backtest_a_filter(
     browser.goto(f"{site.url}/console/")
     assert browser.evaluate("location.pathname") == "/console/login"  # not logged in yet
     browser.screenshot(shots / "login.png")
+    audit_over_cdp(browser, "the login page")
     browser.evaluate(
         f"document.querySelector('input[name=api_key]').value = {json.dumps(site.key)}"
     )
@@ -131,6 +133,7 @@ def test_log_in_open_a_delivery_replay_it_and_backtest_a_filter(
     assert site.key not in cookie["value"]  # sealed, not the key itself
 
     browser.goto(f"{site.url}/console/f/{site.factory}")
+    audit_over_cdp(browser, "a factory's page")
     browser.submit("ul.webhooks a")  # the one webhook: a link, "submitted" by clicking it
     assert browser.evaluate("location.pathname").endswith(f"/w/{site.hook}")
     rows = browser.text()
@@ -142,17 +145,20 @@ def test_log_in_open_a_delivery_replay_it_and_backtest_a_filter(
     browser.wait_for(f"document.getElementById('deliveries').innerText.includes('{later}')")
     assert browser.evaluate("window.__same_page") is True
     browser.screenshot(shots / "deliveries.png")
+    audit_over_cdp(browser, "a webhook's deliveries")
 
     browser.goto(f"{site.url}/console/f/{site.factory}/w/{site.hook}/d/{closed}")
     page = browser.text()
     assert "no_match" in page and '$.action: "closed" not in ["opened"]' in page
     assert '"Typo"' in page  # the payload
     browser.screenshot(shots / "delivery.png")
+    audit_over_cdp(browser, "a webhook's delivery")
 
     browser.submit("form.replay button")  # asks first (confirm), accepted here
     replay_page = browser.text()
     assert f"Replay of\n{closed}" in replay_page or f"Replay of\t{closed}" in replay_page
     replay_id = browser.evaluate("location.pathname.split('/').pop()")
+    audit_over_cdp(browser, "a replay's page")
     assert replay_id != closed and site.delivery(replay_id)["replay_of"] == closed
     # a backtest reads the log, which holds the replay once it is evaluated
     eventually(lambda: site.delivery(replay_id).get("evaluation") == "evaluated")
@@ -166,6 +172,7 @@ def test_log_in_open_a_delivery_replay_it_and_backtest_a_filter(
     assert "2 of 4 deliveries match" in result  # closed and its replay
     assert '$.action: "opened" not in ["closed"]' in result
     browser.screenshot(shots / "backtest.png")
+    audit_over_cdp(browser, "a filter backtest's answer")
 
     browser.submit("form.logout button")
     assert browser.evaluate("location.pathname") == "/console/login"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,11 @@ from gateway.store import tables as t
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.connections import signing
+from tests.console.axe import audit, keyboard_walk
 from tests.console.cdp import find_chromium
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.providers.conftest import GithubExamples
+from tests.replies.github_api import GitHubApi
 from tests.support import CLI_SECRET_KEY as SECRET_KEY
 from tests.test_cli import gateway
 
@@ -84,10 +87,12 @@ def site(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     own_store: Callable[[str], str],
+    github: GitHubApi,
 ) -> Iterator[Site]:
     redis = request.param.startswith("redis")
     database_url = own_store("postgresql" if redis else "sqlite")
-    values = {"database_url": database_url, "secret_key": SECRET_KEY, "log_level": "warning"}
+    values = {"database_url": database_url, "secret_key": SECRET_KEY, "log_level": "warning",
+              "outbound_allow_private": "1", "reply_retry_s": "0.2"}  # fmt: skip
     if redis:
         prefix = request.getfixturevalue("redis_prefix")
         values |= {"redis_url": request.getfixturevalue("redis_url"), "redis_prefix": prefix}
@@ -105,7 +110,8 @@ def site(
         body = {"name": "triage", "prompt": "Triage the issue.", "triggers": [trigger]}
         made = api.post(f"/factory/{demo['factory_uid']}/automations", json=body)
         assert made.status_code == 201, made.text
-        connection = api.post("/provider-connections", json={"provider": "github"})
+        replying = {"provider": "github", "api_token": "ghp_valid", "api_base_url": github.url}
+        connection = api.post("/provider-connections", json=replying)
         assert connection.status_code == 201, connection.text
         yield Site(url, demo["user_api_key"], demo["agent_api_key"], demo["factory_uid"],
                    made.json()["uid"], connection.json(), api)  # fmt: skip
@@ -129,7 +135,9 @@ def page(tmp_path: Path) -> Iterator[Any]:
             executable_path=find_chromium(), headless=True, args=["--no-sandbox"]
         )
         try:
-            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            # bypass_csp: the audit's script is injected inline (tests/console/axe.py); the
+            # console's own scripts keep to its policy in test_console_browser.py
+            context = browser.new_context(viewport={"width": 1200, "height": 900}, bypass_csp=True)
             context.set_default_timeout(WAIT_MS)
             yield context.new_page()
         finally:
@@ -178,16 +186,66 @@ def runner(site: Site) -> Iterator[Runner]:
         made.api.close()
 
 
+def _log_in_by_keyboard(page: Any, site: Site) -> None:
+    """The key field has the focus when the login page opens; Enter sends the form."""
+    expect = playwright_api.expect
+    expect(page.get_by_label("API key")).to_be_focused()
+    page.keyboard.type(site.key)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Factories")).to_be_visible()
+
+
+def _read_the_run_and_its_replies_live(
+    page: Any, run_page: Any, runner: Runner, run_id: str, github: GitHubApi
+) -> None:
+    """The delivery's page (`page`) and the run's (`run_page`) follow the run as a runner
+    drives it, and the run's page its reply on the issue: posted when the run starts, updated
+    with the outcome when it ends. Neither page reloads."""
+    expect = playwright_api.expect
+    for each in (page, run_page):
+        each.evaluate("window.sameDocument = true")  # gone if anything reloads the page
+    runs, replies = page.locator("table.runs"), run_page.locator("table.replies")
+    expect(run_page.locator("#live")).to_contain_text("None yet.")  # queued: nothing sent
+
+    runner.claim(run_id)
+    expect(replies).to_contain_text("posted when the run started")
+    expect(replies).to_contain_text("delivered")
+    comment = re.compile(rf"^https://github\.com/{REPOSITORY}/issues/1#issuecomment-\d+$")
+    expect(replies.get_by_role("link")).to_have_attribute("href", comment)
+    assert len(github.comments) == 1
+
+    held = f"/runner/runs/{run_id}"
+    runner.call(f"{held}/progress", state="INPROGRESS", status_message="reading the issue")
+    expect(runs).to_contain_text("INPROGRESS")
+    expect(run_page.locator("#run-status")).to_contain_text("reading the issue")
+    runner.call(f"{held}/messages", messages=[{"role": "agent", "text": "Labelled it: bug."}])
+    expect(run_page.locator("ol.transcript")).to_contain_text("Labelled it: bug.")
+    runner.call(f"{held}/finish", outcome="SUCCEEDED", status_message="triaged: bug")
+    expect(runs).to_contain_text("SUCCEEDED")
+    expect(runs).to_contain_text("triaged: bug")
+    expect(run_page.locator("#run-state")).to_contain_text("SUCCEEDED")
+    expect(replies).to_contain_text("updated when it SUCCEEDED")  # the same comment, edited
+    (body,) = [c["body"] for c in github.comments.values()]
+    assert "triaged: bug" in body
+    for each in (page, run_page):
+        assert each.evaluate("window.sameDocument") is True
+
+
 def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(
-    site: Site, runner: Runner, page: Any, shots: Path, github_examples: GithubExamples
+    site: Site,
+    runner: Runner,
+    page: Any,
+    shots: Path,
+    github_examples: GithubExamples,
+    github: GitHubApi,
 ) -> None:
     expect = playwright_api.expect
     page.goto(f"{site.url}/console/")
     expect(page).to_have_url(f"{site.url}/console/login")
     page.screenshot(path=shots / "login.png")
-    page.get_by_label("API key").fill(site.key)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Factories")).to_be_visible()
+    audit(page, "the login page")
+    _log_in_by_keyboard(page, site)
+    audit(page, "the factories")
 
     page.get_by_role("link", name=site.connection["name"]).click()
     page.evaluate("window.sameDocument = true")  # gone if anything reloads the page
@@ -197,35 +255,30 @@ def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(
     expect(row).to_contain_text("matched")  # arrived and evaluated, without a reload
     assert page.evaluate("window.sameDocument") is True
     page.screenshot(path=shots / "deliveries.png")
+    audit(page, "a connection's deliveries")
 
     row.get_by_role("link", name=delivery_id).click()
-    page.evaluate("window.sameDocument = true")
     considered = page.locator("table.considered")
     expect(considered.get_by_title(site.automation)).to_have_text("triage")
     runs = page.locator("table.runs")
     expect(runs).to_contain_text("QUEUED")
     run_id = runs.locator("a[href^='/console/runs/']").first.inner_text()
     page.screenshot(path=shots / "delivery.png")
+    audit(page, "a delivery and its queued run")
 
-    runner.claim(run_id)
-    held = f"/runner/runs/{run_id}"
-    runner.call(f"{held}/progress", state="INPROGRESS", status_message="reading the issue")
-    expect(runs).to_contain_text("INPROGRESS")
-    runner.call(f"{held}/messages", messages=[{"role": "agent", "text": "Labelled it: bug."}])
-    runner.call(f"{held}/finish", outcome="SUCCEEDED", status_message="triaged: bug")
-    expect(runs).to_contain_text("SUCCEEDED")  # on the same page, no reload
-    expect(runs).to_contain_text("triaged: bug")
-    assert page.evaluate("window.sameDocument") is True
+    run_page = page.context.new_page()
+    run_page.goto(f"{site.url}/console/runs/{run_id}")
+    _read_the_run_and_its_replies_live(page, run_page, runner, run_id, github)
+    run_page.screenshot(path=shots / "run.png", full_page=True)
+    audit(run_page, "a run's page with its reply")
+    run_page.close()
 
     runs.get_by_role("link", name=run_id).click()
     expect(page.locator("#run-state")).to_contain_text("SUCCEEDED")
-    expect(page.locator("#run-status")).to_contain_text("triaged: bug")
-    expect(page.locator("ol.transcript")).to_contain_text("Labelled it: bug.")
-    page.screenshot(path=shots / "run.png", full_page=True)
-
     page.get_by_role("link", name="All runs").click()
     expect(page.locator("table.runs")).to_contain_text("triage")
     page.screenshot(path=shots / "runs.png")
+    audit(page, "the runs")
 
     page.go_back()
     page.locator("#run-work-item a").click()
@@ -236,27 +289,75 @@ def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(
         "href", f"/console/p/{site.connection['uid']}/d/{delivery_id}"
     )
     page.screenshot(path=shots / "work-item.png")
+    audit(page, "a work item")
 
     page.get_by_role("link", name="The board").click()
     expect(page.locator("section.column", has_text="Done")).to_contain_text(f"{REPOSITORY}#1")
     page.screenshot(path=shots / "work-items.png", full_page=True)
+    audit(page, "the work items board")
 
     page.goto(f"{site.url}/console/f/{site.factory}/activity")
     expect(page.locator("ul.legend").first).to_contain_text("matched: 1")
     expect(page.locator("ul.legend").nth(1)).to_contain_text("SUCCEEDED: 1")
     page.screenshot(path=shots / "activity.png", full_page=True)
+    audit(page, "a factory's activity")
 
-    # Replay: the copy's page shows its outcome and its new run as they come, without a reload
+    page.goto(f"{site.url}/console/f/{site.factory}")
+    expect(page.locator("main")).to_contain_text("triage")
+    audit(page, "a factory's page")
+
+    _backtest_a_trigger(page, site)
+    page.goto(f"{site.url}/console/runs/run_0000000000000000000000000000")
+    audit(page, "a problem page (a run that does not exist)")
+
+    # Replay, by keyboard: the copy's page shows its outcome and its new run as they come
     page.goto(f"{site.url}/console/p/{site.connection['uid']}/d/{delivery_id}")
     page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Replay").click()
+    page.get_by_role("button", name="Replay").focus()
+    page.keyboard.press("Enter")
     expect(page.locator("main dl")).to_contain_text(delivery_id)  # "Replay of", linked
     page.evaluate("window.sameDocument = true")
     expect(page.locator("#outcome")).to_have_text("matched")
     expect(page.locator("table.runs")).to_contain_text("QUEUED")
     assert page.evaluate("window.sameDocument") is True
+    audit(page, "a replay's page")
 
-    # keyboard: the skip link comes first and shows where the focus is
+    _walk_by_keyboard(page, site, delivery_id, run_id)
+
+
+def _backtest_a_trigger(page: Any, site: Site) -> None:
+    expect = playwright_api.expect
+    page.goto(f"{site.url}/console/p/{site.connection['uid']}")
+    page.get_by_label("Trigger (JSON, as an automation writes it)").fill(
+        '{"provider": "github", "event": "issue_created"}'
+    )
+    page.get_by_role("button", name="Test").click()
+    expect(page.locator("p.summary")).to_contain_text("1 of 1 deliveries match")
+    audit(page, "a trigger backtest's answer")
+
+
+def _walk_by_keyboard(page: Any, site: Site, delivery_id: str, run_id: str) -> None:
+    """Tab through the main pages: the skip link first, then every link, button and field in
+    the order of the page, each with a visible focus ring; the skip link moves the focus to
+    the content."""
+    expect = playwright_api.expect
+    connection = f"{site.url}/console/p/{site.connection['uid']}"
+    pages = {
+        "the factories": f"{site.url}/console/",
+        "a connection's deliveries": connection,
+        "a delivery": f"{connection}/d/{delivery_id}",
+        "a run": f"{site.url}/console/runs/{run_id}",
+        "the runs": f"{site.url}/console/runs",
+        "the work items board": f"{site.url}/console/f/{site.factory}/work-items",
+        "a factory's activity": f"{site.url}/console/f/{site.factory}/activity",
+    }
+    for where, url in pages.items():
+        page.goto(url)
+        visited = keyboard_walk(page, where)
+        assert visited[0] == 'a "Skip to the content"', visited
+    page.goto(pages["a run"])
     page.keyboard.press("Tab")
-    focused = page.evaluate("document.activeElement.textContent")
-    assert focused == "Skip to the content"
+    page.keyboard.press("Enter")
+    expect(page.locator("main")).to_be_focused()
+    page.keyboard.press("Tab")  # from the content on: its first link
+    assert page.evaluate("document.activeElement.textContent") == "All runs"
