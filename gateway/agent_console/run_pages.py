@@ -30,6 +30,7 @@ async def runs(request: Request, services: Services, principal: Principal) -> Re
         factories, _more = await list_factories(
             conn, principal, team_uid=None, search=None, limit=100, after=None
         )
+        automations = await names.automations_of(conn, [f.uid for f in factories])
         uids = [u for run in found for u in (run.factory_uid, run.automation_uid, run.agent_uid)]
         named = await names.names(conn, [*uids, wanted.automation_uid])
     body = page(
@@ -39,6 +40,7 @@ async def runs(request: Request, services: Services, principal: Principal) -> Re
         runs=found,
         wanted=wanted,
         factories=factories,
+        automations=automations,
         states=RUN_STATES,
         since=tuple(run_reads.SINCE),
         names=named,
@@ -52,7 +54,8 @@ async def _view(
     async with services.database.read() as conn:
         view = await run_reads.run_view(conn, principal, run_id)
         run = view.run
-        named = await names.names(conn, (run.factory_uid, run.automation_uid, run.agent_uid))
+        uids = (run.factory_uid, run.automation_uid, run.agent_uid, run.work_item_id)
+        named = await names.names(conn, uids)
     return view, named
 
 

@@ -1,6 +1,7 @@
 """The names the console prints instead of bare ids: factories, automations (and the definition
-file a file-defined one comes from), agents, webhooks and provider connections, looked up in one
-query per kind for a page's worth of ids. An id with no row (deleted since) keeps its id."""
+file a file-defined one comes from), agents, webhooks, provider connections and work items (by
+their source, `owner/repo#12`), looked up in one query per kind for a page's worth of ids. An id
+with no row (deleted since) keeps its id."""
 
 from __future__ import annotations
 
@@ -40,9 +41,21 @@ ENDED = frozenset({"SUCCEEDED", "FAILED", "ERROR", "CANCELLED"})
 
 async def factory_automations(conn: AsyncConnection, factory_uid: str) -> list[Named]:
     """The factory's automations by name (with the file each file-defined one comes from)."""
+    return (await automations_of(conn, [factory_uid])).get(factory_uid, [])
+
+
+async def automations_of(
+    conn: AsyncConnection, factory_uids: Iterable[str]
+) -> dict[str, list[Named]]:
+    """The automations of each of `factory_uids` by name, in one query."""
     a = t.automations
-    query = select(a.c.uid, a.c.name, a.c.definition_name).where(a.c.factory_uid == factory_uid)
-    return [_automation(row) for row in await conn.execute(query.order_by(a.c.name, a.c.uid))]
+    query = select(a.c.uid, a.c.name, a.c.definition_name, a.c.factory_uid).where(
+        a.c.factory_uid.in_(sorted(set(factory_uids)))
+    )
+    found: dict[str, list[Named]] = {}
+    for row in await conn.execute(query.order_by(a.c.name, a.c.uid)):
+        found.setdefault(row.factory_uid, []).append(_automation(row))
+    return found
 
 
 def _automation(row: Any) -> Named:
@@ -73,6 +86,11 @@ async def names(conn: AsyncConnection, uids: Iterable[str | None]) -> Names:
             break
         rows = await conn.execute(select(table.c.uid, table.c.name).where(table.c.uid.in_(rest)))
         found.update({row.uid: Named(row.uid, row.name) for row in rows})
+    rest = [uid for uid in wanted if uid not in found]
+    if rest:
+        w = t.work_items
+        rows = await conn.execute(select(w.c.id, w.c.ref).where(w.c.id.in_(rest)))
+        found.update({row.id: Named(row.id, row.ref) for row in rows})
     return Names(found)
 
 

@@ -226,6 +226,7 @@ async def delivery_context(conn: AsyncConnection, item: Delivery) -> dict[str, A
             factory_uid = entry.factory_uid  # UNSET in a webhook's trace
             uids += [entry.automation_uid, factory_uid if isinstance(factory_uid, str) else None]
     facts = await names.run_facts(conn, [run.run_id for run in item.runs])
+    uids += [f.work_item_id for f in facts.values()]
     # nothing will change any more: console.js stops refreshing
     final = item.evaluation != "pending" and all(f.state in names.ENDED for f in facts.values())
     return {"names": await names.names(conn, uids), "run_facts": facts, "final": final}

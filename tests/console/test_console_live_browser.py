@@ -206,6 +206,9 @@ def _read_the_run_and_its_replies_live(
         each.evaluate("window.sameDocument = true")  # gone if anything reloads the page
     runs, replies = page.locator("table.runs"), run_page.locator("table.replies")
     expect(run_page.locator("#live")).to_contain_text("None yet.")  # queued: nothing sent
+    # the keyboard focus inside a part that refreshes stays on its element
+    runs.get_by_role("link", name=run_id).focus()
+    run_page.locator("#live").get_by_role("link", name="triage").focus()
 
     runner.claim(run_id)
     expect(replies).to_contain_text("posted when the run started")
@@ -229,6 +232,12 @@ def _read_the_run_and_its_replies_live(
     assert "triaged: bug" in body
     for each in (page, run_page):
         assert each.evaluate("window.sameDocument") is True
+    # what changed is told to screen readers, in a few words
+    expect(page.locator("#announce")).to_contain_text("Run of triage: SUCCEEDED")
+    told = "Reply: posted when the run started; updated when it SUCCEEDED"
+    expect(run_page.locator("#announce")).to_contain_text(told)
+    expect(runs.get_by_role("link", name=run_id)).to_be_focused()
+    expect(run_page.locator("#live").get_by_role("link", name="triage")).to_be_focused()
 
 
 def test_a_github_issue_read_live_from_delivery_to_run_and_work_item(

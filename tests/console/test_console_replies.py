@@ -1,5 +1,5 @@
-"""A run's page lists its replies to the provider (where, state, calls, the message's link) and
-its artifacts: a GitHub issue's run against a stand-in of GitHub's API."""
+"""A run's page lists its replies to the provider (where, state, the messages sent, calls, the
+message's link) and its artifacts: a GitHub issue's run against a stand-in of GitHub's API."""
 
 from __future__ import annotations
 
@@ -27,4 +27,6 @@ def test_a_run_page_shows_its_reply_and_its_pull_request(
         replies = page.split('<table class="replies">')[1].split("</table>")[0]
         assert "repository Codertocat/Hello-World, number 1" in replies
         assert "delivered" in replies and f'href="{reply["link"]}"' in replies
+        assert "posted when the run started; updated when it SUCCEEDED" in replies
+        assert "data-final" in world.client.get(f"/console/runs/{run_id}/live").text
         assert f'href="{PULL}"' in page and "Fix the spelling" in page  # the artifact

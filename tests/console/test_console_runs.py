@@ -53,6 +53,9 @@ def test_a_delivery_its_automations_by_name_and_its_run_to_the_end(world: World)
 
     listed = client.get("/console/runs", params={"state": "SUCCEEDED", "automation": triage})
     assert f'href="/console/runs/{run_id}"' in listed.text
+    # the automation filter offers them by name, under their factory's
+    assert f'<option value="{triage}" selected>triage</option>' in listed.text
+    assert f'<option value="{closer}">closer</option>' in listed.text
     for query in ({"state": "FAILED"}, {"automation": closer}, {"factory": "fac_none"}):
         assert (
             f'href="/console/runs/{run_id}"' not in client.get("/console/runs", params=query).text

@@ -44,10 +44,11 @@ def test_a_github_issue_from_delivery_to_work_item_and_back(
     assert f'<span title="{triage}">triage</span>' in delivery
     assert f'href="/console/runs/{run.run_id}"' in delivery
     item_path = f"/console/f/{world.factory_uid}/work-items/{item['id']}"
-    assert f'href="{item_path}"' in delivery
+    named_item = f'href="{item_path}" title="{item["id"]}">Codertocat/Hello-World#1</a>'
+    assert named_item in delivery  # by its source, the id on hover
 
     run_page = gw.get(f"/console/runs/{run.run_id}").text
-    assert f'href="{item_path}"' in run_page and f'href="{delivery_path}"' in run_page
+    assert named_item in run_page and f'href="{delivery_path}"' in run_page
 
     page = gw.get(item_path)
     assert page.status_code == 200

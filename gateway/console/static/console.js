@@ -4,10 +4,46 @@
 //    seconds (what no event tells, such as a delivery's evaluation). With the event stream (body
 //    data-stream="<url>", Server-Sent Events), each event refreshes at once as well. A fragment
 //    holding [data-final] is done (a finished run): it is no longer refreshed.
+//    The keyboard focus stays where it was across a swap, and what changed is announced.
 // 2. A form marked data-confirm asks before it is sent (replays create new deliveries; cancel).
 "use strict";
 (() => {
   const live = [];
+  const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+
+  // Swapping a part's HTML would drop the keyboard focus when it is inside: the element that
+  // had it gets it back in the new HTML (the same link or button, else the one in its place).
+  const swap = (element, html) => {
+    const active = document.activeElement;
+    const inside = active && active !== element && element.contains(active);
+    const before = inside ? [...element.querySelectorAll(FOCUSABLE)] : [];
+    const index = before.indexOf(active);
+    const same = (e) => e.tagName === active.tagName && e.textContent === active.textContent &&
+      e.getAttribute("href") === active.getAttribute("href");
+    element.innerHTML = html;
+    if (!inside) return;
+    const after = [...element.querySelectorAll(FOCUSABLE)];
+    const next = after.find(same) || after[Math.min(index, after.length - 1)];
+    if (next) next.focus({ preventScroll: true });
+  };
+
+  // What changed in a swap, told to screen readers in one short sentence (the page's
+  // role=status element), rather than the whole part read again: the texts of its
+  // [data-announce="<label>"] elements, without their decorations (aria-hidden shapes).
+  const said = (element) => {
+    const told = new Map();
+    element.querySelectorAll("[data-announce]").forEach((e, i) => {
+      const copy = e.cloneNode(true);
+      copy.querySelectorAll("[aria-hidden=true]").forEach((d) => d.remove());
+      told.set(`${i}:${e.dataset.announce}`, `${e.dataset.announce}: ${copy.textContent.trim()}`);
+    });
+    return told;
+  };
+  const announce = (before, after) => {
+    const news = [...after].filter(([key, text]) => before.get(key) !== text).map(([, t]) => t);
+    const status = document.getElementById("announce");
+    if (news.length && status) status.textContent = news.join(". ");
+  };
 
   const refresh = async (part) => {
     if (part.done || part.busy) return;
@@ -19,7 +55,9 @@
         const html = await answer.text();
         if (html !== part.html) {
           part.html = html;
-          part.element.innerHTML = html;
+          const before = said(part.element);
+          swap(part.element, html);
+          announce(before, said(part.element));
         }
         part.done = part.element.querySelector("[data-final]") !== null;
       }
