@@ -30,7 +30,7 @@ from gateway.deliveries.models import Delivery, DeliveryRun
 from gateway.deliveries.replay_list import attach_replays
 from gateway.errors import NotFound
 from gateway.store import tables as t
-from gateway.store.bulk import BulkInsert, Prepared
+from gateway.store.bulk import BulkInsert, Prepared, Row
 from gateway.store.types import utcnow
 from gateway.webhooks.management import get_webhook_row
 
@@ -50,14 +50,37 @@ def prepare_log(
 ) -> Prepared:
     """The log rows of `records`, accepted ones as evaluated (with their outcome traces, taken
     from `traces`), encoded for `log_new`."""
-    now = utcnow()
-    rows = [delivery_row(r, EVALUATED, now) for r in records]
-    if traces is not None:
-        for row in rows:
-            taken = traces.take(row["delivery_id"]) if row["evaluation"] else None
+    # each row built as the driver takes it, in LOGGED's column order (`logged_row` says the
+    # same as a mapping; tests hold them together): a dict a row through the generic encoders
+    # was a twentieth of the evaluator's time
+    time = LOGGED.encoder(dialect, "received_at")
+    now = time(utcnow())
+    values = []
+    for r in records:
+        trace, evaluation, evaluated_at = None, None, None
+        accepted = r.label is Label.ACCEPTED
+        if accepted:
+            evaluation, evaluated_at = EVALUATED, now
+            taken = traces.take(r.delivery_id) if traces is not None else None
             if taken is not None:
-                row["trace"], row["evaluation"] = taken
-    return LOGGED.prepare(dialect, rows, "delivery_id")
+                trace, evaluation = taken
+        values.append(
+            (
+                *(r.delivery_id, r.webhook_uid, time(r.received_at), r.size, r.label.value),
+                *(r.identity, r.duplicate_of, r.payload if accepted else None, evaluation),
+                *(evaluated_at, None if r.reason is None else r.reason.value),
+                *(r.headers if accepted else None, trace),
+            )
+        )
+    return Prepared("delivery_id", [r.delivery_id for r in records], values)
+
+
+def logged_row(record: DeliveryRecord, now: datetime, trace: tuple[bytes, str] | None) -> Row:
+    """The log row `prepare_log` makes of `record`, as a mapping of every column."""
+    row = delivery_row(record, EVALUATED, now)
+    if trace is not None and row["evaluation"]:
+        row["trace"], row["evaluation"] = trace
+    return row
 
 
 async def log_new(conn: AsyncConnection, prepared: Prepared) -> set[str]:
