@@ -25,6 +25,7 @@ from benchmarks.stats import summary
 RATIO_TARGETS = {"gateway-redis": 0.65, "gateway-embedded": 0.55}
 CPU_RATIO_TARGET = 2.5
 P99_TARGET_MS = 25.0
+STAGES = ("server", "evaluator", "redis")  # the processes a delivery costs CPU in
 
 
 def row_figures(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -37,15 +38,16 @@ def row_figures(row: dict[str, Any]) -> dict[str, Any] | None:
     if not delivered:
         return None
     requests = row["requests"]
-    cpu = (row["server_cpu_s_per_1k"] + (row.get("redis_cpu_s_per_1k") or 0.0)) * requests / 1000
-    cpu += (row.get("evaluator_cpu_s_per_1k") or 0.0) * requests / 1000
-    cpu += row.get("server_cpu_s_drain") or 0.0
-    cpu += row.get("evaluator_cpu_s_drain") or 0.0
-    cpu += row.get("redis_cpu_s_drain") or 0.0
+    stages = {
+        stage: ((row.get(f"{stage}_cpu_s_per_1k") or 0.0) * requests / 1000
+                + (row.get(f"{stage}_cpu_s_drain") or 0.0)) / delivered * 1e6
+        for stage in STAGES
+    }  # fmt: skip
     drained = ev["drain_s"] is not None
     return {
         "runs_per_s": ev["runs_created_per_s"] if drained else None,
-        "cpu_us_per_delivery": cpu / delivered * 1e6,
+        "cpu_us_per_delivery": sum(stages.values()),
+        "stage_us_per_delivery": stages,
         "p99_ms": row["latency_ms"]["p99"],
     }
 
@@ -93,6 +95,12 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "ratio_target": RATIO_TARGETS.get(kind),
                 "cpu_us_per_delivery": cpu,
                 "cpu_ratio": cpu["median"] / base_cpu if cpu and base_cpu else None,
+                "stage_us_per_delivery": {
+                    stage: statistics.median(f["stage_us_per_delivery"][stage] for f in figures)
+                    for stage in STAGES
+                }
+                if figures
+                else {},
                 "p99_ms": summary(p99s),
                 "p99_all_under_target": all(p < P99_TARGET_MS for p in p99s),
             }
@@ -144,5 +152,22 @@ def markdown(items: list[dict[str, Any]]) -> str:
             f"| {runs['median'] if runs else 0:,.0f}{undrained} | **{item['ratio']:.2f}** "
             f"| {cpu['median']:,.0f} ({cpu['min']:,.0f}-{cpu['max']:,.0f}) "
             f"| **{item['cpu_ratio'] or 0:.2f}** | {item['p99_ms']['max']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def stage_markdown(items: list[dict[str, Any]]) -> str:
+    """Where a delivery's CPU goes: each process's µs per delivery (median over rounds)."""
+    lines = [
+        "| server | bare endpoint µs/request | ingress server µs/delivery | evaluator "
+        "| Redis | all |",
+        "|---|---|---|---|---|---|",
+    ]
+    for item in items:
+        stages = item["stage_us_per_delivery"]
+        lines.append(
+            f"| {item['server']} | {item['bare_cpu_us_per_request']:,.0f} "
+            + "".join(f"| {stages.get(stage, 0):,.0f} " for stage in STAGES)
+            + f"| {item['cpu_us_per_delivery'].get('median', 0):,.0f} |"
         )
     return "\n".join(lines)

@@ -82,7 +82,8 @@ def evaluator(report: dict[str, Any]) -> str:
 
 
 def end_to_end_rows(report: dict[str, Any]) -> str:
-    return end_to_end.markdown(report.get("end_to_end", []))
+    items = report.get("end_to_end", [])
+    return f"{end_to_end.markdown(items)}\n\n{end_to_end.stage_markdown(items)}"
 
 
 def latency(report: dict[str, Any]) -> str:
