@@ -7,9 +7,11 @@ gateway's commands each name keys of one slot, so the same calls serve both.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from redis.asyncio import Redis, RedisCluster
+
+from gateway.backends.redis_packing import HiredisPackingConnection
 
 AnyRedis: TypeAlias = Redis | RedisCluster
 
@@ -20,4 +22,9 @@ def connect(url: str, *, cluster: bool, socket_timeout: float | None = 5.0) -> A
         return RedisCluster.from_url(
             url, socket_connect_timeout=2, socket_timeout=socket_timeout, protocol=2
         )
-    return Redis.from_url(url, socket_connect_timeout=2, socket_timeout=socket_timeout, protocol=2)
+    options: dict[str, Any] = {}
+    if url.startswith("redis://"):  # rediss:// and unix:// keep their own connection classes
+        options["connection_class"] = HiredisPackingConnection
+    return Redis.from_url(
+        url, socket_connect_timeout=2, socket_timeout=socket_timeout, protocol=2, **options
+    )
