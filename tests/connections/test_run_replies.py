@@ -543,3 +543,90 @@ def test_no_credentials_no_reply(
         work(Runner(world), run.run_id)
         time.sleep(0.5)
         assert replies_of(world, run.run_id) == [] and github.calls == []
+
+
+# One message per run, whatever becomes of its start: a start that failed leaves the run's
+# first end to post the message, and a second end that comes while that post is still retrying
+# waits for it and edits it (not a second post); a run that ends before it ever started
+# (cancelled while queued) posts at its end, and the start it makes when a follow-up resumes it
+# posts nothing.
+
+POSTS = r"/repos/.*/issues/1/comments$"
+
+
+def mention(world: World, connection: dict[str, Any], examples: GithubExamples, n: int) -> None:
+    """A comment naming the factory on the issue: a follow-up of its work item's run."""
+    example = next(p for p in examples["issue_comment"] if p["action"] == "created")
+    comment = copy.deepcopy(example)
+    comment["comment"]["body"] = "@fa please try again"
+    sent = octokit_signed(connection["secret"], "issue_comment", comment, f"d-mention-{n}")
+    evaluated(world, connection, deliver(world.client, connection, sent))
+
+
+def issue_run(
+    world: World, github: GitHubApi, examples: GithubExamples, token: str = "ghp_valid"
+) -> tuple[str, dict[str, Any]]:
+    """The labeled example to a GitHub connection with reply credentials: its run, and the
+    connection (with its secret, to sign more)."""
+    set_repositories(world.client, world.factory_uid, "Codertocat/Hello-World")
+    return provider_run(
+        world,
+        "github",
+        lambda c: octokit_signed(c["secret"], "issues", labeled_example(examples), "d-1"),
+        trigger("github", "issue_labeled"),
+        api_token=token,
+        api_base_url=github.url,
+    )
+
+
+@pytest.mark.parametrize("shape", ["embedded", "redis"])
+def test_a_second_end_waits_for_the_first_ends_post(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples, shape: str
+) -> None:
+    with gateway_of(shape) as world:
+        run_id, connection = issue_run(world, github, github_examples, token="ghp_revoked")
+        runner = Runner(world)
+        runner.claim()
+        eventually(lambda: outbox_states(world, run_id) == ["failed"], timeout=30)  # the start
+        path = f"/provider-connections/{connection['uid']}"
+        assert world.api("PATCH", path, json={"api_token": "ghp_valid"}).status_code == 200
+        # the first end's post is told to wait; meanwhile the run is continued and ends again
+        github.answer_next(429, {"message": "slow down"}, {"Retry-After": "3"})
+        runner.on(run_id, "finish", outcome="FAILED", status_message="First try failed.")
+        eventually(lambda: len(github.calls_to(POSTS)) == 2, timeout=30)  # 401, then the 429
+        mention(world, connection, github_examples, 1)
+        (again,) = runner.claim()
+        assert again["run_id"] == run_id
+        runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="Second try worked.")
+        eventually(lambda: outbox_states(world, run_id) == ["failed"] + ["delivered"] * 2, 40)
+
+        (body,) = [c["body"] for c in github.comments.values()]
+        assert "Second try worked." in body
+        assert len(github.calls_to(POSTS)) == 3  # the start's 401, the 429, the one post
+        assert len(replies_of(world, run_id)) == 1
+        # the second end edited the message the first one posted, or found it up to date
+        assert all(c.method == "PATCH" for c in github.calls_to(EDITS))
+
+
+@pytest.mark.parametrize("shape", ["embedded", "redis"])
+def test_a_start_after_the_end_posts_nothing(
+    gateway_of: Callable[[str], Any], github: GitHubApi, github_examples: GithubExamples, shape: str
+) -> None:
+    with gateway_of(shape) as world:
+        run_id, connection = issue_run(world, github, github_examples)
+        cancelled = world.api("POST", f"/agent/runs/{run_id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        eventually(lambda: len(github.comments) == 1, timeout=30)  # the end posts
+        (comment,) = github.comments.values()
+        assert "cancelled" in comment["body"].lower()
+        mention(world, connection, github_examples, 1)
+        runner = Runner(world)
+        (again,) = runner.claim()  # resumed: it starts now, after its end
+        assert again["run_id"] == run_id
+        runner.on(run_id, "finish", outcome="SUCCEEDED", status_message="Done after all.")
+        eventually(lambda: outbox_states(world, run_id) == ["delivered"] * 2, timeout=30)
+
+        (body,) = [c["body"] for c in github.comments.values()]
+        assert "Done after all." in body
+        assert len(github.calls_to(POSTS)) == 1
+        assert [c.method for c in github.calls_to(EDITS)] == ["PATCH"]

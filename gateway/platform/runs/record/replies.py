@@ -9,13 +9,19 @@ item has no reply: every provider event a reply can go back to makes a work item
 first runs, so only runs started before work items existed lack one, and they stay silent.
 Who caused it (the template's `event.actor`) comes from the run's delivery, by the same reader.
 
-Ordering, so that a run makes one message however its replies are retried or the gateway
-crashes: the start's key is `reply:{run}:started` (a run claimed again after a lost lease, or
-resumed by a follow-up, enqueues nothing new); each end is keyed by its timeline entry. An end
-needs the id of the message the start posted: when the start has not been delivered yet, the
-end is enqueued *held*, and the start's settling releases it with that id
-(gateway/connections/reply_outbox.py). Both sides lock the start's row first (the start's
-settling updates it), so neither misses the other.
+Ordering, so that a run makes one message however its replies are retried, fail or race, and
+whatever the gateway does when it crashes: one reply of a run at a time may *post* (a message
+whose payload has no `message_id`), every other one edits what it posted.
+- The start's key is `reply:{run}:started` (a run claimed again after a lost lease, or resumed
+  by a follow-up, enqueues nothing new), and a start that comes after one of the run's ends
+  (a run cancelled while queued, then resumed) enqueues nothing: the end's message is the one.
+- Each end is keyed by its timeline entry. It edits the message the run's replies delivered
+  last; when none exists and a reply that posts is still pending (the start, or an end that
+  found nothing to edit), the end is enqueued *held*, and that poster's settling releases it
+  with the id it got (gateway/connections/reply_outbox.py); when none is pending either (the
+  start failed, or there was none), the end posts.
+Both sides lock the run's pending replies first (a poster's settling updates its row), so
+neither misses the other.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.backends.delivery_rows import headers_of
-from gateway.connections.reply_outbox import KIND, ended_key, started_key
+from gateway.connections.reply_outbox import KIND, ended_key, is_poster, started_key
 from gateway.outbound import enqueue
 from gateway.platform.runs.record.states import TERMINAL
 from gateway.providers.work_items import source_of
@@ -133,6 +139,8 @@ async def _actor(conn: AsyncConnection, provider: str, delivery_id: str) -> str 
 
 
 async def _started(conn: AsyncConnection, entry: RunChange, payload: dict[str, Any]) -> None:
+    if await _ended_before(conn, entry.run_id):
+        return  # a late start: an end's reply already posts (or posted) the run's message
     await enqueue(
         conn,
         kind=KIND,
@@ -143,17 +151,22 @@ async def _started(conn: AsyncConnection, entry: RunChange, payload: dict[str, A
     )
 
 
+async def _ended_before(conn: AsyncConnection, run_id: str) -> bool:
+    query = select(m.c.id).where(
+        m.c.kind == KIND, m.c.subject == run_id, m.c.key != started_key(run_id)
+    )
+    return (await conn.execute(query.limit(1))).first() is not None
+
+
 async def _ended(conn: AsyncConnection, entry: RunChange, payload: dict[str, Any]) -> None:
-    """The end's edit: of the message the run's replies last delivered; held while the start
-    waits to be delivered."""
-    start = (
-        await conn.execute(
-            select(m.c.state, m.c.result)
-            .where(m.c.key == started_key(entry.run_id))
-            .with_for_update()
-        )
-    ).first()
-    held = start is not None and start.state == "pending"
+    """The end's edit: of the message the run's replies last delivered; held while a reply
+    that posts is pending; posting itself when there is neither."""
+    pending = await conn.execute(
+        select(m.c.payload, m.c.next_attempt_at)
+        .where(m.c.kind == KIND, m.c.subject == entry.run_id, m.c.state == "pending")
+        .with_for_update()
+    )
+    held = any(is_poster(row.payload, row.next_attempt_at) for row in pending)
     message_id = None if held else await _last_message(conn, entry.run_id)
     await enqueue(
         conn,

@@ -2,8 +2,9 @@
 run's reply is made when it is sent, from the run as it is then (its title, state, status
 message and pull requests: what a runner reported after the change that enqueued the reply is
 in it), and posted or edited through the connection's reply sender
-(gateway/connections/reply_sender.py). When a reply is settled: a start releases the edits that
-waited for its message; a reply that failed for good tells the factory's owners in the inbox.
+(gateway/connections/reply_sender.py). When a reply is settled: one that posted (the start, or
+an end with no message to edit) releases the edits that waited for its message; a reply that
+failed for good tells the factory's owners in the inbox.
 
 The newest end wins. A run continued by a follow-up ends again, and edits the same message;
 two ends close together may reach the dispatcher in any order (a retry after a 429 waits while
@@ -111,7 +112,7 @@ class RunReplySender:
         self, conn: AsyncConnection, message: OutboundMessage, outcome: Outcome
     ) -> None:
         payload, run_id = message.payload, message.subject or ""
-        if payload.get("phase") == "started":
+        if payload.get("message_id") is None:  # it posted (or failed to): the edits it held
             posted = outcome.message_id if isinstance(outcome, Delivered) else None
             await release_edits(conn, run_id, posted)
         if isinstance(outcome, Failed):
