@@ -57,7 +57,7 @@ from gateway.deliveries.trace import (
     provider_trace,
     reason_text,
 )
-from gateway.evaluator.run_platform import AgentRunConfig, RunPlatform
+from gateway.evaluator.run_platform import AgentRunConfig, RunPlatform, WorkItemEnd
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
 from gateway.evaluator.run_rows import TASKS as TASKS
@@ -71,6 +71,7 @@ from gateway.evaluator.run_rows import (
 )
 from gateway.evaluator.work_item_plans import Candidate, WorkItemPlan, mentioned, plan_work_items
 from gateway.providers import DISPLAY_NAMES, TriggerEvent, normalize
+from gateway.providers.work_item_ends import ending_of
 from gateway.providers.work_items import Source, source_of
 from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
@@ -165,8 +166,10 @@ class RunBatch:
         unstarted: dict[str, str] | None = None,
         forge_payloads: dict[str, tuple[str, Any]] | None = None,
         work_items: WorkItemPlan | None = None,
+        endings: dict[str, WorkItemEnd] | None = None,
     ) -> None:
         self._platform = platform
+        self._endings = endings or {}  # delivery id -> the work items it ends
         self._started = started
         self._work_items = work_items
         self.traces = TraceWrites(traces)
@@ -197,6 +200,9 @@ class RunBatch:
         await self.traces.write(conn, claimed)
         if self._work_items is not None:
             await self._write_work_items(conn, claimed)
+        ends = [end for d, end in self._endings.items() if d in claimed]
+        if ends:  # after the follow-ups: a merge that also continues its work item ends it
+            await platform.end_work_items(conn, ends)
         first: dict[str, str] = {}  # factory uid -> a delivery that could not start its work
         for delivery_id, factory_uid in self._unstarted.items():
             if delivery_id in claimed:
@@ -275,7 +281,15 @@ class RunStarter:
         started = await _rows(matched, automations, configs, encode, items)
         if items is not None:
             items.settle(_first_runs(started))
-        return RunBatch(self.platform, started, sources.traces, sources.unstarted, forge, items)
+        return RunBatch(
+            self.platform,
+            started,
+            sources.traces,
+            sources.unstarted,
+            forge,
+            items,
+            sources.endings,
+        )
 
     async def _agent_configs(
         self, conn: AsyncConnection, matched: list[_Matched], automations: dict[str, Automation]
@@ -303,6 +317,7 @@ class _Sources:
         self.unstarted: dict[str, str] = {}  # delivery id -> factory uid
         self.heads: dict[str, str] = {}  # a webhook's envelope head, once per batch
         self.candidates: list[Candidate] = []  # deliveries that may make or continue work items
+        self.endings: dict[str, WorkItemEnd] = {}  # delivery id -> the work items it ends
 
     def webhook(
         self, delivery: AcceptedDelivery, payload: Any, wanted: dict[str, int]
@@ -356,6 +371,10 @@ class _Sources:
         headers: dict[str, str] = headers_of(delivery.headers) if delivery.headers else {}
         events = _events(connection, headers, payload)
         entry = self.teams[connection.team_uid]
+        ending = ending_of(connection.provider, headers, payload)
+        if ending is not None:
+            team = connection.team_uid
+            self.endings[delivery_id] = WorkItemEnd(team, ending, delivery.received_at)
         if not events:
             self.traces[delivery_id] = no_events(connection.provider)
             self._continuation(delivery, connection, entry, headers, payload, ())

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.providers.work_item_ends import Ending
 from gateway.store.bulk import BulkInsert, Prepared
 
 
@@ -62,6 +63,15 @@ class WorkItemFollowUp:
     message: str
     payload_size: int  # the delivery's body, attached to the follow-up as a file
     message_ref: str | None = None  # one follow-up per provider message (Source.message_ref)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItemEnd:
+    """A delivery that ends work items of its team (a merged pull request, a closed issue)."""
+
+    team_uid: str
+    ending: Ending
+    at: datetime
 
 
 class AgentRunConfig(NamedTuple):
@@ -119,6 +129,10 @@ class RunPlatform(Protocol):
         self, conn: AsyncConnection, follow_ups: Sequence[WorkItemFollowUp]
     ) -> None:
         """Sends each follow-up to its work item's run (queued, injected or resuming it)."""
+        ...
+
+    async def end_work_items(self, conn: AsyncConnection, ends: Sequence[WorkItemEnd]) -> None:
+        """Moves the work items these deliveries end to their last stage."""
         ...
 
     async def on_dispatch_failed(

@@ -18,6 +18,7 @@ from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delive
 from gateway.platform.runs.creation.resolution import agents_configs
 from gateway.platform.runs.creation.worker_pinning import pinned_worker
 from gateway.platform.runs.record.store import json_column
+from gateway.platform.work_items import ends as work_item_ends
 from gateway.platform.work_items import store as work_items
 from gateway.store.bulk import BulkInsert, Prepared, json_value
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from gateway.evaluator.run_platform import (
         KnownWorkItem,
         NewWorkItem,
+        WorkItemEnd,
         WorkItemFollowUp,
         WorkItemKey,
     )
@@ -94,6 +96,9 @@ class DeliveryRunPlatform:
         self, conn: AsyncConnection, follow_ups: Sequence[WorkItemFollowUp]
     ) -> None:
         await work_items.continue_work_items(conn, follow_ups)
+
+    async def end_work_items(self, conn: AsyncConnection, ends: Sequence[WorkItemEnd]) -> None:
+        await work_item_ends.end_work_items(conn, ends)
 
     async def on_dispatch_failed(
         self, conn: AsyncConnection, factory_uid: str, detail: str

@@ -19,6 +19,7 @@ their own states must not move it again, or a trigger on DONE would start itself
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -49,7 +50,7 @@ This run was started by the automation above because the work item {ref} ({provi
 {id}) of this factory moved from {before} to {after}."""
 
 
-class _Item(NamedTuple):
+class WorkItemRow(NamedTuple):
     id: str
     stage: str  # before the change
     factory_uid: str
@@ -70,16 +71,25 @@ async def on_run_states(conn: AsyncConnection, entries: list[Entry]) -> None:
         .select_from(r.join(w, w.c.id == r.c.work_item_id))
         .where(r.c.run_id.in_(run_ids))
     )
-    items = {run_id: _Item(*rest) for run_id, *rest in await conn.execute(query)}
+    items = {run_id: WorkItemRow(*rest) for run_id, *rest in await conn.execute(query)}
     if not items:
         return
-    moves: dict[str, tuple[_Item, str, datetime]] = {}  # work item id -> (item, stage, at)
+    moves: dict[str, tuple[WorkItemRow, str, datetime]] = {}  # work item id -> (item, stage, at)
     for entry in entries:
         item = items.get(entry.run_id)
         if item is not None and entry.state in STAGE_OF_STATE:
             moves[item.id] = (item, STAGE_OF_STATE[entry.state], entry.at)
+    await move_work_items(conn, list(moves.values()))
+
+
+async def move_work_items(
+    conn: AsyncConnection, moves: Sequence[tuple[WorkItemRow, str, datetime]]
+) -> None:
+    """Each (work item, stage, at): moved when it is elsewhere, each change firing its
+    triggers and recorded as an event (also how a merged pull request ends one, ends.py)."""
+    w = t.work_items
     previous: dict[str, str] = {}  # work item id -> the stage it left
-    for item, stage, at in moves.values():
+    for item, stage, at in moves:
         moved = await conn.execute(
             update(w)
             .where(w.c.id == item.id, w.c.stage != stage)
@@ -91,7 +101,7 @@ async def on_run_states(conn: AsyncConnection, entries: list[Entry]) -> None:
     await record_stage_changes(conn, previous)
 
 
-async def _fire(conn: AsyncConnection, item: _Item, stage: str) -> None:
+async def _fire(conn: AsyncConnection, item: WorkItemRow, stage: str) -> None:
     before = item.stage
     envelope = ENVELOPE.format(
         ref=item.ref, provider=item.provider, id=item.id, before=before, after=stage
