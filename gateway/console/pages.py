@@ -225,7 +225,8 @@ async def delivery_context(conn: AsyncConnection, item: Delivery) -> dict[str, A
         for entry in item.trace.automations:
             factory_uid = entry.factory_uid  # UNSET in a webhook's trace
             uids += [entry.automation_uid, factory_uid if isinstance(factory_uid, str) else None]
-    facts = await names.run_facts(conn, [run.run_id for run in item.runs])
+    run_ids = [run.run_id for run in item.runs] + [f.run_id for f in item.follow_ups]
+    facts = await names.run_facts(conn, run_ids)
     uids += [f.work_item_id for f in facts.values()]
     # nothing will change any more: console.js stops refreshing
     final = item.evaluation != "pending" and all(f.state in names.ENDED for f in facts.values())

@@ -26,7 +26,7 @@ from gateway.backends.delivery_rows import (
     headers_of,
 )
 from gateway.deliveries import trace as delivery_trace
-from gateway.deliveries.models import Delivery, DeliveryRun
+from gateway.deliveries.models import Delivery, DeliveryFollowUp, DeliveryRun
 from gateway.deliveries.replay_list import attach_replays
 from gateway.errors import NotFound
 from gateway.store import tables as t
@@ -334,3 +334,12 @@ async def _attach_runs(conn: AsyncConnection, items: list[Delivery]) -> None:
     )
     for row in await conn.execute(query):
         by_id[row.delivery_id].runs.append(DeliveryRun(row.automation_uid, row.run_id))
+    # a provider delivery that continued a work item matched, but started no run of its own
+    f = t.work_item_follow_ups
+    query = (
+        select(f.c.delivery_id, f.c.work_item_id, f.c.run_id)
+        .where(f.c.delivery_id.in_(list(by_id)))
+        .order_by(f.c.created_at, f.c.work_item_id)
+    )
+    for row in await conn.execute(query):
+        by_id[row.delivery_id].follow_ups.append(DeliveryFollowUp(row.work_item_id, row.run_id))

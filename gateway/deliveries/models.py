@@ -37,6 +37,11 @@ class DeliveryRun(Struct):
     run_id: str
 
 
+class DeliveryFollowUp(Struct):
+    work_item_id: str
+    run_id: Annotated[str, Meta(description="the work item's run the delivery was sent to")]
+
+
 class ConsideredAutomation(Struct):
     automation_uid: str
     matched: bool
@@ -164,6 +169,13 @@ class Delivery(Struct, kw_only=True):
         str | None, Meta(description="duplicates: the id of the first delivery of this event")
     ] = None
     runs: Annotated[list[DeliveryRun], Meta(description="runs started by matching automations")]
+    follow_ups: Annotated[
+        list[DeliveryFollowUp],
+        Meta(
+            description="provider deliveries: the work items it continued, a follow-up of their "
+            "run instead of a new run (docs/providers.md#work-items)"
+        ),
+    ] = []
     replays: (
         Annotated[list[str], Meta(description="deliveries replaying this one; GET one only")]
         | UnsetType

@@ -60,7 +60,9 @@ class Candidate:
     source: Source
     starts: set[str] = field(default_factory=set)  # factories whose automations matched
     named: set[str] = field(default_factory=set)  # factories its text mentions
-    replay: bool = False  # a replay: its runs start again, in the work item they belong to
+    # a replay: its runs start again, in the work item they belong to (not a follow-up); a
+    # factory it only names, or whose thread it replies in, gets the follow-up again
+    replay: bool = False
 
 
 def mentioned(source: Source, aliases: dict[str, str]) -> set[str]:
@@ -124,7 +126,9 @@ class WorkItemPlan:
                 delivery_id=candidate.delivery_id,
                 message=follow_up_message(candidate),
                 payload_size=candidate.payload_size,
-                message_ref=candidate.source.message_ref,
+                # a replay is asked again: a message that continued the work item before does
+                # so again
+                message_ref=None if candidate.replay else candidate.source.message_ref,
             )
             self.follow_ups.setdefault(candidate.delivery_id, []).append(follow_up)
 

@@ -509,6 +509,7 @@ work_item_follow_ups = Table(
     Column("created_at", UTCDateTime, nullable=False),
     UniqueConstraint("work_item_id", "delivery_id", name="ux_work_item_follow_ups"),
     Index("ix_work_item_follow_ups_message", "message_ref"),
+    Index("ix_work_item_follow_ups_delivery", "delivery_id"),
 )
 
 task_outputs = Table(
