@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.evaluator.run_platform import WorkItemEnd
@@ -40,7 +40,7 @@ async def end_work_items(conn: AsyncConnection, ends: Sequence[WorkItemEnd]) -> 
 
 
 async def _opened(
-    conn: AsyncConnection, open_: object, project: str, pull_url: str
+    conn: AsyncConnection, open_: ColumnElement[bool], project: str, pull_url: str
 ) -> list[WorkItemRow]:
     """The open work items of `project` one of whose runs reported the pull request at
     `pull_url` (a PULL_REQUEST artifact): read among that project's open work items only."""
@@ -48,7 +48,7 @@ async def _opened(
     query = (
         select(*COLUMNS, r.c.artifacts)
         .select_from(w.join(r, r.c.work_item_id == w.c.id))
-        .where(open_, of_project, r.c.artifacts.is_not(None))  # type: ignore[arg-type]
+        .where(open_, of_project, r.c.artifacts.is_not(None))
     )
     found: dict[str, WorkItemRow] = {}
     for *columns, artifacts in await conn.execute(query):
