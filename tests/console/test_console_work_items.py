@@ -1,8 +1,8 @@
 """The console's path through a provider connection, on SQLite and PostgreSQL: a real GitHub
 payload (@octokit/webhooks-examples) makes a delivery, whose page names the automation that
 matched and links its run; the run's page links the work item, whose page links back to the
-delivery and lists the mention that continued it; the board shows it by stage; the factory's
-activity charts count the delivery and the run."""
+delivery and lists the mention that continued it, whose own page lists that follow-up; the board
+shows it by stage; the factory's activity charts count the delivery and the run."""
 
 from __future__ import annotations
 
@@ -46,6 +46,13 @@ def test_a_github_issue_from_delivery_to_work_item_and_back(
     item_path = f"/console/f/{world.factory_uid}/work-items/{item['id']}"
     named_item = f'href="{item_path}" title="{item["id"]}">Codertocat/Hello-World#1</a>'
     assert named_item in delivery  # by its source, the id on hover
+
+    # the mention started no run: its page lists where it went instead
+    followed = gw.get(f"/console/p/{made['uid']}/d/{second}").text
+    follow_ups = followed.split("<h2>Follow-ups</h2>")[1].split("</table>")[0]
+    assert f'href="{item_path}"' in follow_ups
+    assert f'href="/console/runs/{run.run_id}"' in follow_ups
+    assert "<h2>Follow-ups</h2>" not in delivery
 
     run_page = gw.get(f"/console/runs/{run.run_id}").text
     assert named_item in run_page and f'href="{delivery_path}"' in run_page
