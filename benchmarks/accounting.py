@@ -74,7 +74,14 @@ class StoreCounts:
 
 
 def store_counts(database: Path) -> StoreCounts:
+    """The counts of one moment: every query reads the same snapshot (one read transaction), so
+    a batch the evaluator commits between two of them is counted in all or none (it was not:
+    runs counted after the deliveries once read 26 runs more than deliveries)."""
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
+        outbox = Path(str(database) + OUTBOX_SUFFIX)
+        if outbox.exists():  # accepted, not moved into the log yet (ATTACH: before BEGIN)
+            conn.execute("ATTACH DATABASE ? AS outbox_file", (f"file:{outbox}?mode=ro",))
+        conn.execute("BEGIN")
         by_label = dict(
             conn.execute(
                 "SELECT label, count(*) FROM deliveries WHERE evaluation IS NULL "
@@ -85,15 +92,23 @@ def store_counts(database: Path) -> StoreCounts:
         pending = conn.execute(
             "SELECT count(*) FROM deliveries WHERE evaluation = 'pending'"
         ).fetchone()[0]
-        outbox = Path(str(database) + OUTBOX_SUFFIX)
-        if outbox.exists():  # accepted, not moved into the log yet
-            conn.execute("ATTACH DATABASE ? AS outbox_file", (f"file:{outbox}?mode=ro",))
+        if outbox.exists():
             pending += conn.execute(
                 "SELECT count(*) FROM outbox_file.outbox o WHERE label = 'Accepted' AND NOT EXISTS "
                 "(SELECT 1 FROM deliveries d WHERE d.delivery_id = o.delivery_id)"
             ).fetchone()[0]
     accepted = by_label.pop("Accepted", 0)
     return StoreCounts(accepted, sum(by_label.values()), runs, pending)
+
+
+def doubled_deliveries(database: Path) -> int:
+    """Deliveries with more than one run (every benchmark payload matches one automation)."""
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as conn:
+        query = (
+            "SELECT count(*) FROM (SELECT delivery_id FROM runs WHERE delivery_id IS NOT NULL "
+            "GROUP BY delivery_id HAVING count(*) > 1)"
+        )
+        return int(conn.execute(query).fetchone()[0])
 
 
 @dataclass(frozen=True, slots=True)

@@ -227,6 +227,7 @@ def _records(
                 "backlog_at_end": drain.backlog_at_end,
                 "drain_s": drain.drain_s,
                 "drain_wait_s": case.drain_wait_s,
+                "deliveries_with_two_runs": accounting.doubled_deliveries(database),
             },
         }
     if kind == "gateway-redis":
@@ -281,6 +282,8 @@ def check(case: Case, row: dict[str, Any], result: WrkResult) -> list[str]:
         expected_runs = evaluator["deliveries_evaluated"] if case.matching else 0
         if evaluator["runs_created"] != expected_runs:
             failures.append(f"{evaluator['runs_created']} runs created, expected {expected_runs}")
+    if isinstance(evaluator, dict) and evaluator.get("deliveries_with_two_runs"):
+        failures.append(f"{evaluator['deliveries_with_two_runs']} deliveries started two runs")
     expected_low, expected_high = expected_accepted(case, result)
     if not expected_low <= recorded <= expected_high:
         failures.append(
