@@ -1,68 +1,252 @@
 """The evaluator's one index of every source's triggers: what a batch of deliveries, to custom
 webhooks and provider connections alike, is matched against.
 
-A custom webhook's triggers are its factory's automations' payload filters, compiled per
-webhook (`index.AutomationIndex`, which also keeps every automation's name, prompt and runs'
-configuration); a provider connection's are the provider triggers of its team's automations,
-compiled per team (`provider_index.ProviderIndex`). Both are checked against the store's one
-config revision, read once per batch here: while it stands, a batch reads nothing else.
+A delivery is matched as the `SourceEvent`s it normalizes to (`source_events.py`). Each
+source's triggers are compiled per scope (a custom webhook's: its own; a provider connection's:
+its team's, whose every factory it serves) into `Listeners`: per route (`(webhook, uid)`;
+`(provider, event)`; `(provider, event, repository)` for GitHub and GitLab, which reach only the
+factories listing the repository) the triggers filed there, their filters indexed together
+(filters' MultiMatcher: a delivery runs the checks of the triggers its values can satisfy, not
+all of them). An event then finds its candidates with one dict access and runs only those.
+
+The index is checked against the store's config revision (one row, bumped by triggers on every
+configuration change), read once per batch: while it stands, a batch reads nothing else. After
+a change, the sources are read again, and each cached scope is checked once more by a signature
+of what it was compiled from (`source_rows.signatures`), when a delivery next needs it: only the
+ones that changed are read and compiled again. What is read per kind is `source_rows.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import asyncio
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.automations.index import Automation, AutomationIndex, HookAutomations, config_revision
-from gateway.automations.provider_index import LiveConnection, ProviderIndex, TeamTriggers
+from filters import Filter, MultiMatcher, compile_many
+from gateway.automations.prompts import Automation, Prompts
+from gateway.automations.source_events import LiveSource, SourceEvent
+from gateway.automations.source_events import Route as RouteKey
+from gateway.automations.source_rows import (
+    Compiled,
+    compiled,
+    config_revision,
+    live_sources,
+    signatures,
+)
 from gateway.store import Database
+from gateway.store import tables as t
+
+# ~3 kB per scope of 10 automations: a store of 10,000 busy webhooks and teams stays cached
+MAX_CACHED_SCOPES = 20_480
+MAX_CACHED_SOURCES = 81_920
+WARM_UP_CHUNK = 1_000  # webhooks per read at start-up
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SourceAutomation:
+    """An enabled automation as matching needs it (its name, prompt and runs' configuration
+    come from `prompts.Prompts`). One object per automation per compilation, compared and hashed
+    by identity: traces are cached by the tuples of them a delivery considered."""
+
+    uid: str
+    factory_uid: str
+    team_uid: str
+    agent_uid: str | None  # who runs it (a webhook's: its factory's foreman); None: nobody
+    stamp: int  # updated_at (`stamp_micros`)
+
+
+class Candidate(NamedTuple):
+    """One trigger: its automation, its position in the automation's triggers, and what is
+    checked after the index's filter (a provider trigger's keywords and path globs)."""
+
+    automation: SourceAutomation
+    position: int
+    after: Any
+
+
+class Route(NamedTuple):
+    """What one route reaches: the triggers that may match, and the automations they belong to,
+    each once, in order (those an outcome trace considers)."""
+
+    candidates: tuple[Candidate, ...]
+    automations: tuple[SourceAutomation, ...]
+    equality: MultiMatcher[int]
+
+    @classmethod
+    def of(cls, triggers: Sequence[tuple[Candidate, Filter | None]]) -> Route:
+        automations = tuple(dict.fromkeys(c.automation for c, _filter in triggers))
+        matcher = compile_many([(i, tree) for i, (_c, tree) in enumerate(triggers)])
+        return cls(tuple(c for c, _filter in triggers), automations, matcher)
+
+    def hits(self, values: Any, into: dict[str, SourceAutomation]) -> None:
+        candidates = self.candidates
+        for i in self.equality.match(values):
+            automation, _position, after = candidates[i]
+            if automation.uid not in into and (after is None or after(values)):
+                into[automation.uid] = automation
+
+
+NO_ROUTE = Route.of(())
+
+
+@dataclass(frozen=True, slots=True)
+class Listeners:
+    """A scope's triggers at config revision `revision`."""
+
+    scope: str
+    signature: bytes
+    revision: int
+    routes: dict[RouteKey, Route]
+    # factory uid -> its alias, for the factories with aliases: `@<alias>` in a comment or
+    # message continues that factory's work item (evaluator/work_item_plans.py)
+    aliases: dict[str, str]
+
+    def at(self, revision: int) -> Listeners:
+        return Listeners(self.scope, self.signature, revision, self.routes, self.aliases)
+
+    def route(self, event: SourceEvent) -> Route:
+        key = event.route
+        return NO_ROUTE if key is None else self.routes.get(key, NO_ROUTE)
+
+    def match(self, events: Sequence[SourceEvent]) -> tuple[list[SourceAutomation], Route]:
+        """The automations `events` start (each once, however many of its triggers match),
+        and what was considered (the route of a one-event delivery, else their union)."""
+        hits: dict[str, SourceAutomation] = {}
+        if len(events) == 1:
+            event = events[0]
+            route = self.route(event)
+            route.hits(event.values, hits)
+            return list(hits.values()), route
+        routes = [self.route(event) for event in events]
+        for event, route in zip(events, routes, strict=True):
+            route.hits(event.values, hits)
+        considered = tuple(dict.fromkeys(a for r in routes for a in r.automations))
+        return list(hits.values()), NO_ROUTE._replace(automations=considered)
 
 
 @dataclass(slots=True)
 class Sources:
-    """A batch's sources as the index holds them: the live ones (a webhook's entry says
-    whether it is live) and the triggers of the connections' teams."""
+    """A batch's sources as the index holds them: the live ones, and their scopes' triggers."""
 
-    hooks: dict[str, HookAutomations] = field(default_factory=dict)
-    connections: dict[str, LiveConnection] = field(default_factory=dict)
-    teams: dict[str, TeamTriggers] = field(default_factory=dict)
+    live: dict[str, LiveSource]
+    listeners: dict[str, Listeners]
 
 
 class TriggerIndex:
     def __init__(self) -> None:
-        self.webhooks = AutomationIndex()
-        self.providers = ProviderIndex()
-
-    @property
-    def compilations(self) -> int:
-        return self.webhooks.compilations + self.providers.compilations
+        self._sources: dict[str, LiveSource | None] = {}  # at config revision `_revision`
+        self._scopes: OrderedDict[str, Listeners] = OrderedDict()
+        self._names: dict[str, str] = {}  # team uids, each one string
+        self._revision = -1
+        self.prompts = Prompts()
+        self.compilations = 0
 
     async def lookup(self, conn: AsyncConnection, source_uids: Iterable[str]) -> Sources:
         """What these sources' deliveries are matched against, at the current revision."""
         revision = await config_revision(conn)
-        hooks = set(source_uids)
-        connections = {uid for uid in hooks if ids.is_connection(uid)}
-        hooks -= connections
-        found = Sources()
-        if hooks:
-            found.hooks = await self.webhooks.lookup(conn, hooks, revision)
-        if connections:
-            _, found.connections = await self.providers.connections(conn, connections, revision)
-            teams = {c.team_uid for c in found.connections.values()}
-            found.teams = await self.providers.teams(conn, teams, revision)
+        if revision != self._revision:
+            self._sources.clear()
+            self._revision = revision
+        wanted = set(source_uids)
+        unknown = [uid for uid in wanted if uid not in self._sources]
+        if unknown:
+            if len(self._sources) + len(unknown) > MAX_CACHED_SOURCES:
+                self._sources.clear()
+            if len(self._names) > MAX_CACHED_SCOPES:
+                self._names.clear()
+            read = await live_sources(conn, unknown, self._names)
+            for uid in unknown:
+                self._sources[uid] = read.get(uid)
+        live = {uid: s for uid in wanted if (s := self._sources.get(uid)) is not None}
+        return Sources(live, await self._listeners(conn, live.values(), revision))
+
+    async def _listeners(
+        self, conn: AsyncConnection, sources: Iterable[LiveSource], revision: int
+    ) -> dict[str, Listeners]:
+        found: dict[str, Listeners] = {}
+        unsure: dict[str, LiveSource] = {}
+        for source in sources:
+            scope = source.scope
+            if scope in found or scope in unsure:
+                continue
+            entry = self._scopes.get(scope)
+            if entry is not None and entry.revision == revision:
+                self._scopes.move_to_end(scope)
+                found[scope] = entry
+            else:
+                unsure[scope] = source
+        if not unsure:
+            return found
+        digests = await signatures(conn, list(unsure.values()))
+        stale: list[LiveSource] = []
+        for scope, source in unsure.items():
+            entry = self._scopes.get(scope)
+            if entry is not None and entry.signature == digests[scope]:
+                found[scope] = self._keep(entry.at(revision))
+            else:
+                stale.append(source)
+        if stale:
+            for scope, rows in (await compiled(conn, stale)).items():
+                found[scope] = self._keep(self._compile(scope, digests[scope], revision, rows))
         return found
+
+    def _keep(self, entry: Listeners) -> Listeners:
+        self._scopes[entry.scope] = entry
+        self._scopes.move_to_end(entry.scope)
+        while len(self._scopes) > MAX_CACHED_SCOPES:
+            self._scopes.popitem(last=False)
+        return entry
+
+    def _compile(self, scope: str, signature: bytes, revision: int, rows: Compiled) -> Listeners:
+        self.compilations += 1
+        automations: dict[str, SourceAutomation] = {}
+        routes: dict[RouteKey, list[tuple[Candidate, Filter | None]]] = {}
+        for row in rows.triggers:
+            automation = automations.get(row.uid)
+            if automation is None:
+                automation = automations[row.uid] = SourceAutomation(
+                    row.uid, row.factory_uid, row.team_uid, row.agent_uid, row.stamp
+                )
+            candidate = Candidate(automation, row.position, row.after)
+            routes.setdefault(row.route, []).append((candidate, row.equality))
+        built = {key: Route.of(found) for key, found in routes.items()}
+        return Listeners(scope, signature, revision, built, rows.aliases)
 
     async def automations(
         self, conn: AsyncConnection, wanted: dict[str, int]
     ) -> dict[str, Automation]:
         """Name, prompt and runs' configuration of each automation uid in `wanted` (uid ->
         updated_at stamp), whatever its source."""
-        return await self.webhooks.automations(conn, wanted)
+        return await self.prompts.automations(conn, wanted)
 
     async def warm_up(self, database: Database) -> int:
-        """Compiles the live webhooks' automations ahead of their first deliveries (a team's
-        provider triggers are compiled at its first delivery). How many webhooks it read."""
-        return await self.webhooks.warm_up(database)
+        """Reads and compiles the triggers of the store's live webhooks (the most recently
+        updated first, as many as are cached), before the first delivery needs them: else the
+        first minute after a start spends its CPU compiling the filters of every webhook seen
+        for the first time, and evaluation lags behind (a team's provider triggers are compiled
+        at its first delivery). How many webhooks it read."""
+        w = t.webhooks
+        query = (
+            select(w.c.uid)
+            .where(w.c.deleted_at.is_(None), w.c.enabled)
+            .order_by(w.c.updated_at.desc())
+            .limit(MAX_CACHED_SCOPES)
+        )
+        async with database.read() as conn:
+            uids = list((await conn.execute(query)).scalars())
+        for start in range(0, len(uids), WARM_UP_CHUNK):  # short reads: writers get their turns
+            async with database.read() as conn:
+                await self.lookup(conn, uids[start : start + WARM_UP_CHUNK])
+            await asyncio.sleep(0)
+        return len(uids)
+
+    def cached(self, source_uid: str) -> bool:
+        """Whether a live source's triggers are compiled at the current revision."""
+        source = self._sources.get(source_uid)
+        entry = None if source is None else self._scopes.get(source.scope)
+        return entry is not None and entry.revision == self._revision

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from factory_format import Trigger as CanonicalTrigger
 from filters import Filter, compile_many, parse_filter
 from gateway.automations.management import checked_shape, require_automation
-from gateway.automations.provider_index import plain_filter, repository_keys
+from gateway.automations.source_rows import plain_filter, repository_keys
 from gateway.backends.contract import Label
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import trace as delivery_trace

@@ -56,15 +56,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from factory_format import Trigger as CanonicalTrigger
 from factory_format.triggers import event_spec
 from filters import Filter, FilterError, explain, parse_filter
-from gateway.automations.index import STAMP, HookAutomations, Key, stamp_micros
-from gateway.automations.provider_index import (
-    ROUTED,
-    ProviderAutomation,
-    Route,
-    TeamTriggers,
-    plain_filter,
-    repository_keys,
-)
+from gateway import ids
+from gateway.automations.source_events import ROUTED, LiveSource, SourceEvent
+from gateway.automations.source_rows import STAMP, plain_filter, repository_keys, stamp_micros
+from gateway.automations.trigger_index import Listeners, Route, SourceAutomation
 from gateway.backends.delivery_rows import EVALUATED
 from gateway.deliveries import models
 from gateway.providers import (
@@ -112,18 +107,6 @@ NOTHING_LISTENS = _trace(NO_AUTOMATIONS)
 CONNECTION_GONE = _trace(CONNECTION_NOT_LIVE, provider="", events=(), considered=0)
 
 
-def trace_of(entry: HookAutomations, matched: Collection[Key], has_foreman: bool) -> Trace:
-    """The trace of a delivery to `entry`'s live webhook for which its matcher returned
-    `matched` (the evaluator keeps the traces it made recently: `cached_trace`)."""
-    if not entry.order:
-        return NOTHING_LISTENS
-    hits = set(matched)
-    considered = [
-        (uid, uid in hits, str(at)) for uid, at in zip(entry.order, entry.stamps, strict=True)
-    ]
-    return _trace((MATCHED if has_foreman else NO_FOREMAN) if hits else NO_MATCH, considered)
-
-
 # Traces made recently, for every source together (keyed by the index entry they were made
 # from, and what matched), least recently used out first. A trace of a webhook of 10
 # automations takes ~2 kB; kept per cached webhook (16,384 of them), they cost the evaluator
@@ -147,13 +130,6 @@ def _recent(key: tuple[Any, ...], entry: object, make: Callable[[], Trace]) -> T
     if len(_traces) > MAX_CACHED_TRACES:
         _traces.popitem(last=False)
     return trace
-
-
-def cached_trace(entry: HookAutomations, keys: list[Key], has_foreman: bool) -> Trace:
-    """The outcome trace of a delivery to `entry`'s live webhook: made once per set of matches
-    while it is among the most recently used."""
-    key = (id(entry), tuple(keys), has_foreman)
-    return _recent(key, entry, lambda: trace_of(entry, keys, has_foreman))
 
 
 def decode(stored: bytes | None) -> models.Trace | None:
@@ -259,7 +235,62 @@ async def _filters(
     return filters, stamps
 
 
-# --- a provider connection's ---------------------------------------------------------------
+# --- at evaluation ---------------------------------------------------------------------------
+
+
+def not_live(source_uid: str) -> Trace:
+    """A delivery whose source was disabled or deleted between its 202 and its evaluation."""
+    return CONNECTION_GONE if ids.is_connection(source_uid) else NOT_LIVE
+
+
+def trace_of(
+    source: LiveSource,
+    entry: Listeners,
+    events: Sequence[SourceEvent],
+    considered: Route,
+    hits: Sequence[SourceAutomation],
+    started: int,
+) -> Trace:
+    """The trace of a delivery of `source` whose `events` were matched against `entry`:
+    `considered` is what they reached, `hits` what matched, `started` how many of those have
+    an agent to run as (a factory without a foreman starts nothing). Made once per set of
+    matches while it is among the most recently used."""
+    if not events:
+        return _NO_EVENTS.get(source.kind) or _provider(NO_EVENTS, source.kind)
+    names = tuple(event.event for event in events)
+    # the kind: event names are shared (GitHub's and Linear's issue_created)
+    matched = tuple(a.uid for a in hits)
+    key = (id(entry), source.kind, names, considered.automations, matched, started)
+    return _recent(key, entry, lambda: _make(source, entry, events, considered, hits, started))
+
+
+def _make(
+    source: LiveSource,
+    entry: Listeners,
+    events: Sequence[SourceEvent],
+    considered: Route,
+    hits: Sequence[SourceAutomation],
+    started: int,
+) -> Trace:
+    automations = considered.automations
+    outcome = (
+        NO_AUTOMATIONS
+        if not automations
+        else NO_MATCH
+        if not hits
+        else MATCHED
+        if started
+        else NO_FOREMAN
+    )
+    if source.is_webhook:  # every automation listening, matched or not
+        hit = set(hits)
+        return _trace(outcome, [(a.uid, a in hit, str(a.stamp)) for a in automations])
+    names = [event.event for event in events]
+    if outcome == NO_AUTOMATIONS:
+        reason = no_automations_reason(entry, events)
+        return _provider(NO_AUTOMATIONS, source.kind, names, reason=reason)
+    matched = [(a.uid, True, str(a.stamp)) for a in hits]
+    return _provider(outcome, source.kind, names, len(automations), matched)
 
 
 def _provider(
@@ -276,57 +307,21 @@ def _provider(
     return _trace(outcome, matched, **stored)
 
 
-def no_events(provider: str) -> Trace:
-    return _NO_EVENTS.get(provider) or _provider(NO_EVENTS, provider)
-
-
 _NO_EVENTS = {provider: _provider(NO_EVENTS, provider) for provider in PROVIDERS}
 
 
-def provider_trace(
-    entry: TeamTriggers,
-    events: Sequence[TriggerEvent],
-    considered: Route,
-    hits: Sequence[ProviderAutomation],
-    started: int,
-) -> Trace:
-    """The trace of a delivery whose `events` were matched against `entry`: `considered` is
-    what they reached, `hits` what matched, `started` how many of those have an agent to run
-    as (a factory without a foreman starts nothing)."""
-    names = tuple(event.event for event in events)
-    provider = events[0].provider  # event names are shared: GitHub's and Linear's issue_created
-    key = (id(entry), provider, names, considered.automations, tuple(a.uid for a in hits), started)
-    return _recent(key, entry, lambda: _make(entry, events, names, considered, hits, started))
-
-
-def _make(
-    entry: TeamTriggers,
-    events: Sequence[TriggerEvent],
-    names: Sequence[str],
-    considered: Route,
-    hits: Sequence[ProviderAutomation],
-    started: int,
-) -> Trace:
-    provider = events[0].provider
-    if not considered.automations:
-        reason = no_automations_reason(entry, events)
-        return _provider(NO_AUTOMATIONS, provider, names, reason=reason)
-    matched = [(a.uid, True, str(a.stamp)) for a in hits]
-    outcome = NO_MATCH if not hits else MATCHED if started else NO_FOREMAN
-    return _provider(outcome, provider, names, len(considered.automations), matched)
-
-
-def no_automations_reason(entry: TeamTriggers, events: Sequence[TriggerEvent]) -> str:
+def no_automations_reason(entry: Listeners, events: Sequence[SourceEvent]) -> str:
     """Why `events` reached no automation of `entry`'s team: `NOT_LISTED` when automations of
     the team listen to one of them in factories that do not list the event's repository."""
-    wanted = {(event.provider, event.event) for event in events if event.provider in ROUTED}
+    wanted = {(event.kind, event.event) for event in events if event.kind in ROUTED}
     if wanted and any(key[:2] in wanted for key in entry.routes):
         return NOT_LISTED
     return NO_TRIGGER
 
 
 def reason_text(reason: str | None, events: Sequence[TriggerEvent]) -> str | None:
-    """The stored reason as the trace, the console and the log say it."""
+    """The stored reason as the trace, the console and the log say it (`events`: a provider
+    delivery's, as normalized)."""
     named = ", ".join(dict.fromkeys(f"{e.provider} {e.event}" for e in events)) or "its events"
     if reason == NOT_LISTED:
         repository = next((e.repository for e in events if e.repository), None) or "?"

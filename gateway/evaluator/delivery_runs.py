@@ -40,22 +40,23 @@ from typing import Any, NamedTuple
 import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.automations.index import Automation
-from gateway.automations.provider_index import LiveConnection, TeamTriggers
-from gateway.automations.trigger_index import Sources, TriggerIndex
+from gateway.automations.prompts import Automation
+from gateway.automations.source_events import (
+    NOT_JSON,
+    LiveSource,
+    NormalizedDelivery,
+    normalized,
+)
+from gateway.automations.trigger_index import Listeners, Sources, TriggerIndex
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries.trace import (
-    CONNECTION_GONE,
     NOT_LISTED,
-    NOT_LIVE,
     Trace,
     TraceWrites,
-    cached_trace,
     no_automations_reason,
-    no_events,
-    provider_trace,
+    not_live,
     reason_text,
+    trace_of,
 )
 from gateway.evaluator.run_platform import AgentRunConfig, RunPlatform, WorkItemEnd
 from gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
@@ -70,9 +71,10 @@ from gateway.evaluator.run_rows import (
     started_rows,
 )
 from gateway.evaluator.work_item_plans import Candidate, WorkItemPlan, mentioned, plan_work_items
-from gateway.providers import DISPLAY_NAMES, TriggerEvent, normalize
+from gateway.ids import is_connection
+from gateway.providers import DISPLAY_NAMES
 from gateway.providers.work_item_ends import ending_of
-from gateway.providers.work_items import Source, source_of
+from gateway.providers.work_items import Source
 from gateway.store.bulk import Prepared
 from gateway.store.types import utcnow
 
@@ -121,7 +123,7 @@ def webhook_envelope(name: str, uid: str, delivery_id: str) -> str:
     return _webhook_head(name, uid) + delivery_id + _ENVELOPE_TAIL
 
 
-def provider_envelope(connection: LiveConnection, events: str, delivery_id: str) -> str:
+def provider_envelope(connection: LiveSource, events: str, delivery_id: str) -> str:
     return _provider_head(connection, events) + delivery_id + _ENVELOPE_TAIL
 
 
@@ -129,8 +131,8 @@ def _webhook_head(name: str, uid: str) -> str:
     return _WEBHOOK_HEAD.format(name=name, uid=uid)
 
 
-def _provider_head(connection: LiveConnection, events: str) -> str:
-    provider = DISPLAY_NAMES.get(connection.provider, connection.provider)
+def _provider_head(connection: LiveSource, events: str) -> str:
+    provider = DISPLAY_NAMES.get(connection.kind, connection.kind)
     return _PROVIDER_HEAD.format(
         provider=provider, name=connection.name, uid=connection.uid, events=events
     )
@@ -259,15 +261,12 @@ class RunStarter:
             if delivery.delivery_id in planned:  # the same delivery twice in one batch
                 continue
             planned.add(delivery.delivery_id)
-            if ids.is_connection(delivery.webhook_uid):
-                found = sources.provider(delivery, wanted)
-            else:
-                payload: Any = _UNPARSED
-                if forge_mark in delivery.payload:  # a custom webhook's code-forge events
-                    payload = _parse(delivery.payload)
-                    if forge_detail(payload) is not None:
-                        forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
-                found = sources.webhook(delivery, payload, wanted)
+            payload: Any = _UNPARSED
+            if forge_mark in delivery.payload and not is_connection(delivery.webhook_uid):
+                payload = _parse(delivery.payload)  # a custom webhook's code-forge events
+                if forge_detail(payload) is not None:
+                    forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
+            found = sources.match(delivery, payload, wanted)
             if found is not None:
                 matched.append(found)
         automations = await self.index.automations(conn, wanted) if wanted else {}
@@ -312,128 +311,108 @@ class _Sources:
     matched (its trace; the factory it could not start work in)."""
 
     def __init__(self, found: Sources) -> None:
-        self.hooks, self.connections, self.teams = found.hooks, found.connections, found.teams
+        self.live, self.listeners = found.live, found.listeners
         self.traces: dict[str, Trace] = {}
         self.unstarted: dict[str, str] = {}  # delivery id -> factory uid
-        self.heads: dict[str, str] = {}  # a webhook's envelope head, once per batch
+        self.heads: dict[tuple[str, str], str] = {}  # an envelope head, once per batch
         self.candidates: list[Candidate] = []  # deliveries that may make or continue work items
         self.endings: dict[str, WorkItemEnd] = {}  # delivery id -> the work items it ends
 
-    def webhook(
+    def match(
         self, delivery: AcceptedDelivery, payload: Any, wanted: dict[str, int]
     ) -> _Matched | None:
-        """A custom webhook's delivery: its payload against the payload filters of the enabled
-        automations of the webhook's factory; their runs go to the factory's foreman."""
+        """A delivery, normalized into its events (`source_events.normalized`: a webhook's
+        payload; a connection's trigger events, read with its stored request headers, which
+        name GitHub's and GitLab's event, and the connection's bot), matched against its
+        source's listeners. Each automation one of whose triggers matches starts one run,
+        however many of its triggers match, as the agent the index names for it (a webhook's
+        factory's foreman; an automation's own agent, else its factory's foreman)."""
         delivery_id = delivery.delivery_id
-        entry = self.hooks.get(delivery.webhook_uid)
-        if entry is None or entry.hook is None:
-            self.traces[delivery_id] = NOT_LIVE
+        source = self.live.get(delivery.webhook_uid)
+        if source is None:
+            self.traces[delivery_id] = not_live(delivery.webhook_uid)
             return None
-        hook = entry.hook
         if payload is _UNPARSED:
             payload = _parse(delivery.payload)
-        keys = entry.matcher.match(payload)
-        has_foreman = hook.foreman_agent_uid is not None
-        self.traces[delivery_id] = cached_trace(entry, keys, has_foreman)
-        if not keys:
-            return None
-        if not has_foreman:
-            log.warning(
-                "delivery %s matched automations of webhook %s but factory %s has no "
-                "foreman; no run started",
-                delivery_id,
-                hook.uid,
-                hook.factory_uid,
-            )
-            self.unstarted[delivery_id] = hook.factory_uid
-            return None
-        uids = list(dict.fromkeys(keys))
-        wanted.update((uid, entry.stamp_of(uid)) for uid in uids)
-        head = self.heads.get(hook.uid)
-        if head is None:
-            head = self.heads[hook.uid] = _webhook_head(hook.name, hook.uid)
-        team, factory, agent = hook.team_uid, hook.factory_uid, hook.foreman_agent_uid
-        targets = [Target(uid, team, factory, agent) for uid in uids]
-        return _Matched(delivery, head, {"webhook_uid": hook.uid}, targets)
-
-    def provider(self, delivery: AcceptedDelivery, wanted: dict[str, int]) -> _Matched | None:
-        """A provider connection's delivery: normalized into trigger events (with its stored
-        request headers, which name GitHub's and GitLab's event, and the connection's bot),
-        matched against the provider triggers of the automations of every factory of the
-        connection's team. Each automation one of whose triggers matches starts one run,
-        however many of its triggers match, as its own agent, else its factory's foreman."""
-        delivery_id = delivery.delivery_id
-        connection = self.connections.get(delivery.webhook_uid)
-        if connection is None:
-            self.traces[delivery_id] = CONNECTION_GONE
-            return None
-        payload = _parse(delivery.payload)
-        headers: dict[str, str] = headers_of(delivery.headers) if delivery.headers else {}
-        events = _events(connection, headers, payload)
-        entry = self.teams[connection.team_uid]
-        ending = ending_of(connection.provider, headers, payload)
-        if ending is not None:
-            team = connection.team_uid
-            self.endings[delivery_id] = WorkItemEnd(team, ending, delivery.received_at)
-        if not events:
-            self.traces[delivery_id] = no_events(connection.provider)
-            self._continuation(delivery, connection, entry, headers, payload, ())
-            return None
+        headers = _NO_HEADERS
+        if delivery.headers and not source.is_webhook:
+            headers = headers_of(delivery.headers)
+        found = normalized(source, payload, headers)
+        events = found.events
+        entry = self.listeners[source.scope]
+        if not source.is_webhook:  # an issue or pull request closed: the work items it ends
+            ending = ending_of(source.kind, headers, payload)
+            if ending is not None:
+                self.endings[delivery_id] = WorkItemEnd(
+                    source.team_uid, ending, delivery.received_at
+                )
         hits, considered = entry.match(events)
         runnable = [a for a in hits if a.agent_uid is not None]
-        trace = provider_trace(entry, events, considered, hits, len(runnable))
-        self.traces[delivery_id] = trace
-        if not considered.automations:
-            _log_no_automations(entry, delivery, connection, events)
+        self.traces[delivery_id] = trace_of(source, entry, events, considered, hits, len(runnable))
+        if events and not considered.automations:
+            _log_no_automations(entry, delivery, found)
         if len(runnable) < len(hits):
             agentless = next(a for a in hits if a.agent_uid is None)
+            _log_unstarted(delivery, source, agentless.factory_uid)
             self.unstarted[delivery_id] = agentless.factory_uid
         if not runnable:
-            self._continuation(delivery, connection, entry, headers, payload, events)
+            self._continuation(delivery, entry, found)
             return None
         names = ", ".join(dict.fromkeys(event.event for event in events))
-        item = source_of(connection.provider, headers, payload)
+        item = found.work_item()
         if item is not None:
             starts = {a.factory_uid for a in runnable}
             named = mentioned(item, entry.aliases)
-            self.candidates.append(_candidate(delivery, connection, names, item, starts, named))
+            self.candidates.append(_candidate(delivery, source, names, item, starts, named))
         wanted.update((a.uid, a.stamp) for a in runnable)
-        source = {"connection_uid": connection.uid, "provider": connection.provider}
-        source["event"] = names
         targets = [Target(a.uid, a.team_uid, a.factory_uid, a.agent_uid) for a in runnable]
-        return _Matched(delivery, _provider_head(connection, names), source, targets)
+        return _Matched(delivery, self._head(source, names), _about(source, names), targets)
+
+    def _head(self, source: LiveSource, names: str) -> str:
+        key = (source.uid, names)
+        head = self.heads.get(key)
+        if head is None:
+            head = self.heads[key] = (
+                _webhook_head(source.name, source.uid)
+                if source.is_webhook
+                else _provider_head(source, names)
+            )
+        return head
 
     def _continuation(
-        self,
-        delivery: AcceptedDelivery,
-        connection: LiveConnection,
-        entry: TeamTriggers,
-        headers: dict[str, str],
-        payload: Any,
-        events: Sequence[TriggerEvent],
+        self, delivery: AcceptedDelivery, entry: Listeners, found: NormalizedDelivery
     ) -> None:
         """A delivery that starts nothing may still continue a work item: when it mentions a
         factory of the team (`@<alias>`), or replies in a Slack thread (a message of a person,
         which the provider normalized into an event). Two byte tests decide whether it is read
-        for its source at all."""
+        for its source at all (a webhook's factories have no aliases here, and it is no
+        Slack delivery)."""
         raw = delivery.payload
+        source = found.source
         maybe_named = bool(entry.aliases) and b"@" in raw
-        maybe_reply = bool(events) and connection.provider == "slack" and b'"thread_ts"' in raw
+        maybe_reply = bool(found.events) and source.kind == "slack" and b'"thread_ts"' in raw
         if not (maybe_named or maybe_reply):
             return
-        item = source_of(connection.provider, headers, payload)
+        item = found.work_item()
         if item is None:
             return
         named = mentioned(item, entry.aliases) if maybe_named else set()
         if not named and not (maybe_reply and item.thread_reply):
             return
-        names = ", ".join(dict.fromkeys(event.event for event in events))
-        self.candidates.append(_candidate(delivery, connection, names, item, set(), named))
+        names = ", ".join(dict.fromkeys(event.event for event in found.events))
+        self.candidates.append(_candidate(delivery, source, names, item, set(), named))
+
+
+def _about(source: LiveSource, names: str) -> dict[str, str]:
+    """What a run's metadata says of its source."""
+    if source.is_webhook:
+        return {"webhook_uid": source.uid}
+    return {"connection_uid": source.uid, "provider": source.kind, "event": names}
 
 
 def _candidate(
     delivery: AcceptedDelivery,
-    connection: LiveConnection,
+    connection: LiveSource,
     events: str,
     item: Source,
     starts: set[str],
@@ -453,14 +432,6 @@ def _candidate(
     )
 
 
-def _events(
-    connection: LiveConnection, headers: dict[str, str], payload: Any
-) -> list[TriggerEvent]:
-    if payload is _NOT_JSON:
-        return []
-    return normalize(connection.provider, headers, payload, connection.bot)
-
-
 def _first_runs(started: dict[str, list[StartedRows]]) -> dict[str, str]:
     """New work item id -> the first run made for it."""
     first: dict[str, str] = {}
@@ -472,23 +443,30 @@ def _first_runs(started: dict[str, list[StartedRows]]) -> dict[str, str]:
 
 
 def _log_no_automations(
-    entry: TeamTriggers,
-    delivery: AcceptedDelivery,
-    connection: LiveConnection,
-    events: Sequence[TriggerEvent],
+    entry: Listeners, delivery: AcceptedDelivery, found: NormalizedDelivery
 ) -> None:
     """A repository no factory lists is named at info (a factory that forgot it); events no
     automation listens to at all are most of a provider's traffic: at debug."""
-    reason = no_automations_reason(entry, events)
+    reason = no_automations_reason(entry, found.events)
     level = logging.INFO if reason == NOT_LISTED else logging.DEBUG
     if log.isEnabledFor(level):
         log.log(
             level,
-            "delivery %s of connection %s: no_automations: %s",
+            "delivery %s of source %s: no_automations: %s",
             delivery.delivery_id,
-            connection.uid,
-            reason_text(reason, events),
+            found.source.uid,
+            reason_text(reason, found.triggers()) if found.triggers() else reason,
         )
+
+
+def _log_unstarted(delivery: AcceptedDelivery, source: LiveSource, factory_uid: str) -> None:
+    log.warning(
+        "delivery %s matched automations of source %s but factory %s has no foreman; no run "
+        "started",
+        delivery.delivery_id,
+        source.uid,
+        factory_uid,
+    )
 
 
 async def _rows(
@@ -588,12 +566,12 @@ def _start(
     return started_rows(spec, created, encode, supply)
 
 
-_NOT_JSON = object()  # matches only automations without a payload filter
 _UNPARSED = object()
+_NO_HEADERS: dict[str, str] = {}
 
 
 def _parse(payload: bytes) -> Any:
     try:
         return orjson.loads(payload)
     except orjson.JSONDecodeError:
-        return _NOT_JSON
+        return NOT_JSON

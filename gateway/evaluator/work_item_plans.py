@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gateway import ids
-from gateway.automations.provider_index import LiveConnection
+from gateway.automations.source_events import LiveSource
 from gateway.evaluator.run_platform import (
     KnownWorkItem,
     NewWorkItem,
@@ -55,7 +55,7 @@ class Candidate:
     delivery_id: str
     payload_size: int
     received_at: datetime
-    connection: LiveConnection
+    connection: LiveSource
     events: str  # the names of its events, comma separated ("" when it has none)
     source: Source
     starts: set[str] = field(default_factory=set)  # factories whose automations matched

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
-from array import array
-
 import orjson
 
-from filters import compile_many
-from gateway.automations.index import HookAutomations, LiveHook, stamp_micros
+from gateway.automations.source_events import WEBHOOK, LiveSource, SourceEvent
+from gateway.automations.source_rows import stamp_micros
+from gateway.automations.trigger_index import Candidate, Listeners, Route, SourceAutomation
 from gateway.deliveries import trace as delivery_trace
 
 JAN_1, JAN_2 = stamp_micros("2026-01-01 00:00:00"), stamp_micros("2026-01-02")
 
 
-def _entry(webhook: str) -> HookAutomations:
-    hook = LiveHook(webhook, "hook", "factory", "team", "foreman")
-    order = (f"{webhook}-a", f"{webhook}-b")
-    return HookAutomations(hook, b"sig", compile_many({}), order, array("q", [JAN_1, JAN_2]), 1)
+def _entry(webhook: str, foreman: str | None = "foreman") -> Listeners:
+    automations = [
+        SourceAutomation(f"{webhook}-{name}", "factory", "team", foreman, stamp)
+        for name, stamp in (("a", JAN_1), ("b", JAN_2))
+    ]
+    route = Route.of([(Candidate(a, 0, None), None) for a in automations])
+    return Listeners(webhook, b"sig", 1, {(WEBHOOK, webhook): route}, {})
+
+
+def _trace(entry: Listeners, matched: list[str]) -> delivery_trace.Trace:
+    source = LiveSource(entry.scope, "hook", WEBHOOK, "team", entry.scope)
+    event = SourceEvent(WEBHOOK, entry.scope, {}, (WEBHOOK, entry.scope))
+    route = entry.route(event)
+    hits = [a for a in route.automations if a.uid in matched]
+    started = sum(1 for a in hits if a.agent_uid is not None)
+    return delivery_trace.trace_of(source, entry, [event], route, hits, started)
 
 
 def test_stamps_are_microseconds_since_the_epoch_whatever_the_driver_returns() -> None:
@@ -30,34 +41,31 @@ def test_stamps_are_microseconds_since_the_epoch_whatever_the_driver_returns() -
 
 def test_a_webhook_s_deliveries_share_the_trace_of_the_same_matches() -> None:
     entry = _entry("w1")
-    keys = ["w1-a"]
-    first = delivery_trace.cached_trace(entry, keys, True)
-    assert delivery_trace.cached_trace(entry, list(keys), True) is first
+    first = _trace(entry, ["w1-a"])
+    assert _trace(entry, ["w1-a"]) is first
     assert first.outcome == delivery_trace.MATCHED
     assert orjson.loads(first.encoded) == {
         "outcome": "matched",
         "automations": [["w1-a", True, str(JAN_1)], ["w1-b", False, str(JAN_2)]],
     }
     assert first.evaluation == "evaluated"
-    other = delivery_trace.cached_trace(entry, [], True)
+    other = _trace(entry, [])
     assert other.outcome == delivery_trace.NO_MATCH
 
 
 def test_a_new_entry_of_the_same_webhook_gets_traces_of_its_own() -> None:
-    keys = ["w2-a"]
-    old = delivery_trace.cached_trace(_entry("w2"), keys, True)
+    old = _trace(_entry("w2"), ["w2-a"])
     replaced = _entry("w2")
-    assert delivery_trace.cached_trace(replaced, keys, True) is not old
-    no_foreman = delivery_trace.cached_trace(replaced, keys, False)
+    assert _trace(replaced, ["w2-a"]) is not old
+    no_foreman = _trace(_entry("w2", foreman=None), ["w2-a"])
     assert (no_foreman.outcome, no_foreman.evaluation) == (delivery_trace.NO_FOREMAN, "failed")
 
 
 def test_the_cache_holds_at_most_its_bound_whatever_the_number_of_webhooks() -> None:
     entries = [_entry(f"hook{i}") for i in range(delivery_trace.MAX_CACHED_TRACES + 50)]
     for entry in entries:
-        delivery_trace.cached_trace(entry, [entry.order[0]], True)
+        _trace(entry, [f"{entry.scope}-a"])
     assert len(delivery_trace._traces) == delivery_trace.MAX_CACHED_TRACES
     # the most recent are kept, the oldest went first
-    newest = entries[-1]
-    assert delivery_trace._traces[(id(newest), (newest.order[0],), True)][0] is newest
+    assert any(found[0] is entries[-1] for found in delivery_trace._traces.values())
     assert all(found[0] is not entries[0] for found in delivery_trace._traces.values())

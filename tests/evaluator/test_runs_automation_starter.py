@@ -275,8 +275,8 @@ def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: Gate
 
         starter = RunStarter(PLATFORM)
         assert await starter.index.warm_up(services.database) >= 1
-        cached = starter.index.webhooks._hooks
-        assert live in cached and off not in cached and gone not in cached
+        index = starter.index
+        assert index.cached(live) and not index.cached(off) and not index.cached(gone)
         compiled = starter.compilations
         body = orjson.dumps({"action": "opened"})
         refs = await _start(services, starter, _delivery(live, "dlv_warm", body))

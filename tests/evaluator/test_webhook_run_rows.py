@@ -4,13 +4,14 @@ be exactly what the general run and task code makes of the same run, on both dri
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import msgspec
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
-from gateway.automations.index import Automation, LiveHook
+from gateway.automations.prompts import Automation
 from gateway.evaluator import delivery_runs as wr
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.runs.creation.new_runs import NewRun, run_values
@@ -18,12 +19,21 @@ from gateway.platform.runs.record.models import file_artifact
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import task_values
 
+
+class _Hook(NamedTuple):
+    uid: str
+    name: str
+    factory_uid: str
+    team_uid: str
+    foreman_agent_uid: str
+
+
 DIALECTS = [sqlite.dialect(), postgresql.asyncpg.dialect()]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -> None:
-    hook = LiveHook("whk_1", "Forge events", "fac_1", "team_1", "agt_foreman")
+    hook = _Hook("whk_1", "Forge events", "fac_1", "team_1", "agt_foreman")
     automation = Automation("aut_1", "Triage", "Look at this.", 0)
     delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b'{"a": 1}')
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
@@ -97,7 +107,7 @@ def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: D
         worker_host="factory-worker",
     )
     stored = msgspec.json.decode(msgspec.json.encode(config))  # as the JSON column reads back
-    hook = LiveHook("whk_1", "Forge events", "fac_1", "team_1", "agt_foreman")
+    hook = _Hook("whk_1", "Forge events", "fac_1", "team_1", "agt_foreman")
     automation = Automation("aut_1", "Review", "Review it.", 0, "agt_reviewer", json_value(stored))
     delivery = wr.AcceptedDelivery("dlv_1", hook.uid, datetime.now(UTC), b"{}")
     at = datetime(2026, 11, 25, 7, 0, 0, 123456, tzinfo=UTC)
