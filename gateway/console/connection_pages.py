@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.accounts.identities import Principal
+from gateway.automations.source_events import LiveSource
 from gateway.connections.management import get_connection, visible_row
 from gateway.console import session
 from gateway.console.html import page, render
@@ -42,10 +43,10 @@ EXAMPLES = {
 }
 
 
-async def _connection(services: Services, principal: Principal, uid: str) -> backtests.Connection:
+async def _connection(services: Services, principal: Principal, uid: str) -> LiveSource:
     async with services.database.read() as conn:
         row = await visible_row(conn, principal, uid)
-    return backtests.Connection(row.uid, row.provider, row.team_uid, row.bot)
+    return backtests.connection(row)
 
 
 async def _deliveries(services: Services, uid: str) -> list[Delivery]:
@@ -153,7 +154,7 @@ async def filter_test(request: Request, services: Services, principal: Principal
         body = problem_page("Trigger backtest", detail, base, "Back to the deliveries", csrf=csrf)
         return html_response(body, 400)
     async with services.database.read() as conn:
-        judge = backtests.trigger_judge(found, tested)
+        judge = backtests.judge(found, tested)
         result = await backtests.backtest(conn, found.uid, judge, backtests.Window(last))
     body = page(
         "backtest.html",

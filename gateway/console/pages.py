@@ -300,7 +300,7 @@ async def filter_test(request: Request, services: Services, principal: Principal
     base = f"{P}/f/{uid}/w/{webhook_uid}"
     try:
         raw = orjson.loads(form.get("filter") or "{}")
-        filters = backtests.filter_of(raw)
+        filters = backtests.filter_of(webhook_uid, raw)
         last = min(max(int(form.get("last") or 50), 1), MAX_WINDOW)
     except (orjson.JSONDecodeError, FilterError, ValueError) as exc:
         detail = f"filter: {exc}"
@@ -309,7 +309,7 @@ async def filter_test(request: Request, services: Services, principal: Principal
     async with services.database.read() as conn:
         await get_accessible_factory(conn, principal, uid)
         await delivery_log.require_webhook(conn, uid, webhook_uid)
-        judge = backtests.payload_judge(filters)
+        judge = backtests.judge(backtests.webhook(webhook_uid), filters)
         result = await backtests.backtest(conn, webhook_uid, judge, backtests.Window(last))
     raw_filter = form.get("filter") or "{}"
     body = page(

@@ -1,16 +1,19 @@
 """Backtests: which stored deliveries of a source a trigger (or an automation's triggers) would
-match, and for the others what failed. One loop for every source (`backtest`: the window's
-accepted deliveries, newest first); what differs is how a delivery is judged:
+match, and for the others what failed. One loop (`backtest`: the window's accepted deliveries,
+newest first) and one judge (`judge`) for every source: each stored delivery is normalized again
+as the evaluator normalizes it (`source_events.normalized`: a custom webhook's payload is its one
+event; a connection's payload, stored headers and bot give its trigger events), and each tested
+trigger is tried on the events it listens to, with the matcher the evaluator's index holds for
+it. The first trigger that matches decides; else the first mismatch is named.
 
-- a custom webhook's, by payload filters (`payload_judge`): compiled with `filters.compile_many`
-  (the matcher the evaluator holds per webhook) and explained by `trace.considered` (what the
-  evaluator stores in an outcome trace);
-- a provider connection's, by provider triggers (`trigger_judge`): each stored delivery is
-  normalized again (`gateway.providers`: payload, stored headers, the connection's bot) and
-  matched with the evaluator's own compiled matchers (`compile_trigger_filter` over
-  `plain_filter`, factories reached by repository as the evaluator routes them); a mismatch is
-  explained by `delivery_trace.failing`, the reference semantics the compiled matchers are held
-  to. The connection's delivery log is explained from here too (`explain`).
+What a kind adds is how a trigger is compiled and a mismatch explained (`Tested`):
+
+- a custom webhook's payload filters (`payload_tests`): compiled with `filters.compile_many`,
+  explained by `filters.explain` (the semantics the compiled matcher is held to);
+- a provider connection's triggers (`provider_tests`): compiled by `compile_trigger_filter`
+  over `plain_filter`, factories reached by repository as the evaluator routes them; a mismatch
+  is explained by `delivery_trace.failing`, the reference semantics the compiled matchers are
+  held to. The connection's delivery log is explained from here too (`explain`).
 
 So a backtest and a live evaluation of the same delivery against the same triggers cannot
 disagree.
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import orjson
@@ -30,28 +33,29 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
 from filters import Filter, compile_many, parse_filter
+from filters import explain as explain_filter
 from gateway.automations.management import checked_shape, require_automation
+from gateway.automations.source_events import (
+    NOT_JSON,
+    WEBHOOK,
+    LiveSource,
+    SourceEvent,
+    normalized,
+)
 from gateway.automations.source_rows import plain_filter, repository_keys
 from gateway.backends.contract import Label
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import trace as delivery_trace
 from gateway.deliveries.models import Delivery, FilterTestResult, TestedDelivery
-from gateway.deliveries.trace import TriggerKey, considered
 from gateway.errors import InvalidRequest, NotFound
-from gateway.providers import (
-    EventMatcher,
-    TriggerEvent,
-    TriggerFilterError,
-    compile_trigger_filter,
-    normalize,
-)
+from gateway.providers import TriggerFilterError, compile_trigger_filter
 from gateway.store import tables as t
 from gateway.types import JsonObject
 
-_NOT_JSON = object()  # as the evaluator: matches only when there is no filter
 Verdict = tuple[bool, str | None, str | None]  # matched, the mismatch, the path (key) it names
 # judges one stored delivery (its row: delivery_id, received_at, payload, headers)
 Judge = Callable[[Any], Verdict]
+Explained = tuple[str | None, str | None]  # the mismatch, the path (key) it names
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,43 +66,55 @@ class Window:
     since: datetime | None = None
 
 
-def filter_of(raw: JsonObject | None) -> list[tuple[TriggerKey, Filter | None]]:
-    """A payload filter as a one-trigger filter list (validated by the caller)."""
-    return [(("filter", 0), parse_filter(raw))]
+class Tested(NamedTuple):
+    """A trigger as a backtest runs it: what it listens to ((kind, event): a webhook's is
+    (`webhook`, its uid)), whether an event matches it (the evaluator's compiled matcher, and
+    for a provider's the factories it reaches), and why one does not (given the delivery's
+    events)."""
+
+    position: int
+    listens: tuple[str, str]
+    matches: Callable[[SourceEvent], bool]
+    explain: Callable[[SourceEvent, Sequence[SourceEvent]], Explained]
 
 
-async def automation_filters(
-    conn: AsyncConnection, factory_uid: str, automation_uid: str, webhook_uid: str
-) -> list[tuple[TriggerKey, Filter | None]]:
-    """The payload filters of an automation's triggers on this webhook, as the evaluator reads
-    them."""
-    await require_automation(conn, factory_uid, automation_uid)
-    tr = t.automation_triggers
-    query = (
-        select(tr.c.position, tr.c.payload_filter)
-        .where(tr.c.automation_uid == automation_uid, tr.c.webhook_uid == webhook_uid)
-        .order_by(tr.c.position)
-    )
-    found = [
-        ((automation_uid, row.position), parse_filter(row.payload_filter or {}))
-        for row in await conn.execute(query)
-    ]
-    if not found:
-        raise InvalidRequest(f"automation_uid: {automation_uid} has no trigger on this webhook")
-    return found
+def webhook(uid: str) -> LiveSource:
+    """A custom webhook as a backtest reads its deliveries (it needs no more of it)."""
+    return LiveSource(uid, "", WEBHOOK, "", uid)
 
 
-def payload_judge(filters: Sequence[tuple[TriggerKey, Filter | None]]) -> Judge:
-    """A custom webhook's deliveries judged by payload filters: compiled as the evaluator holds
-    them (`filters.compile_many`), explained as its outcome traces are (`trace.considered`)."""
-    matcher = compile_many(dict(filters))
+def connection(row: Any) -> LiveSource:
+    """A provider connection's row as a source."""
+    return LiveSource(row.uid, row.name, row.provider, row.team_uid, row.team_uid, row.bot)
 
-    def judge(row: Any) -> Verdict:
-        payload = _parse(row.payload)
-        entry = considered(filters, matcher.match(payload), payload)[0]
-        return entry.matched, entry.mismatch, entry.path
 
-    return judge
+def judge(source: LiveSource, tested: Sequence[Tested]) -> Judge:
+    """Deliveries of `source` judged by `tested`: matched when a trigger matches one of the
+    events it listens to; else the first mismatch of a trigger listening to one of them
+    (`event`: none listens to the delivery's events)."""
+
+    def judge_one(row: Any) -> Verdict:
+        headers = headers_of(row.headers) if row.headers and not source.is_webhook else {}
+        events = normalized(source, _parse(row.payload), headers).events
+        first: Explained | None = None
+        for item in tested:
+            for event in events:
+                if (event.kind, event.event) != item.listens:
+                    continue
+                if item.matches(event):
+                    return True, None, None
+                if first is None:
+                    first = item.explain(event, events)
+        if first is None:
+            names = ", ".join(e.event for e in events) or "none"
+            return (
+                False,
+                f"event: the delivery is {names}, which the trigger does not listen to",
+                "event",
+            )
+        return False, first[0], first[1]
+
+    return judge_one
 
 
 async def backtest(
@@ -134,38 +150,60 @@ def _parse(payload: bytes) -> Any:
     try:
         return orjson.loads(payload)
     except orjson.JSONDecodeError:
-        return _NOT_JSON
+        return NOT_JSON
 
 
-# --- provider connections ---------------------------------------------------------------
+# --- custom webhooks: payload filters ----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Connection:
-    """What reading a connection's deliveries needs of it."""
-
-    uid: str
-    provider: str
-    team_uid: str
-    bot: str | None
+def payload_tests(webhook_uid: str, filters: Sequence[tuple[int, Filter | None]]) -> list[Tested]:
+    """A webhook's payload filters (position, filter) as tested triggers."""
+    return [_payload_test(webhook_uid, position, tree) for position, tree in filters]
 
 
-@dataclass(frozen=True, slots=True)
-class Tested:
-    """A trigger as a backtest runs it: compiled, and in the factory it belongs to."""
+def _payload_test(webhook_uid: str, position: int, tree: Filter | None) -> Tested:
+    matcher = compile_many({0: tree})  # the matcher the evaluator's index holds
 
-    position: int
-    trigger: CanonicalTrigger
-    matcher: EventMatcher
-    repositories: frozenset[str] | None  # None: a trigger tried alone (no factory to route by)
+    def matches(event: SourceEvent) -> bool:
+        return bool(matcher.match(event.values))
+
+    def explain(event: SourceEvent, _events: Sequence[SourceEvent]) -> Explained:
+        found = explain_filter(tree, event.values)
+        return (str(found), found.path) if found is not None else (None, None)
+
+    return Tested(position, (WEBHOOK, webhook_uid), matches, explain)
 
 
-def events_of(connection: Connection, payload: Any, headers: dict[str, str]) -> list[TriggerEvent]:
-    return normalize(connection.provider, headers, payload, connection.bot)
+def filter_of(webhook_uid: str, raw: JsonObject | None) -> list[Tested]:
+    """A payload filter as a one-trigger test (validated by the caller)."""
+    return payload_tests(webhook_uid, [(0, parse_filter(raw))])
+
+
+async def automation_filters(
+    conn: AsyncConnection, factory_uid: str, automation_uid: str, webhook_uid: str
+) -> list[Tested]:
+    """The payload filters of an automation's triggers on this webhook, as the evaluator reads
+    them."""
+    await require_automation(conn, factory_uid, automation_uid)
+    tr = t.automation_triggers
+    query = (
+        select(tr.c.position, tr.c.payload_filter)
+        .where(tr.c.automation_uid == automation_uid, tr.c.webhook_uid == webhook_uid)
+        .order_by(tr.c.position)
+    )
+    found = [
+        (row.position, parse_filter(row.payload_filter or {})) for row in await conn.execute(query)
+    ]
+    if not found:
+        raise InvalidRequest(f"automation_uid: {automation_uid} has no trigger on this webhook")
+    return payload_tests(webhook_uid, found)
+
+
+# --- provider connections: provider triggers ---------------------------------------------------
 
 
 async def explain(
-    connection: Connection,
+    source: LiveSource,
     conn: AsyncConnection,
     _uid: str,
     delivery: Delivery,
@@ -174,8 +212,8 @@ async def explain(
     headers: dict[str, str],
 ) -> None:
     """A connection's delivery trace explained (`delivery_log.get_delivery`'s `explain`)."""
-    events = events_of(connection, payload, headers)
-    await delivery_trace.explain_events(conn, connection.team_uid, delivery, stored, events)
+    found = normalized(source, NOT_JSON if payload is None else payload, headers)
+    await delivery_trace.explain_events(conn, source.team_uid, delivery, stored, found.triggers())
 
 
 def checked_trigger(raw: Any) -> CanonicalTrigger:
@@ -188,24 +226,23 @@ def checked_trigger(raw: Any) -> CanonicalTrigger:
     return trigger
 
 
-def trigger_to_test(connection: Connection, trigger: CanonicalTrigger) -> list[Tested]:
-    if trigger.provider != connection.provider:
+def trigger_to_test(source: LiveSource, trigger: CanonicalTrigger) -> list[Tested]:
+    if trigger.provider != source.kind:
         raise InvalidRequest(
-            f"trigger.provider: this connection is {connection.provider!r}, "
-            f"not {trigger.provider!r}"
+            f"trigger.provider: this connection is {source.kind!r}, not {trigger.provider!r}"
         )
-    return [_tested(0, trigger, None)]
+    return [provider_test(0, trigger, None)]
 
 
 async def automation_to_test(
-    conn: AsyncConnection, connection: Connection, automation_uid: str
+    conn: AsyncConnection, source: LiveSource, automation_uid: str
 ) -> list[Tested]:
     """The triggers of the connection's provider of an automation of its team."""
     a, f = t.automations, t.factories
     query = (
         select(a.c.triggers, f.c.repositories)
         .join(f, f.c.uid == a.c.factory_uid)
-        .where(a.c.uid == automation_uid, f.c.team_uid == connection.team_uid)
+        .where(a.c.uid == automation_uid, f.c.team_uid == source.team_uid)
     )
     row = (await conn.execute(query)).first()
     if row is None:
@@ -214,9 +251,9 @@ async def automation_to_test(
     triggers = msgspec.convert(row.triggers, list[CanonicalTrigger])
     try:
         found = [
-            _tested(i, trigger, repositories)
+            provider_test(i, trigger, repositories)
             for i, trigger in enumerate(triggers)
-            if trigger.provider == connection.provider
+            if trigger.provider == source.kind
         ]
     except TriggerFilterError as exc:  # stored before the rule that now refuses it when written
         raise InvalidRequest(
@@ -224,55 +261,26 @@ async def automation_to_test(
             f"use ({exc.path}: {exc.message}); write the automation again"
         ) from None
     if not found:
-        raise InvalidRequest(
-            f"automation_uid: {automation_uid} has no {connection.provider} trigger"
-        )
+        raise InvalidRequest(f"automation_uid: {automation_uid} has no {source.kind} trigger")
     return found
 
 
-def _tested(
+def provider_test(
     position: int, trigger: CanonicalTrigger, repositories: frozenset[str] | None
 ) -> Tested:
+    """`repositories`: those of the trigger's factory (None: a trigger tried alone, no factory
+    to route by)."""
     matcher = compile_trigger_filter(trigger.provider, plain_filter(trigger), trigger.event)
-    return Tested(position, trigger, matcher, repositories)
 
+    def matches(event: SourceEvent) -> bool:
+        normalized_event = event.trigger
+        assert normalized_event is not None  # a provider's events carry theirs
+        return delivery_trace.reaches(normalized_event, repositories) and matcher(normalized_event)
 
-def trigger_judge(connection: Connection, tested: Sequence[Tested]) -> Judge:
-    """A provider connection's deliveries judged by provider triggers: each normalized again
-    and matched with the evaluator's compiled matchers; a mismatch names the key that failed
-    (`event`: the triggers listen to none of the delivery's events)."""
+    def explain(event: SourceEvent, events: Sequence[SourceEvent]) -> Explained:
+        assert event.trigger is not None
+        key = delivery_trace.failing(trigger, repositories, event.trigger) or "filter"
+        triggers = [e.trigger for e in events if e.trigger is not None]
+        return delivery_trace.mismatch(key, triggers), key
 
-    def judge(row: Any) -> Verdict:
-        try:
-            payload = orjson.loads(row.payload)
-        except orjson.JSONDecodeError:
-            payload = None
-        headers = headers_of(row.headers) if row.headers else {}
-        events = events_of(connection, payload, headers)
-        key = _first_mismatch(tested, events)
-        return key is None, None if key is None else _shown(key, events), key
-
-    return judge
-
-
-def _first_mismatch(tested: Sequence[Tested], events: Sequence[TriggerEvent]) -> str | None:
-    """None when a trigger matches one of `events` (the compiled matcher decides); else the
-    key the first trigger listening to one of them failed, or `event` when none listens."""
-    first: str | None = None
-    for item in tested:
-        for event in events:
-            if (item.trigger.provider, item.trigger.event) != (event.provider, event.event):
-                continue
-            if delivery_trace.reaches(event, item.repositories) and item.matcher(event):
-                return None
-            if first is None:
-                first = delivery_trace.failing(item.trigger, item.repositories, event)
-                first = first or "filter"
-    return first or "event"
-
-
-def _shown(key: str, events: Sequence[TriggerEvent]) -> str:
-    if key == "event":
-        names = ", ".join(e.event for e in events) or "none"
-        return f"event: the delivery is {names}, which the trigger does not listen to"
-    return delivery_trace.mismatch(key, events)
+    return Tested(position, (trigger.provider, trigger.event), matches, explain)

@@ -17,6 +17,7 @@ from gateway.api.auth import cursors_of, principal_of, services_of
 from gateway.api.http import json_response
 from gateway.api.pagination import Page, PageInfo
 from gateway.api.routing import Body, Query, Routes
+from gateway.automations.source_events import LiveSource
 from gateway.connections.management import visible_row
 from gateway.deliveries import backtest as backtests
 from gateway.deliveries import log as delivery_log
@@ -42,11 +43,9 @@ ONE = "/provider-connections/{connection_uid}"
 BASE = ONE + "/deliveries"
 
 
-async def _connection(
-    conn: AsyncConnection, principal: Principal, request: Request
-) -> backtests.Connection:
+async def _connection(conn: AsyncConnection, principal: Principal, request: Request) -> LiveSource:
     row = await visible_row(conn, principal, request.path_params["connection_uid"])
-    return backtests.Connection(row.uid, row.provider, row.team_uid, row.bot)
+    return backtests.connection(row)
 
 
 @routes.get(
@@ -116,7 +115,7 @@ async def filter_test(request: Request, body: Body[ProviderFilterTest]) -> Filte
                 connection, backtests.checked_trigger(wanted.trigger)
             )
         window = backtests.Window(wanted.last, wanted.since)
-        judge = backtests.trigger_judge(connection, tested)
+        judge = backtests.judge(connection, tested)
         return await backtests.backtest(conn, connection.uid, judge, window)
 
 

@@ -41,9 +41,10 @@ async def filter_test(request: Request, body: Body[FilterTest]) -> FilterTestRes
                 conn, factory_uid, wanted.automation_uid, webhook_uid
             )
         else:
-            filters = backtests.filter_of(wanted.payload or None)
+            filters = backtests.filter_of(webhook_uid, wanted.payload or None)
         window = backtests.Window(wanted.last, wanted.since)
-        return await backtests.backtest(conn, webhook_uid, backtests.payload_judge(filters), window)
+        judge = backtests.judge(backtests.webhook(webhook_uid), filters)
+        return await backtests.backtest(conn, webhook_uid, judge, window)
 
 
 @routes.post(
@@ -66,8 +67,8 @@ async def dry_run(request: Request, body: Body[AutomationCreate]) -> DryRun:
         tested = []
         for trigger in triggers:
             for webhook_uid in webhook_uids(trigger):
-                filters = backtests.filter_of(trigger.payload)
-                judge = backtests.payload_judge(filters)
+                filters = backtests.filter_of(webhook_uid, trigger.payload)
+                judge = backtests.judge(backtests.webhook(webhook_uid), filters)
                 result = await backtests.backtest(conn, webhook_uid, judge, backtests.Window())
                 tested.append(
                     TriggerTest(webhook_uid, result.tested, result.matched, result.deliveries)
