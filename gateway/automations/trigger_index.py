@@ -60,38 +60,46 @@ class SourceAutomation:
     stamp: int  # updated_at (`stamp_micros`)
 
 
-class Candidate(NamedTuple):
-    """One trigger: its automation, its position in the automation's triggers, and what is
-    checked after the index's filter (a provider trigger's keywords and path globs)."""
-
-    automation: SourceAutomation
-    position: int
-    after: Any
+# one trigger: its automation, what is checked after the index's filter (a provider trigger's
+# keywords and path globs; None: nothing), and that filter
+Trigger = tuple[SourceAutomation, Any, Filter | None]
 
 
 class Route(NamedTuple):
-    """What one route reaches: the triggers that may match, and the automations they belong to,
-    each once, in order (those an outcome trace considers)."""
+    """What one route reaches: per trigger that may match, its automation (`candidates`) and
+    what is checked after the index's filter (`afters`; None: nothing for any), and the
+    automations they belong to, each once, in order (those an outcome trace considers; the
+    same tuple when no automation has two triggers there: a cached webhook's entry is kept
+    small, the process holds one per webhook)."""
 
-    candidates: tuple[Candidate, ...]
+    candidates: tuple[SourceAutomation, ...]
+    afters: tuple[Any, ...] | None
     automations: tuple[SourceAutomation, ...]
     equality: MultiMatcher[int]
 
     @classmethod
-    def of(cls, triggers: Sequence[tuple[Candidate, Filter | None]]) -> Route:
-        automations = tuple(dict.fromkeys(c.automation for c, _filter in triggers))
-        matcher = compile_many([(i, tree) for i, (_c, tree) in enumerate(triggers)])
-        return cls(tuple(c for c, _filter in triggers), automations, matcher)
+    def of(cls, triggers: Sequence[Trigger]) -> Route:
+        candidates = tuple(automation for automation, _after, _filter in triggers)
+        distinct = tuple(dict.fromkeys(candidates))
+        automations = candidates if len(distinct) == len(candidates) else distinct
+        afters = tuple(after for _a, after, _filter in triggers)
+        matcher = compile_many([(i, tree) for i, (_a, _after, tree) in enumerate(triggers)])
+        checked = afters if any(after is not None for after in afters) else None
+        return cls(candidates, checked, automations, matcher)
 
     def hits(self, values: Any, into: dict[str, SourceAutomation]) -> None:
-        candidates = self.candidates
+        candidates, afters = self.candidates, self.afters
         for i in self.equality.match(values):
-            automation, _position, after = candidates[i]
-            if automation.uid not in into and (after is None or after(values)):
+            automation = candidates[i]
+            if automation.uid in into:
+                continue
+            after = None if afters is None else afters[i]
+            if after is None or after(values):
                 into[automation.uid] = automation
 
 
 NO_ROUTE = Route.of(())
+_NO_ALIASES: dict[str, str] = {}  # shared by the scopes without any (every webhook's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +213,16 @@ class TriggerIndex:
     def _compile(self, scope: str, signature: bytes, revision: int, rows: Compiled) -> Listeners:
         self.compilations += 1
         automations: dict[str, SourceAutomation] = {}
-        routes: dict[RouteKey, list[tuple[Candidate, Filter | None]]] = {}
+        routes: dict[RouteKey, list[Trigger]] = {}
         for row in rows.triggers:
             automation = automations.get(row.uid)
             if automation is None:
                 automation = automations[row.uid] = SourceAutomation(
                     row.uid, row.factory_uid, row.team_uid, row.agent_uid, row.stamp
                 )
-            candidate = Candidate(automation, row.position, row.after)
-            routes.setdefault(row.route, []).append((candidate, row.equality))
+            routes.setdefault(row.route, []).append((automation, row.after, row.equality))
         built = {key: Route.of(found) for key, found in routes.items()}
-        return Listeners(scope, signature, revision, built, rows.aliases)
+        return Listeners(scope, signature, revision, built, rows.aliases or _NO_ALIASES)
 
     async def automations(
         self, conn: AsyncConnection, wanted: dict[str, int]

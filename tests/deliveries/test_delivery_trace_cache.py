@@ -6,7 +6,7 @@ import orjson
 
 from gateway.automations.source_events import WEBHOOK, LiveSource, SourceEvent
 from gateway.automations.source_rows import stamp_micros
-from gateway.automations.trigger_index import Candidate, Listeners, Route, SourceAutomation
+from gateway.automations.trigger_index import Listeners, Route, SourceAutomation
 from gateway.deliveries import trace as delivery_trace
 
 JAN_1, JAN_2 = stamp_micros("2026-01-01 00:00:00"), stamp_micros("2026-01-02")
@@ -17,7 +17,7 @@ def _entry(webhook: str, foreman: str | None = "foreman") -> Listeners:
         SourceAutomation(f"{webhook}-{name}", "factory", "team", foreman, stamp)
         for name, stamp in (("a", JAN_1), ("b", JAN_2))
     ]
-    route = Route.of([(Candidate(a, 0, None), None) for a in automations])
+    route = Route.of([(a, None, None) for a in automations])
     return Listeners(webhook, b"sig", 1, {(WEBHOOK, webhook): route}, {})
 
 
