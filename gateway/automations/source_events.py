@@ -84,6 +84,12 @@ def webhook_route(webhook_uid: str) -> Route:
     return (WEBHOOK, webhook_uid)
 
 
+def webhook_event(webhook_uid: str, payload: Any) -> SourceEvent:
+    """A custom webhook's delivery as its one event: named by the webhook, its payload the
+    values its payload filters read."""
+    return SourceEvent(WEBHOOK, webhook_uid, payload, (WEBHOOK, webhook_uid))
+
+
 def route_of(event: TriggerEvent) -> Route | None:
     """A provider event's route: (provider, event), and for GitHub and GitLab the repository
     (only the factories listing it are reached)."""
@@ -98,7 +104,7 @@ def route_of(event: TriggerEvent) -> Route | None:
 def normalized(source: LiveSource, payload: Any, headers: dict[str, str]) -> NormalizedDelivery:
     """`payload` parsed (NOT_JSON when it is not JSON)."""
     if source.is_webhook:
-        events = [SourceEvent(WEBHOOK, source.uid, payload, (WEBHOOK, source.uid))]
+        events = [webhook_event(source.uid, payload)]
     elif payload is NOT_JSON:
         events = []
     else:

@@ -2,18 +2,11 @@
 match, and for the others what failed. One loop (`backtest`: the window's accepted deliveries,
 newest first) and one judge (`judge`) for every source: each stored delivery is normalized again
 as the evaluator normalizes it (`source_events.normalized`: a custom webhook's payload is its one
-event; a connection's payload, stored headers and bot give its trigger events), and each tested
-trigger is tried on the events it listens to, with the matcher the evaluator's index holds for
-it. The first trigger that matches decides; else the first mismatch is named.
-
-What a kind adds is how a trigger is compiled and a mismatch explained (`Tested`):
-
-- a custom webhook's payload filters (`payload_tests`): compiled with `filters.compile_many`,
-  explained by `filters.explain` (the semantics the compiled matcher is held to);
-- a provider connection's triggers (`provider_tests`): compiled by `compile_trigger_filter`
-  over `plain_filter`, factories reached by repository as the evaluator routes them; a mismatch
-  is explained by `delivery_trace.failing`, the reference semantics the compiled matchers are
-  held to. The connection's delivery log is explained from here too (`explain`).
+event; a connection's payload, stored headers and bot give its trigger events) and judged by
+`judge.decide`, with the matchers the evaluator's index holds. What is read per kind is which
+triggers are tested: a webhook's payload filters, a connection's provider triggers (routed by
+their factory's repositories as the evaluator routes them). The connection's delivery log is
+explained from here too (`explain`).
 
 So a backtest and a live evaluation of the same delivery against the same triggers cannot
 disagree.
@@ -24,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import orjson
@@ -32,30 +25,28 @@ from sqlalchemy import desc, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
-from filters import Filter, compile_many, parse_filter
-from filters import explain as explain_filter
+from filters import parse_filter
 from gateway.automations.management import checked_shape, require_automation
 from gateway.automations.source_events import (
     NOT_JSON,
     WEBHOOK,
     LiveSource,
-    SourceEvent,
     normalized,
 )
-from gateway.automations.source_rows import plain_filter, repository_keys
+from gateway.automations.source_rows import repository_keys
 from gateway.backends.contract import Label
 from gateway.backends.delivery_rows import headers_of
 from gateway.deliveries import trace as delivery_trace
+from gateway.deliveries.judge import Tested, decide, payload_tests, provider_test
 from gateway.deliveries.models import Delivery, FilterTestResult, TestedDelivery
 from gateway.errors import InvalidRequest, NotFound
-from gateway.providers import TriggerFilterError, compile_trigger_filter
+from gateway.providers import TriggerFilterError
 from gateway.store import tables as t
 from gateway.types import JsonObject
 
 Verdict = tuple[bool, str | None, str | None]  # matched, the mismatch, the path (key) it names
 # judges one stored delivery (its row: delivery_id, received_at, payload, headers)
 Judge = Callable[[Any], Verdict]
-Explained = tuple[str | None, str | None]  # the mismatch, the path (key) it names
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +55,6 @@ class Window:
 
     last: int = 50
     since: datetime | None = None
-
-
-class Tested(NamedTuple):
-    """A trigger as a backtest runs it: what it listens to ((kind, event): a webhook's is
-    (`webhook`, its uid)), whether an event matches it (the evaluator's compiled matcher, and
-    for a provider's the factories it reaches), and why one does not (given the delivery's
-    events)."""
-
-    position: int
-    listens: tuple[str, str]
-    matches: Callable[[SourceEvent], bool]
-    explain: Callable[[SourceEvent, Sequence[SourceEvent]], Explained]
 
 
 def webhook(uid: str) -> LiveSource:
@@ -89,30 +68,15 @@ def connection(row: Any) -> LiveSource:
 
 
 def judge(source: LiveSource, tested: Sequence[Tested]) -> Judge:
-    """Deliveries of `source` judged by `tested`: matched when a trigger matches one of the
-    events it listens to; else the first mismatch of a trigger listening to one of them
-    (`event`: none listens to the delivery's events)."""
+    """Deliveries of `source` judged by `tested` (`judge.decide`), each normalized again."""
 
     def judge_one(row: Any) -> Verdict:
         headers = headers_of(row.headers) if row.headers and not source.is_webhook else {}
         events = normalized(source, _parse(row.payload), headers).events
-        first: Explained | None = None
-        for item in tested:
-            for event in events:
-                if (event.kind, event.event) != item.listens:
-                    continue
-                if item.matches(event):
-                    return True, None, None
-                if first is None:
-                    first = item.explain(event, events)
-        if first is None:
-            names = ", ".join(e.event for e in events) or "none"
-            return (
-                False,
-                f"event: the delivery is {names}, which the trigger does not listen to",
-                "event",
-            )
-        return False, first[0], first[1]
+        decided = decide(tested, events)
+        if decided.matched:
+            return True, None, None
+        return False, decided.mismatch, decided.path
 
     return judge_one
 
@@ -156,24 +120,6 @@ def _parse(payload: bytes) -> Any:
 # --- custom webhooks: payload filters ----------------------------------------------------------
 
 
-def payload_tests(webhook_uid: str, filters: Sequence[tuple[int, Filter | None]]) -> list[Tested]:
-    """A webhook's payload filters (position, filter) as tested triggers."""
-    return [_payload_test(webhook_uid, position, tree) for position, tree in filters]
-
-
-def _payload_test(webhook_uid: str, position: int, tree: Filter | None) -> Tested:
-    matcher = compile_many({0: tree})  # the matcher the evaluator's index holds
-
-    def matches(event: SourceEvent) -> bool:
-        return bool(matcher.match(event.values))
-
-    def explain(event: SourceEvent, _events: Sequence[SourceEvent]) -> Explained:
-        found = explain_filter(tree, event.values)
-        return (str(found), found.path) if found is not None else (None, None)
-
-    return Tested(position, (WEBHOOK, webhook_uid), matches, explain)
-
-
 def filter_of(webhook_uid: str, raw: JsonObject | None) -> list[Tested]:
     """A payload filter as a one-trigger test (validated by the caller)."""
     return payload_tests(webhook_uid, [(0, parse_filter(raw))])
@@ -213,7 +159,7 @@ async def explain(
 ) -> None:
     """A connection's delivery trace explained (`delivery_log.get_delivery`'s `explain`)."""
     found = normalized(source, NOT_JSON if payload is None else payload, headers)
-    await delivery_trace.explain_events(conn, source.team_uid, delivery, stored, found.triggers())
+    await delivery_trace.explain_events(conn, source.team_uid, delivery, stored, found.events)
 
 
 def checked_trigger(raw: Any) -> CanonicalTrigger:
@@ -263,24 +209,3 @@ async def automation_to_test(
     if not found:
         raise InvalidRequest(f"automation_uid: {automation_uid} has no {source.kind} trigger")
     return found
-
-
-def provider_test(
-    position: int, trigger: CanonicalTrigger, repositories: frozenset[str] | None
-) -> Tested:
-    """`repositories`: those of the trigger's factory (None: a trigger tried alone, no factory
-    to route by)."""
-    matcher = compile_trigger_filter(trigger.provider, plain_filter(trigger), trigger.event)
-
-    def matches(event: SourceEvent) -> bool:
-        normalized_event = event.trigger
-        assert normalized_event is not None  # a provider's events carry theirs
-        return delivery_trace.reaches(normalized_event, repositories) and matcher(normalized_event)
-
-    def explain(event: SourceEvent, events: Sequence[SourceEvent]) -> Explained:
-        assert event.trigger is not None
-        key = delivery_trace.failing(trigger, repositories, event.trigger) or "filter"
-        triggers = [e.trigger for e in events if e.trigger is not None]
-        return delivery_trace.mismatch(key, triggers), key
-
-    return Tested(position, (trigger.provider, trigger.event), matches, explain)

@@ -54,22 +54,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
-from factory_format.triggers import event_spec
-from filters import Filter, FilterError, explain, parse_filter
+from filters import Filter, FilterError, parse_filter
 from gateway import ids
-from gateway.automations.source_events import ROUTED, LiveSource, SourceEvent
-from gateway.automations.source_rows import STAMP, plain_filter, repository_keys, stamp_micros
+from gateway.automations.source_events import ROUTED, LiveSource, SourceEvent, webhook_event
+from gateway.automations.source_rows import STAMP, repository_keys, stamp_micros
 from gateway.automations.trigger_index import Listeners, Route, SourceAutomation
 from gateway.backends.delivery_rows import EVALUATED
 from gateway.deliveries import models
-from gateway.providers import (
-    PROVIDERS,
-    TriggerEvent,
-    TriggerFilterError,
-    failing_key,
-    parse_trigger_filter,
-)
-from gateway.providers.values import NAMES
+from gateway.deliveries.judge import decide, payload_tests, provider_test, reaches
+from gateway.providers import PROVIDERS, TriggerEvent
 from gateway.store import tables as t
 
 FAILED: Final = "failed"
@@ -158,32 +151,6 @@ def outcome_of(stored: bytes | None) -> models.Outcome | None:
     return outcome
 
 
-def considered(
-    filters: Sequence[tuple[TriggerKey, Filter | None]],
-    matched: Collection[TriggerKey],
-    payload: Any,
-) -> list[models.ConsideredAutomation]:
-    """One entry per automation (in the order of `filters`): matched if any of its triggers
-    matched, else the first mismatch of its first trigger."""
-    entries: dict[str, models.ConsideredAutomation] = {}
-    for key, tree in filters:
-        uid = key[0]
-        entry = entries.get(uid)
-        if entry is not None and (entry.matched or key not in matched):
-            continue
-        if key in matched:
-            entries[uid] = models.ConsideredAutomation(uid, True)
-        else:
-            found = explain(tree, payload)
-            entries[uid] = models.ConsideredAutomation(
-                uid,
-                False,
-                str(found) if found is not None else None,
-                found.path if found is not None else None,
-            )
-    return list(entries.values())
-
-
 async def explain_trace(
     conn: AsyncConnection, webhook_uid: str, trace: models.Trace, stored: bytes, payload: Any
 ) -> None:
@@ -196,14 +163,16 @@ async def explain_trace(
     if not missed:
         return
     filters, current = await _filters(conn, webhook_uid, [a.automation_uid for a in missed])
+    event = webhook_event(webhook_uid, payload)
     for entry in missed:
         uid = entry.automation_uid
         own = filters.get(uid)
         if own is None:
             entry.mismatch = "automation deleted, or no longer listening to this webhook"
             continue
-        (explained,) = considered(own, (), payload)
-        entry.mismatch, entry.path = explained.mismatch, explained.path
+        # its first trigger's mismatch, as evaluated (a changed filter says so below)
+        first = payload_tests(webhook_uid, own[:1])[0]
+        entry.mismatch, entry.path = first.explain(event, (event,))
         entry.filter_changed = current.get(uid) != stamps.get(uid)
 
 
@@ -215,7 +184,7 @@ def _canonical(stamp: str) -> str:
 
 async def _filters(
     conn: AsyncConnection, webhook_uid: str, uids: list[str]
-) -> tuple[dict[str, list[tuple[TriggerKey, Filter | None]]], dict[str, str]]:
+) -> tuple[dict[str, list[tuple[int, Filter | None]]], dict[str, str]]:
     a, tr = t.automations, t.automation_triggers
     query = (
         select(a.c.uid, tr.c.position, tr.c.payload_filter, STAMP)
@@ -223,14 +192,14 @@ async def _filters(
         .where(a.c.uid.in_(uids), tr.c.webhook_uid == webhook_uid)
         .order_by(a.c.uid, tr.c.position)
     )
-    filters: dict[str, list[tuple[TriggerKey, Filter | None]]] = {}
+    filters: dict[str, list[tuple[int, Filter | None]]] = {}
     stamps: dict[str, str] = {}
     for row in await conn.execute(query):
         try:
             tree = parse_filter(row.payload_filter or {})
         except FilterError:  # validated on write; the evaluator skips such a trigger too
             continue
-        filters.setdefault(row.uid, []).append(((row.uid, row.position), tree))
+        filters.setdefault(row.uid, []).append((row.position, tree))
         stamps[row.uid] = str(stamp_micros(row.stamp))
     return filters, stamps
 
@@ -352,35 +321,41 @@ async def explain_events(
     team_uid: str,
     delivery: models.Delivery,
     stored: bytes,
-    events: Sequence[TriggerEvent],
+    events: Sequence[SourceEvent],
 ) -> None:
     """Fills in `delivery.trace` (decoded from `stored`): the events with their values, and
     every automation of the team listening to them now in the factories they reach, with its
-    factory, the trigger that decided and the filter key its event failed; `events`: the
-    delivery normalized again."""
+    factory, the trigger that decided and the filter key its event failed (`judge.decide`);
+    `events`: the delivery normalized again."""
     trace = delivery.trace
     if trace is None or trace.events is msgspec.UNSET:
         return
+    normalized = [e.trigger for e in events if e.trigger is not None]
     trace.events = [
         models.TriggerEventView(provider=e.provider, event=e.event, values=dict(e.values))
-        for e in events
+        for e in normalized
     ]
     raw = orjson.loads(stored)
     matched = {uid: stamp for uid, _hit, stamp in raw["automations"]}
     if not events:
         return
     if trace.outcome == NO_AUTOMATIONS:
-        reason = reason_text(raw.get("reason"), events)
+        reason = reason_text(raw.get("reason"), normalized)
         if reason is not None:
             trace.reason = reason
     entries: list[models.ConsideredAutomation] = []
-    for found in await _listening(conn, team_uid, events):
-        position, key = deciding(found.triggers, found.repositories, events)
+    for found in await _listening(conn, team_uid, normalized):
+        tested = [
+            provider_test(i, trigger, found.repositories, strict=False)
+            for i, trigger in enumerate(found.triggers)
+        ]
+        decided = decide(tested, events)
         was_matched = found.uid in matched
         entry = models.ConsideredAutomation(found.uid, was_matched, factory_uid=found.factory_uid)
-        entry.trigger, entry.key = position, None if was_matched else key
+        key = None if decided.matched or decided.position < 0 else decided.path
+        entry.trigger, entry.key = decided.position, None if was_matched else key
         if not was_matched and key is not None:
-            entry.mismatch, entry.path = mismatch(key, events), key
+            entry.mismatch, entry.path = decided.mismatch, key
         if was_matched:
             entry.filter_changed = found.stamp != matched[found.uid]
         else:
@@ -393,70 +368,6 @@ async def explain_events(
             gone = models.ConsideredAutomation(uid, True, "deleted, disabled or changed since")
             entries.append(gone)
     trace.automations = entries
-
-
-def deciding(
-    triggers: Sequence[CanonicalTrigger],
-    repositories: frozenset[str],
-    events: Sequence[TriggerEvent],
-) -> tuple[int, str | None]:
-    """(the position of the trigger that decided, the key it failed or None): the first
-    trigger matching one of `events`, else the first listening to one of them."""
-    first: tuple[int, str | None] | None = None
-    for position, trigger in enumerate(triggers):
-        for event in events:
-            if (trigger.provider, trigger.event) != (event.provider, event.event):
-                continue
-            key = failing(trigger, repositories, event)
-            if key is None:
-                return position, None
-            if first is None:
-                first = (position, key)
-    return first if first is not None else (-1, None)
-
-
-def reaches(event: TriggerEvent, repositories: frozenset[str] | None) -> bool:
-    """Whether `event` reaches a factory listing `repositories` (None: no factory to route
-    by, a trigger tried alone)."""
-    if repositories is None or event.provider not in ROUTED:
-        return True
-    return any(repo in repositories for repo in event.values.get("repos", ()))
-
-
-def failing(
-    trigger: CanonicalTrigger, repositories: frozenset[str] | None, event: TriggerEvent
-) -> str | None:
-    """The key `event` fails on `trigger` in a factory listing `repositories` (`repos` when a
-    GitHub or GitLab factory does not list the event's repository), or None if it matches."""
-    if not reaches(event, repositories):
-        return REPOSITORY_KEY
-    try:
-        conditions = parse_trigger_filter(trigger.provider, plain_filter(trigger), trigger.event)
-    except TriggerFilterError:
-        return "filter"  # stored invalid: the evaluator skips such a trigger too
-    key = failing_key(conditions, event)
-    return None if key is None else _shown(trigger, key)
-
-
-def _shown(trigger: CanonicalTrigger, key: str) -> str:
-    """A by-name key as the file writes it: `team_ids:names` -> `teams (names)`."""
-    if not key.endswith(NAMES):
-        return key
-    canonical = key.removesuffix(NAMES)
-    spec = event_spec(trigger.provider, trigger.event)
-    alias = next((a.name for a in spec.aliases if a.canonical == canonical), None) if spec else None
-    return f"{alias or canonical} (names)"
-
-
-def mismatch(key: str, events: Sequence[TriggerEvent]) -> str:
-    if key == REPOSITORY_KEY and events and events[0].repository:
-        return f"repos: the factory's repositories do not list {events[0].repository}"
-    if key.endswith(" (names)"):
-        return f"{key}: the payload names none of the listed ones"
-    values = events[0].values.get(key) if events else None
-    if values is None:
-        return f"{key}: the payload does not tell it (docs/providers.md)"
-    return f"{key}: the event's {orjson.dumps(values).decode()} fail the filter"
 
 
 async def _listening(
