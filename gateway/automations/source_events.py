@@ -15,7 +15,7 @@ is one dict access per event and only those triggers' checks (`trigger_index.Lis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from gateway.providers import TriggerEvent, normalize
@@ -41,10 +41,10 @@ class LiveSource:
     team_uid: str
     scope: str
     bot: str | None = None
+    is_webhook: bool = field(init=False)  # read per delivery: a field, not a property
 
-    @property
-    def is_webhook(self) -> bool:
-        return self.kind == WEBHOOK
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_webhook", self.kind == WEBHOOK)
 
 
 class SourceEvent(NamedTuple):
@@ -104,7 +104,8 @@ def route_of(event: TriggerEvent) -> Route | None:
 def normalized(source: LiveSource, payload: Any, headers: dict[str, str]) -> NormalizedDelivery:
     """`payload` parsed (NOT_JSON when it is not JSON)."""
     if source.is_webhook:
-        events = [webhook_event(source.uid, payload)]
+        uid = source.uid
+        events = [SourceEvent(WEBHOOK, uid, payload, (WEBHOOK, uid))]
     elif payload is NOT_JSON:
         events = []
     else:

@@ -125,10 +125,12 @@ class Listeners:
         """The automations `events` start (each once, however many of its triggers match),
         and what was considered (the route of a one-event delivery, else their union)."""
         hits: dict[str, SourceAutomation] = {}
-        if len(events) == 1:
+        if len(events) == 1:  # a webhook's delivery, most providers' (kept short: per delivery)
             event = events[0]
-            route = self.route(event)
-            route.hits(event.values, hits)
+            key = event.route
+            route = NO_ROUTE if key is None else self.routes.get(key, NO_ROUTE)
+            if route.candidates:
+                route.hits(event.values, hits)
             return list(hits.values()), route
         routes = [self.route(event) for event in events]
         for event, route in zip(events, routes, strict=True):

@@ -226,10 +226,16 @@ def trace_of(
     matches while it is among the most recently used."""
     if not events:
         return _NO_EVENTS.get(source.kind) or _provider(NO_EVENTS, source.kind)
-    names = tuple(event.event for event in events)
-    # the kind: event names are shared (GitHub's and Linear's issue_created)
-    matched = tuple(a.uid for a in hits)
-    key = (id(entry), source.kind, names, considered.automations, matched, started)
+    # per delivery: kept short. The kind: event names are shared (GitHub's and Linear's
+    # issue_created); a one-event delivery's route is the entry's own (its id says what it
+    # considered), a delivery of several events considers a union made for it.
+    if len(events) == 1:
+        names: tuple[str, ...] = (events[0].event,)
+        reached: object = id(considered)
+    else:
+        names, reached = tuple([event.event for event in events]), considered.automations
+    matched = tuple([a.uid for a in hits])
+    key = (id(entry), source.kind, names, reached, matched, started)
     return _recent(key, entry, lambda: _make(source, entry, events, considered, hits, started))
 
 

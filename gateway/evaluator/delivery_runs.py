@@ -45,6 +45,7 @@ from gateway.automations.source_events import (
     NOT_JSON,
     LiveSource,
     NormalizedDelivery,
+    SourceEvent,
     normalized,
 )
 from gateway.automations.trigger_index import Listeners, Sources, TriggerIndex
@@ -358,13 +359,14 @@ class _Sources:
         if not runnable:
             self._continuation(delivery, entry, found)
             return None
-        names = ", ".join(dict.fromkeys(event.event for event in events))
-        item = found.work_item()
+        names = events[0].event if len(events) == 1 else _names(events)
+        item = None if source.is_webhook else found.work_item()
         if item is not None:
             starts = {a.factory_uid for a in runnable}
             named = mentioned(item, entry.aliases)
             self.candidates.append(_candidate(delivery, source, names, item, starts, named))
-        wanted.update((a.uid, a.stamp) for a in runnable)
+        for a in runnable:
+            wanted[a.uid] = a.stamp
         targets = [Target(a.uid, a.team_uid, a.factory_uid, a.agent_uid) for a in runnable]
         return _Matched(delivery, self._head(source, names), _about(source, names), targets)
 
@@ -399,8 +401,13 @@ class _Sources:
         named = mentioned(item, entry.aliases) if maybe_named else set()
         if not named and not (maybe_reply and item.thread_reply):
             return
-        names = ", ".join(dict.fromkeys(event.event for event in found.events))
-        self.candidates.append(_candidate(delivery, source, names, item, set(), named))
+        self.candidates.append(
+            _candidate(delivery, source, _names(found.events), item, set(), named)
+        )
+
+
+def _names(events: Sequence[SourceEvent]) -> str:
+    return ", ".join(dict.fromkeys(event.event for event in events))
 
 
 def _about(source: LiveSource, names: str) -> dict[str, str]:
