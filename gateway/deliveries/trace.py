@@ -1,7 +1,9 @@
 """The outcome trace of an accepted delivery, whatever its source: what the evaluator decided,
 and why. One trace: the same outcomes, the same stored form (`{"outcome", "automations": [[uid,
-matched, stamp], ...]}`, a provider delivery's with its events beside), one cache of the
-traces made recently, one decoding; what a source adds is below.
+matched, stamp], ...]}`, a provider delivery's with its events beside), made by one function
+from what the one index matched (`trace_of`), one cache of the traces made recently, one
+decoding, and explanations made by one judge (`deliveries/judge.py`, the backtests' too); what
+a source adds is below.
 
 A custom webhook's: at evaluation, in the evaluator's batch transaction beside the runs it
 starts: the outcome and each enabled automation listening to the webhook, matched or not,
@@ -27,8 +29,9 @@ a quarter of the evaluator's CPU per delivery, docs/performance-history.md).
 Explaining costs more than matching, so it is done when the delivery is read (`explain_events`):
 the stored payload and headers are normalized again (the same pure function), the automations
 that listen to those events now are listed, and for each the trigger that decided and the filter
-key its event failed are found with `gateway.providers.failing_key`, the reference semantics the
-compiled matchers are held to. An automation changed since the evaluation says so
+key its event failed are found with `judge.decide` (its mismatches named by
+`gateway.providers.failing_key`, the reference semantics the compiled matchers are held to).
+An automation changed since the evaluation says so
 (`filter_changed`), as does one that matched and is gone.
 
 Outcomes beyond the webhook ones: `connection_not_live` (the connection was disabled or deleted

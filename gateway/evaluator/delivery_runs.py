@@ -1,16 +1,14 @@
 """Accepted deliveries -> runs: one per (delivery, matching automation), whatever the source.
 
 A delivery comes from a source: a custom webhook or a provider connection (GitHub, Slack,
-Linear, Jira, GitLab; `ids.is_connection`), and is matched against the one index of every
-source's triggers (`automations.trigger_index.TriggerIndex`), each kind in its own way: a
-webhook's payload against the payload filters of its factory's automations, a connection's
-delivery, normalized into trigger events (`gateway.providers`), against the provider triggers
-of its team's factories (GitHub and GitLab events reaching only the factories listing their
-repository). What comes out
-is the same for both (`_Matched`): the outcome trace, the factory that could not start its work
-(no agent to run as), and the automations to start, each with the factory, team and agent its
-run goes to, an envelope that names the source and what the run's metadata says of it. One
-place (`_rows`) turns those into runs.
+Linear, Jira, GitLab; `ids.is_connection`). It is normalized into `SourceEvent`s
+(`automations.source_events`: a webhook's payload is its one event; a connection's payload and
+headers give its provider's trigger events) and matched by the one index of every source's
+triggers (`automations.trigger_index.TriggerIndex`), in one path (`_Sources.match`). What comes
+out (`_Matched`): the outcome trace, the factory that could not start its work (no agent to run
+as), and the automations to start, each with the factory, team and agent its run goes to, an
+envelope that names the source and what the run's metadata says of it. One place (`_rows`)
+turns those into runs.
 
 A batch is planned before any write (`RunStarter.plan`: matching against the cached
 configuration, run ids, prompts and rows) and written inside the caller's transaction
