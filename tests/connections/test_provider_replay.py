@@ -1,14 +1,19 @@
 """A provider connection's deliveries replay as a custom webhook's do (one Replayer): the copy
 carries the stored request headers (GitHub names its event there), is evaluated against
 today's triggers and starts its runs once; the Idempotency-Key, the bulk replay, the replays'
-listing and the refusals answer as a webhook's. SQLite and PostgreSQL."""
+listing and the refusals answer as a webhook's. SQLite and PostgreSQL, and each backend (the
+embedded outbox, the Redis streams)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
+from gateway.settings import Settings
 from tests.connections.provider_world import (
     automation,
     connect,
@@ -20,7 +25,7 @@ from tests.connections.provider_world import (
 )
 from tests.connections.test_provider_triggers import labeled_example, octokit_signed
 from tests.providers.conftest import GithubExamples
-from tests.support import World
+from tests.support import GatewayClient, World
 
 
 def _github(world: World, github_examples: GithubExamples) -> tuple[dict[str, Any], str, str]:
@@ -106,3 +111,28 @@ def test_connection_replays_are_refused_as_a_webhooks_are(
     assert bulk.status_code == 409 and bulk.json()["code"] == "connection_disabled"
     assert world.api("DELETE", base).status_code == 204
     assert world.api("POST", path).status_code == 404
+
+
+@pytest.fixture
+def app(shape_settings: Callable[..., Settings]) -> Iterator[GatewayClient]:
+    """Each supported shape: embedded on SQLite, Redis on PostgreSQL."""
+    with GatewayClient.running(shape_settings()) as client:
+        yield client
+
+
+def test_a_provider_replay_takes_each_backend_s_durable_path(
+    app: GatewayClient, github_examples: GithubExamples
+) -> None:
+    """Through the Redis streams as through the embedded outbox: the copy is evaluated by the
+    one pipeline like a live delivery (the same event from the stored header, one new run)."""
+    world = World.create(app)
+    github, bugs, first = _github(world, github_examples)
+    path = f"/provider-connections/{github['uid']}/deliveries/{first}/replay"
+    made = world.api("POST", path)
+    assert made.status_code == 201, made.text
+    replay_id = made.json()["delivery_id"]
+    replay = evaluated(world, github, replay_id)
+    assert replay["trace"]["outcome"] == "matched", replay["trace"]
+    assert [e["event"] for e in replay["trace"]["events"]] == ["issue_labeled"]
+    assert started(app, replay_id) == {bugs}
+    assert started(app, first) == {bugs}  # the original's run is not started again
