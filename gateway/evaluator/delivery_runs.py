@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway import ids
 from gateway.automations.prompts import Automation
 from gateway.automations.source_events import (
     NOT_JSON,
@@ -70,7 +71,6 @@ from gateway.evaluator.run_rows import (
     started_rows,
 )
 from gateway.evaluator.work_item_plans import Candidate, WorkItemPlan, mentioned, plan_work_items
-from gateway.ids import is_connection
 from gateway.providers import DISPLAY_NAMES
 from gateway.providers.work_item_ends import ending_of
 from gateway.providers.work_items import Source
@@ -261,7 +261,7 @@ class RunStarter:
                 continue
             planned.add(delivery.delivery_id)
             payload: Any = _UNPARSED
-            if forge_mark in delivery.payload and not is_connection(delivery.webhook_uid):
+            if forge_mark in delivery.payload and not ids.is_connection(delivery.webhook_uid):
                 payload = _parse(delivery.payload)  # a custom webhook's code-forge events
                 if forge_detail(payload) is not None:
                     forge[delivery.delivery_id] = (delivery.webhook_uid, payload)
