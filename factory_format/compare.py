@@ -11,9 +11,8 @@ from msgspec.structs import fields
 
 __all__ = ["changed_fields", "comparable"]
 
-# where a resource is written, not what it is; and a skill's other files, which no stored form
-# holds (a run configuration carries them, refreshed by any apply that changes the tree)
-_LOCATION_FIELDS = frozenset({"path", "files"})
+# where a resource is written, not what it is (a skill's other files are what it is: compared)
+_LOCATION_FIELDS = frozenset({"path"})
 
 
 @cache

@@ -217,7 +217,7 @@ class Skill(_Frozen, frozen=True, kw_only=True):
     frontmatter: dict[str, Any] = field(default_factory=dict)  # other keys, kept as written
     playbook: str
     # the other text files of its directory, by path under it (scripts, references): handed to
-    # the runs that may use the skill; not compared by plans (not stored with the skill)
+    # the runs that may use the skill; stored with it and compared by plans
     files: dict[str, str] | UnsetType = UNSET
 
 

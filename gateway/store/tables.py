@@ -917,6 +917,8 @@ factory_skills = Table(
     Column("description", Text, nullable=True),
     Column("frontmatter", JSON, nullable=True),
     Column("playbook", Text, nullable=False),
+    # the other text files of its directory, by path under it (NULL: none); plans compare them
+    Column("files", JSON, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -1,6 +1,6 @@
 """A skill's other files (scripts, references) travel with it: posted or read from a directory,
 each skill gets the text files of its own directory (a nested skill has its own), and plans
-compare skills as before."""
+compare them as part of the skill."""
 
 from __future__ import annotations
 
@@ -41,9 +41,11 @@ def test_each_skill_gets_the_text_files_of_its_own_directory() -> None:
         ("boss", "plan"): {"template.md": "# Plan\n"},
     }
     assert not files[(None, "empty")]  # none: UNSET
-    # a plan compares what a skill is, not the files beside it (no stored form holds them)
+    # a plan compares a skill's files with it (a skill without any has no `files` to compare)
     style = next(s for s in result.tree.skills if s.name == "style")
-    assert "files" not in comparable(style)
+    assert comparable(style)["files"] == files[(None, "style")]
+    empty = next(s for s in result.tree.skills if s.name == "empty")
+    assert "files" not in comparable(empty)
 
 
 def test_a_directory_tree_reads_the_skills_text_files_and_skips_binary_ones(

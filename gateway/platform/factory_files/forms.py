@@ -137,6 +137,8 @@ def skill_form(row: Row[Any], agents: AgentNames) -> Form:
         "frontmatter": row.frontmatter or {},
         "playbook": row.playbook,
     }
+    if row.files:  # none stored: the tree's skill without other files (UNSET) compares equal
+        stored["files"] = row.files
     return _rebuilt(stored, Skill)
 
 

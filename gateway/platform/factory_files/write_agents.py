@@ -5,7 +5,7 @@ resolved configuration."""
 
 from __future__ import annotations
 
-from msgspec import Struct
+from msgspec import Struct, UnsetType
 from sqlalchemy import delete
 
 from factory_format import Agent, EffectiveConfig, RunConfig, Skill
@@ -100,6 +100,7 @@ class SkillColumns(Columns, kw_only=True):
     description: str | None
     frontmatter: JsonObject | None
     playbook: str
+    files: dict[str, str] | None
 
 
 def _skill_columns(w: Writing, skill: Skill) -> SkillColumns:
@@ -110,6 +111,7 @@ def _skill_columns(w: Writing, skill: Skill) -> SkillColumns:
         description=skill.description,
         frontmatter=json_form(skill.frontmatter) or None,
         playbook=skill.playbook,
+        files=None if isinstance(skill.files, UnsetType) else dict(skill.files) or None,
     )
 
 

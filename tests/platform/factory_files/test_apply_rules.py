@@ -15,6 +15,7 @@ from tests.platform.factory_files.trees import (
     webhook,
     webhook_trigger,
 )
+from tests.platform.runners.test_runner_api import Runner
 from tests.support import World, eventually
 
 STRIPE_SECRET = "whsec_" + base64.b64encode(b"s" * 24).decode()
@@ -287,6 +288,56 @@ def test_the_foreman_follows_the_tree(world: World) -> None:
     assert foreman == stored[("agent", "second")]["uid"]
     dispatched = world.api("POST", f"/factory/{factory_uid}/runs", json={"prompt": "Go"})
     assert dispatched.status_code == 201, dispatched.json()
+
+
+SCRIPT = "scripts/check.sh"
+
+
+def test_a_change_to_a_skills_other_files_alone_is_planned_stored_and_reaches_runs(
+    world: World,
+) -> None:
+    files = {
+        "skills/review/SKILL.md": "---\nname: Review\n---\nRun scripts/check.sh.\n",
+        "skills/review/scripts/check.sh": "#!/bin/sh\necho one\n",
+        "agents/boss/skills/lead/SKILL.md": "---\n---\nLead well.\n",
+    }
+    factory_uid = applied(world, minimal("skill-files", files))["factory_uid"]
+    assert post(world, "plan", minimal("skill-files", files)).json()["changes"] == []
+    files["skills/review/scripts/check.sh"] = "#!/bin/sh\necho two\n"
+    files["agents/boss/skills/lead/notes.md"] = "Ask first.\n"
+    expected = [
+        # the file that changed; a skill that had none has `files` now
+        {"kind": "skill", "name": "review", "action": "update", "fields": [f"files.{SCRIPT}"]},
+        {"kind": "agent_skill", "name": "boss/lead", "action": "update", "fields": ["files"]},
+    ]
+    planned = post(world, "plan", minimal("skill-files", files)).json()["changes"]
+    assert sorted(planned, key=str) == sorted(expected, key=str)
+    assert sorted(applied(world, minimal("skill-files", files))["changes"], key=str) == sorted(
+        expected, key=str
+    )
+    assert post(world, "plan", minimal("skill-files", files)).json()["changes"] == []
+    stored = definition(world, factory_uid)
+    assert stored[("skill", "review")]["definition"]["files"] == {
+        "scripts/check.sh": "#!/bin/sh\necho two\n"
+    }
+    assert stored[("agent_skill", "boss/lead")]["definition"]["files"] == {
+        "notes.md": "Ask first.\n"
+    }
+    # a run made now carries the skills' files as applied
+    boss = stored[("agent", "boss")]["uid"]
+    made = world.api("POST", "/agent/runs", json={"prompt": "go", "agent_identity_uid": boss})
+    assert made.status_code == 200, made.json()
+    (claimed,) = Runner(world).claim()
+    documents = {d["name"]: d for d in claimed["agent_config"]["skill_documents"]}
+    assert documents["review"]["files"] == [
+        {"path": "scripts/check.sh", "content": "#!/bin/sh\necho two\n"}
+    ]
+    assert documents["lead"]["files"] == [{"path": "notes.md", "content": "Ask first.\n"}]
+    del files["agents/boss/skills/lead/notes.md"]  # the last other file gone: stored as none
+    assert applied(world, minimal("skill-files", files))["changes"] == [
+        {"kind": "agent_skill", "name": "boss/lead", "action": "update", "fields": ["files"]}
+    ]
+    assert post(world, "plan", minimal("skill-files", files)).json()["changes"] == []
 
 
 def _task(title: str, prompt: str) -> str:
