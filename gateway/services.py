@@ -121,6 +121,10 @@ class Services:
     runs_completed: Callable[[AsyncConnection, Sequence[Any]], Awaitable[None]] | None = None
     # requests each client address may make to POST /factory-files/validate (no key needed)
     validate_budget: RequestBudget | None = None
+    # makes the token a runner clones a connection's repository with (provider, the
+    # connection's settings, owner, name -> (token, expiry) or a failure): wiring gives it
+    # (connections/checkout_credentials.py; the services sit below connections)
+    checkout_token: Callable[[str, Any, str, str], Awaitable[Any]] | None = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         return self.lifetime.spawn(coro, name)

@@ -119,6 +119,7 @@ async def _start(
         metrics_budget=_metrics_budget(settings, redis),
         validate_budget=_validate_budget(settings, redis),
         runs_completed=queue_sampled,  # the runner protocol's finish tells the scorers
+        checkout_token=_checkout_token(settings, lifetime) if serving else None,
     )
     consumer = None
     if evaluating:
@@ -202,6 +203,18 @@ def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
         on_disabled=subscription_disabled,
     )
     return [RunReplySender(database, replies, settings.console_base_url, schedule), events]
+
+
+def _checkout_token(settings: Settings, lifetime: Lifetime) -> Any:
+    """What makes the runners' checkout credentials from their runs' connections, over an
+    HTTP client that calls public addresses only (as replies do)."""
+    from gateway.connections.checkout_credentials import CheckoutCredentials
+
+    http = outbound_client(
+        allow_private=settings.outbound_allow_private, timeout=settings.outbound_timeout_s
+    )
+    lifetime.on_close(http.aclose)
+    return CheckoutCredentials(http).token
 
 
 def _outbox(database: Database, lifetime: Lifetime) -> Outbox | None:

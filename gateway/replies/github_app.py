@@ -1,6 +1,7 @@
 """GitHub App authentication: an RS256 JWT signed with the app's private key (`iss` = the app's
 id, at most 10 minutes), exchanged at `POST {api}/app/installations/{id}/access_tokens` for an
-installation token (about an hour), which is cached until shortly before it expires."""
+installation token (about an hour), which is cached until shortly before it expires; or for
+one repository's contents alone (`repository_token`), what a runner clones it with."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ class InstallationTokens:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._tokens: dict[tuple[str, str, str], tuple[str, float]] = {}
-        self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+        self._scoped: dict[tuple[str, str, str, str], tuple[str, datetime]] = {}
+        self._locks: dict[tuple[str, ...], asyncio.Lock] = {}
 
     async def token(
         self, http: HttpClient, api: str, app_id: str, private_key: str, installation_id: str
@@ -93,13 +95,48 @@ class InstallationTokens:
                 return got.token, True
             return got
 
+    async def repository_token(
+        self,
+        http: HttpClient,
+        api: str,
+        app_id: str,
+        private_key: str,
+        installation_id: str,
+        repository: str,
+    ) -> tuple[str, datetime] | RetryLater | Failed:
+        """(token, expiry) of an installation token for the one `repository` (its name, the
+        owner being the installation's) that may read its contents and nothing else: what a
+        runner clones it with. Cached like the others, per repository."""
+        key = (api, app_id, installation_id, repository)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            cached = self._scoped.get(key)
+            if cached is not None and cached[1].timestamp() - RENEW_BEFORE > self._clock():
+                return cached
+            body: dict[str, object] = {
+                "repositories": [repository],
+                "permissions": {"contents": "read"},
+            }
+            got = await self._exchange(http, api, app_id, private_key, installation_id, body)
+            if isinstance(got, _Token):
+                self._scoped[key] = (got.token, got.expires_at)
+                return self._scoped[key]
+            return got
+
     def forget(self, api: str, app_id: str, installation_id: str) -> None:
         """Drops a token the API refused (the installation was suspended, the token revoked)."""
         self._tokens.pop((api, app_id, installation_id), None)
 
     async def _exchange(
-        self, http: HttpClient, api: str, app_id: str, private_key: str, installation_id: str
+        self,
+        http: HttpClient,
+        api: str,
+        app_id: str,
+        private_key: str,
+        installation_id: str,
+        body: dict[str, object] | None = None,
     ) -> _Token | RetryLater | Failed:
+        """`body`: what the token may do (`repositories`, `permissions`); None: all the
+        installation may."""
         try:
             signed = app_jwt(app_id, load_private_key(private_key), self._clock())
         except ValueError as exc:
@@ -110,7 +147,7 @@ class InstallationTokens:
             "X-GitHub-Api-Version": API_VERSION,
         }
         url = f"{api}/app/installations/{installation_id}/access_tokens"
-        response = await call(http, "POST", url, headers)
+        response = await call(http, "POST", url, headers, body)
         if not isinstance(response, httpx.Response):
             return response
         refused = refusal(response)

@@ -5,9 +5,9 @@ run FAILED, `setup_failed`). The command gets the composed prompt on stdin (the 
 prompt, the skills it may use, the run's prompt, then the follow-ups users sent to the run),
 and RUN_ID, RUN_TITLE, RUN_MODE (this execution's mode), RUN_AGENT, RUN_MODEL, RUN_HARNESS,
 RUN_CONTEXT, RUN_SKILLS, RUN_MCP_CONFIG, GATEWAY_API_URL, RUN_MESSAGES, RUN_ATTACHMENTS, (webhook
-runs) EVENT_PAYLOAD and each of the run's secrets in its environment, in a process group of its
-own. Secret values are masked in everything reported of the run (transcript, status message).
-RUN_MESSAGES is a file of JSON lines, one per follow-up
+runs) EVENT_PAYLOAD, each of the run's secrets and its harness's key in its environment, in a
+process group of its own. Secret values are masked in everything reported of the run
+(transcript, status message). RUN_MESSAGES is a file of JSON lines, one per follow-up
 (`gateway.platform.runners.models.RunMessage`), to which the follow-ups sent into the live session
 are appended as heartbeats bring them. RUN_ATTACHMENTS is a directory holding the run's files
 (`<attachment id>/<name>`): those it was created with and those follow-ups carry, downloaded from
@@ -79,8 +79,16 @@ MAX_OUTPUT_BYTES = 512 * 1024  # the API's limit for one file artifact
 SETUP_FAILED = "setup_failed"  # the error_code of a run whose setup command failed
 EVENT_PAYLOAD_UNAVAILABLE = "event_payload_unavailable"  # its event payload could not be had
 CHECKOUT_TOKEN = "GATEWAY_CHECKOUT_TOKEN"  # noqa: S105 -- the variable holding the token
+# how masks name the credential of the run's provider connection (`[secret CONNECTION_TOKEN]`)
+CONNECTION_TOKEN = "CONNECTION_TOKEN"  # noqa: S105 -- a name, not a token
 CANCELLED_BEFORE_START = "--- cancelled before the command started ---\n"  # its transcript's end
 MIN_MASKED = 4  # secret values this long or longer are masked in what is reported of a run
+# where each third-party harness's CLI reads its API key (docs/runners.md#the-harnesss-key)
+HARNESS_KEYS: dict[str, tuple[str, ...]] = {
+    "claude": ("ANTHROPIC_API_KEY",),
+    "codex": ("CODEX_API_KEY", "OPENAI_API_KEY"),
+    "gemini": ("GEMINI_API_KEY",),
+}
 T = TypeVar("T")
 
 
@@ -291,11 +299,21 @@ class Execution:
         if target is None:
             return
         url = self.checkout.clone_url(target)
-        token = self.checkout.token
+        token, whose = self.checkout.token, CHECKOUT_TOKEN
+        credential = self.run.get("checkout_credential")
+        if credential and credential_fits(credential, target.provider, target.full_name):
+            token, whose = credential["token"], CONNECTION_TOKEN
         for value in header_values(token, target.provider):
-            self.masks.append((value, CHECKOUT_TOKEN))
+            self.masks.append((value, whose))
         env = git_environment(_base_environment(), target, url, token)
-        self.prepared.transcript += f"--- checkout: {target.describe()} from {url} ---\n"
+        with_what = "without a token"
+        if token:
+            with_what = (
+                "with the connection's token" if whose == CONNECTION_TOKEN else f"with {whose}"
+            )
+        self.prepared.transcript += (
+            f"--- checkout: {target.describe()} from {url}, {with_what} ---\n"
+        )
         for ways in git_steps(target, url, self.checkout.depth):
             for way in ways:
                 done = self._step(way, env, workdir)
@@ -425,15 +443,23 @@ class Execution:
         mcp = into / "mcp.json"
         mcp.write_text(json.dumps({"mcpServers": config.get("mcp_servers") or {}}, indent=2))
         env["RUN_MCP_CONFIG"] = str(mcp)
-        variables = secret_variables(list(self.secrets))
+        # a variable per secret the run names (the harness's key is the harness's variables')
+        named = config.get("secrets")
+        own = [name for name in named or [] if name in self.secrets] if named else []
+        variables = secret_variables(own)
         for name, variable in variables.items():
             env[variable] = self.secrets[name]
+        keyed = harness_key_variables(harness, self.secrets)
+        for variable, name in keyed:
+            env[variable] = self.secrets[name]
+        listed = [(name, variable) for name, variable in variables.items()]
+        listed += [(name, variable) for variable, name in keyed]
         context = into / "context.json"
-        context.write_text(json.dumps(self._context(variables, mcp), indent=2))
+        context.write_text(json.dumps(self._context(listed, mcp), indent=2))
         env["RUN_CONTEXT"] = str(context)
         return env
 
-    def _context(self, variables: dict[str, str], mcp: Path) -> dict[str, Any]:
+    def _context(self, variables: list[tuple[str, str]], mcp: Path) -> dict[str, Any]:
         """RUN_CONTEXT's document (gateway.platform.runners.models.RunContext)."""
         run = self.run
         fields = ("run_id", "title", "prompt", "source", "mode", "attempt", "conversation_id")
@@ -446,7 +472,7 @@ class Execution:
                 "session": run.get("session", "run"),
             },
             "config": run.get("agent_config"),
-            "secrets": [{"name": name, "env": env} for name, env in variables.items()],
+            "secrets": [{"name": name, "env": env} for name, env in variables],
             "skills_dir": str(self.skills_dir),
             "mcp_config": str(mcp),
         }
@@ -725,6 +751,32 @@ def secret_variables(names: list[str]) -> dict[str, str]:
         if variable not in found.values():
             found[name] = variable
     return found
+
+
+def credential_fits(credential: Any, provider: str, full_name: str) -> bool:
+    """Whether the claim's checkout credential is for the repository being cloned (the forges'
+    names are case-insensitive): one for another is not used, the runner's token is."""
+    return (
+        isinstance(credential, dict)
+        and isinstance(credential.get("token"), str)
+        and bool(credential["token"])
+        and credential.get("provider") == provider
+        and str(credential.get("repository", "")).lower() == full_name.lower()
+    )
+
+
+def harness_key_variables(harness: Any, secrets: dict[str, str]) -> list[tuple[str, str]]:
+    """(variable, secret name) for a harness whose key is a managed secret
+    (`harness.auth`: `source: managedSecret`, `secret_name`): the variables its CLI reads its
+    key from (HARNESS_KEYS); none when the run has no such secret's value, or when the key is
+    the worker's own (`workerEnvironment`: the runner's environment, left as it is)."""
+    if not isinstance(harness, dict):
+        return []
+    auth = harness.get("auth") or {}
+    name = auth.get("secret_name")
+    if auth.get("source") != "managedSecret" or name not in secrets:
+        return []
+    return [(variable, name) for variable in HARNESS_KEYS.get(str(harness.get("type")), ())]
 
 
 def write_skill(directory: Path, skill: dict[str, Any]) -> None:

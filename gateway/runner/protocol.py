@@ -43,6 +43,16 @@ class RunMessage(TypedDict):
     created_at: str
 
 
+class CheckoutCredential(TypedDict):
+    """What to clone the run's repository with (its provider connection's, for it alone)."""
+
+    provider: str
+    repository: str  # owner/name
+    token: str
+    expires_at: str | None
+    connection_uid: str
+
+
 class ClaimedRun(TypedDict):
     run_id: str
     title: str | None
@@ -60,6 +70,7 @@ class ClaimedRun(TypedDict):
     messages: list[RunMessage]
     attachments: NotRequired[list[AttachmentFile]]
     secrets: NotRequired[dict[str, str]]  # the values of its managed secrets, by name
+    checkout_credential: NotRequired[CheckoutCredential | None]
     session: NotRequired[str]
 
 

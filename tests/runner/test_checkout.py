@@ -244,7 +244,18 @@ class GitOverHttp(BaseHTTPRequestHandler):
 
     root = ""
     expected = ""
+    tokens: set[str] = set()  # besides `expected`: any of these as a forge's basic auth
     seen: list[str | None] = []
+
+    def _allowed(self, header: str | None) -> bool:
+        if header == self.expected:
+            return True
+        scheme, _, value = (header or "").partition(" ")
+        try:
+            user, _, token = base64.b64decode(value).decode().partition(":")
+        except ValueError:
+            return False
+        return scheme == "Basic" and user in ("x-access-token", "oauth2") and token in self.tokens
 
     def do_GET(self) -> None:
         self._serve()
@@ -254,7 +265,7 @@ class GitOverHttp(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         self.seen.append(self.headers.get("Authorization"))
-        if self.headers.get("Authorization") != self.expected:
+        if not self._allowed(self.headers.get("Authorization")):
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="git"')
             self.send_header("Content-Length", "0")
@@ -294,7 +305,7 @@ class GitOverHttp(BaseHTTPRequestHandler):
 @pytest.fixture
 def http_origin(tmp_path: Path, origin: dict[str, Any]) -> Iterator[str]:
     GitOverHttp.root = str(tmp_path / "git")
-    GitOverHttp.seen = []
+    GitOverHttp.seen, GitOverHttp.tokens = [], set()
     server = ThreadingHTTPServer(("127.0.0.1", 0), GitOverHttp)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/{{owner}}/{{name}}.git"

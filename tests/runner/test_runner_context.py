@@ -18,7 +18,7 @@ import httpx
 import jsonschema
 import pytest
 
-from tests.runner.test_runner_e2e import Deployment, deployment, shape, wait_for
+from tests.runner.test_runner_e2e import SHAPES, Deployment, deployment, shape, wait_for
 
 __all__ = ["deployment", "shape"]  # the fixtures, used by name
 pytestmark = pytest.mark.slow  # real processes: a served gateway and a runner
@@ -250,3 +250,89 @@ def test_the_command_gets_its_agents_prompt_model_skills_secrets_and_setup(
     for log in deployment.tmp.glob("*.log"):  # neither secret, after every run
         text = log.read_text(errors="replace")
         assert SECRET not in text and BOSS_SECRET not in text, log
+
+
+CLAUDE_KEY = "sk-ant-f1le-harness-key"
+CODEX_KEY = "sk-codex-f1le-harness-key"
+# the command: the harness key variables, then the key printed (the transcript masks it)
+KEYS = r"""
+import json, os, pathlib, sys
+sys.stdin.read()
+names = ("ANTHROPIC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "claude_key")
+dump = {
+    "env": {k: os.environ[k] for k in names if k in os.environ},
+    "context": json.loads(pathlib.Path(os.environ["RUN_CONTEXT"]).read_text()),
+}
+out = pathlib.Path(os.environ["DUMP_TO"])
+out.mkdir(parents=True, exist_ok=True)
+(out / (os.environ["RUN_ID"] + ".json")).write_text(json.dumps(dump))
+print("key", os.environ.get("CODEX_API_KEY") or os.environ.get("ANTHROPIC_API_KEY"))
+"""
+HARNESS_FILES = {
+    "factory.yaml": "schemaVersion: v1alpha1\nname: harness-keys\nrepositories:\n"
+    "  - {owner: acme, name: api}\nagentDefaults:\n  model: auto\n  runner: plain\n",
+    "runners/plain.yaml": "platform:\n  linux:\n    dockerImage: ubuntu:24.04\n",
+    "agents/boss/agent.md": "---\nagentType: FOREMAN\n---\nLead.\n",
+    "agents/implementer/agent.md": "---\nharness:\n  type: claude\n  model: opus\n  auth:\n"
+    "    source: managedSecret\n    secretName: claude-key\n---\nImplement.\n",
+    "agents/reviewer/agent.md": "---\nharness:\n  type: codex\n  model: gpt-5.3-codex\n"
+    "  auth:\n    source: managedSecret\n    secretName: OPENAI_KEY\n---\nReview.\n",
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_harness_key_named_by_auth_secret_name_reaches_the_harness_variables(
+    deployment: Deployment,
+) -> None:
+    team = deployment.keys["team_uid"]
+    for name, value in (("claude-key", CLAUDE_KEY), ("OPENAI_KEY", CODEX_KEY)):
+        _admin(deployment, "set-secret", "--team", team, "--name", name, "--value", value)
+    factory_uid = _apply(deployment, HARNESS_FILES)["factory_uid"]
+    listed = deployment.api("GET", f"/agent/identities?factory_uid={factory_uid}").json()
+    agents = {agent["name"]: agent["uid"] for agent in listed["agents"]}
+    dump_dir = deployment.tmp / "dumps"
+    script = deployment.tmp / "keys.py"
+    script.write_text(KEYS)
+    deployment.env["DUMP_TO"] = str(dump_dir)
+    deployment.env["ANTHROPIC_API_KEY"] = "the-runners-own-key"  # the run's managed key wins
+    deployment.runner(f"{sys.executable} {script}")
+    made = {
+        name: deployment.api(
+            "POST", "/agent/runs", json={"prompt": "go", "agent_identity_uid": agents[name]}
+        ).json()["run_id"]
+        for name in ("implementer", "reviewer")
+    }
+    done = {
+        name: wait_for(
+            lambda run_id=run_id: (
+                (r := deployment.run(run_id))["state"] in ("SUCCEEDED", "FAILED") and r
+            ),
+            what=f"the {name}'s run done",
+        )
+        for name, run_id in made.items()
+    }
+    assert all(run["state"] == "SUCCEEDED" for run in done.values()), done
+    claude = json.loads((dump_dir / f"{made['implementer']}.json").read_text())
+    # the harness's own variable, not a variable of the secret's name (not one of `secrets`)
+    assert claude["env"] == {"ANTHROPIC_API_KEY": CLAUDE_KEY}
+    assert {"name": "claude-key", "env": "ANTHROPIC_API_KEY"} in claude["context"]["secrets"]
+    codex = json.loads((dump_dir / f"{made['reviewer']}.json").read_text())
+    assert codex["env"] == {
+        "ANTHROPIC_API_KEY": "the-runners-own-key",  # not this harness's: left as it was
+        "CODEX_API_KEY": CODEX_KEY,
+        "OPENAI_API_KEY": CODEX_KEY,
+    }
+    # the run shows where the key comes from, never the key
+    shown = done["implementer"]["agent_config"]["harness"]
+    assert shown["auth"] == {"source": "managedSecret", "secret_name": "claude-key"}
+    assert done["implementer"]["status_message"]["message"] == "key [secret claude-key]"
+    assert done["reviewer"]["status_message"]["message"] == "key [secret OPENAI_KEY]"
+    for name, run_id in made.items():
+        transcript = deployment.transcript(run_id)
+        assert CLAUDE_KEY not in transcript and CODEX_KEY not in transcript, name
+        for path in (f"/agent/runs/{run_id}", "/agent/runs", f"/agent/runs/{run_id}/timeline"):
+            text = deployment.api("GET", path).text
+            assert CLAUDE_KEY not in text and CODEX_KEY not in text, path
+    for log in deployment.tmp.glob("*.log"):
+        text = log.read_text(errors="replace")
+        assert CLAUDE_KEY not in text and CODEX_KEY not in text, log

@@ -143,6 +143,7 @@ def deployment(
         secret_key=base64.urlsafe_b64encode(b"r" * 32).decode(),
         run_lease_s=f"{scaled(LEASE_S):.1f}",
         log_level="warning",
+        outbound_allow_private="1",  # the forges' stand-ins (provider APIs) are on loopback
     )
     demo = subprocess.run(
         [sys.executable, "-m", "gateway", "admin", "demo"],

@@ -25,6 +25,7 @@ from gateway.platform.runs.record.models import (
     InstanceShape,
     RunAgent,
     RunHarness,
+    RunHarnessAuth,
     RunnerConfig,
     RunRepository,
     SkillDocument,
@@ -59,6 +60,11 @@ def run_config(
             model=harness.model,
             model_id=harness.model,
             reasoning_level=harness.reasoning_level or UNSET,
+            auth=UNSET
+            if harness.auth is None
+            else RunHarnessAuth(
+                source=harness.auth.source, secret_name=harness.auth.secret_name or UNSET
+            ),
         ),
         runner=effective.runner or UNSET,
         runner_config=runner or UNSET,

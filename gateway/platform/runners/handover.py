@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UnsetType
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -150,13 +151,9 @@ async def with_secrets(
     conn: AsyncConnection, team_uid: str, runs: Sequence[ClaimedRun], box: SecretBox
 ) -> None:
     """Fills each claimed run's `secrets`: the values of the team's managed secrets its
-    configuration names (`agent_config.secrets`), for the runner holding the claim alone."""
-    wanted = {
-        name: run
-        for run in runs
-        if run.agent_config is not None and isinstance(run.agent_config.secrets, list)
-        for name in run.agent_config.secrets
-    }
+    configuration names (`agent_config.secrets`, and the harness's key,
+    `agent_config.harness.auth.secret_name`), for the runner holding the claim alone."""
+    wanted = {name for run in runs for name in secret_names(run.agent_config)}
     if not wanted:
         return
     s = t.team_secrets
@@ -165,6 +162,18 @@ async def with_secrets(
     )
     values = {row.name: box.decrypt(row.value_encrypted) for row in await conn.execute(query)}
     for run in runs:
-        names = run.agent_config.secrets if run.agent_config is not None else []
-        if isinstance(names, list):
-            run.secrets = {name: values[name] for name in names if name in values}
+        names = secret_names(run.agent_config)
+        run.secrets = {name: values[name] for name in names if name in values}
+
+
+def secret_names(config: AgentConfig | None) -> list[str]:
+    """The managed secrets a run's configuration names: its `secrets`, then its harness's key."""
+    if config is None:
+        return []
+    names = list(config.secrets) if isinstance(config.secrets, list) else []
+    harness = config.harness
+    if not isinstance(harness, UnsetType) and not isinstance(harness.auth, UnsetType):
+        key = harness.auth.secret_name
+        if harness.auth.source == "managedSecret" and isinstance(key, str) and key not in names:
+            names.append(key)
+    return names

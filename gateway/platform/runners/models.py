@@ -89,6 +89,26 @@ class RunMessage(Struct, kw_only=True):
     created_at: Timestamp
 
 
+class CheckoutCredential(Struct, kw_only=True):
+    """What to clone the run's repository with: the credential of the provider connection that
+    started the run, for that repository alone (docs/runners.md#a-working-copy)."""
+
+    provider: Literal["github", "gitlab"]
+    repository: Annotated[str, Meta(description="owner/name (a GitLab project's full path)")]
+    token: Annotated[
+        str,
+        Meta(
+            description="a GitHub App's installation token for this repository's contents "
+            "alone, or the connection's api_token; git sends it as HTTP basic authentication "
+            "(x-access-token, oauth2)"
+        ),
+    ]
+    expires_at: Annotated[
+        Timestamp | None, Meta(description="when the token lapses; null: the connection's own")
+    ]
+    connection_uid: str
+
+
 class ClaimedRun(Struct, kw_only=True):
     run_id: str
     title: str | None
@@ -132,11 +152,20 @@ class ClaimedRun(Struct, kw_only=True):
     secrets: Annotated[
         dict[str, str],
         Meta(
-            description="the values of the run's managed secrets (agent_config.secrets) by name: "
-            "told only to the runner holding the claim, never in any other answer; a name the "
-            "team has no secret of is left out"
+            description="the values of the run's managed secrets (agent_config.secrets, and "
+            "the harness's key: agent_config.harness.auth.secret_name) by name: told only to "
+            "the runner holding the claim, never in any other answer; a name the team has no "
+            "secret of is left out"
         ),
     ] = {}
+    checkout_credential: Annotated[
+        CheckoutCredential | None,
+        Meta(
+            description="a run a GitHub or GitLab connection with credentials started: what to "
+            "clone its repository with, preferred over the runner's own token; told only to "
+            "the runner holding the claim, never in any other answer"
+        ),
+    ] = None
 
 
 class Claimed(Struct):

@@ -17,7 +17,14 @@ from gateway.api.auth import principal_of, services_of
 from gateway.api.routing import Body, Handler, Routes
 from gateway.errors import NotFound
 from gateway.metrics.counts import COUNTS
-from gateway.platform.runners import claims, debug_sessions, leases, registry, reports
+from gateway.platform.runners import (
+    checkout_handover,
+    claims,
+    debug_sessions,
+    leases,
+    registry,
+    reports,
+)
 from gateway.platform.runners import finish as run_finish
 from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.attachment_files import message_files, with_files
@@ -159,13 +166,14 @@ async def _claim_within(
         ticket = queued.ticket()  # before looking: a run queued meanwhile wakes the wait below
         try:
             async with as_runner(request, principal, runner_uid) as (conn, runner):
-                claimed = await _claim(request, conn, runner, max_runs)
+                claimed, wants = await _claim(request, conn, runner, max_runs)
                 if claimed and await request.is_disconnected():
                     raise _RunnerGone
         except _RunnerGone:
             return _counted([])
         left = deadline - time.monotonic()
         if claimed or left <= 0:
+            await checkout_handover.hand_over(wants, services_of(request).checkout_token)
             return _counted(claimed)
         # no connection is held while waiting; runs queued by this process wake the wait at
         # once, others' are looked for a few times a second; a runner that went away stops
@@ -195,7 +203,9 @@ def settings_box(request: Request) -> SecretBox:
 
 async def _claim(
     request: Request, conn: AsyncConnection, runner: Runner, max_runs: int
-) -> list[ClaimedRun]:
+) -> tuple[list[ClaimedRun], list[checkout_handover.Wanted]]:
+    """The runs claimed, and the checkout credentials they want (made once the transaction is
+    committed: `checkout_handover.hand_over`)."""
     settings = services_of(request).settings
     lease_s = settings.run_lease_s
     claimed = await claims.claim(conn, runner, lease_s, max_runs, settings.worker_wait_s)
@@ -203,7 +213,8 @@ async def _claim(
     claimed += await debug_sessions.claim_sessions(conn, runner, lease_s, max_runs - len(claimed))
     await with_files(conn, claimed, attachment_links(request))
     await with_secrets(conn, runner.team_uid, claimed, settings_box(request))
-    return claimed
+    wants = await checkout_handover.wanted(conn, runner.team_uid, claimed, settings_box(request))
+    return claimed, wants
 
 
 @on_held_run(
@@ -323,7 +334,10 @@ async def finish_many_endpoint(request: Request, body: Body[FinishMany]) -> Fini
         completed = services_of(request).runs_completed
         link = _transcript_link(request)
         results = await run_finish.finish_runs(conn, runner, endings, link, completed)
-        claimed = await _claim(request, conn, runner, batch.claim) if batch.claim else []
+        claimed, wants = (
+            await _claim(request, conn, runner, batch.claim) if batch.claim else ([], [])
+        )
+    await checkout_handover.hand_over(wants, services_of(request).checkout_token)
     if batch.claim and not claimed and batch.wait_s > 0:
         # the finishes are committed; now the long-poll, as /runner/claim (which counts it)
         claimed = await _claim_within(

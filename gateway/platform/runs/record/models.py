@@ -25,6 +25,15 @@ T = TypeVar("T")
 ConfigValue = Annotated[str, Meta(max_length=2000)] | None | UnsetType
 
 
+class RunHarnessAuth(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Where a third-party harness's key comes from: `managedSecret`, the team's managed secret
+    `secret_name` (its value reaches the runner holding the claim, never an answer), or
+    `workerEnvironment`, the self-hosted worker's own environment."""
+
+    source: Literal["managedSecret", "workerEnvironment"]
+    secret_name: str | UnsetType = UNSET
+
+
 class RunHarness(Struct, kw_only=True, forbid_unknown_fields=True):
     """The harness a run executes in: `oz` (its model a Warp model id), `claude`, `codex`,
     `gemini` (their own model ids). `model_id` is the official clients' name of the model;
@@ -34,6 +43,7 @@ class RunHarness(Struct, kw_only=True, forbid_unknown_fields=True):
     model: str
     model_id: str | UnsetType = UNSET
     reasoning_level: str | UnsetType = UNSET
+    auth: RunHarnessAuth | UnsetType = UNSET
 
 
 class RunAgent(Struct, kw_only=True, forbid_unknown_fields=True):
