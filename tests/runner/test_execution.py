@@ -106,3 +106,28 @@ def test_a_step_that_cannot_start_fails_as_the_shell_says(tmp_path: Path) -> Non
     assert execution._step(["sh", "-c", "echo ready"], env, str(tmp_path)) == (0, "ready\n")
     code, output = execution._step(["no-such-program-here"], env, str(tmp_path))
     assert code == 127 and "no-such-program-here" in output
+
+
+def test_a_checkout_credential_is_used_for_its_own_repository_alone() -> None:
+    from gateway.runner.execution import credential_fits
+
+    credential = {"provider": "github", "repository": "Codertocat/Hello-World", "token": "t0k"}
+    assert credential_fits(credential, "github", "codertocat/hello-world")  # names' case
+    assert not credential_fits(credential, "github", "Codertocat/Other")
+    assert not credential_fits(credential, "gitlab", "Codertocat/Hello-World")
+    assert not credential_fits(credential | {"token": ""}, "github", "Codertocat/Hello-World")
+    assert not credential_fits(None, "github", "Codertocat/Hello-World")
+
+
+def test_a_harness_key_goes_to_the_variables_its_cli_reads() -> None:
+    from gateway.runner.execution import harness_key_variables
+
+    secrets = {"claude-key": "v"}
+    claude = {"type": "claude", "auth": {"source": "managedSecret", "secret_name": "claude-key"}}
+    assert harness_key_variables(claude, secrets) == [("ANTHROPIC_API_KEY", "claude-key")]
+    gemini = claude | {"type": "gemini"}
+    assert harness_key_variables(gemini, secrets) == [("GEMINI_API_KEY", "claude-key")]
+    assert harness_key_variables(claude, {}) == []  # the team has no such secret
+    worker = {"type": "codex", "auth": {"source": "workerEnvironment"}}
+    assert harness_key_variables(worker, secrets) == []  # the worker's own environment
+    assert harness_key_variables({"type": "oz"}, secrets) == []
