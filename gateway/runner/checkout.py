@@ -220,7 +220,7 @@ def git_environment(
     env["GIT_TERMINAL_PROMPT"] = "0"
     env.pop("GIT_ASKPASS", None)
     parts = urlsplit(url)
-    if token and parts.scheme in ("http", "https") and parts.hostname:
+    if token and sends_token(url):
         user = TOKEN_USERS.get(target.provider, "x-access-token")
         basic = base64.b64encode(f"{user}:{token}".encode()).decode()
         count = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
@@ -228,6 +228,13 @@ def git_environment(
         env[f"GIT_CONFIG_VALUE_{count}"] = f"Authorization: Basic {basic}"
         env["GIT_CONFIG_COUNT"] = str(count + 1)
     return env
+
+
+def sends_token(url: str) -> bool:
+    """Whether git is given a token for `url`: an HTTP(S) origin's (a file:// or ssh remote
+    takes none)."""
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def header_values(token: str | None, provider: str) -> list[str]:

@@ -54,6 +54,7 @@ from gateway.runner.checkout import (
     git_environment,
     git_steps,
     header_values,
+    sends_token,
     target_of,
 )
 from gateway.runner.client import ApiError, RunnerClient
@@ -307,7 +308,7 @@ class Execution:
             self.masks.append((value, whose))
         env = git_environment(_base_environment(), target, url, token)
         with_what = "without a token"
-        if token:
+        if token and sends_token(url):
             with_what = (
                 "with the connection's token" if whose == CONNECTION_TOKEN else f"with {whose}"
             )
