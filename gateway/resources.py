@@ -21,6 +21,7 @@ RESOURCE_MODULES = (
     "gateway.connections.routes",
     "gateway.deliveries.connection_routes",
     "gateway.deliveries.stream_routes",
+    "gateway.deliveries.channel_routes",
     "gateway.subscriptions.routes",
     "gateway.subscriptions.message_routes",
     "gateway.subscriptions.stream_routes",

@@ -15,6 +15,10 @@ Record = tuple[str, str, bytes]  # (id, event name or "", data)
 Fetch = Callable[[object], Awaitable[tuple[Sequence[Record], object]]]
 
 
+class Ended(Exception):
+    """Raised by a fetch when its stream must end (what it follows is gone or revoked)."""
+
+
 def frame(record_id: str, event: str, data: bytes) -> bytes:
     """One SSE message; `data` is one line of JSON (JSON escapes newlines)."""
     head = f"id: {record_id}\n" + (f"event: {event}\n" if event else "")
@@ -27,13 +31,18 @@ async def follow(
     *,
     heartbeat_s: float = HEARTBEAT_S,
     poll_s: float = POLL_S,
+    retry_ms: int | None = None,
 ) -> AsyncIterator[bytes]:
-    """Frames of what `fetch` finds, in order, forever; a `: heartbeat` comment when nothing
-    was sent for `heartbeat_s`. The client's disconnect ends it (the response is cancelled)."""
-    yield b": connected\n\n"
+    """Frames of what `fetch` finds, in order, until it raises Ended; a `: heartbeat` comment
+    when nothing was sent for `heartbeat_s`. The client's disconnect ends it (the response is
+    cancelled). `retry_ms`: the reconnection delay told to the client (`retry:`)."""
+    yield b": connected\n" + (f"retry: {retry_ms}\n" if retry_ms else "").encode() + b"\n"
     last_sent = time.monotonic()
     while True:
-        records, position = await fetch(position)
+        try:
+            records, position = await fetch(position)
+        except Ended:
+            return
         for record_id, event, data in records:
             yield frame(record_id, event, data)
         if records:

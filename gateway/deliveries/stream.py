@@ -57,13 +57,26 @@ def start_of(last_event_id: str | None) -> datetime:
     return datetime.fromtimestamp(int(millis) / 1000, UTC) - LOOKBACK
 
 
-class Follower:
-    """One follower's position: the newest time read, and the ids handed out."""
+def resume_point(last_event_id: str) -> tuple[int, str]:
+    """(milliseconds, delivery id) of a Last-Event-ID: the point a follower that cannot drop
+    repeats itself (a smee channel) resumes after."""
+    millis, dot, delivery_id = last_event_id.partition(".")
+    if not dot or not millis.isdigit():
+        raise InvalidRequest("Last-Event-ID: expected <milliseconds>.<delivery id>")
+    return int(millis), delivery_id
 
-    def __init__(self, source_uid: str, since: datetime) -> None:
+
+class Follower:
+    """One follower's position: the newest time read, and the ids handed out. With `after`
+    (a resume point), nothing at or before it in the stream's order is handed out."""
+
+    def __init__(
+        self, source_uid: str, since: datetime, after: tuple[int, str] | None = None
+    ) -> None:
         self.source_uid = source_uid
         self.newest = since
         self.floor = since  # never below where the follower asked to start
+        self.after = after
         self.sent: OrderedDict[str, None] = OrderedDict()
 
     async def next_page(self, conn: AsyncConnection) -> list[StreamedDelivery]:
@@ -82,7 +95,7 @@ class Follower:
         found = []
         for delivery_id, received_at, payload, headers in await conn.execute(query):
             self.newest = max(self.newest, received_at)
-            if delivery_id in self.sent:
+            if delivery_id in self.sent or self._before_resume(received_at, delivery_id):
                 continue
             self.sent[delivery_id] = None
             if len(self.sent) > REMEMBERED:
@@ -104,3 +117,8 @@ class Follower:
             if len(found) == PAGE:
                 break
         return found
+
+    def _before_resume(self, received_at: datetime, delivery_id: str) -> bool:
+        if self.after is None:
+            return False
+        return (int(received_at.timestamp() * 1000), delivery_id) <= self.after

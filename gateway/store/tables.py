@@ -1008,3 +1008,19 @@ event_subscriptions = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Column("deleted_at", UTCDateTime, nullable=True),
 )
+
+# A smee-compatible channel (docs/events.md#smee-compatible-channels): a capability URL that
+# streams one webhook's or connection's accepted deliveries to whoever holds it (smee-client
+# sends no Authorization header). The token is kept as its SHA-256; deleting the row revokes it.
+delivery_channels = Table(
+    "delivery_channels",
+    metadata,
+    Column("uid", String(64), primary_key=True),
+    Column("source_uid", String(64), nullable=False, index=True),
+    Column("team_uid", String(64), ForeignKey("teams.uid"), nullable=False),
+    Column("token_hash", String(64), nullable=False),
+    Column("description", String(500), nullable=True),
+    Column("created_by", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ux_delivery_channels_token", "token_hash", unique=True),
+)
