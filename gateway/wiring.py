@@ -125,6 +125,8 @@ async def _start(
     if evaluating:
         consumer = _evaluator(services, _source(services, redis, outbox, backend, dedicated))
         _background(services)
+    if long_lived:
+        _refusal_flusher(services, redis if evaluating else None, ingress)
     if serving and not dedicated:
         # config cache, compiled matchers and modules live as long as the process: frozen, the
         # collector stops re-scanning them (full collections stalled requests ~30 ms); the
@@ -151,6 +153,33 @@ def _evaluator(services: Services, source: Source) -> Consumer:
 
     services.lifetime.on_stop(finish_the_batch_in_hand)
     return consumer
+
+
+def _refusal_flusher(services: Services, redis: Redis | None, ingress: Ingress | None) -> None:
+    """`delivery.rejected` events of the refusals no record tells, where they are counted:
+    the embedded backend of this process's ingress, or the Redis an evaluator reads."""
+    from gateway.backends.contract import Refusals
+    from gateway.deliveries import refusal_flusher
+    from gateway.transports.embedded.backend import MemoryBackend
+
+    refusals: Refusals | None = None
+    if redis is not None:
+        from gateway.backends.redis_refusals import RedisRefusals
+
+        refusals = RedisRefusals(redis, _keyspace(services.settings))
+    elif ingress is not None and isinstance(ingress.backend, MemoryBackend):
+        refusals = ingress.backend.unlogged
+    if refusals is None:
+        return
+    database = services.database
+    services.lifetime.spawn(
+        refusal_flusher.flush_forever(database, refusals), name="refusal-flusher"
+    )
+
+    async def last_flush() -> None:  # what was counted since the last flush
+        await refusal_flusher.flush(database, refusals)
+
+    services.lifetime.on_stop(last_flush)
 
 
 def _background(services: Services) -> None:

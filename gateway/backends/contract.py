@@ -103,6 +103,31 @@ class DeliveryRecord:
     headers: bytes | None = None  # accepted ones: request headers, redacted (header block)
 
 
+@dataclass(frozen=True, slots=True)
+class RefusalCount:
+    """Refusals of one source for one reason that no log record tells (past the reject-log
+    cap, or with the backlog full): how many, the first and the last."""
+
+    source_uid: str
+    reason: str
+    count: int
+    first_at: datetime
+    last_at: datetime
+
+
+class Refusals(Protocol):
+    """Where a backend counts the refusals it logs no record of
+    (gateway/deliveries/refusal_flusher.py turns them into events)."""
+
+    async def take(self) -> list[RefusalCount]:
+        """Every count so far, reset: each is taken once."""
+        ...
+
+    async def give_back(self, counts: list[RefusalCount]) -> None:
+        """Counts taken but not recorded: added back."""
+        ...
+
+
 class IngressBackend(Protocol):
     def prepare(self, targets: Iterable[Target]) -> None:
         """Build whatever per-webhook state the request path needs, at start-up: made before

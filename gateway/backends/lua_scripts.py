@@ -64,12 +64,22 @@ end
 local function backlog_full(backlog)
   return backlog.count + backlog.added >= backlog.limit
 end
+-- a refusal not logged as a record, counted per webhook and reason in the shard's hash of
+-- them (`uid reason` -> count, `uid reason <` / `>` -> first / last ms), which the evaluator
+-- takes for its `delivery.rejected` events (gateway/backends/redis_refusals.py)
+local function tally(refused, uid, reason)
+  local field = uid .. ' ' .. reason
+  redis.call('HINCRBY', refused, field, 1)
+  redis.call('HSETNX', refused, field .. ' <', now)
+  redis.call('HSET', refused, field .. ' >', now)
+  redis.call('EXPIRE', refused, 604800)
+end
 -- rejected and duplicate records are logged up to `limit` per window, and while the backlog
--- has room; beyond that only counted
-local function log_capped(rej, dropped, stream, floor, window, limit, fields, backlog)
+-- has room; beyond that a refusal is only counted (`fields`: 4 the webhook; 11 'r' and 12 the
+-- reason, for a refusal: a duplicate has none)
+local function log_capped(rej, refused, stream, floor, window, limit, fields, backlog)
   if full_until(rej, limit, floor, window) or backlog_full(backlog) then
-    redis.call('INCR', dropped)
-    redis.call('EXPIRE', dropped, 604800)
+    if fields[11] == 'r' then tally(refused, fields[4], fields[12]) end
     return
   end
   redis.call('XADD', stream, '*', unpack(fields))
@@ -107,8 +117,8 @@ SUBMIT_SCRIPT = (
 -- is not consulted: a delivery that authenticates is never refused by it (AUTH_FAILED alone
 -- counts and spends it).
 -- KEYS, 8 per delivery: 1 version, 2 rate window, 3 reject-log window, 4 shard stream,
---       5 dropped-log counter, 6 backlog counter, 7 pending index (delivery id -> stream entry
---       id) of the webhook, 8 seen(identity);
+--       5 refusals not logged (the shard's), 6 backlog counter, 7 pending index (delivery
+--       id -> stream entry id) of the webhook, 8 seen(identity);
 --       or, for one large body alone, a 9th: the body, SET by the command pipelined just before
 -- ARGV, 13 per delivery: 1 rate limit, 2 window ms, 3 reject-log limit, 4 de-dup ttl seconds,
 --       5 webhook uid, 6 config version held, 7 backlog limit, 8 new delivery id,
@@ -179,6 +189,7 @@ local function submit(k, a, body_key)
     first = redis.call('GET', KEYS[k + 8])
     if not first then
       if body_key then redis.call('DEL', body_key) end
+      tally(KEYS[k + 5], ARGV[a + 5], 'backlog_full')
       return {'FULL'}
     end
   else
@@ -229,7 +240,7 @@ AUTH_FAILED_SCRIPT = (
     """
 -- AUTH_FAILED: count one failed authentication of (webhook, source) and log it.
 -- KEYS: 1 version, 2 auth-failures(webhook, source), 3 reject-log window, 4 shard stream,
---       5 dropped-log counter, 6 backlog counter
+--       5 refusals not logged, 6 backlog counter
 -- ARGV: 1 config version held, 2 auth-failure limit, 3 window ms, 4 reject-log limit,
 --       5 new delivery id, 6 webhook uid, 7 size, 8 backlog limit, 9 reason code
 -- Returns: {'STALE'} | {'AUTHLIMIT', retry_ms} | {'DENIED'}
@@ -263,7 +274,7 @@ LOG_REJECTION_SCRIPT = (
     "#!lua\n"
     """
 -- LOG_REJECTION: log a rejection decided before authentication (too large), capped.
--- KEYS: 1 reject-log window, 2 shard stream, 3 dropped-log counter, 4 backlog counter
+-- KEYS: 1 reject-log window, 2 shard stream, 3 refusals not logged, 4 backlog counter
 -- ARGV: 1 window ms, 2 reject-log limit, 3 new delivery id, 4 webhook uid, 5 size, 6 label,
 --       7 backlog limit, 8 reason code
 -- Returns: 1
@@ -278,6 +289,34 @@ flush()
 return 1
 """
 )
+
+TAKE_REFUSALS_SCRIPT = """
+-- TAKE_REFUSALS: the shard's counts of refusals not logged, taken (read and deleted at once,
+-- so two evaluators never both report one).
+-- KEYS: 1 the shard's refusals hash   Returns: its fields and values, flat
+local taken = redis.call('HGETALL', KEYS[1])
+if #taken > 0 then redis.call('DEL', KEYS[1]) end
+return taken
+"""
+
+GIVE_BACK_REFUSALS_SCRIPT = """
+-- GIVE_BACK_REFUSALS: counts taken but not recorded (the SQL write failed), added back.
+-- KEYS: 1 the shard's refusals hash   ARGV: per count: field (`uid reason`), n, first, last
+for i = 1, #ARGV, 4 do
+  local field = ARGV[i]
+  redis.call('HINCRBY', KEYS[1], field, ARGV[i + 1])
+  local first = redis.call('HGET', KEYS[1], field .. ' <')
+  if not first or tonumber(first) > tonumber(ARGV[i + 2]) then
+    redis.call('HSET', KEYS[1], field .. ' <', ARGV[i + 2])
+  end
+  local last = redis.call('HGET', KEYS[1], field .. ' >')
+  if not last or tonumber(last) < tonumber(ARGV[i + 3]) then
+    redis.call('HSET', KEYS[1], field .. ' >', ARGV[i + 3])
+  end
+end
+redis.call('EXPIRE', KEYS[1], 604800)
+return 1
+"""
 
 ACK_SCRIPT = """
 -- ACK: entries of one shard stream whose deliveries are committed to SQL: acknowledge and

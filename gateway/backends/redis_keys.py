@@ -49,6 +49,11 @@ class KeySpace:
         """The webhook's accepted deliveries not evaluated yet: delivery id -> stream entry id."""
         return f"{self.tag(shard)}:pend:{uid}"
 
+    def refused(self, shard: int) -> str:
+        """The shard's counts of refusals not logged as records (past the reject-log cap, or
+        with the backlog full): `uid reason` -> count, and its first and last time."""
+        return f"{self.tag(shard)}:refused"
+
     def version(self, uid: str, shard: int) -> str:
         return f"{self.tag(shard)}:ver:{uid}"
 
@@ -64,7 +69,7 @@ class KeySpace:
             seen_prefix=f"{tag}:seen:{uid}:",
             body_prefix=f"{tag}:body:",
             stream=f"{tag}:stream",
-            dropped=f"{tag}:dropped:{uid}",
+            refused=self.refused(shard),
             backlog=self.backlog(shard),
             pending=self.pending(uid, shard),
         )
@@ -79,7 +84,7 @@ class WebhookKeys:
     seen_prefix: str
     body_prefix: str
     stream: str
-    dropped: str
+    refused: str  # the shard's counts of refusals not logged as records
     backlog: str
     pending: str
 

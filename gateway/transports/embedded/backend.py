@@ -33,6 +33,7 @@ from gateway.backends.contract import (
 )
 from gateway.backends.delivery_rows import PENDING
 from gateway.backends.first_copies import FirstCopies, Wanted
+from gateway.backends.refusal_tally import RefusalTally
 from gateway.backends.seen_deliveries import MAYBE, SeenDeliveries, seen_key
 from gateway.backends.sliding_window import SlidingWindow
 from gateway.errors import Unavailable
@@ -68,6 +69,7 @@ class MemoryBackend:
         self._auth = SlidingWindow(RATE_WINDOW_MS)
         self._rate = SlidingWindow(RATE_WINDOW_MS)
         self._rejects = SlidingWindow(RATE_WINDOW_MS)
+        self.unlogged = RefusalTally()  # refusals past the reject-log cap, or backlog full
         self._seen = SeenDeliveries(DEDUP_WINDOW_S * 1000, dedup_memory)
         self._first_copies = FirstCopies(log.first_copies)
         # first copies still committing: a copy arriving meanwhile shares their fate
@@ -160,7 +162,9 @@ class MemoryBackend:
             return await self._duplicate(s, first, now)
         if self.backlog >= self.max_backlog:
             if await self._backlog_full():
-                return Outcome(Verdict.BACKLOG_FULL)  # nothing recorded, no rate slot taken
+                # nothing recorded, no rate slot taken; counted for `delivery.rejected`
+                self.unlogged.add(uid, Reason.BACKLOG_FULL.value, now)
+                return Outcome(Verdict.BACKLOG_FULL)
             if (limited := self._over_rate(s, now)) is not None:
                 return limited
         # the awaits above: another copy may have come meanwhile (a MAYBE was answered already)
@@ -297,7 +301,10 @@ class MemoryBackend:
 
     def _log_record(self, target: Target, record: DeliveryRecord, now: float) -> None:
         if self._rejects.retry_ms(target.webhook_uid, REJECT_LOG_LIMIT, now) is not None:
-            return  # capped: a flood of rejections cannot flood storage
+            # capped: a flood of rejections cannot flood storage; a refusal is still counted
+            if record.reason is not None:
+                self.unlogged.add(target.webhook_uid, record.reason.value, now)
+            return
         self._rejects.add(target.webhook_uid, now)
         self.log.write_later(record)
 

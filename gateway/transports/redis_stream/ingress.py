@@ -62,7 +62,7 @@ class SubmitFrame:
         self.slot = key_slot(k.stream.encode())  # the Cluster hash slot of the webhook's keys
         self.seen_prefix = k.seen_prefix
         self.body_prefix = k.body_prefix
-        fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.dropped, k.backlog, k.pending)
+        fixed_keys = (k.version, k.rate, k.rejects, k.stream, k.refused, k.backlog, k.pending)
         self.fixed_keys = b"".join([resp_client.bulk(key) for key in fixed_keys])
         fixed_args = (
             RATE_LIMIT,
@@ -191,7 +191,7 @@ class RedisBackend:
         k = self.keys(target)
         reply = await self._eval(
             AUTH_FAILED_SHA,
-            (k.version, k.auth_prefix + source, k.rejects, k.stream, k.dropped, k.backlog),
+            (k.version, k.auth_prefix + source, k.rejects, k.stream, k.refused, k.backlog),
             (
                 target.version,
                 self.auth_failure_limit,
@@ -212,7 +212,7 @@ class RedisBackend:
         k = self.keys(target)
         await self._eval(
             LOG_REJECTION_SHA,
-            (k.rejects, k.stream, k.dropped, k.backlog),
+            (k.rejects, k.stream, k.refused, k.backlog),
             (
                 *(RATE_WINDOW_MS, REJECT_LOG_LIMIT, delivery_id, target.webhook_uid, size),
                 *(label.value, self.max_backlog, reason.value),
