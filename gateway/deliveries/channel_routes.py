@@ -19,7 +19,6 @@ from gateway.deliveries.smee import RESUMES, message
 from gateway.deliveries.stream import Follower, resume_point, stream_id
 from gateway.errors import NotFound
 from gateway.openapi import Header
-from gateway.store.types import utcnow
 
 routes = Routes("deliveries")
 SOURCES = (
@@ -109,7 +108,14 @@ async def follow_channel(request: Request) -> Response:
         raise NotFound("token: no such channel, or revoked")
     channel_uid, source_uid = found
     last_event_id = request.headers.get("last-event-id")
+    greeting: list[sse.Record] = []
+    if last_event_id is None:
+        # smee.io's `ready` (smee-client forwards only `message`s): its id is where this
+        # stream starts, so a reconnect before the first delivery resumes from there
+        last_event_id = f"{int(time.time() * 1000)}."
+        greeting.append((last_event_id, "ready", b"{}"))
     follower = _follower(channel_uid, source_uid, last_event_id)
+    RESUMES.put(channel_uid, last_event_id, follower, None)
 
     async def fetch(position: object) -> tuple[list[sse.Record], object]:
         # position: (when the channel was last seen open, the last id sent)
@@ -121,6 +127,8 @@ async def follow_channel(request: Request) -> Response:
                 checked = time.monotonic()
             found = await follower.next_page(conn)
         records = [(stream_id(i.received_at, i.delivery_id), "", message(i)) for i in found]
+        if greeting:
+            records, greeting[:] = [*greeting, *records], []
         if records:
             RESUMES.put(channel_uid, records[-1][0], follower, last)
             last = records[-1][0]
@@ -133,13 +141,11 @@ async def follow_channel(request: Request) -> Response:
     )
 
 
-def _follower(channel_uid: str, source_uid: str, last_event_id: str | None) -> Follower:
-    """A reconnect continues the follower it left in this process; else it starts after the
-    delivery it names (or now)."""
-    if last_event_id is None:
-        return Follower(source_uid, utcnow())
+def _follower(channel_uid: str, source_uid: str, last_event_id: str) -> Follower:
+    """A reconnect continues the follower it left in this process; else the stream starts
+    after the delivery its id names (a new stream's id names none: its start)."""
     after = resume_point(last_event_id)
-    kept = RESUMES.take(channel_uid, last_event_id)
+    kept = RESUMES.find(channel_uid, last_event_id)
     if kept is not None:
         return kept
     return Follower(source_uid, datetime.fromtimestamp(after[0] / 1000, UTC), after)

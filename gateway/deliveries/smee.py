@@ -61,8 +61,8 @@ class ResumePoints:
         while len(self._held) > self.limit:
             self._held.popitem(last=False)
 
-    def take(self, channel_uid: str, last_id: str) -> Follower | None:
-        held = self._held.pop((channel_uid, last_id), None)
+    def find(self, channel_uid: str, last_id: str) -> Follower | None:
+        held = self._held.get((channel_uid, last_id))
         if held is None or time.monotonic() - held[0] > self.kept_s:
             return None
         return held[1]

@@ -107,4 +107,3 @@ def flush_redis(client: GatewayClient) -> None:
             await redis.aclose()
 
     assert client.run(flush) == 1
-

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from gateway.deliveries import smee
+from gateway.listen import messages
 from testbed.procs import free_port
 from tests.npm_packages import node, node_modules
 from tests.subscriptions.receiver import Receiver, receiving
@@ -115,25 +116,30 @@ def test_smee_client_forwards_and_resumes(world: World) -> None:
             url = open_channel(world, hook, port)
             process = stack.enter_context(smee_client(url, local.url))
             time.sleep(scaled(1))  # its stream is open
-            first = push(world, hook, 1)
-            assert len(local.wait_for(1, scaled(20))) == 1, "not forwarded"
+        # the gateway's server gone a moment before any delivery (the app stays up): one
+        # delivered meanwhile comes once it is back (the stream's `ready` id is its start)
+        first = push(world, hook, 1)
+        with served(world.client, port):
+            assert len(local.wait_for(1, scaled(30))) == 1, "not forwarded"
             check_received(local, 0, first)
-        # the gateway's server gone a moment (the app stays up): a delivery meanwhile comes
-        # once it is back, from the follower the stream kept under the last id it sent
+        # again after a delivery: from the follower the stream kept under the last id it sent
         second = push(world, hook, 2)
         with served(world.client, port):
             assert len(local.wait_for(2, scaled(30))) == 2, "not forwarded after a reconnect"
             check_received(local, 1, second)
+            third = push(world, hook, 3)  # and live
+            assert len(local.wait_for(3, scaled(20))) == 3, "not forwarded"
+            check_received(local, 2, third)
         # again, the kept follower forgotten (another process, or long after): from the
         # Last-Event-ID alone
         smee.RESUMES._held.clear()
-        third = push(world, hook, 3)
+        fourth = push(world, hook, 4)
         with served(world.client, port):
-            assert len(local.wait_for(3, scaled(30))) == 3, "not forwarded after a reconnect"
-            check_received(local, 2, third)
+            assert len(local.wait_for(4, scaled(30))) == 4, "not forwarded after a reconnect"
+            check_received(local, 3, fourth)
             time.sleep(scaled(2))  # a repeat would have come by now
         assert process.poll() is None
-        assert [json.loads(r.body)["n"] for r in local.requests] == [1, 2, 3]
+        assert [json.loads(r.body)["n"] for r in local.requests] == [1, 2, 3, 4]
 
 
 def test_channels_are_their_sources_own(world: World) -> None:
@@ -170,10 +176,11 @@ def test_a_channel_streams_only_its_own_source(world: World) -> None:
         with httpx.Client(timeout=scaled(20)) as http, http.stream("GET", url) as stream:
             assert stream.status_code == 200
             lines = stream.iter_lines()
-            assert next(lines).startswith(": connected")
+            found = messages(lines)
+            assert next(found)["event"] == "ready"  # smee.io's first message
             push(world, ours, 1)
             push(other, theirs, 2)
-            data = next(line for line in lines if line.startswith("data: "))
+            delivered = next(found)
             # revoked, the open stream ends (the channel is checked every RECHECK_S)
             base = f"/webhooks/{theirs['uid']}/channels"
             (channel,) = other.api("GET", base).json()["channels"]
@@ -181,6 +188,7 @@ def test_a_channel_streams_only_its_own_source(world: World) -> None:
             started = time.monotonic()
             rest = list(lines)
             assert time.monotonic() - started < scaled(15)
-    message = json.loads(data.removeprefix("data: "))
+    assert "event" not in delivered  # a `message`, the only kind smee-client forwards
+    message = json.loads(delivered["data"])
     assert message["body"]["n"] == 2 and message["x-github-event"] == "push"
     assert not [line for line in rest if line.startswith("data: ")], rest
