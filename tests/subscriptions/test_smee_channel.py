@@ -23,6 +23,8 @@ import pytest
 from gateway.deliveries import smee
 from gateway.listen import messages
 from testbed.procs import free_port
+from tests.connections import signing
+from tests.connections.provider_world import connect, deliver
 from tests.npm_packages import node, node_modules
 from tests.subscriptions.receiver import Receiver, receiving
 from tests.subscriptions.served import served
@@ -192,3 +194,26 @@ def test_a_channel_streams_only_its_own_source(world: World) -> None:
     message = json.loads(delivered["data"])
     assert message["body"]["n"] == 2 and message["x-github-event"] == "push"
     assert not [line for line in rest if line.startswith("data: ")], rest
+
+
+def test_a_connection_channel_streams_its_deliveries(world: World) -> None:
+    connection = connect(world, "github")
+    base = f"/provider-connections/{connection['uid']}/channels"
+    assert world.api("POST", base, json={}, headers=world.stranger).status_code == 403
+    made = world.api("POST", base, json={})
+    assert made.status_code == 201, made.text
+    assert made.json()["source_uid"] == connection["uid"]
+    token = made.json()["url"].rpartition("/")[2]
+    signed = signing.github(connection["secret"], "issues", {"action": "opened", "n": 7})
+    with served(world.client) as port:
+        url = f"http://127.0.0.1:{port}/api/v1/channels/{token}"
+        with httpx.Client(timeout=scaled(20)) as http, http.stream("GET", url) as stream:
+            found = messages(stream.iter_lines())
+            assert next(found)["event"] == "ready"
+            deliver(world.client, connection, signed)
+            delivered = next(found)
+    message = json.loads(delivered["data"])
+    assert message["body"] == {"action": "opened", "n": 7}
+    assert message["x-github-event"] == "issues"
+    assert message["x-github-delivery"] == signed.headers["x-github-delivery"]
+    assert "x-hub-signature-256" not in message and "host" not in message
