@@ -22,8 +22,13 @@ from gateway.openapi import Header
 
 routes = Routes("deliveries")
 SOURCES = (
-    ("webhook", "/webhooks/{source_uid}/channels", "a webhook's"),
-    ("connection", "/provider-connections/{source_uid}/channels", "a provider connection's"),
+    ("webhook", "webhook_uid", "/webhooks/{webhook_uid}/channels", "a webhook's"),
+    (
+        "connection",
+        "connection_uid",
+        "/provider-connections/{connection_uid}/channels",
+        "a provider connection's",
+    ),
 )
 RECHECK_S = 5.0  # a revoked channel's open stream ends within this
 RETRY_MS = 1000  # smee-client reconnects this soon after a dropped connection
@@ -42,12 +47,12 @@ STREAM_NOTES = (
 )
 
 
-def _register(kind: str, base: str, whose: str) -> None:
+def _register(kind: str, param: str, base: str, whose: str) -> None:
     async def create(request: Request, body: Body[ChannelCreate]) -> DeliveryChannel:
         principal = await principal_of(request)
         spec = await body.read()
         services = services_of(request)
-        uid = request.path_params["source_uid"]
+        uid = request.path_params[param]
         base_url = services.settings.console_base_url
         async with services.database.transaction() as conn:
             team_uid = await channels.source_team(conn, principal, kind, uid)
@@ -55,14 +60,14 @@ def _register(kind: str, base: str, whose: str) -> None:
 
     async def list_all(request: Request) -> ChannelList:
         principal = await principal_of(request)
-        uid = request.path_params["source_uid"]
+        uid = request.path_params[param]
         async with services_of(request).database.read() as conn:
             await channels.source_team(conn, principal, kind, uid)
             return ChannelList(channels=await channels.list_channels(conn, uid))
 
     async def revoke(request: Request) -> Response:
         principal = await principal_of(request)
-        uid = request.path_params["source_uid"]
+        uid = request.path_params[param]
         async with services_of(request).database.transaction() as conn:
             await channels.source_team(conn, principal, kind, uid)
             await channels.revoke_channel(conn, principal, uid, request.path_params["channel_uid"])
@@ -86,8 +91,8 @@ def _register(kind: str, base: str, whose: str) -> None:
     )
 
 
-for _kind, _base, _whose in SOURCES:
-    _register(_kind, _base, _whose)
+for _source in SOURCES:
+    _register(*_source)
 
 
 @routes.get(
