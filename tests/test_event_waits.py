@@ -37,3 +37,35 @@ async def test_a_cancellation_that_comes_with_the_event_is_kept() -> None:
         assert task.cancelled() and rounds == 1
     finally:
         task.cancel()
+
+
+async def test_a_cancellation_a_call_turned_into_its_own_error_still_stops_the_loop() -> None:
+    """A loop that logs its work's failures and waits again (the outbound dispatcher) stops
+    when a cancellation reached it as another error: the next wait raises it."""
+    event = asyncio.Event()
+    failures = 0
+
+    async def call() -> None:  # as a driver cancelled mid-call answers: its own error
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError as exc:
+            raise RuntimeError("connection lost") from exc
+
+    async def loop() -> None:
+        nonlocal failures
+        while True:
+            try:
+                await call()
+            except Exception:
+                failures += 1
+            await wait_event(event, 0.01)
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0.05)  # in the call
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=5)
+    try:
+        assert done, "the loop went on after its cancellation became another error"
+        assert task.cancelled() and failures == 1
+    finally:
+        task.cancel()

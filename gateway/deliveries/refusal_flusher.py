@@ -11,6 +11,7 @@ import logging
 
 from gateway.backends.contract import Refusals
 from gateway.deliveries.rejection_events import record_refusal_counts
+from gateway.event_waits import pause
 from gateway.store import Database
 
 log = logging.getLogger("gateway.evaluator")
@@ -35,7 +36,7 @@ async def flush(database: Database, refusals: Refusals) -> int:
 
 async def flush_forever(database: Database, refusals: Refusals) -> None:
     while True:
-        await asyncio.sleep(FLUSH_S)  # read each time: tests shorten it
+        await pause(FLUSH_S)  # read each time: tests shorten it
         try:
             await flush(database, refusals)
         except asyncio.CancelledError:

@@ -20,6 +20,7 @@ from gateway.backends.contract import REPLAY_IDENTITY, Label
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.rejection_events import record_rejections
 from gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.event_waits import pause
 from gateway.events import log as event_log
 from gateway.logs import OutageLog
 from gateway.store import Database
@@ -117,7 +118,7 @@ class Consumer:
                 self._reading.failed(exc)
                 if entries:  # read but not planned: the source must hand them out again
                     await self.source.retry_later(entries)
-                await asyncio.sleep(1.0)
+                await pause(1.0)
         await planned.put(None)  # the writer's cue to end
 
     async def _write_planned(self, planned: asyncio.Queue[Planned | None]) -> None:
@@ -129,7 +130,7 @@ class Consumer:
                 raise
             except Exception as exc:  # retried by the source; keep writing the next ones
                 self._writing.failed(exc)
-                await asyncio.sleep(1.0)
+                await pause(1.0)
 
     async def process(self, entries: Sequence[Entry]) -> None:
         """One batch, planned and written (the stages in sequence)."""
@@ -177,7 +178,7 @@ class Consumer:
             await record_rejections(conn, (entry.record for entry in entries), claimed)
         await self.source.acknowledge(entries)
         if self.database.is_sqlite:
-            await asyncio.sleep(SQLITE_COMMIT_GAP_S)
+            await pause(SQLITE_COMMIT_GAP_S)
         self.processed += len(entries)
         self.runs_started += len(started)
         if started and self.on_runs_started is not None:

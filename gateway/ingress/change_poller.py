@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from gateway.event_waits import pause
 from gateway.ingress.cache import ConfigCache
 from gateway.store import Database
 from gateway.store import tables as t
@@ -62,4 +63,4 @@ class ChangePoller:
                 raise
             except Exception as exc:  # the store may be back in a moment
                 log.warning("ingress change poller: %s", exc)
-            await asyncio.sleep(POLL_S)
+            await pause(POLL_S)

@@ -15,7 +15,6 @@ for them (`Gauges`), so they are right whichever process answers and whatever di
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import cache
@@ -31,6 +30,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from gateway.event_waits import pause
 from gateway.metrics.counts import COUNTS, LATENCY_BOUNDS, OUTCOMES, ProcessCounts
 from gateway.metrics.directory import MULTIPROC_ENV
 
@@ -166,7 +166,7 @@ async def flush_forever(interval: float = FLUSH_S) -> None:
     """Hand counts over every `interval` while the process runs, and once more when stopped."""
     try:
         while True:
-            await asyncio.sleep(interval)
+            await pause(interval)
             exporter().flush()
     finally:
         exporter().flush()

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gateway.event_waits import wait_event
+from gateway.event_waits import pause, wait_event
 from gateway.transports.contract import Entry
 
 # Beside ingress in one process, rows per SQL transaction: small, and a read that found fewer
@@ -58,7 +58,7 @@ class PolledSource:
     async def _before_read(self) -> None:
         loop = asyncio.get_running_loop()
         if (wait := self._not_before - loop.time()) > 0:
-            await asyncio.sleep(wait)
+            await pause(wait)
         self.wake.clear()
 
     def _after_read(self, rows: int) -> None:

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.event_waits import pause
 from gateway.platform.runs.record.unclaimed import fail_unclaimed
 from gateway.platform.schedules import automation_slots
 from gateway.platform.schedules import slot_runs as schedule_runs
@@ -95,4 +96,4 @@ async def scheduler(
             raise
         except Exception as exc:  # the store may be back in a moment; keep the loop alive
             log.warning("scheduler: %s", exc, exc_info=True)
-        await asyncio.sleep(interval_s)
+        await pause(interval_s)

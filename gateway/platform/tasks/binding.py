@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.event_waits import pause
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import create_seed_task, seed_title
 from gateway.store import Database
@@ -79,4 +80,4 @@ async def task_binder(database: Database, interval_s: float = 2.0) -> None:
             raise
         except Exception as exc:  # the store may be back in a moment; keep the loop alive
             log.warning("task binder: %s", exc, exc_info=True)
-        await asyncio.sleep(interval_s)
+        await pause(interval_s)

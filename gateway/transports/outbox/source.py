@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.backends.contract import Label
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
+from gateway.event_waits import pause
 from gateway.transports.contract import Claim, Entry
 from gateway.transports.outbox.file import Outbox
 from gateway.transports.polled import (
@@ -77,7 +78,7 @@ class OutboxSource(PolledSource):
         self._release(entries)
         if entries:  # read again from before the first of them
             self._after = min(self._after, min(int(e.token) for e in entries) - 1)
-        await asyncio.sleep(self.idle_wait)
+        await pause(self.idle_wait)
 
 
 # rows per transaction of a worker of its own: ingress never waits for its transactions (the

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.deliveries import log as delivery_log
 from gateway.deliveries.trace import TraceWrites
+from gateway.event_waits import pause
 from gateway.store import Database
 from gateway.transports.contract import Claim, Entry
 from gateway.transports.polled import (
@@ -76,7 +77,7 @@ class PendingSource(PolledSource):
     async def retry_later(self, entries: Sequence[Entry]) -> None:
         self._release(entries)
         self._after = None  # rows stay pending; a read from the oldest finds them
-        await asyncio.sleep(self.idle_wait)
+        await pause(self.idle_wait)
 
 
 # rows per transaction of a worker of its own. On the same SQLite file (an in-memory one has no
