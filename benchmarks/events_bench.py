@@ -37,7 +37,8 @@ from gateway.accounts import identities
 from gateway.accounts.identities import Principal
 from gateway.events.catalogue import RunEventData
 from gateway.events.log import NewEvent, record_events
-from gateway.outbound import Dispatcher, outbound_client
+from gateway.outbound import Dispatcher
+from gateway.outbound.keepalive import KeepAliveClient
 from gateway.services import build_services
 from gateway.settings import load_settings
 from gateway.store import migrate
@@ -135,7 +136,7 @@ async def bench(db: str, events: int, subscriptions: int, port: int) -> dict[str
                 async with services.database.transaction() as conn:
                     await record_events(conn, batch)
             recorded = time.perf_counter() - recorded
-            http = outbound_client(allow_private=True)
+            http = KeepAliveClient(allow_private=True)
 
             async def disabled(*_: Any) -> None:
                 raise AssertionError("no subscription is disabled here")

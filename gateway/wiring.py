@@ -24,6 +24,7 @@ from gateway.metrics import export as metrics
 from gateway.metrics.counts import COUNTS
 from gateway.outbound import Dispatcher, Sender, outbound_client
 from gateway.outbound.gauges import with_backlog
+from gateway.outbound.keepalive import KeepAliveClient
 from gateway.platform.inbox.notifications import on_subscription_disabled
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.schedules.scheduler import scheduler
@@ -198,7 +199,12 @@ def _dispatcher(services: Services) -> None:
         allow_private=settings.outbound_allow_private, timeout=settings.outbound_timeout_s
     )
     services.lifetime.on_close(http.aclose)
-    senders = _senders(services, http)
+    # events: many small posts to few subscribers, through kept-alive connections of their own
+    lean = KeepAliveClient(
+        allow_private=settings.outbound_allow_private, timeout=settings.outbound_timeout_s
+    )
+    services.lifetime.on_close(lean.aclose)
+    senders = _senders(services, http, lean)
     if senders:
         dispatcher = Dispatcher(
             services.database,
@@ -208,7 +214,7 @@ def _dispatcher(services: Services) -> None:
         services.lifetime.spawn(dispatcher.run(), name="outbound-dispatcher")
 
 
-def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
+def _senders(services: Services, http: httpx.AsyncClient, lean: KeepAliveClient) -> list[Sender]:
     """The sender of each outbound kind: replies are posted through their connection
     (connections/), with the run as the platform tells it; events go to their subscriptions
     (subscriptions/delivery.py)."""
@@ -227,7 +233,7 @@ def _senders(services: Services, http: httpx.AsyncClient) -> list[Sender]:
     events = EventSender(
         database,
         services.secret_box,
-        http,
+        lean,
         disable_after=timedelta(days=settings.event_subscription_disable_after_days),
         on_disabled=subscription_disabled,
     )

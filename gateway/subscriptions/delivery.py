@@ -26,6 +26,7 @@ from standardwebhooks import Webhook
 from gateway.events.fan_out import KIND
 from gateway.outbound import Delivered, Failed, OutboundMessage, Outcome, RetryLater, RetrySchedule
 from gateway.outbound.http import RefusedDestination, refused
+from gateway.outbound.keepalive import Answer, KeepAliveClient
 from gateway.security import SecretBox
 from gateway.store import Database
 from gateway.store import tables as t
@@ -76,7 +77,7 @@ class EventSender:
         self,
         database: Database,
         box: SecretBox,
-        http: httpx.AsyncClient,
+        http: KeepAliveClient,
         *,
         disable_after: timedelta,
         on_disabled: OnDisabled,
@@ -124,6 +125,7 @@ class EventSender:
                 content=body.encode(),
                 headers=headers(self._secrets(row, now), message.id, now, body),
                 timeout=TIMEOUT_S,
+                keep=EXCERPT,
             )
         except RefusedDestination as exc:
             return refused(exc)
@@ -197,6 +199,6 @@ class EventSender:
         await self._on_disabled(conn, row, why)
 
 
-def _retry_after(answer: httpx.Response) -> float | None:
+def _retry_after(answer: Answer) -> float | None:
     value = answer.headers.get("retry-after", "")
     return min(float(value), SCHEDULE.max_delay_s) if value.isdigit() else None
