@@ -39,14 +39,15 @@ log = logging.getLogger("gateway.outbound")
 
 POLL_S = 1.0
 TIMEOUT_S = 30.0
-MAX_IN_FLIGHT = 32
+MAX_IN_FLIGHT = 128
 PER_DESTINATION = 4
 # an attempt to settle: its settlement, final outcome, the outcome, and who waits for it
 _ToSettle = tuple[Settlement, "Outcome | None", Outcome, "asyncio.Future[None]"]
 
 
 class Sender(Protocol):
-    """What sends one kind of message."""
+    """What sends one kind of message. A sender may also say how many of its messages go to
+    one destination at once (`per_destination`, an int attribute); else the dispatcher's."""
 
     kind: str
     schedule: RetrySchedule
@@ -76,6 +77,11 @@ class Dispatcher:
         self._database, self._senders = database, dict(senders)
         self._poll_s, self._timeout_s = poll_s, timeout_s
         self._max_in_flight, self._per_destination = max_in_flight, per_destination
+        self._limits: dict[str, int] = {
+            kind: min(limit, max_in_flight)
+            for kind, sender in self._senders.items()
+            if (limit := getattr(sender, "per_destination", None)) is not None
+        }
         # a lease outlasts the call's timeout and the settling after it (a dispatcher that died
         # mid-call leaves the message to others once it ran out)
         self._lease = timedelta(seconds=timeout_s + max(5.0, timeout_s))
@@ -115,8 +121,9 @@ class Dispatcher:
             return 0
         taken: defaultdict[str, int] = defaultdict(int)
 
-        def admit(destination: str) -> bool:
-            if self._in_flight[destination] + taken[destination] >= self._per_destination:
+        def admit(kind: str, destination: str) -> bool:
+            limit = self._limits.get(kind, self._per_destination)
+            if self._in_flight[destination] + taken[destination] >= limit:
                 return False
             taken[destination] += 1
             return True

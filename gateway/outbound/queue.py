@@ -122,14 +122,15 @@ async def claim(
     kinds: Iterable[str],
     lease: timedelta,
     limit: int,
-    admit: Callable[[str], bool],
+    admit: Callable[[str, str], bool],
 ) -> list[OutboundMessage]:
-    """Due messages of `kinds`, at most `limit`, each of a destination `admit` takes (called
-    once per message, in order: it counts), leased for `lease` (rows others are claiming are
-    skipped on PostgreSQL)."""
+    """Due messages of `kinds`, at most `limit`, each one `admit(kind, destination)` takes
+    (called once per message, in order: it counts), leased for `lease` (rows others are
+    claiming are skipped on PostgreSQL). The window of due rows is read without payloads; only
+    the chosen ones' come back, from the UPDATE that leases them."""
     now = utcnow()
     due = (
-        select(m)
+        select(m.c.id, m.c.kind, m.c.destination)
         .where(
             m.c.state == "pending",
             m.c.next_attempt_at <= now,
@@ -140,12 +141,14 @@ async def claim(
         .limit(limit * 4)
         .with_for_update(skip_locked=True)
     )
-    chosen = [row for row in (await conn.execute(due)).all() if admit(row.destination)][:limit]
+    window = (await conn.execute(due)).all()
+    chosen = [row.id for row in window if admit(row.kind, row.destination)][:limit]
     if not chosen:
         return []
-    await conn.execute(
-        update(m).where(m.c.id.in_([row.id for row in chosen])).values(claimed_until=now + lease)
+    leased = (
+        update(m).where(m.c.id.in_(chosen)).values(claimed_until=now + lease).returning(*_CLAIMED)
     )
+    rows = {row.id: row for row in await conn.execute(leased)}
     return [
         OutboundMessage(
             id=row.id,
@@ -157,8 +160,14 @@ async def claim(
             attempts=row.attempts,
             created_at=row.created_at,
         )
-        for row in chosen
+        for row in (rows[uid] for uid in chosen)
     ]
+
+
+_CLAIMED = (
+    *(m.c.id, m.c.kind, m.c.key, m.c.subject, m.c.destination),
+    *(m.c.payload, m.c.attempts, m.c.created_at),
+)
 
 
 async def record_attempt(

@@ -40,6 +40,9 @@ SCHEDULE = RetrySchedule(
     first_s=5.0, factor=4.0, max_delay_s=6 * 3600.0, max_attempts=12, max_age_s=86_400.0
 )
 EXCERPT = 1024
+# messages in flight to one subscription at once (the dispatcher's default is 4): a subscriber
+# answering quickly takes thousands a second; a slow one holds 16 of the dispatcher's slots
+PER_SUBSCRIPTION = 16
 ROW_TTL_S = 2.0
 # (conn, subscription row, why): tells the subscription's owners it was disabled
 OnDisabled = Callable[[AsyncConnection, Row[Any], str], Awaitable[None]]
@@ -72,6 +75,7 @@ class EventSender:
 
     kind = KIND
     schedule = SCHEDULE
+    per_destination = PER_SUBSCRIPTION
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ import asyncio
 import time
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from gateway.metrics.counts import COUNTS
@@ -114,7 +115,7 @@ async def test_a_leased_message_waits_for_its_lease(database: Database, kind: st
     then another does, once."""
     [uid] = await put(database, kind)
     async with database.transaction() as conn:
-        [claimed] = await queue.claim(conn, [kind], timedelta(seconds=0.5), 10, lambda _: True)
+        [claimed] = await queue.claim(conn, [kind], timedelta(seconds=0.5), 10, lambda *_: True)
     assert claimed.id == uid
     sender = ScriptedSender(kind)
     other = Dispatcher(database, {kind: sender})
@@ -132,12 +133,19 @@ async def test_two_dispatchers_send_each_message_once(database: Database, kind: 
     assert sorted(sent for sent, _ in sender.sent) == sorted(made)
 
 
-async def test_a_slow_destination_does_not_delay_another(database: Database, kind: str) -> None:
+@pytest.mark.parametrize("limit_of", ["dispatcher", "sender"])
+async def test_a_slow_destination_does_not_delay_another(
+    database: Database, kind: str, limit_of: str
+) -> None:
     """The slow destination's calls hang until the fast one's messages are all delivered: they
-    are, and the slow one has no more than its two calls in flight meanwhile."""
+    are, and the slow one has no more than its two calls in flight meanwhile, the limit being
+    the dispatcher's or the sender's own (`per_destination`, as the event sender has)."""
     release = asyncio.Event()
 
     class Gated(ScriptedSender):
+        if limit_of == "sender":
+            per_destination = 2
+
         async def send(self, message: OutboundMessage) -> Outcome:
             if message.destination == "slow":
                 self.sent.append((message.id, time.monotonic()))
@@ -148,7 +156,8 @@ async def test_a_slow_destination_does_not_delay_another(database: Database, kin
     sender = Gated(kind)
     slow = await put(database, kind, 6, destination="slow")
     fast = await put(database, kind, 3, destination="fast")
-    dispatcher = Dispatcher(database, {kind: sender}, per_destination=2, timeout_s=60.0)
+    limit = 2 if limit_of == "dispatcher" else 1  # the sender's 2 then prevails
+    dispatcher = Dispatcher(database, {kind: sender}, per_destination=limit, timeout_s=60.0)
     running = asyncio.create_task(dispatcher.run())
     try:
         deadline = time.monotonic() + 30
