@@ -171,7 +171,8 @@ class Dispatcher:
     async def _attempt(self, message: OutboundMessage) -> Outcome:
         sender = self._senders[message.kind]
         try:
-            return await asyncio.wait_for(sender.send(message), self._timeout_s)
+            async with asyncio.timeout(self._timeout_s):  # no task of its own, as wait_for makes
+                return await sender.send(message)
         except TimeoutError:
             return RetryLater(error=f"no answer within {self._timeout_s:g} s")
         except asyncio.CancelledError:
