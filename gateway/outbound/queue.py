@@ -125,9 +125,9 @@ async def claim(
     admit: Callable[[str, str], bool],
 ) -> list[OutboundMessage]:
     """Due messages of `kinds`, at most `limit`, each one `admit(kind, destination)` takes
-    (called once per message, in order: it counts), leased for `lease` (rows others are
-    claiming are skipped on PostgreSQL). The window of due rows is read without payloads; only
-    the chosen ones' come back, from the UPDATE that leases them."""
+    (called once per message, in order, until `limit` are taken: it counts), leased for
+    `lease` (rows others are claiming are skipped on PostgreSQL). The window of due rows is
+    read without payloads; only the chosen ones' come back, from the UPDATE that leases them."""
     now = utcnow()
     due = (
         select(m.c.id, m.c.kind, m.c.destination)
@@ -141,8 +141,12 @@ async def claim(
         .limit(limit * 4)
         .with_for_update(skip_locked=True)
     )
-    window = (await conn.execute(due)).all()
-    chosen = [row.id for row in window if admit(row.kind, row.destination)][:limit]
+    chosen: list[str] = []
+    for uid, kind, destination in (await conn.execute(due)).tuples():
+        if admit(kind, destination):
+            chosen.append(uid)
+            if len(chosen) == limit:
+                break
     if not chosen:
         return []
     leased = (
