@@ -6,8 +6,9 @@ Seeds a team with S event subscriptions (`run.*`) whose URL is a keep-alive HTTP
 process of its own (it answers 200 to everything and counts), records N `run.state_changed`
 events through `record_events` in batches of 500 (each becomes S outbound messages, enqueued in
 the events' transaction), then runs the real outbound Dispatcher with the EventSender (Standard
-Webhooks signing, one attempt row and one settling transaction per message) until every message
-is delivered. Reported: messages delivered per second, the dispatcher's CPU per message (this
+Webhooks signing, its keep-alive client, 16 in flight per subscription; every attempt's row
+written as the dispatcher settles the attempts that ended together) until every message is
+delivered. Reported: messages delivered per second, the dispatcher's CPU per message (this
 process, all threads: the event loop and SQLite's thread) and what one core would deliver at
 that cost (`one_core_messages_per_s`, the figure held to the target: >= 1,000 events/s out on
 one core), and a check (every message delivered once, the receiver's count equal). `--pin` pins

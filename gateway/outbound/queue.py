@@ -142,7 +142,7 @@ async def claim(
         .with_for_update(skip_locked=True)
     )
     chosen: list[str] = []
-    for uid, kind, destination in (await conn.execute(due)).tuples():
+    for uid, kind, destination in await conn.execute(due):
         if admit(kind, destination):
             chosen.append(uid)
             if len(chosen) == limit:
