@@ -175,6 +175,7 @@ async def test_a_slow_destination_does_not_delay_another(
     finally:
         release.set()
         running.cancel()
+        await asyncio.gather(running, return_exceptions=True)  # ended while the store is open
 
 
 async def test_a_send_past_its_timeout_is_retried(database: Database, kind: str) -> None:
@@ -200,3 +201,4 @@ async def test_an_enqueue_wakes_the_dispatcher(database: Database, kind: str) ->
             await asyncio.sleep(0.02)
     finally:
         running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
