@@ -105,6 +105,9 @@ class Dispatcher:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # the store may be back in a moment
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():  # an error raised on its way
+                        raise asyncio.CancelledError from exc  # out: cancelled all the same
                     log.warning("outbound dispatcher: %s", exc, exc_info=True)
                 await wait_event(self._wakeup, self._poll_s)
                 self._wakeup.clear()

@@ -123,11 +123,14 @@ class Database:
         the transaction's work asked for with `after_commit` runs once it has committed."""
         callbacks: list[AfterCommit] = []
         async with self._begin(urgent) as conn:
-            conn.info[_AFTER_COMMIT] = callbacks
+            # the dict itself: once a statement is cancelled the connection is invalidated and
+            # `conn.info` raises, which would replace the cancellation with an error
+            info = conn.info
+            info[_AFTER_COMMIT] = callbacks
             try:
                 yield conn
             finally:
-                conn.info.pop(_AFTER_COMMIT, None)
+                info.pop(_AFTER_COMMIT, None)
         for callback in callbacks:
             await callback()
 

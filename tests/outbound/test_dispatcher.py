@@ -202,3 +202,32 @@ async def test_an_enqueue_wakes_the_dispatcher(database: Database, kind: str) ->
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_cancelled_dispatcher_stops_whatever_its_pump_raised(
+    database: Database, kind: str
+) -> None:
+    """A cancellation that a claim turns into an error on its way out (a store whose connection
+    the cancellation broke) still stops the dispatcher: it does not log it and poll on."""
+
+    class Broken(Dispatcher):
+        broke = False
+
+        async def pump(self) -> int:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                if self.broke:  # once: a dispatcher that swallows it still ends the test
+                    raise
+                self.broke = True
+                raise RuntimeError("the connection broke as the claim was cancelled") from None
+            return 0
+
+    running = asyncio.create_task(Broken(database, {kind: ScriptedSender(kind)}).run())
+    await asyncio.sleep(0.1)
+    running.cancel()
+    done, _ = await asyncio.wait({running}, timeout=3)
+    if not done:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    assert done and running.cancelled(), "the cancelled dispatcher polled on"

@@ -47,3 +47,28 @@ def test_reads_are_statements_and_transactions_are_whole(postgres_url: str) -> N
             await database.close()
 
     asyncio.run(main())
+
+
+def test_a_cancelled_transaction_stays_cancelled(postgres_url: str) -> None:
+    """A transaction cancelled in a statement raises the cancellation: the connection it
+    invalidates must not turn it into an error a loop catches and goes on after."""
+
+    async def main() -> None:
+        database = create_database(postgres_url.replace("postgresql://", "postgresql+asyncpg://"))
+        try:
+
+            async def sleep_in_a_transaction() -> None:
+                async with database.transaction() as conn:
+                    await conn.execute(text("SELECT pg_sleep(5)"))
+
+            task = asyncio.create_task(sleep_in_a_transaction())
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, 3)
+            async with database.transaction() as conn:  # the store serves on
+                assert (await conn.execute(text("SELECT 1"))).scalar() == 1
+        finally:
+            await database.close()
+
+    asyncio.run(main())
