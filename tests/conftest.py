@@ -207,6 +207,7 @@ SERVICE_FIXTURES = frozenset(
         "own_store",
         "fresh_store",  # tests/store/conftest.py
         "http",  # tests/replies/conftest.py: providers' APIs on loopback
+        "local_server",  # tests/outbound/test_http.py: a receiver on loopback
     }
 )
 

@@ -167,8 +167,11 @@ def _headers(fixture: Fixture, path: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("method", "path", "operation"),
-    OPERATIONS,
-    ids=[f"{method} {path}" for method, path, _ in OPERATIONS],
+    [
+        # a stream is read over a socket (served): `service`, out of the quick tier
+        pytest.param(m, p, op, id=f"{m} {p}", marks=[pytest.mark.service] if _streams(op) else [])
+        for m, p, op in OPERATIONS
+    ],
 )
 def test_malformed_input_is_a_problem_not_a_crash(
     fixture: Fixture, method: str, path: str, operation: dict[str, Any]

@@ -14,6 +14,8 @@ import pytest
 from gateway.outbound import RefusedDestination
 from gateway.outbound.keepalive import MAX_DRAIN, Answer, KeepAliveClient
 
+pytestmark = pytest.mark.service  # its servers are on loopback
+
 Answerer = Callable[[int], bytes | None]  # the n-th request (0-based) -> raw answer, None: close
 
 
