@@ -10,8 +10,8 @@ from typing import Any, cast
 
 import redis
 
-from gateway.backends.redis_keys import KeySpace
-from gateway.transports.outbox.file import SUFFIX as OUTBOX_SUFFIX
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.webhook_gateway.transports.outbox.file import SUFFIX as OUTBOX_SUFFIX
 
 PAGE = 100  # entries per XRANGE: a page of 200 KB bodies is ~20 MB
 

@@ -119,7 +119,7 @@ class App:
 
 async def _world(gateway: App) -> tuple[str, str, str]:
     try:
-        from gateway.accounts import factories, identities
+        from gateway.foundation.accounts import factories, identities
     except ImportError:  # a --baseline tree from before the packages by product (2026-11-26)
         from gateway.domain import factories, identities  # type: ignore[no-redef]
 
@@ -137,8 +137,8 @@ async def _world(gateway: App) -> tuple[str, str, str]:
 
 
 async def _measure(requests: int) -> dict[str, Any]:
-    from gateway.app import create_app
-    from gateway.settings import load_settings
+    from gateway.composition.app import create_app
+    from gateway.kernel.settings import load_settings
 
     directory = tempfile.mkdtemp(prefix="api-latency-")
     settings = load_settings(

@@ -84,8 +84,8 @@ def target_env(
 APPS = {
     "ceiling": "benchmarks.servers.ceiling:create_app",
     "naive": "benchmarks.servers.naive:create_app",
-    "gateway-redis": "gateway.app:app_from_environment",
-    "gateway-embedded": "gateway.app:app_from_environment",
+    "gateway-redis": "gateway.composition.app:app_from_environment",
+    "gateway-embedded": "gateway.composition.app:app_from_environment",
 }
 
 

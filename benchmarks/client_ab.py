@@ -29,7 +29,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateway.backends.contract import (
+from gateway.foundation.backends.contract import (
     DEDUP_WINDOW_S,
     RATE_LIMIT,
     RATE_WINDOW_MS,
@@ -38,10 +38,10 @@ from gateway.backends.contract import (
     Target,
     shard_of,
 )
-from gateway.backends.lua_scripts import SUBMIT_SCRIPT
-from gateway.backends.redis_keys import KeySpace
-from gateway.backends.resp_client import RespClient
-from gateway.transports.redis_stream.ingress import (
+from gateway.foundation.backends.lua_scripts import SUBMIT_SCRIPT
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.foundation.backends.resp_client import RespClient
+from gateway.webhook_gateway.transports.redis_stream.ingress import (
     HOT_SCRIPTS,
     SIDE_BODY_MIN,
     SIDE_BODY_ORPHAN_TTL_S,

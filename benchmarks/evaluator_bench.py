@@ -53,13 +53,14 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select, text
 
-from gateway import ids, wiring
-from gateway.backends.contract import Submission, Target, shard_of
-from gateway.evaluator.delivery_consumer import Consumer
-from gateway.ingress.pipeline import Ingress
-from gateway.services import Services
-from gateway.settings import Settings, load_settings
-from gateway.store import tables as t
+from gateway.composition import wiring
+from gateway.foundation.backends.contract import Submission, Target, shard_of
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel import ids
+from gateway.kernel.settings import Settings, load_settings
+from gateway.webhook_gateway.evaluator.delivery_consumer import Consumer
+from gateway.webhook_gateway.ingress.pipeline import Ingress
 from testbed.postgres import temporary_database
 
 MATCH_TYPE = "bench.match"

@@ -34,20 +34,20 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from gateway.accounts import identities
-from gateway.accounts.identities import Principal
-from gateway.events.catalogue import RunEventData
-from gateway.events.log import NewEvent, record_events
-from gateway.outbound import Dispatcher
-from gateway.outbound.keepalive import KeepAliveClient
-from gateway.services import build_services
-from gateway.settings import load_settings
-from gateway.store import migrate
-from gateway.store import tables as t
-from gateway.store.types import utcnow
-from gateway.subscriptions.delivery import EventSender
-from gateway.subscriptions.management import create_subscription
-from gateway.subscriptions.models import SubscriptionCreate
+from gateway.foundation.accounts import identities
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.events.catalogue import RunEventData
+from gateway.foundation.events.log import NewEvent, record_events
+from gateway.foundation.outbound import Dispatcher
+from gateway.foundation.outbound.keepalive import KeepAliveClient
+from gateway.foundation.services import build_services
+from gateway.foundation.store import migrate
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.foundation.subscriptions.delivery import EventSender
+from gateway.foundation.subscriptions.management import create_subscription
+from gateway.foundation.subscriptions.models import SubscriptionCreate
+from gateway.kernel.settings import load_settings
 from testbed.procs import free_port
 
 BATCH = 500

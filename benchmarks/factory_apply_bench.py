@@ -32,13 +32,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from gateway import wiring
-from gateway.accounts import identities
+from gateway.composition import wiring
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
+from gateway.kernel.settings import load_settings
 from gateway.platform.factory_files.apply import Caller, apply_tree
 from gateway.platform.factory_files.models import Plan
 from gateway.platform.factory_files.posted import parse_posted
-from gateway.services import Services
-from gateway.settings import load_settings
 
 TARGET_CREATE_S = 1.0
 TRIGGERS = (

@@ -27,12 +27,12 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from gateway.accounts import factories, identities
-from gateway.app import create_app
-from gateway.services import build_services
-from gateway.settings import load_settings
-from gateway.store import migrate
-from gateway.store.migrate import MIGRATIONS_DIR
+from gateway.composition.app import create_app
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import build_services
+from gateway.foundation.store import migrate
+from gateway.foundation.store.migrate import MIGRATIONS_DIR
+from gateway.kernel.settings import load_settings
 from testbed.postgres import temporary_database
 
 END = datetime(2026, 11, 1, tzinfo=UTC)

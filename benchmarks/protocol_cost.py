@@ -1,4 +1,4 @@
-"""What gateway/uvicorn_protocol.py adds to each request, in CPU instructions (callgrind).
+"""What gateway/http/uvicorn_protocol.py adds to each request, in CPU instructions (callgrind).
 
     python -m benchmarks.protocol_cost [--requests 20000]
 
@@ -66,7 +66,7 @@ async def _feed(protocol_name: str, requests: int) -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     from uvicorn.server import ServerState
 
-    from gateway.uvicorn_protocol import BoundedHttpTools
+    from gateway.http.uvicorn_protocol import BoundedHttpTools
 
     cls = BoundedHttpTools if protocol_name == "gateway" else HttpToolsProtocol
     config = Config(app=_app, lifespan="off", access_log=False)

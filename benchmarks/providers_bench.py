@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gateway.providers import EventMatcher, compile_trigger_filter, normalize
+from gateway.webhook_gateway.providers import EventMatcher, compile_trigger_filter, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests/node_modules/@octokit/webhooks-examples/api.github.com/index.json"

@@ -36,12 +36,12 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from gateway.accounts import factories, identities
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import build_services
+from gateway.foundation.store import migrate
+from gateway.foundation.store import tables as t
+from gateway.kernel.settings import load_settings
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
-from gateway.services import build_services
-from gateway.settings import load_settings
-from gateway.store import migrate
-from gateway.store import tables as t
 from testbed.postgres import temporary_database
 from testbed.procs import cpu_seconds, free_port, process_tree, spawn, stop, wait_port
 

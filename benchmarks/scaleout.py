@@ -41,7 +41,7 @@ from benchmarks.seed import Seed, seed
 from benchmarks.sustained import _query
 from benchmarks.targets import EVALUATOR, ROOT, Target, serve
 from benchmarks.wrk import CONNECTIONS, run_wrk
-from gateway.backends.contract import SHARDS
+from gateway.foundation.backends.contract import SHARDS
 from testbed.postgres import temporary_database
 from testbed.procs import cpu_seconds, process_tree, spawn, stop
 from testbed.redis_cluster import ClusterServers, redis_cluster
@@ -149,7 +149,7 @@ def _run(
             node.flushall()  # rate windows of the previous case
             node.config_resetstat()
     env = _env(database, cluster, key)
-    target = Target("gateway-redis", "gateway.app:app_from_environment", env)
+    target = Target("gateway-redis", "gateway.composition.app:app_from_environment", env)
     tag = f"n{gateways}m{workers}-{time.time_ns()}"
     # each server's requests go to its own share of the webhooks: 60 per webhook and minute
     share = len(template.webhooks) // gateways

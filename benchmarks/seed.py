@@ -3,8 +3,8 @@ file, or a PostgreSQL database given by URL); and, for the provider rows of the 
 GitHub provider connections of the team as webhooks, with ten factories that list acme/widgets
 and ten GitHub automations each (one of the team's matches the `agent` label).
 
-The schema comes from `gateway.store.migrate`; rows go in through `gateway.store.tables`, so the
-benchmark never depends on the management API.
+The schema comes from `gateway.foundation.store.migrate`; rows go in through
+`gateway.foundation.store.tables`, so the benchmark never depends on the management API.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from gateway.security import SecretBox, hash_token
-from gateway.store import migrate, tables
-from gateway.store.db import create_database
+from gateway.foundation.store import migrate, tables
+from gateway.foundation.store.db import create_database
+from gateway.kernel.security import SecretBox, hash_token
 
 AuthMode = Literal["token", "signature"]
 MATCH_TYPE = "bench.match"

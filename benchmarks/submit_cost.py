@@ -24,11 +24,11 @@ from typing import Any
 
 import redis
 
-from gateway.backends import lua_scripts
-from gateway.backends.contract import SHARDS, Submission, Target, Verdict
-from gateway.backends.resp_client import RespClient
-from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
-from gateway.transports.redis_stream.submit_groups import SubmitGroups
+from gateway.foundation.backends import lua_scripts
+from gateway.foundation.backends.contract import SHARDS, Submission, Target, Verdict
+from gateway.foundation.backends.resp_client import RespClient
+from gateway.webhook_gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
+from gateway.webhook_gateway.transports.redis_stream.submit_groups import SubmitGroups
 from testbed.redis_server import redis_server
 
 BODY = b'{"action": "opened", "pad": "' + b"x" * 980 + b'"}'  # 1 KB, as the grid's

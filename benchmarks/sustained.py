@@ -176,7 +176,9 @@ def _maximum(template: Seed, redis: RedisServer, key: str, rundir: Path, embedde
     with _store("sqlite", template, rundir, "max", key) as database:
         redis.flush()
         env = _env(database, redis, key, embedded)
-        target = Target(_kind(embedded), "gateway.app:app_from_environment", env, EVALUATOR)
+        target = Target(
+            _kind(embedded), "gateway.composition.app:app_from_environment", env, EVALUATOR
+        )
         count = min(len(template.webhooks) * 60, 40_000 * 12)
         plan = spread_plan("max", len(template.webhooks), count)
         with serve(target, 1, rundir) as running:
@@ -277,7 +279,7 @@ def _run(
     env = _env(database, redis, key, embedded)
     count = int(rate * (duration + loadgen.WARMUP_S)) + 1
     plan = spread_plan(f"s{evaluators}", len(template.webhooks), count, rate=rate)
-    target = Target(_kind(embedded), "gateway.app:app_from_environment", env)
+    target = Target(_kind(embedded), "gateway.composition.app:app_from_environment", env)
     workers = []
     try:
         with serve(target, 1, rundir) as running:

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway import http_server
-from gateway.ingress.request_head import READ_BUFFER
-from gateway.settings import Settings
+from gateway.http import http_server
+from gateway.http.request_head import READ_BUFFER
+from gateway.kernel.settings import Settings
 from testbed.procs import free_port, process_tree, spawn, stop, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,8 +33,8 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
-from gateway.settings import Settings, load_settings
-from gateway.store import create_database, migrate
+from gateway.foundation.store import create_database, migrate
+from gateway.kernel.settings import Settings, load_settings
 from testbed.postgres import temporary_database
 from testbed.redis_cluster import ClusterServers
 from testbed.redis_cluster import redis_cluster as start_redis_cluster
@@ -410,7 +410,11 @@ def _remove_idle_cgroups() -> Iterator[None]:
     themselves: remove this run's (named after its key prefixes) at the end when empty (rmdir
     refuses while a process is inside). Other gateways' groups on the host are never touched."""
     yield
-    from gateway.evaluator.cpu_priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
+    from gateway.webhook_gateway.evaluator.cpu_priority import (
+        CGROUP_ROOT,
+        _cpu_cgroups,
+        idle_cgroup_name,
+    )
 
     for base in _cpu_cgroups(Path("/proc/self/cgroup").read_text(), CGROUP_ROOT):
         for group in base.glob(idle_cgroup_name(f"gwtest:{RUN_ID}") + "*"):

@@ -16,11 +16,11 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
-from gateway.accounts import factories, identities
-from gateway.app import create_app
-from gateway.cli import main
-from gateway.services import Services
-from gateway.settings import Settings
+from gateway.composition.app import create_app
+from gateway.composition.cli import main
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import Services
+from gateway.kernel.settings import Settings
 from tests.one_call_transport import OneCallTransport
 
 T = TypeVar("T")
@@ -148,8 +148,8 @@ CLI_SECRET_KEY = base64.urlsafe_b64encode(b"c" * 32).decode()
 
 @dataclass
 class Cli:
-    """`gateway ...` run in this process (`gateway.cli.main`, as `python -m gateway` calls it)
-    on a migrated SQLite store, cli.db in the test's directory: the `cli` fixture."""
+    """`gateway ...` run in this process (`gateway.composition.cli.main`, as `python -m gateway`
+    calls it) on a migrated SQLite store, cli.db in the test's directory: the `cli` fixture."""
 
     capsys: pytest.CaptureFixture[str]
     store: Path

@@ -1,6 +1,6 @@
-"""Large blocks stay out of glibc's heap in a long-lived process (gateway/allocator.py): a block
-of a few MiB allocated again after one was freed is still mapped on its own, where by default it
-would come from the heap."""
+"""Large blocks stay out of glibc's heap in a long-lived process (gateway/kernel/allocator.py): a
+block of a few MiB allocated again after one was freed is still mapped on its own, where by default
+it would come from the heap."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # starts processes of its own
 PROBE = textwrap.dedent(
     """
     import ctypes, sys
-    from gateway.allocator import map_large_blocks_apart
+    from gateway.kernel.allocator import map_large_blocks_apart
 
     class MallInfo2(ctypes.Structure):
         _fields_ = [(name, ctypes.c_size_t) for name in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from gateway.transports.embedded.writer import GIL_SWITCH_S
+from gateway.webhook_gateway.transports.embedded.writer import GIL_SWITCH_S
 from tests.conftest import make_settings
 from tests.support import GatewayClient
 

@@ -1,6 +1,7 @@
 """The CLI as an operator uses it: each admin command prints one JSON object. The commands run
-in this process (`gateway.cli.main`, as `python -m gateway` calls it, ~2 s less a command);
-`python -m gateway` itself starts in the tests of --version, the shell exports and `serve`."""
+in this process (`gateway.composition.cli.main`, as `python -m gateway` calls it, ~2 s less a
+command); `python -m gateway` itself starts in the tests of --version, the shell exports and
+`serve`."""
 
 from __future__ import annotations
 

@@ -14,13 +14,13 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
-from gateway import wiring
-from gateway.metrics.counts import COUNTS
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.transports.outbox.source import OutboxSource
-from gateway.transports.pending_log.source import PendingSource
-from gateway.transports.redis_stream.source import StreamSource
+from gateway.composition import wiring
+from gateway.foundation.metrics.counts import COUNTS
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.webhook_gateway.transports.outbox.source import OutboxSource
+from gateway.webhook_gateway.transports.pending_log.source import PendingSource
+from gateway.webhook_gateway.transports.redis_stream.source import StreamSource
 from tests.conftest import make_settings
 from tests.ingress.hooks import add_webhook
 from tests.support import GatewayClient, World

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 import standardwebhooks
 
-from gateway.settings import Settings
+from gateway.kernel.settings import Settings
 from tests.platform.runs.runs_support import advance
 from tests.support import GatewayClient, World, eventually
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.event_waits import wait_event
+from gateway.kernel.event_waits import wait_event
 
 
 async def test_set_and_timeout() -> None:

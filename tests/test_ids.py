@@ -8,7 +8,7 @@ import re
 import time
 import uuid
 
-from gateway import ids
+from gateway.kernel import ids
 
 
 def test_an_id_is_its_prefix_its_millisecond_and_random_digits() -> None:

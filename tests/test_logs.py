@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.logs import JsonFormatter, OutageLog, uvicorn_log_config
+from gateway.kernel.logs import JsonFormatter, OutageLog, uvicorn_log_config
 
 
 def _record(message: str, *args: object, exc: bool = False) -> logging.LogRecord:
@@ -37,10 +37,10 @@ def test_json_lines_carry_time_level_logger_message_and_exception() -> None:
 def test_every_server_formatter_becomes_json() -> None:
     config = uvicorn_log_config("info", "json")
     assert config["formatters"] and all(
-        f == {"()": "gateway.logs.JsonFormatter"} for f in config["formatters"].values()
+        f == {"()": "gateway.kernel.logs.JsonFormatter"} for f in config["formatters"].values()
     )
     assert uvicorn_log_config("info")["formatters"]["default"] != {
-        "()": "gateway.logs.JsonFormatter"
+        "()": "gateway.kernel.logs.JsonFormatter"
     }
 
 
@@ -88,7 +88,7 @@ def test_serve_starts_with_one_block_saying_what_it_runs_with(tmp_path: Path) ->
 
 
 def test_runner_calls_are_counted_in_the_access_log_not_logged_one_by_one() -> None:
-    from gateway.logs import QuietRunnerCalls, uvicorn_log_config
+    from gateway.kernel.logs import QuietRunnerCalls, uvicorn_log_config
 
     config = uvicorn_log_config("info")
     assert config["handlers"]["access"]["filters"] == ["redact_tokens", "quiet_runner_calls"]

@@ -1,4 +1,4 @@
-"""One write per response (gateway/response_writes.py): the head joins the body that follows it
+"""One write per response (gateway/http/response_writes.py): the head joins the body that follows it
 in the same step, waits no longer than a loop turn when nothing follows, and goes out before the
 connection closes. Then the same through uvicorn with the gateway's protocol, on a socket."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gateway.response_writes import OneWriteResponses
-from gateway.uvicorn_protocol import BoundedHttpTools
+from gateway.http.response_writes import OneWriteResponses
+from gateway.http.uvicorn_protocol import BoundedHttpTools
 from tests.ingress.raw_http import connection, read_answer, request, served_in_thread
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gateway.security import SecretBox, hash_token, new_api_key
+from gateway.kernel.security import SecretBox, hash_token, new_api_key
 
 
 def test_secret_box_round_trip_and_key_separation() -> None:
@@ -37,7 +37,7 @@ def test_new_uuid_is_a_time_ordered_version_7_uuid() -> None:
     import time
     import uuid
 
-    from gateway.ids import new_uuid
+    from gateway.kernel.ids import new_uuid
 
     before = int(time.time() * 1000)
     made = [new_uuid() for _ in range(2000)]

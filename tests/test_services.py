@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import gateway.services
-from gateway.services import build_services
+import gateway.foundation.services
+from gateway.foundation.services import build_services
 from tests.conftest import make_settings
 
 
@@ -30,7 +30,7 @@ async def test_stuck_steps_do_not_block_shutdown(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(gateway.services, "SHUTDOWN_GRACE", 0.2)
+    monkeypatch.setattr(gateway.foundation.services, "SHUTDOWN_GRACE", 0.2)
     services = build_services(make_settings(sqlite_store("g.db")))
     services.spawn(_stubborn(), name="stubborn")
     closed: list[str] = []
@@ -79,7 +79,7 @@ async def test_stoppers_finish_work_in_hand_before_anything_is_cancelled(
 async def test_services_are_built_once_and_not_changed_later(
     sqlite_store: Callable[..., str],
 ) -> None:
-    from gateway import wiring
+    from gateway.composition import wiring
 
     services, consumer = await wiring.start(
         make_settings(sqlite_store("g.db")), with_worker=False, serving=False
@@ -97,10 +97,10 @@ async def test_a_failed_start_ends_what_it_started(
 ) -> None:
     """Nothing is left running or open when start-up fails midway (the app has no Services to
     close then)."""
-    from gateway import wiring
+    from gateway.composition import wiring
 
     closed: list[str] = []
-    real = gateway.services.build_services
+    real = gateway.foundation.services.build_services
 
     def tracked(settings: Any, lifetime: Any = None) -> Any:
         services = real(settings, lifetime)

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from gateway.settings import DEFAULTS, SettingsError, load_settings
+from gateway.kernel.settings import DEFAULTS, SettingsError, load_settings
 
 KEY = base64.urlsafe_b64encode(b"x" * 32).decode()
 
@@ -140,7 +140,7 @@ def _models(*entries: dict[str, object]) -> str:
 
 
 def test_models_default_to_the_built_in_list_and_can_be_configured() -> None:
-    from gateway.catalog import BUILTIN_ENVIRONMENTS, BUILTIN_MODELS
+    from gateway.kernel.catalog import BUILTIN_ENVIRONMENTS, BUILTIN_MODELS
 
     assert settings().models == BUILTIN_MODELS and settings().environments == BUILTIN_ENVIRONMENTS
     assert sum(m.default for m in BUILTIN_MODELS) == 1

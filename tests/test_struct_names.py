@@ -11,7 +11,7 @@ from collections import defaultdict
 import msgspec
 
 import gateway
-from gateway.app import openapi_document
+from gateway.composition.app import openapi_document
 
 
 def _gateway_structs() -> dict[str, set[str]]:

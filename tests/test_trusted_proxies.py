@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from gateway.trusted_proxies import MAX_WARNED_PEERS, TrustedProxies
+from gateway.http.trusted_proxies import MAX_WARNED_PEERS, TrustedProxies
 
 LB = TrustedProxies((ipaddress.ip_network("10.0.0.0/8"),))
 

@@ -1,4 +1,4 @@
-"""gateway/uvicorn_protocol.py subclasses uvicorn's httptools protocol and follows private code
+"""gateway/http/uvicorn_protocol.py subclasses uvicorn's httptools protocol and follows private code
 of it (FOLLOWED). pyproject.toml pins the uvicorn versions that code was checked against, and
 this test fails loudly when the installed uvicorn's copy of it differs from the one checked."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from uvicorn.protocols.http import httptools_impl
 
-from gateway.uvicorn_protocol import FOLLOWED, FOLLOWED_DIGEST, FOLLOWED_VERSION
+from gateway.http.uvicorn_protocol import FOLLOWED, FOLLOWED_DIGEST, FOLLOWED_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,11 +40,12 @@ def test_the_followed_uvicorn_source_is_the_one_checked() -> None:
     methods = ", ".join(f"{cls}.{name}" for cls, names in FOLLOWED.items() for name in names)
     assert followed_digest() == FOLLOWED_DIGEST, (
         f"the installed uvicorn ({version('uvicorn')}) differs in code "
-        f"gateway/uvicorn_protocol.py follows (checked against {FOLLOWED_VERSION}). Re-check "
+        f"gateway/http/uvicorn_protocol.py follows (checked against {FOLLOWED_VERSION}). Re-check "
         f"BoundedHttpTools (its on_response_complete is a copy of uvicorn's; refuse stands in "
         f"for connection_lost) and "
-        f"gateway/response_writes.py against uvicorn.protocols.http.httptools_impl: {methods}. "
-        f"Then set FOLLOWED_VERSION, FOLLOWED_DIGEST = {followed_digest()!r} and the uvicorn "
+        f"gateway/http/response_writes.py against uvicorn.protocols.http.httptools_impl: "
+        f"{methods}. Then set FOLLOWED_VERSION, FOLLOWED_DIGEST = {followed_digest()!r} and the "
+        f"uvicorn "
         f"pin of pyproject.toml."
     )
 

@@ -1,5 +1,5 @@
-"""The gateway under test as `gateway serve` runs it: gateway.http_server (uvicorn with the
-request-head protection of gateway/uvicorn_protocol.py, uvicorn's proxy-header reading off),
+"""The gateway under test as `gateway serve` runs it: gateway.http.http_server (uvicorn with the
+request-head protection of gateway/http/uvicorn_protocol.py, uvicorn's proxy-header reading off),
 from the environment's settings. Only the log level differs: uvicorn's start-up line (info) is
 what the harness waits for, while the gateway's own level stays the environment's.
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from gateway import http_server
-from gateway.settings import load_settings
+from gateway.http import http_server
+from gateway.kernel.settings import load_settings
 
 
 def main(argv: list[str]) -> None:

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from gateway.security import SecretBox
+from gateway.kernel.security import SecretBox
 
 RATE_LIMIT = 60
 DEDUP_TTL_S = 7 * 24 * 3600

@@ -1,17 +1,18 @@
-"""The platform's side of the evaluator's port (`gateway.evaluator.run_platform.RunPlatform`):
-the webhook gateway imports nothing of the platform (the import contracts of pyproject.toml),
-so the composition (`gateway.wiring`) hands the evaluator a `DeliveryRunPlatform`. The
-evaluator plans the runs of a batch of deliveries as rows in the column order of
-`DELIVERY_RUNS`, encoded for the driver, and the platform writes them (`insert_delivery_runs`:
-the platform's one writer of runs, runs/creation/new_runs.py); around them the platform wants
-to hear of two things, and it says what a run's payload attachment is listed as."""
+"""The platform's side of the evaluator's port
+(`gateway.webhook_gateway.evaluator.run_platform.RunPlatform`): the webhook gateway imports nothing
+of the platform (the import contracts of pyproject.toml), so the composition
+(`gateway.composition.wiring`) hands the evaluator a `DeliveryRunPlatform`. The evaluator plans the
+runs of a batch of deliveries as rows in the column order of `DELIVERY_RUNS`, encoded for the
+driver, and the platform writes them (`insert_delivery_runs`: the platform's one writer of runs,
+runs/creation/new_runs.py); around them the platform wants to hear of two things, and it says what a
+run's payload attachment is listed as."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gateway.evaluator.run_platform import AgentRunConfig
+from gateway.foundation.store.bulk import BulkInsert, Prepared, json_value
 from gateway.platform.analytics.pull_requests import FORGE_MARK, forge_detail, record_forge_detail
 from gateway.platform.inbox.notifications import on_dispatch_failed
 from gateway.platform.runs.creation.new_runs import DELIVERY_RUNS, insert_delivery_runs
@@ -20,10 +21,10 @@ from gateway.platform.runs.creation.worker_pinning import pinned_worker
 from gateway.platform.runs.record.store import json_column
 from gateway.platform.work_items import ends as work_item_ends
 from gateway.platform.work_items import store as work_items
-from gateway.store.bulk import BulkInsert, Prepared, json_value
+from gateway.webhook_gateway.evaluator.run_platform import AgentRunConfig
 
 if TYPE_CHECKING:
-    from gateway.evaluator.run_platform import (
+    from gateway.webhook_gateway.evaluator.run_platform import (
         KnownWorkItem,
         NewWorkItem,
         WorkItemEnd,

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from gateway.app import openapi_document
+from gateway.composition.app import openapi_document
 
 BASE_URI = "urn:openapi"  # where the document is registered for $ref resolution
 DOCUMENT = openapi_document()

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gateway.api.decoding import MAX_API_BODY
-from gateway.app import openapi_document
-from gateway.types import Message
+from gateway.composition.app import openapi_document
+from gateway.foundation.api.decoding import MAX_API_BODY
+from gateway.kernel.types import Message
 from tests.support import World
 
 CHUNK = 64 * 1024

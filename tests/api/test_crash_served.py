@@ -11,8 +11,8 @@ import httpx
 import pytest
 from starlette.requests import Request
 
-from gateway.app import create_app
-from gateway.uvicorn_protocol import BoundedHttpTools
+from gateway.composition.app import create_app
+from gateway.http.uvicorn_protocol import BoundedHttpTools
 from tests.conftest import make_settings
 from tests.ingress.raw_http import connection, read_answer, request, served_in_thread
 

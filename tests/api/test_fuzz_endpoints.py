@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.app import openapi_document
+from gateway.composition.app import openapi_document
 from tests.conftest import make_settings
 from tests.examples import examples
 from tests.subscriptions.served import served

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from redis.asyncio import Redis
 
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import create_database
-from gateway.transports import readiness
+from gateway.foundation.services import Services
+from gateway.foundation.store import create_database
+from gateway.kernel.settings import Settings
+from gateway.webhook_gateway.transports import readiness
 from testbed.procs import free_port
 from tests.support import GatewayClient, World, eventually
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.app import openapi_document
+from gateway.composition.app import openapi_document
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
@@ -75,9 +75,9 @@ def test_utf8_beyond_ascii_is_fine(world: World) -> None:
 
 
 async def _agent_key(database_url: str) -> str:
-    from gateway.accounts import identities
-    from gateway.services import build_services
-    from gateway.store import migrate
+    from gateway.foundation.accounts import identities
+    from gateway.foundation.services import build_services
+    from gateway.foundation.store import migrate
 
     services = build_services(make_settings(database_url))
     try:

@@ -1,8 +1,8 @@
 """The OpenAPI document and the app agree: every served (method, path) is documented and back,
 and every handler answers the type its operation declares. The document's schemas are the
-Structs that validate requests and encode responses (gateway/api/routing.py refuses a handler
-answering another type), so a structural check is the whole sync: no response can carry a field
-the document does not name, or miss one it does."""
+Structs that validate requests and encode responses (gateway/foundation/api/routing.py refuses a
+handler answering another type), so a structural check is the whole sync: no response can carry a
+field the document does not name, or miss one it does."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.testclient import TestClient
 
-from gateway.api.routing import ApiRoute, Routes, answer_type
-from gateway.app import create_app, openapi_document
-from gateway.console.session import PATH as CONSOLE_PATH
-from gateway.ingress.endpoint import INGRESS_PREFIX, PROVIDER_PREFIX
+from gateway.composition.app import create_app, openapi_document
+from gateway.foundation.api.routing import ApiRoute, Routes, answer_type
+from gateway.webhook_gateway.console.session import PATH as CONSOLE_PATH
+from gateway.webhook_gateway.ingress.endpoint import INGRESS_PREFIX, PROVIDER_PREFIX
 from tests.api.openapi_shapes import shape_errors
 from tests.conftest import make_settings
 from tests.support import GatewayClient

@@ -126,7 +126,7 @@ def test_filter_errors_give_the_json_path(world: World) -> None:
 
 
 def test_webhook_of_another_factory_is_rejected(world: World) -> None:
-    from gateway.accounts import factories
+    from gateway.foundation.accounts import factories
 
     async def other(services):  # type: ignore[no-untyped-def]
         async with services.database.transaction() as conn:
@@ -154,7 +154,7 @@ def test_access_rules(world: World) -> None:
 def trigger_rows(world: World, automation_uid: str) -> list[Any]:
     from sqlalchemy import select
 
-    from gateway.store import tables as t
+    from gateway.foundation.store import tables as t
 
     async def run(services):  # type: ignore[no-untyped-def]
         async with services.database.read() as conn:
@@ -301,7 +301,7 @@ def test_aliases_are_rewritten_and_stored_canonical(world: World) -> None:
 
     from sqlalchemy import select
 
-    from gateway.store import tables as t
+    from gateway.foundation.store import tables as t
 
     async def stored(services):  # type: ignore[no-untyped-def]
         async with services.database.read() as conn:

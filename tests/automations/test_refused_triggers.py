@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import update
 
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.connections.provider_world import automation, connect, trigger
 from tests.platform.factory_files.support import post
 from tests.platform.factory_files.trees import automation as automation_file

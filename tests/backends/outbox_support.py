@@ -10,15 +10,15 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from gateway import ids
-from gateway.backends.contract import DeliveryRecord, Submission, Target, shard_of
-from gateway.backends.seen_deliveries import MIN_EXACT
-from gateway.ingress.pipeline import Ingress
-from gateway.services import Services
-from gateway.store import Database, create_database, migrate
-from gateway.transports.embedded.backend import MemoryBackend
-from gateway.transports.outbox import file as outbox
-from gateway.transports.outbox.file import Outbox, OutboxAppender, OutboxLookups
+from gateway.foundation.backends.contract import DeliveryRecord, Submission, Target, shard_of
+from gateway.foundation.backends.seen_deliveries import MIN_EXACT
+from gateway.foundation.services import Services
+from gateway.foundation.store import Database, create_database, migrate
+from gateway.kernel import ids
+from gateway.webhook_gateway.ingress.pipeline import Ingress
+from gateway.webhook_gateway.transports.embedded.backend import MemoryBackend
+from gateway.webhook_gateway.transports.outbox import file as outbox
+from gateway.webhook_gateway.transports.outbox.file import Outbox, OutboxAppender, OutboxLookups
 from tests.conftest import make_settings
 from tests.support import GatewayClient
 

@@ -17,14 +17,18 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
-from gateway.store import Database, create_database, migrate
-from gateway.store import tables as t
-from gateway.store.db import WriteGate
-from gateway.transports.embedded import writer as delivery_writer
-from gateway.transports.embedded.writer import PRUNE_EVERY_S, THREAD_APPEND_BYTES, DeliveryWriter
-from gateway.transports.outbox import file as outbox
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.foundation.store import Database, create_database, migrate
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.db import WriteGate
+from gateway.webhook_gateway.transports.embedded import writer as delivery_writer
+from gateway.webhook_gateway.transports.embedded.writer import (
+    PRUNE_EVERY_S,
+    THREAD_APPEND_BYTES,
+    DeliveryWriter,
+)
+from gateway.webhook_gateway.transports.outbox import file as outbox
 from tests.conftest import make_settings
 
 

@@ -13,13 +13,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy.dialects import sqlite
 
-from gateway import ids
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
-from gateway.backends.first_copies import MAX_BATCH, FirstCopies, Wanted
-from gateway.backends.seen_deliveries import MIN_EXACT, DayFilter, SeenDeliveries, seen_key
-from gateway.store import create_database, migrate
-from gateway.transports.embedded.writer import DeliveryWriter
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.foundation.backends.first_copies import MAX_BATCH, FirstCopies, Wanted
+from gateway.foundation.backends.seen_deliveries import (
+    MIN_EXACT,
+    DayFilter,
+    SeenDeliveries,
+    seen_key,
+)
+from gateway.foundation.store import create_database, migrate
+from gateway.kernel import ids
+from gateway.webhook_gateway.transports.embedded.writer import DeliveryWriter
 from tests.backends.outbox_support import (
     append_to_outbox,
     gateway_with_least_memory,

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
-from gateway.backends.first_copies import Wanted
-from gateway.store import create_database, migrate
-from gateway.transports.embedded.writer import _firsts_in_log
-from gateway.transports.outbox.file import _FIRST_IN_LOG
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
+from gateway.foundation.backends.first_copies import Wanted
+from gateway.foundation.store import create_database, migrate
+from gateway.webhook_gateway.transports.embedded.writer import _firsts_in_log
+from gateway.webhook_gateway.transports.outbox.file import _FIRST_IN_LOG
 from tests.conftest import make_settings
 
 NOW = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)

@@ -3,7 +3,7 @@ began before a forget cannot put its (stale) answer back."""
 
 from __future__ import annotations
 
-from gateway.backends.key_cache import KeyCache
+from gateway.foundation.backends.key_cache import KeyCache
 
 
 class Clock:

@@ -16,21 +16,21 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.dialects import sqlite
 
-from gateway.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
-from gateway.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
-from gateway.backends.seen_deliveries import MIN_EXACT
-from gateway.evaluator.delivery_consumer import Consumer
-from gateway.evaluator.delivery_runs import RunStarter
-from gateway.ingress.pipeline import Ingress
+from gateway.foundation.backends.contract import DeliveryRecord, Label, Submission, Target, shard_of
+from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, PENDING, delivery_row
+from gateway.foundation.backends.seen_deliveries import MIN_EXACT
+from gateway.foundation.services import Services
+from gateway.foundation.store import create_database
+from gateway.foundation.store import tables as t
+from gateway.kernel.rejections import Reason
 from gateway.platform.run_start import PLATFORM
-from gateway.rejections import Reason
-from gateway.services import Services
-from gateway.store import create_database
-from gateway.store import tables as t
-from gateway.transports.embedded.backend import MemoryBackend
-from gateway.transports.outbox import file as outbox
-from gateway.transports.outbox.file import Outbox, create_schema
-from gateway.transports.outbox.source import OutboxSource
+from gateway.webhook_gateway.evaluator.delivery_consumer import Consumer
+from gateway.webhook_gateway.evaluator.delivery_runs import RunStarter
+from gateway.webhook_gateway.ingress.pipeline import Ingress
+from gateway.webhook_gateway.transports.embedded.backend import MemoryBackend
+from gateway.webhook_gateway.transports.outbox import file as outbox
+from gateway.webhook_gateway.transports.outbox.file import Outbox, create_schema
+from gateway.webhook_gateway.transports.outbox.source import OutboxSource
 from tests.backends.outbox_support import (
     append_to_outbox,
     gateway_with_least_memory,

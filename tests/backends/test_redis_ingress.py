@@ -6,8 +6,8 @@ from collections.abc import Callable
 import pytest
 from redis.exceptions import OutOfMemoryError
 
-from gateway.security import hash_token
-from gateway.store.types import utcnow
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.security import hash_token
 from testbed.redis_server import redis_server
 from tests.conftest import make_settings
 from tests.ingress.hooks import add_webhook, change_webhook, gateway_on_own_redis
@@ -155,7 +155,7 @@ def test_request_state_of_preloaded_webhooks_is_built_at_start(
 ) -> None:
     """Built lazily, 10,000 webhooks' request state lands after gc.freeze() and full
     collections scan it (p99 stalls); built at start, requests add nothing long-lived."""
-    from gateway.transports.redis_stream.ingress import RedisBackend
+    from gateway.webhook_gateway.transports.redis_stream.ingress import RedisBackend
 
     with redis_server() as server:
         settings = make_settings(sqlite_store(), server.url, evaluator="off")

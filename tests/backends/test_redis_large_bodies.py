@@ -12,12 +12,16 @@ import orjson
 import pytest
 from redis.asyncio import Redis as AsyncRedis
 
-from gateway.backends.contract import Submission, Target
-from gateway.backends.redis_keys import KeySpace
-from gateway.backends.resp_client import RespClient
-from gateway.errors import Unavailable
-from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, SIDE_BODY_MIN, RedisBackend
-from gateway.transports.redis_stream.source import StreamSource
+from gateway.foundation.backends.contract import Submission, Target
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.foundation.backends.resp_client import RespClient
+from gateway.kernel.errors import Unavailable
+from gateway.webhook_gateway.transports.redis_stream.ingress import (
+    HOT_SCRIPTS,
+    SIDE_BODY_MIN,
+    RedisBackend,
+)
+from gateway.webhook_gateway.transports.redis_stream.source import StreamSource
 from testbed.redis_server import redis_server
 from tests.ingress.hooks import gateway_on_own_redis
 

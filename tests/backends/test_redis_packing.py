@@ -10,8 +10,8 @@ import pytest
 from redis.asyncio.connection import Connection
 from redis.exceptions import DataError
 
-from gateway.backends.redis_clients import connect
-from gateway.backends.redis_packing import HiredisPackingConnection
+from gateway.foundation.backends.redis_clients import connect
+from gateway.foundation.backends.redis_packing import HiredisPackingConnection
 
 COMMANDS = [
     ("SET", "gw:k", "välue"),

@@ -10,11 +10,15 @@ from collections.abc import AsyncIterator
 import hiredis
 import pytest
 
-from gateway.backends.contract import Submission, Target
-from gateway.backends.lua_scripts import sha1
-from gateway.backends.resp_client import RespClient
-from gateway.errors import Unavailable
-from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, REFUSED_RETRY_AFTER_S, RedisBackend
+from gateway.foundation.backends.contract import Submission, Target
+from gateway.foundation.backends.lua_scripts import sha1
+from gateway.foundation.backends.resp_client import RespClient
+from gateway.kernel.errors import Unavailable
+from gateway.webhook_gateway.transports.redis_stream.ingress import (
+    HOT_SCRIPTS,
+    REFUSED_RETRY_AFTER_S,
+    RedisBackend,
+)
 from testbed.procs import free_port
 from testbed.redis_server import redis_server
 

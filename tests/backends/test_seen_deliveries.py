@@ -6,8 +6,7 @@ from __future__ import annotations
 import gc
 import time
 
-from gateway import ids
-from gateway.backends.seen_deliveries import (
+from gateway.foundation.backends.seen_deliveries import (
     DAY_MS,
     MAYBE,
     MIN_EXACT,
@@ -15,6 +14,7 @@ from gateway.backends.seen_deliveries import (
     SeenDeliveries,
     seen_key,
 )
+from gateway.kernel import ids
 
 WEEK_MS = 7 * DAY_MS
 START = 1_800_000_000_000

@@ -12,12 +12,19 @@ from collections.abc import Iterator
 import pytest
 from redis import Redis
 
-from gateway.backends.contract import RATE_LIMIT, SHARDS, Outcome, Submission, Target, Verdict
-from gateway.backends.resp_client import RespClient
-from gateway.backends.resp_cluster import ClusterRespClient
-from gateway.errors import Unavailable
-from gateway.transports.redis_stream import submit_groups
-from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
+from gateway.foundation.backends.contract import (
+    RATE_LIMIT,
+    SHARDS,
+    Outcome,
+    Submission,
+    Target,
+    Verdict,
+)
+from gateway.foundation.backends.resp_client import RespClient
+from gateway.foundation.backends.resp_cluster import ClusterRespClient
+from gateway.kernel.errors import Unavailable
+from gateway.webhook_gateway.transports.redis_stream import submit_groups
+from gateway.webhook_gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
 from testbed.redis_cluster import ClusterServers
 from testbed.redis_server import RedisServer, redis_server
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.backends.wakeup import Wakeup
+from gateway.foundation.backends.wakeup import Wakeup
 
 
 def test_a_notify_wakes_a_waiter() -> None:

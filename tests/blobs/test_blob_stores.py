@@ -16,11 +16,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from moto.server import ThreadedMotoServer
 
-from gateway.attachment_storage import AttachmentStorage, S3Config, parse_attachment_storage
-from gateway.blobs import BlobStore, DatabaseBlobs, FilesystemBlobs, open_blob_store
-from gateway.blobs.s3 import S3Blobs, S3Error
-from gateway.blobs.sigv4 import signed_headers
-from gateway.store import create_database, migrate
+from gateway.foundation.blobs import BlobStore, DatabaseBlobs, FilesystemBlobs, open_blob_store
+from gateway.foundation.blobs.s3 import S3Blobs, S3Error
+from gateway.foundation.blobs.sigv4 import signed_headers
+from gateway.foundation.store import create_database, migrate
+from gateway.kernel.attachment_storage import AttachmentStorage, S3Config, parse_attachment_storage
 from testbed.procs import free_port
 from tests.conftest import make_settings
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from gateway.backends.redis_keys import KeySpace
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from testbed.redis_cluster import ClusterServers, redis_cluster
 from tests.conftest import CLUSTER_BASE_PORT, CLUSTER_LAST_PORT, make_settings
 from tests.evaluator.test_delivery_consumer import drain
@@ -105,6 +105,6 @@ def test_a_master_killed_mid_load_fails_over_and_loses_nothing_accepted(
 
 
 def _shard(hook: Hook) -> int:
-    from gateway.backends.contract import shard_of
+    from gateway.foundation.backends.contract import shard_of
 
     return shard_of(hook.uid)

@@ -13,12 +13,12 @@ import pytest
 from redis.crc import key_slot
 from sqlalchemy import select
 
-from gateway.backends.contract import SHARDS, shard_of
-from gateway.backends.redis_keys import KeySpace
-from gateway.security import hash_token
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import tables as t
+from gateway.foundation.backends.contract import SHARDS, shard_of
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel.security import hash_token
+from gateway.kernel.settings import Settings
 from testbed.redis_cluster import ClusterServers
 from tests.conftest import make_settings
 from tests.evaluator.test_delivery_consumer import automation_for_everything, drain, runs_of

@@ -12,11 +12,11 @@ import uuid
 import pytest
 from redis.crc import key_slot
 
-from gateway.backends.contract import Submission, Target, Verdict
-from gateway.backends.resp_client import ReplyError
-from gateway.backends.resp_cluster import ClusterRespClient, redirection
-from gateway.errors import Unavailable
-from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
+from gateway.foundation.backends.contract import Submission, Target, Verdict
+from gateway.foundation.backends.resp_client import ReplyError
+from gateway.foundation.backends.resp_cluster import ClusterRespClient, redirection
+from gateway.kernel.errors import Unavailable
+from gateway.webhook_gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
 from testbed.redis_cluster import ClusterServers
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from gateway.accounts import factories
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.accounts import factories
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.connections import signing
 from tests.connections.signing import Signed
 from tests.support import GatewayClient, World, eventually

@@ -57,7 +57,7 @@ def test_rotate_generates_a_new_secret_and_managed_secrets_are_refused(world: Wo
     assert missing.status_code == 400 and missing.json()["detail"].startswith("secret_name:")
 
     async def store_secret(services: Any) -> None:
-        from gateway.accounts import identities
+        from gateway.foundation.accounts import identities
 
         async with services.database.transaction() as conn:
             await identities.set_team_secret(

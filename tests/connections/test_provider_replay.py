@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.settings import Settings
+from gateway.kernel.settings import Settings
 from tests.connections.provider_world import (
     automation,
     connect,

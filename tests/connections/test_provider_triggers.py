@@ -13,8 +13,8 @@ import orjson
 import pytest
 from sqlalchemy import update
 
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.connections import signing
 from tests.connections.provider_world import (
     add_factory,

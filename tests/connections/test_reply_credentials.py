@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from sqlalchemy import select
 
-from gateway.store import tables as t
+from gateway.foundation.store import tables as t
 from tests.support import Cli, World
 
 BASE = "/provider-connections"

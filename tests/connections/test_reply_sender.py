@@ -10,8 +10,8 @@ import httpx
 import pytest
 from msgspec import structs
 
-from gateway.connections.reply_sender import ReplyMessage, ReplySender, run_page
-from gateway.replies import (
+from gateway.webhook_gateway.connections.reply_sender import ReplyMessage, ReplySender, run_page
+from gateway.webhook_gateway.replies import (
     Artifact,
     Delivered,
     Failed,
@@ -20,7 +20,7 @@ from gateway.replies import (
     ReplyContext,
     SlackThread,
 )
-from gateway.replies.adf import document
+from gateway.webhook_gateway.replies.adf import document
 from tests.replies.github_api import GitHubApi
 from tests.replies.jira_api import JiraApi, adf_problems
 from tests.replies.slack_api import SlackApi

@@ -22,9 +22,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel.settings import Settings
 from tests.conftest import make_settings
 from tests.connections.provider_world import (
     Signed,

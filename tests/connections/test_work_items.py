@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from gateway.replies.targets import GitHubThread, LinearIssue, SlackThread
-from gateway.replies.work_items import run_work_item
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel.settings import Settings
+from gateway.webhook_gateway.replies.targets import GitHubThread, LinearIssue, SlackThread
+from gateway.webhook_gateway.replies.work_items import run_work_item
 from tests.connections import signing
 from tests.connections.provider_world import (
     automation,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gateway.agent_console.charts import HEIGHT, WINDOWS, stacked
+from gateway.platform.agent_console.charts import HEIGHT, WINDOWS, stacked
 
 
 def test_moments_are_bucketed_and_stacked() -> None:

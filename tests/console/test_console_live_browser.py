@@ -26,8 +26,8 @@ import pytest
 from playwright import sync_api as playwright_api
 from sqlalchemy import update
 
-from gateway.services import build_services
-from gateway.store import tables as t
+from gateway.foundation.services import build_services
+from gateway.foundation.store import tables as t
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.connections import signing

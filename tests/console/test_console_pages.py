@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway import agent_console, console
-from gateway.app import create_app
+from gateway.composition.app import create_app
+from gateway.platform import agent_console
+from gateway.webhook_gateway import console
 from tests.support import GatewayClient, World, eventually
 
 

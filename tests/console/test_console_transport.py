@@ -11,8 +11,8 @@ from contextlib import contextmanager
 import httpx
 import orjson
 
-from gateway.console.session import COOKIE
-from gateway.security import SecretBox
+from gateway.kernel.security import SecretBox
+from gateway.webhook_gateway.console.session import COOKIE
 from tests.conftest import make_settings
 from tests.console.test_console_pages import csrf_of, login
 from tests.support import GatewayClient, World
@@ -132,9 +132,9 @@ def test_a_cookie_without_a_server_session_is_not_a_login(world: World) -> None:
 def test_an_expired_session_is_not_a_login(world: World) -> None:
     from sqlalchemy import update
 
-    from gateway.services import Services
-    from gateway.store import tables as t
-    from gateway.store.types import utcnow
+    from gateway.foundation.services import Services
+    from gateway.foundation.store import tables as t
+    from gateway.foundation.store.types import utcnow
 
     client = world.client
     login(client, world.user_key)

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from sqlalchemy import func, insert, select
 
-from gateway.deliveries import log as delivery_log
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.settings import Settings
 from gateway.platform.factories.foreman import set_foreman as assign_foreman
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import tables as t
-from gateway.store.types import utcnow
+from gateway.webhook_gateway.deliveries import log as delivery_log
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 

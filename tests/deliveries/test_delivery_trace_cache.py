@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import orjson
 
-from gateway.automations.source_events import WEBHOOK, LiveSource, SourceEvent
-from gateway.automations.source_rows import stamp_micros
-from gateway.automations.trigger_index import Listeners, Route, SourceAutomation
-from gateway.deliveries import trace as delivery_trace
+from gateway.webhook_gateway.automations.source_events import WEBHOOK, LiveSource, SourceEvent
+from gateway.webhook_gateway.automations.source_rows import stamp_micros
+from gateway.webhook_gateway.automations.trigger_index import Listeners, Route, SourceAutomation
+from gateway.webhook_gateway.deliveries import trace as delivery_trace
 
 JAN_1, JAN_2 = stamp_micros("2026-01-01 00:00:00"), stamp_micros("2026-01-02")
 

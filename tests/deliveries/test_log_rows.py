@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.deliveries import log as delivery_log
-from gateway.deliveries.trace import TraceWrites, _trace
-from gateway.rejections import Reason
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.deliveries import log as delivery_log
+from gateway.webhook_gateway.deliveries.trace import TraceWrites, _trace
 
 DIALECTS = [sqlite.dialect(), postgresql.asyncpg.dialect()]  # type: ignore[attr-defined]
 AT = datetime(2026, 12, 2, 10, 0, 0, 123456, tzinfo=UTC)

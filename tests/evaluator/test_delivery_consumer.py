@@ -12,23 +12,23 @@ import msgspec
 import pytest
 from sqlalchemy import func, insert, select
 
-from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.backends.redis_clients import connect
-from gateway.backends.redis_keys import KeySpace
-from gateway.deliveries import log as delivery_log
-from gateway.evaluator.delivery_consumer import Consumer
-from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.foundation.backends.redis_clients import connect
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.run_start import PLATFORM
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
-from gateway.transports.contract import Entry, Source
-from gateway.transports.outbox.file import Outbox
-from gateway.transports.outbox.source import OutboxSource
-from gateway.transports.pending_log.source import PendingSource
-from gateway.transports.redis_stream.source import StreamSource
+from gateway.webhook_gateway.automations import management as automations
+from gateway.webhook_gateway.automations.models import AutomationCreate
+from gateway.webhook_gateway.deliveries import log as delivery_log
+from gateway.webhook_gateway.evaluator.delivery_consumer import Consumer
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.webhook_gateway.transports.contract import Entry, Source
+from gateway.webhook_gateway.transports.outbox.file import Outbox
+from gateway.webhook_gateway.transports.outbox.source import OutboxSource
+from gateway.webhook_gateway.transports.pending_log.source import PendingSource
+from gateway.webhook_gateway.transports.redis_stream.source import StreamSource
 from tests.ingress.hooks import add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World
 

@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway.evaluator import child_process as evaluator_child
-from gateway.evaluator.child_process import EvaluatorProcess
-from gateway.evaluator.cpu_priority import CGROUP_ROOT, _cpu_cgroups, idle_cgroup_name
+from gateway.webhook_gateway.evaluator import child_process as evaluator_child
+from gateway.webhook_gateway.evaluator.child_process import EvaluatorProcess
+from gateway.webhook_gateway.evaluator.cpu_priority import (
+    CGROUP_ROOT,
+    _cpu_cgroups,
+    idle_cgroup_name,
+)
 from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import eventually, scaled

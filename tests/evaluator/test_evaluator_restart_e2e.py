@@ -21,17 +21,17 @@ import msgspec
 import pytest
 from sqlalchemy import func, select, update
 
-from gateway.accounts import factories, identities
-from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate
-from gateway.connections.management import connect
-from gateway.connections.models import ConnectionCreate
-from gateway.services import Services, build_services
-from gateway.settings import Settings
-from gateway.store import migrate
-from gateway.store import tables as t
-from gateway.webhooks import management as webhooks
-from gateway.webhooks.models import WebhookCreate
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import Services, build_services
+from gateway.foundation.store import migrate
+from gateway.foundation.store import tables as t
+from gateway.kernel.settings import Settings
+from gateway.webhook_gateway.automations import management as automations
+from gateway.webhook_gateway.automations.models import AutomationCreate
+from gateway.webhook_gateway.connections.management import connect
+from gateway.webhook_gateway.connections.models import ConnectionCreate
+from gateway.webhook_gateway.webhooks import management as webhooks
+from gateway.webhook_gateway.webhooks.models import WebhookCreate
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.evaluator.cpu_priority import idle_cgroup_name, join_idle_cgroup
+from gateway.webhook_gateway.evaluator.cpu_priority import idle_cgroup_name, join_idle_cgroup
 
 IDLE_CGROUP = idle_cgroup_name("gw")
 

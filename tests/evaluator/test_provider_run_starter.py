@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 from sqlalchemy import select, update
 
-from gateway.accounts import factories
-from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.foundation.accounts import factories
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
 from tests.evaluator.test_runs_automation_starter import evaluate
 from tests.support import World

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 import orjson
 from sqlalchemy import select
 
-from gateway.accounts import factories
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.deliveries import log as delivery_log
-from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.foundation.accounts import factories
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.webhooks import management as webhooks
+from gateway.webhook_gateway.deliveries import log as delivery_log
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.webhook_gateway.webhooks import management as webhooks
 from tests.evaluator.test_runs_automation_starter import _automation, _trigger, _webhook
 from tests.support import GatewayClient, World
 

@@ -12,17 +12,17 @@ import msgspec
 import orjson
 from sqlalchemy import func, select
 
-from gateway.accounts import factories
-from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate, AutomationPatch
-from gateway.backends.contract import DeliveryRecord, Label
-from gateway.deliveries import log as delivery_log
-from gateway.evaluator.delivery_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.foundation.accounts import factories
+from gateway.foundation.backends.contract import DeliveryRecord, Label
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.webhooks import management as webhooks
-from gateway.webhooks.models import WebhookCreate, WebhookPatch
+from gateway.webhook_gateway.automations import management as automations
+from gateway.webhook_gateway.automations.models import AutomationCreate, AutomationPatch
+from gateway.webhook_gateway.deliveries import log as delivery_log
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.webhook_gateway.webhooks import management as webhooks
+from gateway.webhook_gateway.webhooks.models import WebhookCreate, WebhookPatch
 from tests.support import GatewayClient, World
 
 

@@ -6,8 +6,11 @@ import uuid
 
 from redis.asyncio import Redis
 
-from gateway.backends.redis_keys import KeySpace
-from gateway.transports.redis_stream.source import READ_BYTES_PER_SHARD, StreamSource
+from gateway.foundation.backends.redis_keys import KeySpace
+from gateway.webhook_gateway.transports.redis_stream.source import (
+    READ_BYTES_PER_SHARD,
+    StreamSource,
+)
 
 
 async def _add(redis: Redis, stream: str, count: int, size: int) -> None:

@@ -11,13 +11,13 @@ import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
-from gateway.automations.prompts import Automation
-from gateway.evaluator import delivery_runs as wr
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.runs.creation.new_runs import NewRun, run_values
 from gateway.platform.runs.record.models import file_artifact
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import task_values
+from gateway.webhook_gateway.automations.prompts import Automation
+from gateway.webhook_gateway.evaluator import delivery_runs as wr
 
 
 class _Hook(NamedTuple):
@@ -96,8 +96,8 @@ def test_tuples_are_the_rows_run_values_and_task_values_make(dialect: Dialect) -
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 def test_a_file_automation_gives_its_runs_its_agent_and_configuration(dialect: Dialect) -> None:
+    from gateway.foundation.store.bulk import json_value
     from gateway.platform.runs.record.models import AgentConfig, RunHarness
-    from gateway.store.bulk import json_value
 
     config = AgentConfig(
         agent_uid="agt_reviewer",
@@ -146,8 +146,8 @@ def test_a_batch_s_run_times_are_what_the_slow_path_makes(dialect: Dialect, micr
 @pytest.mark.parametrize("micro", [0, 7, 120000, 999_999])
 def test_run_created_events_show_stored_times_as_msgspec_does(micro: int) -> None:
     """run.created's times from SQLite's stored text equal msgspec's text of the same time."""
+    from gateway.foundation.store.bulk import sqlite_time
     from gateway.platform.runs.record.run_events import _event_time
-    from gateway.store.bulk import sqlite_time
 
     at = datetime(2026, 12, 2, 10, 12, 6, micro, tzinfo=UTC)
     assert _event_time(sqlite_time(at)) == msgspec.to_builtins(at)  # type: ignore[arg-type]

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
-from gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
 from tests.evaluator.test_runs_automation_starter import evaluate
 from tests.providers.conftest import GithubExamples, github_examples

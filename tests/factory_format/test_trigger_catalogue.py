@@ -15,7 +15,7 @@ from factory_format.triggers import (
     event_spec,
     provider_spec,
 )
-from gateway.ids import new_id
+from gateway.kernel.ids import new_id
 from gateway.platform.tasks.models import TaskStage
 from gateway.platform.work_items.models import WorkItemStage
 from gateway.platform.work_items.stages import STAGE_OF_STATE

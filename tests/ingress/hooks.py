@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select, update
 
-from gateway import ids
-from gateway.security import hash_token, new_webhook_token
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import tables as t
-from gateway.store.types import utcnow
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.security import hash_token, new_webhook_token
+from gateway.kernel.settings import Settings
 from testbed.procs import free_port
 from testbed.redis_server import RedisServer, redis_server
 from tests.conftest import make_settings
@@ -240,9 +240,9 @@ class Prepared:
 async def prepare_world(settings: Settings, token: str) -> Prepared:
     """Migrate the store and add a team with a user, an agent, a factory and one token webhook
     (before any server runs on it)."""
-    from gateway.accounts import factories, identities
-    from gateway.services import build_services
-    from gateway.store import migrate
+    from gateway.foundation.accounts import factories, identities
+    from gateway.foundation.services import build_services
+    from gateway.foundation.store import migrate
 
     services = build_services(settings)
     try:

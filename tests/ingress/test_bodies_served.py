@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.api.decoding import MAX_API_BODY
-from gateway.ingress.body import MAX_BODY
+from gateway.foundation.api.decoding import MAX_API_BODY
+from gateway.webhook_gateway.ingress.body import MAX_BODY
 from tests.examples import examples
 from tests.ingress.hooks import (
     SERVED_BACKENDS,

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.errors import InvalidRequest
-from gateway.ingress.delivery_identity import MAX_IDENTITY, delivery_identity
-from gateway.signatures import PROVIDER_VERIFIERS, SCHEMES, SignatureError
-from gateway.signatures.identity_headers import identity_header_refusal
-from gateway.webhooks.management import check_identity_header
+from gateway.kernel.errors import InvalidRequest
+from gateway.webhook_gateway.ingress.delivery_identity import MAX_IDENTITY, delivery_identity
+from gateway.webhook_gateway.signatures import PROVIDER_VERIFIERS, SCHEMES, SignatureError
+from gateway.webhook_gateway.signatures.identity_headers import identity_header_refusal
+from gateway.webhook_gateway.webhooks.management import check_identity_header
 
 # every verifier: the custom webhook schemes and the provider connections' ones
 VERIFIERS = SCHEMES | {f"provider {name}": v for name, v in PROVIDER_VERIFIERS.items()}

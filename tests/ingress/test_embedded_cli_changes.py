@@ -15,11 +15,11 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from gateway.ingress.cache import ConfigCache
-from gateway.ingress.change_poller import OVERLAP, ChangePoller
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.webhook_gateway.ingress.cache import ConfigCache
+from gateway.webhook_gateway.ingress.change_poller import OVERLAP, ChangePoller
 from testbed.procs import free_port
 from tests.ingress.hooks import add_webhook, gateway_env, serve_gateway, stop_gateway
 from tests.platform.factory_files.trees import minimal, webhook

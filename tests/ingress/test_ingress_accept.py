@@ -87,14 +87,14 @@ def test_disabled_and_deleted_webhooks_are_404(gw: GatewayClient, gw_world: Worl
     assert gw.post(hook.path, content=b"2", headers=hook.auth).status_code == 404
     change_webhook(gw, hook.uid, enabled=True)
     assert gw.post(hook.path, content=b"3", headers=hook.auth).status_code == 202
-    from gateway.store.types import utcnow
+    from gateway.foundation.store.types import utcnow
 
     change_webhook(gw, hook.uid, deleted_at=utcnow())
     assert gw.post(hook.path, content=b"4", headers=hook.auth).status_code == 404
 
 
 def test_rotation_takes_effect_immediately(gw: GatewayClient, gw_world: World) -> None:
-    from gateway.security import hash_token
+    from gateway.kernel.security import hash_token
 
     hook = add_webhook(gw, gw_world)
     change_webhook(gw, hook.uid, token_hash=hash_token("wht_new"))
@@ -116,7 +116,7 @@ def test_url_token_mode(gw: GatewayClient, gw_world: World) -> None:
 
 @REQUEST_HANDLING
 def test_managed_team_secret(gw: GatewayClient, gw_world: World) -> None:
-    from gateway.accounts import identities
+    from gateway.foundation.accounts import identities
 
     async def secret(services):  # type: ignore[no-untyped-def]
         async with services.database.transaction() as conn:
@@ -211,7 +211,7 @@ def test_header_names_case_insensitive(gw: GatewayClient, gw_world: World, heade
 
 
 def test_body_hash_identity() -> None:
-    from gateway.ingress.delivery_identity import delivery_identity
+    from gateway.webhook_gateway.ingress.delivery_identity import delivery_identity
 
     body = b'{"k":"v"}'
     assert delivery_identity(None, {}, None, body) == "sha256:" + hashlib.sha256(body).hexdigest()

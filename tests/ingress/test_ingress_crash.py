@@ -18,10 +18,10 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from gateway.services import build_services
-from gateway.store import tables as t
-from gateway.transports.outbox import file as outbox
-from gateway.transports.redis_stream.source import CLAIM_EVERY_S, CLAIM_IDLE_MS
+from gateway.foundation.services import build_services
+from gateway.foundation.store import tables as t
+from gateway.webhook_gateway.transports.outbox import file as outbox
+from gateway.webhook_gateway.transports.redis_stream.source import CLAIM_EVERY_S, CLAIM_IDLE_MS
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_token_webhook, serve_gateway, stop_gateway
@@ -56,7 +56,7 @@ def _pending(settings) -> set[str]:  # type: ignore[no-untyped-def]
             return {row[0] for row in conn.execute(query)}
     from redis import Redis
 
-    from gateway.backends.redis_keys import KeySpace
+    from gateway.foundation.backends.redis_keys import KeySpace
 
     client = Redis.from_url(settings.redis_url)
     found = set()

@@ -11,15 +11,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.backends.contract import RATE_LIMIT, Submission, Target, Verdict, shard_of
-from gateway.backends.resp_client import RespClient
-from gateway.errors import RequestTimeout
-from gateway.ingress.body import MAX_BODY, BodyReader, TooLarge, declared_length, read_body
-from gateway.logs import RedactTokens, redact
-from gateway.store import create_database, migrate
-from gateway.transports.embedded.backend import MemoryBackend
-from gateway.transports.embedded.writer import DeliveryWriter
-from gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
+from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, Verdict, shard_of
+from gateway.foundation.backends.resp_client import RespClient
+from gateway.foundation.store import create_database, migrate
+from gateway.kernel.errors import RequestTimeout
+from gateway.kernel.logs import RedactTokens, redact
+from gateway.webhook_gateway.ingress.body import (
+    MAX_BODY,
+    BodyReader,
+    TooLarge,
+    declared_length,
+    read_body,
+)
+from gateway.webhook_gateway.transports.embedded.backend import MemoryBackend
+from gateway.webhook_gateway.transports.embedded.writer import DeliveryWriter
+from gateway.webhook_gateway.transports.redis_stream.ingress import HOT_SCRIPTS, RedisBackend
 from tests.examples import examples
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.accounts import factories, identities
-from gateway.ingress.cache import NEGATIVE_TTL
-from gateway.services import build_services
-from gateway.settings import Settings
-from gateway.store import migrate
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import build_services
+from gateway.foundation.store import migrate
+from gateway.kernel.settings import Settings
+from gateway.webhook_gateway.ingress.cache import NEGATIVE_TTL
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.uvicorn_protocol import SWEEP_S, BoundedHttpTools
+from gateway.http.uvicorn_protocol import SWEEP_S, BoundedHttpTools
 from tests.ingress.raw_http import (
     closed_by_server,
     connection,

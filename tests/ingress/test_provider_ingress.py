@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.services import Services
+from gateway.foundation.services import Services
 from tests.connections import signing
 from tests.connections.signing import Signed
 from tests.support import GatewayClient, World, eventually

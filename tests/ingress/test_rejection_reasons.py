@@ -19,8 +19,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 from stripe import WebhookSignature
 
-from gateway.ingress.body import MAX_BODY
-from gateway.rejections import Reason
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.ingress.body import MAX_BODY
 from tests.ingress.hooks import REQUEST_HANDLING, Hook, add_webhook, backend_settings, redis_url_for
 from tests.support import GatewayClient, World, eventually
 

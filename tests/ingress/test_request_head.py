@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import HeadersTooLarge, UriTooLong
-from gateway.ingress.request_head import (
+from gateway.http.request_head import (
     MAX_HEADER_BYTES,
     MAX_HEADER_LINE,
     MAX_HEADERS,
@@ -16,6 +15,7 @@ from gateway.ingress.request_head import (
     HeadLimits,
     head_error,
 )
+from gateway.kernel.errors import HeadersTooLarge, UriTooLong
 
 
 def scope(headers: list[tuple[bytes, bytes]], path: bytes = b"/webhooks/w/x") -> dict[str, Any]:

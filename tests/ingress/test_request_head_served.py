@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from gateway.ingress.request_head import MAX_HEADER_LINE, MAX_HEADERS
+from gateway.http.request_head import MAX_HEADER_LINE, MAX_HEADERS
 from tests.ingress.hooks import Served, served_gateway, tree_peak_rss_kib
 
 pytestmark = pytest.mark.slow  # starts processes of its own

@@ -3,10 +3,10 @@ token wherever it appears, in both the template path and the header-by-header on
 
 from __future__ import annotations
 
-from gateway.backends.delivery_rows import headers_of
-from gateway.ingress.headers import RawHeaders
-from gateway.ingress.stored_headers import MAX_STORED, MAX_VALUE, stored_headers
-from gateway.signatures import SCHEMES
+from gateway.foundation.backends.delivery_rows import headers_of
+from gateway.webhook_gateway.ingress.headers import RawHeaders
+from gateway.webhook_gateway.ingress.stored_headers import MAX_STORED, MAX_VALUE, stored_headers
+from gateway.webhook_gateway.signatures import SCHEMES
 
 
 def _stored(raw: list[tuple[bytes, bytes]], token: str | None = None) -> dict[str, str]:

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from prometheus_client import generate_latest
 
-from gateway.metrics.counts import LATENCY_BOUNDS, ProcessCounts
-from gateway.metrics.export import CONTENT_TYPE, Exporter
-from gateway.settings import Settings
+from gateway.foundation.metrics.counts import LATENCY_BOUNDS, ProcessCounts
+from gateway.foundation.metrics.export import CONTENT_TYPE, Exporter
+from gateway.kernel.settings import Settings
 from tests.ingress.hooks import add_webhook
 from tests.metrics.scrape import names, parse, value
 from tests.support import GatewayClient, World

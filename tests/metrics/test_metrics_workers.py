@@ -20,7 +20,7 @@ import httpx
 import pytest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from gateway.metrics.directory import MULTIPROC_ENV, prepare_multiprocess_dir
+from gateway.foundation.metrics.directory import MULTIPROC_ENV, prepare_multiprocess_dir
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, prepare_token_webhook, stop_gateway
 from tests.metrics.scrape import parse, value

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.store import Database, create_database
+from gateway.foundation.store import Database, create_database
 from tests.conftest import make_settings
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.outbound import Delivered, OutboundMessage, Outcome, RetrySchedule
+from gateway.foundation.outbound import Delivered, OutboundMessage, Outcome, RetrySchedule
 
 QUICK = RetrySchedule(first_s=0.05, factor=2.0, max_attempts=4, jitter=0.0)
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from gateway.metrics.counts import COUNTS
-from gateway.outbound import (
+from gateway.foundation.metrics.counts import COUNTS
+from gateway.foundation.outbound import (
     Delivered,
     Dispatcher,
     Failed,
@@ -22,8 +22,8 @@ from gateway.outbound import (
     enqueue,
     queue,
 )
-from gateway.store import Database
-from gateway.store import tables as t
+from gateway.foundation.store import Database
+from gateway.foundation.store import tables as t
 from tests.outbound.senders import ScriptedSender
 
 m, a = t.outbound_messages, t.outbound_attempts

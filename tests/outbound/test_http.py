@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gateway.outbound import RefusedDestination, outbound_client
-from gateway.outbound.http import refusal
+from gateway.foundation.outbound import RefusedDestination, outbound_client
+from gateway.foundation.outbound.http import refusal
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""The event sender's lean HTTP client (gateway/outbound/keepalive.py) against a scripted server
-on loopback: connections kept and reused, answers of every framing read, a closed kept
+"""The event sender's lean HTTP client (gateway/foundation/outbound/keepalive.py) against a scripted
+server on loopback: connections kept and reused, answers of every framing read, a closed kept
 connection replaced, a timeout kept, and private addresses refused like httpx's client."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from gateway.outbound import RefusedDestination
-from gateway.outbound.keepalive import MAX_DRAIN, Answer, KeepAliveClient
+from gateway.foundation.outbound import RefusedDestination
+from gateway.foundation.outbound.keepalive import MAX_DRAIN, Answer, KeepAliveClient
 
 pytestmark = pytest.mark.service  # its servers are on loopback
 

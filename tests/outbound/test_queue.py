@@ -8,9 +8,9 @@ import secrets
 import pytest
 from sqlalchemy import select
 
-from gateway.outbound import enqueue, release
-from gateway.store import Database
-from gateway.store import tables as t
+from gateway.foundation.outbound import enqueue, release
+from gateway.foundation.store import Database
+from gateway.foundation.store import tables as t
 
 m = t.outbound_messages
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from factory_format.triggers import event_spec
-from gateway.providers import TriggerEvent, normalize, not_in_payload
-from gateway.providers.values import KEYWORDS, NAMES, form_of
+from gateway.webhook_gateway.providers import TriggerEvent, normalize, not_in_payload
+from gateway.webhook_gateway.providers.values import KEYWORDS, NAMES, form_of
 
 from .conftest import GithubExamples, fixtures
 from .github_variants import variants

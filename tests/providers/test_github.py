@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.providers import TriggerEvent, delivery_id, github, normalize
+from gateway.webhook_gateway.providers import TriggerEvent, delivery_id, github, normalize
 
 from .conftest import GithubExamples
 from .github_variants import comment_mentioning, first, merged_pull_request

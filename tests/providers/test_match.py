@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.providers import (
+from gateway.webhook_gateway.providers import (
     EventValues,
     TriggerEvent,
     TriggerFilterError,
@@ -20,7 +20,7 @@ from gateway.providers import (
     reaches,
     repository_key,
 )
-from gateway.providers.values import form_of
+from gateway.webhook_gateway.providers.values import form_of
 from tests.examples import at_least, examples
 
 
@@ -234,8 +234,8 @@ def test_compiled_matcher_agrees_with_reference() -> None:
 
 
 def test_by_name_filters_match_the_names_the_payload_carries() -> None:
-    from gateway.providers import normalize
-    from gateway.providers.values import names_key
+    from gateway.webhook_gateway.providers import normalize
+    from gateway.webhook_gateway.providers.values import names_key
     from tests.providers.conftest import fixture
 
     (created,) = normalize("linear", {}, fixture("linear", "issue_create"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.providers.mentions import github_mentions, gitlab_mentions
+from gateway.webhook_gateway.providers.mentions import github_mentions, gitlab_mentions
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from gateway.providers import delivery_id, normalize
+from gateway.webhook_gateway.providers import delivery_id, normalize
 
 from .conftest import fixture
 

@@ -1,5 +1,6 @@
-"""Which work items a delivery ends (gateway/providers/work_item_ends.py), on GitHub's and
-GitLab's payload shapes: merged or not, the closing keywords of a description, closed issues."""
+"""Which work items a delivery ends (gateway/webhook_gateway/providers/work_item_ends.py), on
+GitHub's and GitLab's payload shapes: merged or not, the closing keywords of a description, closed
+issues."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.providers.work_item_ends import CANCELLED, DONE, Ending, ending_of
+from gateway.webhook_gateway.providers.work_item_ends import CANCELLED, DONE, Ending, ending_of
 
 REPO = {"full_name": "octo/app"}
 

@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
-from gateway.providers.work_items import Source, mentions_alias, source_of
-from gateway.replies.targets import GitHubThread, GitLabThread, JiraIssue, LinearIssue
-from gateway.replies.work_items import target_of
+from gateway.webhook_gateway.providers.work_items import Source, mentions_alias, source_of
+from gateway.webhook_gateway.replies.targets import (
+    GitHubThread,
+    GitLabThread,
+    JiraIssue,
+    LinearIssue,
+)
+from gateway.webhook_gateway.replies.work_items import target_of
 from tests.providers.conftest import GithubExamples, fixture
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gateway.replies import Delivered, ReplyClient, ReplyTarget, post_or_edit
+from gateway.webhook_gateway.replies import Delivered, ReplyClient, ReplyTarget, post_or_edit
 
 
 async def check_a_deleted_message_is_posted_anew(

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from gateway.replies import (
+from gateway.webhook_gateway.replies import (
     Credentials,
     Delivered,
     Failed,
@@ -20,7 +20,7 @@ from gateway.replies import (
     RetryLater,
     client_for,
 )
-from gateway.replies.github_app import RENEW_BEFORE
+from gateway.webhook_gateway.replies.github_app import RENEW_BEFORE
 from tests.replies.checks import check_a_deleted_message_is_posted_anew
 from tests.replies.github_api import GitHubApi
 

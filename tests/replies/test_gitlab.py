@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.replies import (
+from gateway.webhook_gateway.replies import (
     Credentials,
     Delivered,
     Failed,

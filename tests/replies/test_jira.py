@@ -8,7 +8,7 @@ import base64
 import httpx
 import pytest
 
-from gateway.replies import (
+from gateway.webhook_gateway.replies import (
     Credentials,
     Delivered,
     Failed,
@@ -17,7 +17,7 @@ from gateway.replies import (
     RetryLater,
     client_for,
 )
-from gateway.replies.adf import document
+from gateway.webhook_gateway.replies.adf import document
 from tests.replies.jira_api import JiraApi, adf_problems
 
 EMAIL, TOKEN = "bot@acme.example", "ATATT3x-valid"

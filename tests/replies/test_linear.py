@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.replies import (
+from gateway.webhook_gateway.replies import (
     Credentials,
     Delivered,
     Failed,

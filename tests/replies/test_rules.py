@@ -8,9 +8,9 @@ from email.utils import formatdate
 import httpx
 import pytest
 
-from gateway.replies import Failed
-from gateway.replies.credentials import api_root, check_fields
-from gateway.replies.http import call, error_text, refusal, retry_after
+from gateway.webhook_gateway.replies import Failed
+from gateway.webhook_gateway.replies.credentials import api_root, check_fields
+from gateway.webhook_gateway.replies.http import call, error_text, refusal, retry_after
 
 NOW = 1_700_000_000.0
 

@@ -11,7 +11,7 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from gateway.replies import (
+from gateway.webhook_gateway.replies import (
     Credentials,
     Delivered,
     Failed,

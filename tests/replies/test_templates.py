@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 from msgspec import structs
 
-from gateway.replies import Artifact, ReplyTemplates
-from gateway.replies.adf import document
-from gateway.replies.context import duration, sample
-from gateway.replies.markup import escape, link
-from gateway.replies.templates import LIMITS, check
+from gateway.webhook_gateway.replies import Artifact, ReplyTemplates
+from gateway.webhook_gateway.replies.adf import document
+from gateway.webhook_gateway.replies.context import duration, sample
+from gateway.webhook_gateway.replies.markup import escape, link
+from gateway.webhook_gateway.replies.templates import LIMITS, check
 from tests.replies.jira_api import adf_problems
 
 HOSTILE = "@here <!channel> **bold** [x](javascript:alert(1)) <script> & 1. `code` #1"
@@ -143,7 +143,7 @@ def test_a_failing_override_falls_back_to_the_default(caplog: pytest.LogCaptureF
     overrides = {"ended": "{% if run.state == 'FAILED' %}{{ run.typo }}{% endif %}"}
     check("github", overrides)  # the samples succeed: this branch is not taken
     context = structs.replace(sample("ended"), state="FAILED")
-    with caplog.at_level(logging.WARNING, "gateway.replies"):
+    with caplog.at_level(logging.WARNING, "gateway.webhook_gateway.replies"):
         text = ReplyTemplates("github", overrides, "pcn_1").render(context)
     assert text.startswith("❌ **Foreman** failed")
     assert "reply template 'ended' of pcn_1 failed" in caplog.text

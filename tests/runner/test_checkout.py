@@ -1,5 +1,5 @@
-"""`gateway runner --checkout` (gateway/runner/checkout.py): which repository and ref a run's
-event names, on GitHub's real example payloads (@octokit/webhooks-examples) and GitLab's
+"""`gateway runner --checkout` (gateway/platform/runner/checkout.py): which repository and ref a
+run's event names, on GitHub's real example payloads (@octokit/webhooks-examples) and GitLab's
 documented samples; the git commands it runs, against local bare repositories; and a token that
 reaches a (stand-in, loopback) HTTPS-style git server in a header while nothing on disk holds
 it."""
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gateway.runner.checkout import (
+from gateway.platform.runner.checkout import (
     CheckoutSettings,
     Target,
     git_environment,

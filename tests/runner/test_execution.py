@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.runner.execution import how_it_ended
+from gateway.platform.runner.execution import how_it_ended
 
 
 def test_an_ending_reads_as_its_error_code_says() -> None:
@@ -19,7 +19,7 @@ def test_an_ending_reads_as_its_error_code_says() -> None:
 
 
 def test_secret_names_become_variable_names_by_one_rule() -> None:
-    from gateway.runner.execution import secret_variables
+    from gateway.platform.runner.execution import secret_variables
 
     assert secret_variables(["DEPLOY_TOKEN", "my-key.v2", "2fa", "my_key_v2", "é"]) == {
         "DEPLOY_TOKEN": "DEPLOY_TOKEN",
@@ -32,8 +32,8 @@ def test_secret_names_become_variable_names_by_one_rule() -> None:
 def test_the_prompt_is_composed_in_the_documented_order() -> None:
     from pathlib import Path
 
-    from gateway.runner.execution import stdin_text
-    from gateway.runner.protocol import ClaimedRun
+    from gateway.platform.runner.execution import stdin_text
+    from gateway.platform.runner.protocol import ClaimedRun
 
     run: ClaimedRun = {  # type: ignore[typeddict-item]
         "prompt": "Do the task.",
@@ -61,8 +61,8 @@ def test_the_prompt_is_composed_in_the_documented_order() -> None:
 def _execution(secrets: dict[str, str]) -> Any:
     """An execution of a claimed run with `secrets`, whose client is never called (nothing here
     reaches the API)."""
-    from gateway.runner.client import RunnerClient
-    from gateway.runner.execution import Execution
+    from gateway.platform.runner.client import RunnerClient
+    from gateway.platform.runner.execution import Execution
 
     run = {"run_id": "r1", "prompt": "p", "messages": [], "secrets": secrets}
     return Execution(RunnerClient("http://127.0.0.1:9", "key"), run, "true", 30.0)  # type: ignore[arg-type]
@@ -80,7 +80,7 @@ def test_masking_covers_text_and_the_bytes_of_any_file() -> None:
 
 
 def test_a_skill_is_written_with_its_files_inside_its_directory(tmp_path: Path) -> None:
-    from gateway.runner.execution import write_skill
+    from gateway.platform.runner.execution import write_skill
 
     skill = {
         "content": "---\nname: s\n---\nDo.\n",
@@ -109,7 +109,7 @@ def test_a_step_that_cannot_start_fails_as_the_shell_says(tmp_path: Path) -> Non
 
 
 def test_a_checkout_credential_is_used_for_its_own_repository_alone() -> None:
-    from gateway.runner.execution import credential_fits
+    from gateway.platform.runner.execution import credential_fits
 
     credential = {"provider": "github", "repository": "Codertocat/Hello-World", "token": "t0k"}
     assert credential_fits(credential, "github", "codertocat/hello-world")  # names' case
@@ -120,7 +120,7 @@ def test_a_checkout_credential_is_used_for_its_own_repository_alone() -> None:
 
 
 def test_a_harness_key_goes_to_the_variables_its_cli_reads() -> None:
-    from gateway.runner.execution import harness_key_variables
+    from gateway.platform.runner.execution import harness_key_variables
 
     secrets = {"claude-key": "v"}
     claude = {"type": "claude", "auth": {"source": "managedSecret", "secret_name": "claude-key"}}

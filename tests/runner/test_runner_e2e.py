@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from gateway.runner.execution import Ended
-from gateway.runner.loop import CLAIM_WAIT_S, Runner, RunnerOptions
+from gateway.platform.runner.execution import Ended
+from gateway.platform.runner.loop import CLAIM_WAIT_S, Runner, RunnerOptions
 from testbed.procs import free_port
 from tests.ingress.hooks import gateway_env, serve_gateway, stop_gateway
 from tests.support import scaled
@@ -532,7 +532,7 @@ def test_a_worker_runs_only_the_runs_pinned_to_it(deployment: Deployment) -> Non
     assert worker.poll() is None
 
 
-# the runner's download and API calls give up after 30 s (gateway.runner.client.TIMEOUT_S)
+# the runner's download and API calls give up after 30 s (gateway.platform.runner.client.TIMEOUT_S)
 HOLD_AT_MOST_S = 25.0
 
 

@@ -3,7 +3,7 @@ long-polls after it."""
 
 from __future__ import annotations
 
-from gateway.runner.slots import Slots
+from gateway.platform.runner.slots import Slots
 
 
 def test_the_call_reporting_a_runs_end_never_long_polls() -> None:

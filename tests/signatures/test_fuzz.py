@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.signatures import PROVIDER_VERIFIERS, SCHEMES, SignatureError, Verified
+from gateway.webhook_gateway.signatures import PROVIDER_VERIFIERS, SCHEMES, SignatureError, Verified
 from tests.examples import examples
 
 # every verifier: the custom webhook schemes, then the provider connections' ones

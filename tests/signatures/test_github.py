@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 from tests.signatures import vendor_oracle
 
 SCHEME = get_scheme("github")

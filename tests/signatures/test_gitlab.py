@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.rejections import Reason
-from gateway.signatures import PROVIDER_VERIFIERS, SignatureError, Verified
-from gateway.signatures.identity_headers import identity_header_refusal
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.signatures import PROVIDER_VERIFIERS, SignatureError, Verified
+from gateway.webhook_gateway.signatures.identity_headers import identity_header_refusal
 
 GITLAB = PROVIDER_VERIFIERS["gitlab"]
 SECRET = "glwt-3f9a7c1e5b2d4f6a8c0e"

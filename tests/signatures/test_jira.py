@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.rejections import Reason
-from gateway.signatures import PROVIDER_VERIFIERS, SignatureError, Verified
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.signatures import PROVIDER_VERIFIERS, SignatureError, Verified
 
 JIRA = PROVIDER_VERIFIERS["jira"]
 SECRET = "kZ3vQ8wX1yB5nM7cR2tF"

@@ -14,8 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.rejections import Reason
-from gateway.signatures import PROVIDER_VERIFIERS, SignatureError, Verified, get_scheme
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.signatures import (
+    PROVIDER_VERIFIERS,
+    SignatureError,
+    Verified,
+    get_scheme,
+)
 from tests.signatures import vendor_oracle
 
 SCHEME = get_scheme("linear")

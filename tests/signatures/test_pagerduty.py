@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.rejections import Reason
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("pagerduty")
 SECRET = "Hh4Dvqy0k2u1aIw7W+1M1R8X0Z5v2pNwqgQ8H2tZc3mC6f9jK0sLd7e4Rb1Yx5Ua"

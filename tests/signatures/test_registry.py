@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import gateway.signatures as signatures
-from gateway.signatures import (
+import gateway.webhook_gateway.signatures as signatures
+from gateway.webhook_gateway.signatures import (
     PROVIDER_VERIFIERS,
     SCHEMES,
     SignatureScheme,
@@ -19,7 +19,7 @@ from gateway.signatures import (
     linear,
     scheme_name,
 )
-from gateway.signatures.base import hmac_of_body, hmac_sha256
+from gateway.webhook_gateway.signatures.base import hmac_of_body, hmac_sha256
 
 # the names factory files write (CONTRACT §5), and our extras
 EXPECTED = {

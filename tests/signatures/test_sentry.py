@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.rejections import Reason
-from gateway.signatures import SignatureError, Verified, get_scheme
-from gateway.signatures.identity_headers import identity_header_refusal
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.webhook_gateway.signatures.identity_headers import identity_header_refusal
 
 SCHEME = get_scheme("sentry")
 CLIENT_SECRET = "2d3f8b7f1a9c4e0e8b6c5d4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("shopify")
 SECRET = "shpss_0123456789abcdef0123456789abcdef"

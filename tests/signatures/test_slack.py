@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from slack_sdk.signature import Clock, SignatureVerifier
 
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("slack")
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

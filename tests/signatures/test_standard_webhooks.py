@@ -15,7 +15,7 @@ import svix.webhooks
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("standard_webhooks")
 SECRET = "whsec_" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()

@@ -11,7 +11,7 @@ import stripe
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("stripe")
 SECRET = "whsec_test_5f8e2b9c1d7a4e6f0b3c8d2a9e1f7b4c"

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.rejections import Reason
-from gateway.signatures import SignatureError, Verified, get_scheme
+from gateway.kernel.rejections import Reason
+from gateway.webhook_gateway.signatures import SignatureError, Verified, get_scheme
 
 SCHEME = get_scheme("vercel")
 SECRET = "h7JkR2mQ9xWvT4pL0sN8bC6yF3dG1aZe"

@@ -8,8 +8,8 @@ from alembic import command
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store import Database
-from gateway.store.migrate import alembic_config
+from gateway.foundation.store import Database
+from gateway.foundation.store.migrate import alembic_config
 
 
 async def upgrade_to(database: Database, revision: str) -> None:

@@ -7,7 +7,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from gateway.store.checkpoints import RESET_WAIT_MS, WalCheckpointer
+from gateway.foundation.store.checkpoints import RESET_WAIT_MS, WalCheckpointer
 
 
 def _store(path: Path) -> sqlite3.Connection:

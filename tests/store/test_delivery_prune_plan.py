@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import event
 
-from gateway.deliveries import log as delivery_log
-from gateway.store.db import create_database
-from gateway.store.migrate import migrate
+from gateway.foundation.store.db import create_database
+from gateway.foundation.store.migrate import migrate
+from gateway.webhook_gateway.deliveries import log as delivery_log
 
 
 def test_prune_on_sqlite_finds_old_deliveries_by_the_time_index(tmp_path: Path) -> None:

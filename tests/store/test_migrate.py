@@ -9,8 +9,8 @@ import sys
 import pytest
 from alembic.script import ScriptDirectory
 
-from gateway.store import create_database, migrate
-from gateway.store.migrate import HEAD_REVISION, alembic_config, stored_revision
+from gateway.foundation.store import create_database, migrate
+from gateway.foundation.store.migrate import HEAD_REVISION, alembic_config, stored_revision
 from tests.conftest import make_settings
 
 
@@ -38,7 +38,7 @@ def test_a_store_at_head_is_not_migrated_again(fresh_store: str) -> None:
     # a fresh process migrating the same store again never imports Alembic
     code = (
         "import asyncio, sys\n"
-        "from gateway.store import create_database, migrate\n"
+        "from gateway.foundation.store import create_database, migrate\n"
         "async def main():\n"
         f"    database = create_database({url!r})\n"
         "    await migrate(database)\n"

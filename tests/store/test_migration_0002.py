@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import text
 
-from gateway.store import create_database, migrate
+from gateway.foundation.store import create_database, migrate
 from tests.conftest import make_settings
 from tests.store.migration_support import upgrade_to
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from gateway.store import create_database, migrate
+from gateway.foundation.store import create_database, migrate
 from tests.conftest import make_settings
 from tests.store.migration_support import downgrade_to, upgrade_to
 

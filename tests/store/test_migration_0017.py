@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import inspect, text
 
-from gateway.store import create_database, migrate
+from gateway.foundation.store import create_database, migrate
 from tests.conftest import make_settings
 from tests.store.migration_support import add_team_and_factory, downgrade_to, upgrade_to
 

@@ -1,5 +1,5 @@
-"""PostgreSQL sessions of the store (gateway.store.db): a read is its statements, each on its
-own (autocommit, no BEGIN or ROLLBACK around them); a transaction is one, in READ COMMITTED,
+"""PostgreSQL sessions of the store (gateway.foundation.store.db): a read is its statements, each on
+its own (autocommit, no BEGIN or ROLLBACK around them); a transaction is one, in READ COMMITTED,
 committed or rolled back whole."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import secrets
 import pytest
 from sqlalchemy import text
 
-from gateway.store import create_database
+from gateway.foundation.store import create_database
 
 XID = text("SELECT txid_current()")  # the transaction's id: a new one per transaction
 

@@ -22,8 +22,8 @@ from sqlalchemy import (
     select,
 )
 
-from gateway.store.rows import from_row
-from gateway.store.types import UTCDateTime
+from gateway.foundation.store.rows import from_row
+from gateway.foundation.store.types import UTCDateTime
 
 metadata = MetaData()
 things = Table(

@@ -1,9 +1,9 @@
-"""One schema: the migrations, run from nothing, build exactly what gateway/store/tables.py
-describes. Alembic's comparison (the one `alembic revision --autogenerate` makes: tables,
-columns, types, nullability, server defaults, indexes, unique and foreign keys) finds nothing to
-change, and the partial indexes' conditions, which it does not compare, are those of a store
-built from the metadata itself (each dialect normalises a condition, so both sides are read back
-the same way)."""
+"""One schema: the migrations, run from nothing, build exactly what
+gateway/foundation/store/tables.py describes. Alembic's comparison (the one `alembic revision
+--autogenerate` makes: tables, columns, types, nullability, server defaults, indexes, unique and
+foreign keys) finds nothing to change, and the partial indexes' conditions, which it does not
+compare, are those of a store built from the metadata itself (each dialect normalises a condition,
+so both sides are read back the same way)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
-from gateway.store import create_database, migrate
-from gateway.store.tables import metadata
+from gateway.foundation.store import create_database, migrate
+from gateway.foundation.store.tables import metadata
 from tests.conftest import make_settings
 from tests.store.conftest import empty_store
 

@@ -1,6 +1,6 @@
-"""The embedded store's SQLite adapter (gateway.store.sqlite_driver): one call on aiosqlite's
-thread per statement, none to return a connection that holds no transaction, and sqlite3's
-transactions, results and errors unchanged."""
+"""The embedded store's SQLite adapter (gateway.foundation.store.sqlite_driver): one call on
+aiosqlite's thread per statement, none to return a connection that holds no transaction, and
+sqlite3's transactions, results and errors unchanged."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from gateway.store.db import Database, create_database
+from gateway.foundation.store.db import Database, create_database
 
 
 def on_store(test: Callable[[Database], Coroutine[Any, Any, None]]) -> Callable[[Path], None]:

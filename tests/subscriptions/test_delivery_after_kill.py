@@ -14,13 +14,13 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from gateway.accounts import identities
-from gateway.accounts.identities import Principal
+from gateway.foundation.accounts import identities
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.services import build_services
+from gateway.foundation.store import migrate
+from gateway.kernel.settings import Settings
 from gateway.platform.runners import claims, finish, registry, reports
 from gateway.platform.runners.models import RunEnding
-from gateway.services import build_services
-from gateway.settings import Settings
-from gateway.store import migrate
 from testbed.procs import free_port
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env, serve_gateway

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from standardwebhooks import Webhook
 
-from gateway.store.types import utcnow
+from gateway.foundation.store.types import utcnow
 from tests.conftest import make_settings
 from tests.platform.runs.runs_support import advance, new_run
 from tests.signatures.vendor_oracle import ask
@@ -162,8 +162,8 @@ def test_failing_past_the_setting_disables_and_tells_the_owners(
     def later() -> datetime:
         return utcnow() + ahead["by"]
 
-    monkeypatch.setattr("gateway.outbound.dispatcher.utcnow", later)
-    monkeypatch.setattr("gateway.subscriptions.delivery.utcnow", later)
+    monkeypatch.setattr("gateway.foundation.outbound.dispatcher.utcnow", later)
+    monkeypatch.setattr("gateway.foundation.subscriptions.delivery.utcnow", later)
     with receiving(statuses=[500] * 10) as subscriber:
         sub = subscribe(world, subscriber.url, ["run.created"])
         one = f"/event-subscriptions/{sub['uid']}"

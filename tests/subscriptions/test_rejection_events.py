@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from gateway.backends.contract import REJECT_LOG_LIMIT
-from gateway.deliveries import refusal_flusher
-from gateway.services import Services
-from gateway.settings import Settings
-from gateway.store import tables as t
+from gateway.foundation.backends.contract import REJECT_LOG_LIMIT
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel.settings import Settings
+from gateway.webhook_gateway.deliveries import refusal_flusher
 from tests.support import GatewayClient, World, eventually
 
 REQUESTS = REJECT_LOG_LIMIT + 15  # past the cap: 15 are logged as no record
@@ -92,9 +92,9 @@ def test_a_full_backlog_refusal_is_counted(
 
 
 def flush_redis(client: GatewayClient) -> None:
-    from gateway.backends.redis_clients import connect
-    from gateway.backends.redis_keys import KeySpace
-    from gateway.backends.redis_refusals import RedisRefusals
+    from gateway.foundation.backends.redis_clients import connect
+    from gateway.foundation.backends.redis_keys import KeySpace
+    from gateway.foundation.backends.redis_refusals import RedisRefusals
 
     async def flush(services: Services) -> int:
         settings = services.settings

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.deliveries import smee
-from gateway.listen import messages
+from gateway.foundation.listen import messages
+from gateway.webhook_gateway.deliveries import smee
 from testbed.procs import free_port
 from tests.connections import signing
 from tests.connections.provider_world import connect, deliver

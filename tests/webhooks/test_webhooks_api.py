@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from gateway.accounts import identities
-from gateway.app import openapi_document
-from gateway.services import Services
-from gateway.signatures import SCHEME_ALIASES, SCHEMES
+from gateway.composition.app import openapi_document
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
+from gateway.webhook_gateway.signatures import SCHEME_ALIASES, SCHEMES
 from tests.support import World
 
 

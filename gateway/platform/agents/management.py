@@ -18,11 +18,13 @@ from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import belongs_to_team
-from gateway.accounts.identities import Principal, creation_team, issue_api_key
-from gateway.catalog import EnvironmentSpec, ModelSpec, check_environment, check_model
-from gateway.errors import AgentIsForeman, Forbidden, InvalidRequest, NotFound
+from gateway.foundation.accounts.factories import belongs_to_team
+from gateway.foundation.accounts.identities import Principal, creation_team, issue_api_key
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.catalog import EnvironmentSpec, ModelSpec, check_environment, check_model
+from gateway.kernel.errors import AgentIsForeman, Forbidden, InvalidRequest, NotFound
 from gateway.platform.agents.models import (
     Agent,
     AgentCreate,
@@ -33,8 +35,6 @@ from gateway.platform.agents.models import (
 )
 from gateway.platform.runs.creation.worker_pinning import check_worker
 from gateway.platform.runs.skills.specs import parse_skill_spec
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 a = t.agents
 RUN_DEFAULTS = RunDefaults.__struct_fields__

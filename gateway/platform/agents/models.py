@@ -10,9 +10,9 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Timestamp, unless_none
-from gateway.store.rows import from_row
-from gateway.types import JsonObject
+from gateway.foundation.api.fields import Timestamp, unless_none
+from gateway.foundation.store.rows import from_row
+from gateway.kernel.types import JsonObject
 
 AgentType = Literal["FOREMAN", "TRIAGE", "SPEC", "IMPLEMENT", "REVIEW", "VERIFY", "CUSTOM"]
 CredentialStrategy = Literal["CREATOR", "EXECUTOR"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Query, Routes
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Query, Routes
 from gateway.platform.agents import management as agents
 from gateway.platform.agents.models import (
     Agent,

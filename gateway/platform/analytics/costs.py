@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Row, case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.analytics.models import (
     CostGroup,
     CostGroupBy,
@@ -32,7 +33,6 @@ from gateway.platform.analytics.queries import (
 )
 from gateway.platform.analytics.run_groups import labels, ordered, usage_dimension
 from gateway.platform.analytics.window import Window
-from gateway.store import tables as t
 
 SIZE_BUCKETS = (("XS", 10), ("S", 50), ("M", 250), ("L", 1000))  # lines changed, below
 LARGEST = "XL"

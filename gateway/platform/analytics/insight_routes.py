@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import get_accessible_factory
-from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Query, Routes
+from gateway.foundation.accounts.factories import get_accessible_factory
+from gateway.foundation.api.auth import cursors_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Query, Routes
 from gateway.platform.analytics import costs as factory_costs
 from gateway.platform.analytics import pull_requests, run_counts
 from gateway.platform.analytics.models import (

@@ -10,6 +10,7 @@ from msgspec import UNSET
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.analytics.dialect_sql import seconds_between
 from gateway.platform.analytics.models import (
     Autonomy,
@@ -34,7 +35,6 @@ from gateway.platform.analytics.queries import (
     ratio,
 )
 from gateway.platform.analytics.window import Window
-from gateway.store import tables as t
 
 
 def _flag(condition: Any) -> Any:

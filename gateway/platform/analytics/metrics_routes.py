@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.api.auth import services_of
-from gateway.api.routing import Query, Routes
-from gateway.errors import Forbidden, NotFound
+from gateway.foundation.api.auth import services_of
+from gateway.foundation.api.routing import Query, Routes
+from gateway.kernel.errors import Forbidden, NotFound
 from gateway.platform.analytics import costs as factory_costs
 from gateway.platform.analytics import metrics as factory_metrics
 from gateway.platform.analytics.models import (

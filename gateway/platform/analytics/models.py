@@ -10,10 +10,10 @@ from typing import Annotated, Any, Literal, TypedDict
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
-from gateway.api.pagination import PageInfo
+from gateway.foundation.api.fields import Cursor, Limit, Moment, Timestamp, in_utc
+from gateway.foundation.api.pagination import PageInfo
+from gateway.foundation.store.rows import from_row
 from gateway.platform.analytics.window import Period, Window
-from gateway.store.rows import from_row
 
 Rate = Annotated[float, Meta(ge=0, le=1)]
 Dollars = Annotated[float, Meta(description="US dollars")]

@@ -9,15 +9,15 @@ from typing import Any, Literal, TypeVar
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import Factory, get_accessible_factory
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Query
-from gateway.errors import FactoryMetricsRateLimited as BudgetSpent
-from gateway.errors import InvalidRequest
+from gateway.foundation.accounts.factories import Factory, get_accessible_factory
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Query
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import FactoryMetricsRateLimited as BudgetSpent
+from gateway.kernel.errors import InvalidRequest
+from gateway.kernel.problem import Problem
 from gateway.platform.analytics.models import MetricsRange
 from gateway.platform.analytics.window import Period, Window, window
-from gateway.problem import Problem
-from gateway.store.types import utcnow
 
 RATE_LIMITED = (
     429,

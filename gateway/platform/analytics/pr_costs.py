@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store import tables as t
+from gateway.foundation.store import tables as t
 
 p, c, u = t.pull_requests, t.pr_costs, t.run_usage
 

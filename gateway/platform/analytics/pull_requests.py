@@ -18,10 +18,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.analytics import pr_costs
 from gateway.platform.analytics.models import PullRequest
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 p = t.pull_requests
 

@@ -14,9 +14,9 @@ from sqlalchemy import literal
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
+from gateway.foundation.store import tables as t
 from gateway.platform.analytics.dialect_sql import period_key, period_name
 from gateway.platform.analytics.window import Window
-from gateway.store import tables as t
 
 r, u, p = t.runs, t.run_usage, t.pull_requests
 UNKNOWN = "UNKNOWN"  # the group of records that do not name the grouped entity

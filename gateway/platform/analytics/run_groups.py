@@ -8,8 +8,8 @@ from typing import Any, Literal
 from sqlalchemy import case, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.analytics.queries import UNKNOWN, r, u
-from gateway.store import tables as t
 
 Dimension = Literal["state", "source", "user", "agent", "model"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Literal, TypeVar
 
-from gateway.errors import InvalidRequest
+from gateway.kernel.errors import InvalidRequest
 
 Period = Literal["day", "week", "month"]
 N = TypeVar("N", int, float)

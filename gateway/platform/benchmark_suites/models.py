@@ -10,10 +10,10 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Cursor, Limit, Timestamp
-from gateway.api.pagination import PageInfo
+from gateway.foundation.api.fields import Cursor, Limit, Timestamp
+from gateway.foundation.api.pagination import PageInfo
+from gateway.foundation.store.rows import from_row
 from gateway.platform.runs.record.models import RunItem, StatusMessage
-from gateway.store.rows import from_row
 
 RunStatus = Literal["running", "completed", "cancelled"]
 RunDetail = Literal["launch_settings", "aggregate_results", "creator_name"]

@@ -8,8 +8,8 @@ from collections.abc import Collection
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.factories import Factory
-from gateway.errors import NotFound
+from gateway.foundation.accounts.factories import Factory
+from gateway.kernel.errors import NotFound
 from gateway.platform.benchmark_suites.models import (
     ConfigurationResult,
     Results,

@@ -12,16 +12,16 @@ from msgspec import Struct
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.factories import Factory
-from gateway.errors import NotFound
+from gateway.foundation.accounts.factories import Factory
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.rows import from_row
+from gateway.kernel.errors import NotFound
 from gateway.platform.benchmark_suites.models import (
     ConfigurationOut,
     RunStatus,
     Trial,
 )
 from gateway.platform.runs.record.states import TERMINAL
-from gateway.store import tables as t
-from gateway.store.rows import from_row
 
 b, tr, r = t.benchmark_runs, t.benchmark_trials, t.runs
 

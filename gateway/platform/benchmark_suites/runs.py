@@ -17,10 +17,12 @@ import msgspec
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import Factory, require_manage_access
-from gateway.accounts.identities import Principal
-from gateway.errors import Conflict, InvalidRequest, RunPending, RunTerminal
+from gateway.foundation.accounts.factories import Factory, require_manage_access
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import Conflict, InvalidRequest, RunPending, RunTerminal
 from gateway.platform.benchmark_suites.models import (
     Aggregate,
     BenchmarkRun,
@@ -43,8 +45,6 @@ from gateway.platform.runs.record import cancellation
 from gateway.platform.runs.record.models import AgentConfig
 from gateway.platform.runs.record.states import TERMINAL
 from gateway.platform.runs.record.store import load_run
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 MAX_TRIALS = 500  # per launch
 SOURCE = "BENCHMARK"

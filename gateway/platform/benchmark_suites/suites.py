@@ -21,11 +21,13 @@ from msgspec import UNSET
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import Factory, require_manage_access
-from gateway.accounts.identities import Principal
-from gateway.catalog import ModelSpec, check_model
-from gateway.errors import Conflict, InvalidRequest, NotFound
+from gateway.foundation.accounts.factories import Factory, require_manage_access
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.catalog import ModelSpec, check_model
+from gateway.kernel.errors import Conflict, InvalidRequest, NotFound
 from gateway.platform.benchmark_suites.models import (
     Configuration,
     Suite,
@@ -36,8 +38,6 @@ from gateway.platform.benchmark_suites.models import (
     TaskUpdate,
 )
 from gateway.platform.runs.record.store import can_view, find_run
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 s, k = t.benchmark_suites, t.benchmark_tasks
 TASK_FIELDS = ("title", "prompt", "success_criteria", "source_run_id", "starting_repo_refs", "tags")

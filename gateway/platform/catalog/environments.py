@@ -12,10 +12,10 @@ from typing import Any, Literal
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.catalog import Access, EnvironmentSpec, access_of
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.rows import from_row
+from gateway.kernel.catalog import Access, EnvironmentSpec, access_of
 from gateway.platform.runs.record.models import SETUP_FAILURE
-from gateway.store import tables as t
-from gateway.store.rows import from_row
 
 SortBy = Literal["name", "last_updated"]
 r = t.runs

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from gateway.api.fields import Timestamp, unless_none
-from gateway.catalog import ModelSpec
+from gateway.foundation.api.fields import Timestamp, unless_none
+from gateway.kernel.catalog import ModelSpec
 from gateway.platform.catalog.environments import SelectingRun, VisibleEnvironment, setup_failed
 from gateway.platform.runs.record.states import RunState
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Routes
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Routes
 from gateway.platform.catalog.models import EgressRanges
 
 routes = Routes("networking")

@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.factories import Factory
-from gateway.accounts.identities import Principal
-from gateway.errors import InvalidRequest, NoForeman
+from gateway.foundation.accounts.factories import Factory
+from gateway.foundation.accounts.identities import Principal
+from gateway.kernel.errors import InvalidRequest, NoForeman
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.runs.record.items import run_item
 from gateway.platform.runs.record.models import RunItem as Run

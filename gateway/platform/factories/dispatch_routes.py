@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import get_accessible_factory
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Routes
+from gateway.foundation.accounts.factories import get_accessible_factory
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Routes
 from gateway.platform.factories import dispatch as factory_dispatch
 from gateway.platform.factories.models import FactoryRunCreate
 from gateway.platform.runs.record.models import RunItem as Run

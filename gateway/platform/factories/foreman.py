@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import InvalidRequest, NotFound
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import InvalidRequest, NotFound
 from gateway.platform.inbox import notifications as inbox
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 
 async def set_foreman(conn: AsyncConnection, factory_uid: str, agent_uid: str | None) -> None:

@@ -1,5 +1,5 @@
 """The shapes of the factory API: listing factories and dispatching work to one. A factory
-itself is `gateway.accounts.factories.Factory`, the same object the rules read."""
+itself is `gateway.foundation.accounts.factories.Factory`, the same object the rules read."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Annotated
 
 from msgspec import Meta, Struct
 
-from gateway.accounts.factories import Factory
-from gateway.api.fields import Cursor, Limit
-from gateway.api.pagination import PageInfo
+from gateway.foundation.accounts.factories import Factory
+from gateway.foundation.api.fields import Cursor, Limit
+from gateway.foundation.api.pagination import PageInfo
 from gateway.platform.factories.dispatch import (
     MAX_PROMPT,
     TICKET_REF,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import Factory, list_factories
-from gateway.api.auth import cursors_of, factory_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Query, Routes
+from gateway.foundation.accounts.factories import Factory, list_factories
+from gateway.foundation.api.auth import cursors_of, factory_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Query, Routes
 from gateway.platform.factories.models import FactoryList, FactoryQuery
 
 routes = Routes("factories")

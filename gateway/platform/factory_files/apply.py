@@ -16,17 +16,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Diagnostic, FactoryTree, never_firing
 from factory_format.model import ResourceKey
-from gateway.accounts.identities import Principal, require_team
-from gateway.errors import Conflict, Forbidden, InvalidFactoryTree, InvalidRequest, NotFound
+from gateway.foundation.accounts.identities import Principal, require_team
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel.errors import Conflict, Forbidden, InvalidFactoryTree, InvalidRequest, NotFound
 from gateway.platform.factory_files.checks import Catalogue, check_tree
 from gateway.platform.factory_files.models import Plan, TreeWebhook
 from gateway.platform.factory_files.plan import plan_changes
 from gateway.platform.factory_files.posted import Parsed, relocated
 from gateway.platform.factory_files.state import StoredState, load_state
 from gateway.platform.factory_files.write import write_changes
-from gateway.providers import PROVIDERS
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.webhook_gateway.providers import PROVIDERS
 
 # where the events triggers wait for come from here: the provider connections, the custom
 # webhooks, schedules and the factory's own work items; a trigger of any other provider

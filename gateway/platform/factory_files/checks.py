@@ -18,16 +18,16 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Code, DeferredReference, Diagnostic, FactoryTree
-from gateway.catalog import EnvironmentSpec, ModelSpec, check_environment
-from gateway.errors import InvalidRequest
+from gateway.foundation.store import tables as t
+from gateway.kernel.catalog import EnvironmentSpec, ModelSpec, check_environment
+from gateway.kernel.errors import InvalidRequest
+from gateway.kernel.security import SecretBox
 from gateway.platform.factory_files.state import StoredState
-from gateway.security import SecretBox
-from gateway.signatures.identity_headers import identity_header_refusal
-from gateway.store import tables as t
-from gateway.webhooks.management import WEBHOOKS_PER_FACTORY, check_secret_value
+from gateway.webhook_gateway.signatures.identity_headers import identity_header_refusal
+from gateway.webhook_gateway.webhooks.management import WEBHOOKS_PER_FACTORY, check_secret_value
 
 MODELS_SHOWN = 12  # model ids a message lists before "..."
-# what a model id may look like (gateway.catalog's Id): letters, digits and . : / @ + - _
+# what a model id may look like (gateway.kernel.catalog's Id): letters, digits and . : / @ + - _
 MODEL_ID = re.compile(r"[A-Za-z0-9][\w.:/@+-]{0,199}")
 
 

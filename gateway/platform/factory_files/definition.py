@@ -7,10 +7,10 @@ from typing import cast
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import NotFound
+from gateway.foundation.store import tables as t
+from gateway.kernel.errors import NotFound
 from gateway.platform.factory_files.models import KINDS, Kind, StoredDefinition, StoredResource
 from gateway.platform.factory_files.state import load_state
-from gateway.store import tables as t
 
 
 async def stored_definition(conn: AsyncConnection, factory_uid: str) -> StoredDefinition:

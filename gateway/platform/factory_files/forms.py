@@ -26,8 +26,8 @@ from factory_format import (
     comparable,
 )
 from factory_format.model import Resource, ResourceKey
-from gateway.automations.models import FileLayers, stored_triggers
-from gateway.types import JsonObject
+from gateway.kernel.types import JsonObject
+from gateway.webhook_gateway.automations.models import FileLayers, stored_triggers
 
 Form = JsonObject  # a comparable form: plain JSON data
 AgentNames = dict[str, str]  # agent uid -> its name in the tree

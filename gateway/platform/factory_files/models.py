@@ -9,8 +9,8 @@ from typing import Annotated, Literal, get_args
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from factory_format import Diagnostic
-from gateway.problem import Problem
-from gateway.types import JsonObject
+from gateway.kernel.problem import Problem
+from gateway.kernel.types import JsonObject
 
 Action = Literal["create", "update", "delete"]
 Kind = Literal[

@@ -22,9 +22,9 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
-from gateway.errors import Unavailable
+from gateway.foundation.services import Services
+from gateway.kernel.errors import Unavailable
 from gateway.platform.factory_files.posted import Parsed, parse_posted
-from gateway.services import Services
 
 Mode = Literal["process", "thread", "inline"]
 MODE: Mode = "process"

@@ -9,9 +9,10 @@ from typing import Any
 from starlette.requests import Request
 
 from factory_format import MAX_TREE_BYTES
-from gateway.accounts.factories import get_accessible_factory
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Routes
+from gateway.foundation.accounts.factories import get_accessible_factory
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Routes
+from gateway.foundation.services import Services
 from gateway.platform.factory_files.apply import Caller, apply_tree, plan_tree
 from gateway.platform.factory_files.definition import stored_definition
 from gateway.platform.factory_files.models import (
@@ -22,7 +23,6 @@ from gateway.platform.factory_files.models import (
 )
 from gateway.platform.factory_files.parsing import parse_off_loop
 from gateway.platform.factory_files.posted import Parsed
-from gateway.services import Services
 
 routes = Routes("factory-files")
 # a tree may hold 2 MiB of text (factory_format.MAX_TREE_BYTES); JSON escapes make it larger

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from factory_format import CURRENT_VERSION, schema_bundle, schema_document, schema_versions
-from gateway.api.http import json_response
-from gateway.api.routing import Routes
-from gateway.errors import NotFound
+from gateway.foundation.api.http import json_response
+from gateway.foundation.api.routing import Routes
+from gateway.kernel.errors import NotFound
 
 JsonSchema = Annotated[dict[str, Any], Meta(description="a JSON Schema 2020-12 document")]
 SCHEMA_MEDIA_TYPE = "application/schema+json"

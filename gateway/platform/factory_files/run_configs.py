@@ -17,7 +17,7 @@ from msgspec import UNSET
 from sqlalchemy import select, update
 
 from factory_format import Agent, EffectiveConfig, FactoryTree, Skill
-from gateway.automations.models import json_form
+from gateway.foundation.store import tables as t
 from gateway.platform.factory_files.write_agents import mcp_configs
 from gateway.platform.factory_files.writing import Writing
 from gateway.platform.runs.record.models import (
@@ -31,7 +31,7 @@ from gateway.platform.runs.record.models import (
     SkillDocument,
     SkillFile,
 )
-from gateway.store import tables as t
+from gateway.webhook_gateway.automations.models import json_form
 
 DEFAULT_STRATEGY = "EXECUTOR"  # factory-format.md §3.1: a factory that sets none
 

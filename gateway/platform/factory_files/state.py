@@ -12,8 +12,8 @@ from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format.model import ResourceKey
+from gateway.foundation.store import tables as t
 from gateway.platform.factory_files import forms
-from gateway.store import tables as t
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,11 @@ from typing import Literal
 from starlette.requests import Request
 
 from factory_format import MAX_FILES, MAX_TREE_BYTES
-from gateway.api.auth import services_of
-from gateway.api.routing import Body, Routes
-from gateway.errors import PayloadTooLarge, Unprocessable, ValidationRateLimited
+from gateway.foundation.api.auth import services_of
+from gateway.foundation.api.routing import Body, Routes
+from gateway.foundation.services import Services
+from gateway.kernel.errors import PayloadTooLarge, Unprocessable, ValidationRateLimited
+from gateway.kernel.problem import Problem
 from gateway.platform.factory_files.parsing import parse_off_loop
 from gateway.platform.factory_files.plan_routes import TREE_BODY_LIMIT
 from gateway.platform.factory_files.validation import (
@@ -22,8 +24,6 @@ from gateway.platform.factory_files.validation import (
     ValidationResult,
     validation_result,
 )
-from gateway.problem import Problem
-from gateway.services import Services
 
 routes = Routes("factory-files")
 

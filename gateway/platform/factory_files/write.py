@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import FactoryTree
 from factory_format.model import Resource
+from gateway.foundation.services import Services
 from gateway.platform.factory_files import run_configs
 from gateway.platform.factory_files import write_agents as agents
 from gateway.platform.factory_files import write_extras as extras
@@ -24,7 +25,6 @@ from gateway.platform.factory_files.write_factory import (
     update_factory,
 )
 from gateway.platform.factory_files.writing import Writing
-from gateway.services import Services
 
 Create = Callable[[Writing, Any], Awaitable[None]]
 Update = Callable[[Writing, str, Any], Awaitable[None]]

@@ -9,12 +9,12 @@ from msgspec import Struct, UnsetType
 from sqlalchemy import delete
 
 from factory_format import Agent, EffectiveConfig, RunConfig, Skill
-from gateway import ids
-from gateway.automations.models import json_form
+from gateway.foundation.store import tables as t
+from gateway.kernel import ids
+from gateway.kernel.types import JsonObject
 from gateway.platform.agents.models import RunDefaults
 from gateway.platform.factory_files.writing import Columns, Writing
-from gateway.store import tables as t
-from gateway.types import JsonObject
+from gateway.webhook_gateway.automations.models import json_form
 
 
 def run_defaults(agent: Agent) -> RunDefaults:

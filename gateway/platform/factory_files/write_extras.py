@@ -10,13 +10,13 @@ from __future__ import annotations
 from sqlalchemy import delete, update
 
 from factory_format import BenchmarkSuite, BenchmarkTask, Runner, Scorer
-from gateway import ids
-from gateway.automations.models import json_form
+from gateway.foundation.store import tables as t
+from gateway.kernel import ids
+from gateway.kernel.types import JsonObject
 from gateway.platform.factory_files.state import task_rows
 from gateway.platform.factory_files.writing import Columns, Writing
 from gateway.platform.scoring.scorers import remove_scorer
-from gateway.store import tables as t
-from gateway.types import JsonObject
+from gateway.webhook_gateway.automations.models import json_form
 
 
 class RunnerColumns(Columns, kw_only=True):

@@ -10,12 +10,12 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Factory
-from gateway.accounts.factories import create_factory as create_factory_row
-from gateway.automations.models import json_form
+from gateway.foundation.accounts.factories import create_factory as create_factory_row
+from gateway.foundation.store import tables as t
+from gateway.kernel.types import JsonObject
 from gateway.platform.factories.foreman import set_foreman
 from gateway.platform.factory_files.writing import Columns
-from gateway.store import tables as t
-from gateway.types import JsonObject
+from gateway.webhook_gateway.automations.models import json_form
 
 
 class FactoryColumns(Columns, kw_only=True):

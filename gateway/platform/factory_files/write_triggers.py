@@ -1,17 +1,18 @@
 """The tree's webhooks and automations, written through the rules of their own contexts
-(gateway.webhooks, gateway.automations). A file automation's runs go to its agent and carry its
-resolved configuration (run_configs.py), computed here once, never per delivery."""
+(gateway.webhook_gateway.webhooks, gateway.webhook_gateway.automations). A file automation's runs go
+to its agent and carry its resolved configuration (run_configs.py), computed here once, never per
+delivery."""
 
 from __future__ import annotations
 
 from factory_format import Automation, Webhook
-from gateway.automations import management as automations
-from gateway.automations.models import FileLayers, json_form
+from gateway.kernel.types import JsonObject
 from gateway.platform.factory_files.run_configs import run_config
 from gateway.platform.factory_files.writing import Writing
-from gateway.types import JsonObject
-from gateway.webhooks import management as webhooks
-from gateway.webhooks.models import WebhookCreate
+from gateway.webhook_gateway.automations import management as automations
+from gateway.webhook_gateway.automations.models import FileLayers, json_form
+from gateway.webhook_gateway.webhooks import management as webhooks
+from gateway.webhook_gateway.webhooks.models import WebhookCreate
 
 
 def automation_run_config(w: Writing, automation: Automation) -> JsonObject:

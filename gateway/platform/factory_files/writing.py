@@ -11,8 +11,8 @@ from sqlalchemy import Table, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import FactoryTree
-from gateway.services import Services
-from gateway.store.types import utcnow
+from gateway.foundation.services import Services
+from gateway.foundation.store.types import utcnow
 
 
 @dataclass

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Cursor, Limit, Timestamp
-from gateway.api.pagination import PageInfo
-from gateway.store.rows import from_row
+from gateway.foundation.api.fields import Cursor, Limit, Timestamp
+from gateway.foundation.api.pagination import PageInfo
+from gateway.foundation.store.rows import from_row
 
 Kind = Literal[
     "run_failed",

@@ -13,10 +13,10 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
 from gateway.platform.inbox.models import Kind
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 n, rc = t.inbox_notifications, t.inbox_recipients
 RUN_KINDS: dict[str, Kind] = {"FAILED": "run_failed", "BLOCKED": "run_needs_input"}

@@ -16,11 +16,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
-from gateway.errors import Forbidden, InvalidRequest
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import Forbidden, InvalidRequest
 from gateway.platform.inbox.models import MarkError, MutationOutcome, Notification, Scope
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 n, rc, f, tm, r = t.inbox_notifications, t.inbox_recipients, t.factories, t.team_members, t.runs
 

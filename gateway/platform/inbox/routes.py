@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Body, Query, Routes
+from gateway.foundation.api.auth import cursors_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Body, Query, Routes
 from gateway.platform.inbox import reading as inbox_reading
 from gateway.platform.inbox.models import (
     InboxFilter,

@@ -17,11 +17,11 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.connections.checkout_credentials import CLONING, usable
-from gateway.connections.reply_settings import ReplySettings, stored
+from gateway.foundation.store import tables as t
+from gateway.kernel.security import SecretBox
 from gateway.platform.runners.models import CheckoutCredential, ClaimedRun
-from gateway.security import SecretBox
-from gateway.store import tables as t
+from gateway.webhook_gateway.connections.checkout_credentials import CLONING, usable
+from gateway.webhook_gateway.connections.reply_settings import ReplySettings, stored
 
 log = logging.getLogger("gateway.runners")
 # (provider, settings, owner, name) -> (token, expiry) or a failure (connections.

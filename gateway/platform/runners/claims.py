@@ -10,6 +10,8 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.runners.handover import (
     CLAIMED_COLUMNS,
     claimed_run,
@@ -23,8 +25,6 @@ from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.states import sole_source, target_of
 from gateway.platform.runs.record.unclaimed import fail_unclaimed
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 r = t.runs
 

@@ -16,12 +16,12 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.runners.handover import CLAIMED_COLUMNS, claimed_run, follow_ups
 from gateway.platform.runners.models import ClaimedRun
 from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.record import timeline as run_timeline
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 OPENED = "DEBUG_OPENED"
 r = t.runs

@@ -16,7 +16,9 @@ from msgspec import structs
 from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import InvalidRequest, ServiceError
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import InvalidRequest, ServiceError
 from gateway.platform.runners.leases import ended_entry, held_runs, lease_lost
 from gateway.platform.runners.models import RunEnding, RunStatus
 from gateway.platform.runners.registry import Runner
@@ -26,8 +28,6 @@ from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import RunRecord, StatusMessage
 from gateway.platform.runs.record.states import allows, next_state
 from gateway.platform.runs.record.store import json_column
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 r = t.runs
 COMPLETED = frozenset({"SUCCEEDED", "FAILED"})  # a runner did the work (not cancelled, no error)

@@ -13,11 +13,11 @@ from msgspec import UnsetType
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
+from gateway.kernel.security import SecretBox
 from gateway.platform.runners.models import ClaimedRun, RunMessage
 from gateway.platform.runs.conversations.models import FOLLOW_UPS
 from gateway.platform.runs.record.models import AgentConfig, RunRecord
-from gateway.security import SecretBox
-from gateway.store import tables as t
 
 PAYLOAD_NAME = "event-payload.json"
 r = t.runs

@@ -20,15 +20,15 @@ from typing import Any
 from sqlalchemy import Row, Select, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import LeaseLost, NotFound, ServiceError
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import LeaseLost, NotFound, ServiceError
 from gateway.platform.runners.models import RunStatus
 from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import RunRecord, StatusMessage
 from gateway.platform.runs.record.states import TERMINAL, allows, next_state, target_of
 from gateway.platform.runs.record.store import json_column, load_run
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 MAX_ATTEMPTS = 3  # claims of one run in all; a third expired lease fails it
 r = t.runs

@@ -12,8 +12,8 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Timestamp
-from gateway.errors import InvalidRequest, ServiceError
+from gateway.foundation.api.fields import Timestamp
+from gateway.kernel.errors import InvalidRequest, ServiceError
 from gateway.platform.runs.attachments.models import AttachmentFile
 from gateway.platform.runs.conversations.models import Action
 from gateway.platform.runs.outputs.models import NewArtifact, PrState

@@ -10,9 +10,9 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.http import json_response
-from gateway.api.routing import Routes
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.http import json_response
+from gateway.foundation.api.routing import Routes
 from gateway.platform.runners import usage as run_usage
 from gateway.platform.runners.models import RunContext, RunUsage, Workers
 from gateway.platform.runners.registry import list_runners

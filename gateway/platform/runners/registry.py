@@ -10,16 +10,16 @@ import msgspec
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.identities import Principal
-from gateway.backends.key_cache import KeyCache
-from gateway.errors import Forbidden, InvalidRequest, NotFound
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.backends.key_cache import KeyCache
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.rows import from_row
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import Forbidden, InvalidRequest, NotFound
 from gateway.platform.runners.models import Worker
 from gateway.platform.runs.creation.worker_pinning import POOL
 from gateway.platform.runs.record.states import HELD
-from gateway.store import tables as t
-from gateway.store.rows import from_row
-from gateway.store.types import utcnow
 
 PRESENCE_PRECISION = timedelta(seconds=1)  # how stale a runner's last_seen_at may be
 r = t.runs

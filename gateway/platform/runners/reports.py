@@ -10,8 +10,10 @@ import msgspec
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.errors import InvalidRequest
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import InvalidRequest
 from gateway.platform.analytics import pull_requests
 from gateway.platform.runners.leases import held_run
 from gateway.platform.runners.models import ArtifactAdded, ReportedMessage, RunStatus
@@ -23,8 +25,6 @@ from gateway.platform.runs.record.models import RunRecord, StatusMessage
 from gateway.platform.runs.record.states import TERMINAL, Event, allows, next_state
 from gateway.platform.runs.record.store import find_run, json_column, load_run
 from gateway.platform.tasks import tasks
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 MAX_STATUS = 500  # characters of a status message
 r = t.runs

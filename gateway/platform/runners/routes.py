@@ -12,11 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.accounts.identities import Principal
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Handler, Routes
-from gateway.errors import NotFound
-from gateway.metrics.counts import COUNTS
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Handler, Routes
+from gateway.foundation.metrics.counts import COUNTS
+from gateway.kernel.errors import NotFound
+from gateway.kernel.security import SecretBox
 from gateway.platform.runners import (
     checkout_handover,
     claims,
@@ -54,7 +55,6 @@ from gateway.platform.runners.models import (
 )
 from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.attachments.routes import attachment_links
-from gateway.security import SecretBox
 
 
 @asynccontextmanager

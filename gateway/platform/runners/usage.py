@@ -15,13 +15,13 @@ from msgspec import structs
 from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
 from gateway.platform.analytics import pr_costs
 from gateway.platform.runners.leases import held_run
 from gateway.platform.runners.models import RunUsage, Usage, UsageDimensions, UsageLine
 from gateway.platform.runners.registry import Runner
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 u = t.run_usage
 METRICS = ("input_tokens", "output_tokens", "cost_usd")

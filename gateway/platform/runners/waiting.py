@@ -9,8 +9,8 @@ from collections.abc import Collection
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.runners.models import WaitedWorker
-from gateway.store import tables as t
 
 HOSTED = "warp"
 

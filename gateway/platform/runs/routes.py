@@ -9,9 +9,9 @@ from msgspec import Meta
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Body, Query, Routes
+from gateway.foundation.api.auth import cursors_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Body, Query, Routes
 from gateway.platform.runs.attachments.files import forget_files, store_files
 from gateway.platform.runs.conversations.models import FollowUp, FollowUpResult, InterruptResult
 from gateway.platform.runs.conversations.routes import (

@@ -12,6 +12,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format.triggers import CronError, next_slot, parse_cron
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.runs.creation.automation_runs import (
     AutomationOfRun,
     automation_columns,
@@ -20,8 +22,6 @@ from gateway.platform.runs.creation.automation_runs import (
 )
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import create_seed_task
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 s = t.automation_schedules
 DUE_BATCH = 100

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from croniter import CroniterError, croniter
 
 from factory_format.triggers import CronError, parse_cron
-from gateway.errors import InvalidRequest
+from gateway.kernel.errors import InvalidRequest
 
 MAX_LENGTH = 200
 

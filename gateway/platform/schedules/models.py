@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Timestamp, unless_none
+from gateway.foundation.api.fields import Timestamp, unless_none
+from gateway.foundation.store.rows import from_row
 from gateway.platform.runs.record.models import MAX_PROMPT, AgentConfig, Creator
-from gateway.store.rows import from_row
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 CronSchedule = Annotated[

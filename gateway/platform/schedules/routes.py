@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Routes
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Routes
 from gateway.platform.schedules import schedules
 from gateway.platform.schedules.models import (
     ScheduleCreate,

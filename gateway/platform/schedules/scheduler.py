@@ -12,12 +12,12 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.event_waits import pause
+from gateway.foundation.store import Database
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.event_waits import pause
 from gateway.platform.runs.record.unclaimed import fail_unclaimed
 from gateway.platform.schedules import automation_slots
 from gateway.platform.schedules import slot_runs as schedule_runs
-from gateway.store import Database
-from gateway.store.types import utcnow
 
 log = logging.getLogger("gateway.scheduler")
 

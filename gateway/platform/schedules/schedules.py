@@ -18,19 +18,19 @@ import msgspec
 from sqlalchemy import ColumnElement, Row, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.identities import Principal
-from gateway.catalog import ModelSpec
-from gateway.errors import Forbidden, InvalidRequest, NotFound
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.catalog import ModelSpec
+from gateway.kernel.errors import Forbidden, InvalidRequest, NotFound
+from gateway.kernel.types import JsonObject
 from gateway.platform.runs.creation.agent_config import parse_config
 from gateway.platform.runs.creation.worker_pinning import check_worker_host
 from gateway.platform.runs.record.items import creators
 from gateway.platform.runs.record.models import MAX_PROMPT
 from gateway.platform.schedules import cron
 from gateway.platform.schedules.models import ScheduleCreate, ScheduledAgent, ScheduleUpdate
-from gateway.store import tables as t
-from gateway.store.types import utcnow
-from gateway.types import JsonObject
 
 s = t.scheduled_agents
 METADATA_KEY = re.compile(r"[a-zA-Z0-9._-]{1,64}")

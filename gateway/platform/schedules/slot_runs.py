@@ -19,13 +19,13 @@ import msgspec
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
-from gateway.errors import ServiceError
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import ServiceError
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.runs.record.models import AgentConfig
 from gateway.platform.schedules import cron
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 s = t.scheduled_agents
 DUE_BATCH = 100

@@ -23,15 +23,15 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import Factory, require_manage_access
-from gateway.accounts.identities import Principal
-from gateway.errors import InvalidRequest, NotFound
+from gateway.foundation.accounts.factories import Factory, require_manage_access
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import InvalidRequest, NotFound
 from gateway.platform.runs.record.store import can_view, find_run, visible_run
 from gateway.platform.scoring.models import DispatchResult, Scorer
 from gateway.platform.scoring.scorers import find_scorer, get_scorer, scores_agent
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 SCORING_SOURCE = "SCORER"  # the source of a run in which a scorer scores another run

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import InvalidRequest
+from gateway.kernel.errors import InvalidRequest
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from uuid import UUID
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Cursor, Limit, Timestamp
-from gateway.api.pagination import PageInfo
+from gateway.foundation.api.fields import Cursor, Limit, Timestamp
+from gateway.foundation.api.pagination import PageInfo
+from gateway.foundation.store.rows import from_row
 from gateway.platform.analytics.window import Period
 from gateway.platform.runners.models import Uid
-from gateway.store.rows import from_row
 
 MAX_JOBS = 50  # a runner claims at most this many scoring jobs at once
 ScopeMode = Literal["all_agents", "selected_agents"]

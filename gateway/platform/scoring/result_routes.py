@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import get_accessible_factory
-from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Body, Query, Routes
-from gateway.errors import InvalidRequest
+from gateway.foundation.accounts.factories import get_accessible_factory
+from gateway.foundation.api.auth import cursors_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Body, Query, Routes
+from gateway.kernel.errors import InvalidRequest
 from gateway.platform.analytics.models import MetricsRange
 from gateway.platform.analytics.params import (
     ERRORS,

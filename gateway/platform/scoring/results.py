@@ -15,15 +15,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import belongs_to_team
-from gateway.errors import Conflict, NotFound
+from gateway.foundation.accounts.factories import belongs_to_team
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import Conflict, NotFound
 from gateway.platform.analytics.window import Window, period_key
 from gateway.platform.runners.registry import Runner
 from gateway.platform.scoring.judgement import judge
 from gateway.platform.scoring.models import MAX_JOBS, Attempt, ClaimedJob, RunScore, ScorerMetrics
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 j, a = t.scoring_jobs, t.scoring_attempts
 

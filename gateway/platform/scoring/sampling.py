@@ -8,8 +8,8 @@ r x 100. So the same run is always sampled or always not, at 100 every run is an
 10,000. A sampled run gets a QUEUED scoring job (trigger `sampled`) that a runner claims like a
 dispatched one; a run is sampled once per scorer, however often follow-ups finish it again.
 
-Called by the runner protocol's finish, in its transaction (gateway.wiring hands it over:
-runners sit below scoring), with the runs it completed."""
+Called by the runner protocol's finish, in its transaction (gateway.composition.wiring hands it
+over: runners sit below scoring), with the runs it completed."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from sqlalchemy import insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
 from gateway.platform.scoring.dispatch import SCORING_SOURCE
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 log = logging.getLogger("gateway.scoring")
 BUCKETS = 10_000  # a rate's resolution: 0.01 percent

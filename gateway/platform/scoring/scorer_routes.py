@@ -6,9 +6,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.accounts.factories import get_accessible_factory
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Routes
+from gateway.foundation.accounts.factories import get_accessible_factory
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Routes
 from gateway.platform.scoring import dispatch as scorer_dispatch
 from gateway.platform.scoring import scorers
 from gateway.platform.scoring.models import (

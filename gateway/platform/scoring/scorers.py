@@ -13,13 +13,13 @@ from msgspec import UNSET
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import Factory, require_manage_access
-from gateway.accounts.identities import Principal
-from gateway.errors import InvalidRequest, NotFound
+from gateway.foundation.accounts.factories import Factory, require_manage_access
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import InvalidRequest, NotFound
 from gateway.platform.scoring.models import ScopeMode, Scorer, ScorerCreate, ScorerUpdate
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 sc = t.scorers
 

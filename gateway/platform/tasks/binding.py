@@ -16,11 +16,11 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.event_waits import pause
+from gateway.foundation.store import Database
+from gateway.foundation.store import tables as t
+from gateway.kernel.event_waits import pause
 from gateway.platform.tasks.models import TaskSeed
 from gateway.platform.tasks.tasks import create_seed_task, seed_title
-from gateway.store import Database
-from gateway.store import tables as t
 
 log = logging.getLogger("gateway.dispatch")
 BIND_BATCH = 100

@@ -8,9 +8,9 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.tasks.models import Task
 from gateway.platform.tasks.tasks import task_views
-from gateway.store import tables as t
 
 tk = t.tasks
 

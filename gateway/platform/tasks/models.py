@@ -10,11 +10,11 @@ from typing import Annotated, Any, Literal, TypedDict
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Cursor, Limit, Moment, Timestamp, in_utc, unless_none
-from gateway.api.pagination import PageInfo
+from gateway.foundation.api.fields import Cursor, Limit, Moment, Timestamp, in_utc, unless_none
+from gateway.foundation.api.pagination import PageInfo
+from gateway.foundation.store.rows import from_row
 from gateway.platform.runs.record.models import Creator, RunRecord
 from gateway.platform.runs.record.models import RunItem as Run
-from gateway.store.rows import from_row
 
 TaskStage = Literal["TRIAGE", "BACKLOG", "TODO", "IN_PROGRESS", "IN_REVIEW", "DONE", "CANCELLED"]
 TicketSource = Literal["repository_issue", "issue_key", "reference"]

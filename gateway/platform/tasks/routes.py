@@ -7,11 +7,11 @@ from datetime import datetime
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.accounts.factories import Factory, get_accessible_factory
-from gateway.accounts.identities import Principal
-from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Body, Query, Routes
+from gateway.foundation.accounts.factories import Factory, get_accessible_factory
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.api.auth import cursors_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Body, Query, Routes
 from gateway.platform.tasks import tasks
 from gateway.platform.tasks.binding import ensure_bound
 from gateway.platform.tasks.listing import TaskQuery, list_tasks

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from factory_format import Trigger as CanonicalTrigger
+from gateway.foundation.store import tables as t
 from gateway.platform.inbox.notifications import on_dispatch_failed
 from gateway.platform.runs.creation.automation_runs import (
     AutomationOfRun,
@@ -24,7 +25,6 @@ from gateway.platform.runs.creation.automation_runs import (
     joined,
     start_automation_run,
 )
-from gateway.store import tables as t
 
 log = logging.getLogger("gateway.automations")
 

@@ -18,10 +18,12 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.factories import Factory
-from gateway.accounts.identities import Principal
-from gateway.errors import Conflict, Forbidden, InvalidRequest, NotFound
+from gateway.foundation.accounts.factories import Factory
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs.record import cancellation
 from gateway.platform.runs.record.items import creators, run_item
@@ -37,8 +39,6 @@ from gateway.platform.tasks.models import (
     TaskValues,
     TicketSource,
 )
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 FORGE_REF = re.compile(r"[\w.-]+/[\w.-]+#\d+")
 KEY_REF = re.compile(r"[A-Za-z][A-Za-z0-9_]*-\d+")

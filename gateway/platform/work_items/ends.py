@@ -13,9 +13,9 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.evaluator.run_platform import WorkItemEnd
+from gateway.foundation.store import tables as t
 from gateway.platform.work_items.stages import WorkItemRow, move_work_items
-from gateway.store import tables as t
+from gateway.webhook_gateway.evaluator.run_platform import WorkItemEnd
 
 FINAL = ("DONE", "CANCELLED")
 w, r = t.work_items, t.runs

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.evaluator.run_platform import NewWorkItem
-from gateway.events.catalogue import WorkItemEventData, WorkItemSource
-from gateway.events.log import NewEvent, record_events
-from gateway.store import tables as t
+from gateway.foundation.events.catalogue import WorkItemEventData, WorkItemSource
+from gateway.foundation.events.log import NewEvent, record_events
+from gateway.foundation.store import tables as t
+from gateway.webhook_gateway.evaluator.run_platform import NewWorkItem
 
 w, r = t.work_items, t.runs
 

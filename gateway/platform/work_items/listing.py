@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import NotFound
-from gateway.events.catalogue import WorkItemSource
+from gateway.foundation.events.catalogue import WorkItemSource
+from gateway.foundation.store import tables as t
+from gateway.kernel.errors import NotFound
 from gateway.platform.work_items.models import WorkItem
-from gateway.store import tables as t
 
 w, r = t.work_items, t.runs
 

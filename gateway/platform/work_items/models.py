@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from gateway.api.fields import Cursor, Limit, Timestamp
-from gateway.api.pagination import PageInfo
-from gateway.events.catalogue import WorkItemSource
+from gateway.foundation.api.fields import Cursor, Limit, Timestamp
+from gateway.foundation.api.pagination import PageInfo
+from gateway.foundation.events.catalogue import WorkItemSource
 
 # the stages of factory_format's WORK_ITEM_STAGES (a test keeps them equal)
 WorkItemStage = Literal[

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.accounts.factories import Factory, get_accessible_factory
-from gateway.api.auth import cursors_of, principal_of, services_of
-from gateway.api.pagination import page_info
-from gateway.api.routing import Query, Routes
+from gateway.foundation.accounts.factories import Factory, get_accessible_factory
+from gateway.foundation.api.auth import cursors_of, principal_of, services_of
+from gateway.foundation.api.pagination import page_info
+from gateway.foundation.api.routing import Query, Routes
 from gateway.platform.work_items.listing import get_work_item, list_work_items
 from gateway.platform.work_items.models import WorkItem, WorkItemFilters, WorkItemList
 

@@ -26,10 +26,10 @@ from typing import NamedTuple
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.record.timeline import Entry, on_state_changes
 from gateway.platform.tasks.stage_triggers import start_stage_runs
 from gateway.platform.work_items.events import record_stage_changes
-from gateway.store import tables as t
 
 STAGE_OF_STATE = {
     "QUEUED": "TODO",

@@ -9,18 +9,18 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.evaluator.run_platform import (
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.platform.runs.conversations.follow_ups import provider_follow_up
+from gateway.platform.work_items.events import record_created
+from gateway.webhook_gateway.evaluator.run_platform import (
     KnownWorkItem,
     NewWorkItem,
     WorkItemFollowUp,
     WorkItemKey,
 )
-from gateway.evaluator.work_item_plans import follow_up_file
-from gateway.platform.runs.conversations.follow_ups import provider_follow_up
-from gateway.platform.work_items.events import record_created
-from gateway.store import tables as t
-from gateway.store.types import utcnow
+from gateway.webhook_gateway.evaluator.work_item_plans import follow_up_file
 
 FIRST_STAGE = "TRIAGE"  # a work item's stage when its first event made it
 CHUNK = 500

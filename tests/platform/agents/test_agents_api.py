@@ -6,9 +6,9 @@ from typing import Any
 
 import oz_agent_sdk
 
-from gateway.accounts import identities
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
 from gateway.platform.factories.foreman import set_foreman as assign_foreman
-from gateway.services import Services
 from tests.platform.runs.official_client import official_client
 from tests.support import World
 

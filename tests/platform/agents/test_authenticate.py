@@ -7,10 +7,10 @@ import secrets
 
 from sqlalchemy import delete
 
-from gateway.accounts import identities
-from gateway.accounts.identities import Principal
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.accounts import identities
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.support import GatewayClient
 
 

@@ -31,11 +31,11 @@ from typing import Any
 from msgspec import structs
 from sqlalchemy import insert, select
 
-from gateway.accounts import factories, identities
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.analytics import pull_requests
 from gateway.platform.runners.models import UsageDimensions
-from gateway.services import Services
-from gateway.store import tables as t
 
 
 def at(month: int, day: int, hour: int = 0) -> datetime:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from msgspec import UNSET
 
-from gateway.errors import InvalidRequest
+from gateway.foundation.services import Services
+from gateway.kernel.errors import InvalidRequest
 from gateway.platform.analytics import costs as factory_costs
 from gateway.platform.analytics import metrics as factory_metrics
 from gateway.platform.analytics import pull_requests, run_counts
@@ -24,7 +25,6 @@ from gateway.platform.analytics.models import (
     SizeBucket,
 )
 from gateway.platform.analytics.window import MAX_PERIODS, Period, window
-from gateway.services import Services
 from tests.platform.analytics.metrics_data import History, at, build
 from tests.support import GatewayClient
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.accounts import factories
+from gateway.foundation.accounts import factories
 from gateway.platform.analytics import pull_requests
 from tests.api.openapi_shapes import shape_errors
 from tests.conftest import make_settings

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from gateway.accounts import factories
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.accounts import factories
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.support import World, scaled
 
 

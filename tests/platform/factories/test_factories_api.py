@@ -27,7 +27,7 @@ def test_factory_access_follows_team_membership(world: World) -> None:
 
 
 def test_list_search_and_pagination(world: World) -> None:
-    from gateway.accounts import factories
+    from gateway.foundation.accounts import factories
 
     async def more(services):  # type: ignore[no-untyped-def]
         async with services.database.transaction() as conn:

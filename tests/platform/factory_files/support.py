@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from factory_format import read_directory
-from gateway.accounts import identities
-from gateway.services import Services
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
 from tests.support import World
 
 EXAMPLES = Path(__file__).parents[2] / "fixtures" / "warp-factory-examples" / "examples"

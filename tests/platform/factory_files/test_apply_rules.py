@@ -396,7 +396,7 @@ def test_scorers_skills_and_suites_are_stored(world: World) -> None:
 def _agents_of(world: World, run_ids: list[str]) -> set[str | None]:
     from sqlalchemy import select
 
-    from gateway.store import tables as t
+    from gateway.foundation.store import tables as t
 
     async def read(services: Any) -> set[str | None]:
         async with services.database.read() as conn:

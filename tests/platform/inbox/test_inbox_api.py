@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.accounts import identities
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
 from gateway.platform.factories.foreman import set_foreman as assign_foreman
-from gateway.services import Services
 from tests.platform.runners.test_runner_api import Runner
 from tests.platform.runs.runs_support import advance, new_run
 from tests.support import World, eventually
@@ -211,7 +211,7 @@ def test_a_removed_member_is_no_live_recipient(world: World) -> None:
     async def leave(services: Services) -> None:
         from sqlalchemy import delete
 
-        from gateway.store import tables as t
+        from gateway.foundation.store import tables as t
 
         async with services.database.transaction() as conn:
             await conn.execute(

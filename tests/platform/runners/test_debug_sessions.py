@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy import update
 
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from tests.platform.runners.test_runner_api import Runner, get_run, new_run
 from tests.support import World
 

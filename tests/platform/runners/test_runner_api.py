@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.accounts import identities
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
+from gateway.kernel.types import Message
 from gateway.platform.runners.leases import MAX_ATTEMPTS
-from gateway.services import Services
-from gateway.types import Message
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from sqlalchemy import delete
 
-from gateway.security import hash_token
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.kernel.security import hash_token
 from tests.conftest import make_settings
 from tests.metrics.scrape import parse, value
 from tests.platform.runners.test_runner_api import (

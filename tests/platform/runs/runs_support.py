@@ -8,13 +8,13 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.services import Services
 from gateway.platform.runners import claims, finish, leases, registry, reports
 from gateway.platform.runners.models import RunEnding
 from gateway.platform.runners.registry import Runner
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.runs.record.store import load_run
-from gateway.services import Services
 from tests.support import World
 
 # the runner protocol's steps a test may take a run through, each one call of its rules

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from sqlalchemy import select, update
 
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.schedules.scheduler import start_due
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 from tests.connections import signing
 from tests.connections.provider_world import automation, connect, deliver, evaluated, runs, trigger
 from tests.platform.runners.test_runner_api import Runner

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from gateway.kernel.security import SecretBox
 from gateway.platform.runs.attachments.models import UploadGrant
 from gateway.platform.runs.attachments.signed_urls import AttachmentLinks
-from gateway.security import SecretBox
 from tests.conftest import make_settings
 from tests.platform.runners.test_runner_api import Runner
 from tests.platform.runs.runs_support import new_run, upload

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.runs.record.unclaimed import fail_unclaimed
 from gateway.platform.schedules.scheduler import start_due
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 from tests.conftest import make_settings
 from tests.platform.factory_files.support import applied, set_secrets
 from tests.platform.factory_files.trees import automation as automation_file

@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from gateway.accounts import identities
-from gateway.services import Services
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
 from tests.platform.runners.test_runner_api import Runner
 from tests.support import World
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import Conflict, InvalidRequest
+from gateway.kernel.errors import Conflict, InvalidRequest
 from gateway.platform.runs.record.states import (
     HELD,
     LIVE,

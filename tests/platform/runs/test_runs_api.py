@@ -261,8 +261,8 @@ def _shift_back(world: World, run_id: str, minutes: int) -> None:
 
     from sqlalchemy import select, update
 
-    from gateway.services import Services
-    from gateway.store import tables as t
+    from gateway.foundation.services import Services
+    from gateway.foundation.store import tables as t
 
     async def go(services: Services) -> None:
         r, delta = t.runs, timedelta(minutes=minutes)

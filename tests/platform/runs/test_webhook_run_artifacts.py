@@ -12,8 +12,8 @@ from oz_agent_sdk.types.agent.artifact_item import FileArtifact
 from oz_agent_sdk.types.agent_get_artifact_response import FileArtifactResponse
 from sqlalchemy import update
 
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.platform.runs.official_client import ThroughTestClient, official_client
 from tests.support import World, eventually
 

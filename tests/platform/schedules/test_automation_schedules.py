@@ -10,11 +10,11 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.schedules import automation_slots
 from gateway.platform.schedules.scheduler import start_due
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 from tests.connections.provider_world import automation, trigger
 from tests.support import World
 

@@ -8,13 +8,13 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from gateway.accounts.identities import Principal
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.schedules import schedules
 from gateway.platform.schedules import slot_runs as schedule_runs
 from gateway.platform.schedules.models import ScheduleCreate
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 from tests.support import World
 
 

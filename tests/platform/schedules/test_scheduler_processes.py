@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from gateway.accounts import factories, identities
-from gateway.automations import management as automations
-from gateway.automations.models import AutomationCreate
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.store import create_database, migrate
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.schedules import schedules
 from gateway.platform.schedules.models import ScheduleCreate
-from gateway.store import create_database, migrate
-from gateway.store import tables as t
-from gateway.store.types import utcnow
+from gateway.webhook_gateway.automations import management as automations
+from gateway.webhook_gateway.automations.models import AutomationCreate
 from tests.conftest import make_settings
 from tests.ingress.hooks import gateway_env
 from tests.support import scaled

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
-from gateway.accounts import identities
+from gateway.foundation.accounts import identities
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.schedules.scheduler import start_due
-from gateway.services import Services
-from gateway.store import tables as t
 from tests.platform.runs.official_client import official_client
 from tests.support import World
 

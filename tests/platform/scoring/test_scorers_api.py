@@ -6,14 +6,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from gateway.accounts import factories
-from gateway.accounts.factories import get_accessible_factory
-from gateway.accounts.identities import Principal
+from gateway.foundation.accounts import factories
+from gateway.foundation.accounts.factories import get_accessible_factory
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.scoring import scorers
 from gateway.platform.scoring.models import ScorerCreate
-from gateway.services import Services
-from gateway.store import tables as t
 from tests.platform.runs.runs_support import advance, new_run
 from tests.support import World
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.platform.runners.test_runner_api import Runner
 from tests.platform.scoring.test_scorers_api import NIL, Setup, _scorer_of, _second_factory
 from tests.support import World

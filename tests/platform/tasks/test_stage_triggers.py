@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from gateway.services import Services
-from gateway.store import tables as t
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
 from tests.connections.provider_world import add_factory, automation, trigger
 from tests.platform.tasks.test_tasks_api import _task
 from tests.support import World

@@ -3,11 +3,11 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from gateway.accounts import factories, identities
+from gateway.foundation.accounts import factories, identities
+from gateway.foundation.services import Services
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.tasks import tasks
-from gateway.services import Services
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 from tests.platform.runs.runs_support import advance, insert_raw_run, new_run
 from tests.support import World
 

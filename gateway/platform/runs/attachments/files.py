@@ -1,7 +1,8 @@
 """Attachments with content: prepared for a run (each with a signed upload URL), uploaded once
-(size-capped, the prepared content type only), stored in the attachment store (gateway/blobs),
-and handed to the run's runner as signed download URLs. A webhook run's event-payload.json is an
-attachment too; its content is the delivery's payload, stored once in the delivery log.
+(size-capped, the prepared content type only), stored in the attachment store
+(gateway/foundation/blobs), and handed to the run's runner as signed download URLs. A webhook run's
+event-payload.json is an attachment too; its content is the delivery's payload, stored once in the
+delivery log.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from typing import Any
 from sqlalchemy import insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.attachment_storage import AttachmentStorage
-from gateway.blobs import BlobStore
-from gateway.errors import (
+from gateway.foundation.blobs import BlobStore
+from gateway.foundation.store import Database
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.attachment_storage import AttachmentStorage
+from gateway.kernel.errors import (
     AttachmentUploaded,
     InvalidRequest,
     NotFound,
@@ -36,9 +40,6 @@ from gateway.platform.runs.attachments.models import (
 )
 from gateway.platform.runs.attachments.signed_urls import UPLOAD_URL_S, AttachmentLinks
 from gateway.platform.runs.record.models import RunArtifact, RunRecord, file_artifact
-from gateway.store import Database
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 a = t.attachments
 

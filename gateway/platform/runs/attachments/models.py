@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from gateway.api.fields import Timestamp
+from gateway.foundation.api.fields import Timestamp
 
 MediaType = Annotated[
     str,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.decoding import read_capped
-from gateway.api.routing import Body, Routes
-from gateway.errors import NotFound
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.decoding import read_capped
+from gateway.foundation.api.routing import Body, Routes
+from gateway.kernel.errors import NotFound
 from gateway.platform.runs.attachments import files as attachments
 from gateway.platform.runs.attachments.models import (
     AttachmentsPrepare,

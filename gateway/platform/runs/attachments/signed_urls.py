@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from gateway.kernel.security import SecretBox
 from gateway.platform.runs.attachments.models import UploadGrant, UploadTarget
-from gateway.security import SecretBox
 
 UPLOAD_URL_S = 900  # a prepared upload URL works this long
 DOWNLOAD_URL_S = 3600  # a runner's download URL: long enough for the run to start and fetch

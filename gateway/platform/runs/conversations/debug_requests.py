@@ -12,11 +12,11 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import DebugUnavailable
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import DebugUnavailable
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import RunRecord
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 REQUESTED = "DEBUG_REQUESTED"  # a timeline entry, not a state the run enters
 r, e = t.runs, t.run_events

@@ -15,8 +15,10 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.errors import AttachmentNotUploaded, RunNotLive, UnknownAttachment
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.errors import AttachmentNotUploaded, RunNotLive, UnknownAttachment
 from gateway.platform.runs.conversations.debug_requests import request_session
 from gateway.platform.runs.conversations.models import (
     FollowUp,
@@ -29,8 +31,6 @@ from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import CANCELLABLE_TYPES, SETUP_FAILURE, RunRecord
 from gateway.platform.runs.record.states import LIVE, RunState, allows, next_state
 from gateway.platform.runs.record.store import lock_run
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 DEBUG_WINDOW = timedelta(hours=1)
 r = t.runs

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from gateway.api.fields import Timestamp
+from gateway.foundation.api.fields import Timestamp
 from gateway.platform.runs.record.states import RunState
 
 AttachmentId = Annotated[str, Meta(min_length=1, max_length=64)]

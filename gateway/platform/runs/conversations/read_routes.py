@@ -7,9 +7,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Query, Routes
-from gateway.errors import NotFound
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Query, Routes
+from gateway.kernel.errors import NotFound
 from gateway.platform.runs.conversations import reads as conversation_reads
 from gateway.platform.runs.conversations.models import Conversation, Reference, RunConversation
 from gateway.platform.runs.outputs.artifacts import transcript_uid

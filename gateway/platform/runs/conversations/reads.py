@@ -15,8 +15,9 @@ import msgspec
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
-from gateway.errors import InvalidRequest, NotFound
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.kernel.errors import InvalidRequest, NotFound
 from gateway.platform.runs.conversations.models import (
     FOLLOW_UPS,
     Action,
@@ -26,7 +27,6 @@ from gateway.platform.runs.conversations.models import (
 )
 from gateway.platform.runs.record.models import RunRecord
 from gateway.platform.runs.record.store import can_view, visible_run
-from gateway.store import tables as t
 
 # what users sent: the follow-ups a runner gets, and those to a failed run in its debug window
 USER_ROUTINGS = (*FOLLOW_UPS, "debug")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Body, Routes
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Body, Routes
 from gateway.platform.runs.conversations import follow_ups
 from gateway.platform.runs.conversations.models import FollowUp, FollowUpResult, InterruptResult
 from gateway.platform.runs.record.store import RUN_ERRORS, addressed_run

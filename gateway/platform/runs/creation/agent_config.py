@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from msgspec import UNSET, structs
 
-from gateway.catalog import ModelSpec, check_model
-from gateway.errors import InvalidRequest
+from gateway.kernel.catalog import ModelSpec, check_model
+from gateway.kernel.errors import InvalidRequest
 from gateway.platform.runs.record.models import AgentConfig
 from gateway.platform.runs.skills.specs import parse_skill_spec
 

@@ -19,10 +19,12 @@ from msgspec import structs
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
-from gateway.attachment_storage import AttachmentStorage
-from gateway.catalog import EnvironmentSpec, ModelSpec, access_of
-from gateway.errors import Forbidden, InvalidRequest
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.attachment_storage import AttachmentStorage
+from gateway.kernel.catalog import EnvironmentSpec, ModelSpec, access_of
+from gateway.kernel.errors import Forbidden, InvalidRequest
 from gateway.platform.runs.attachments.files import (
     NewFile,
     StoredFile,
@@ -36,8 +38,6 @@ from gateway.platform.runs.creation.worker_pinning import check_worker_host
 from gateway.platform.runs.record.models import AgentConfig, RunRecord
 from gateway.platform.runs.record.store import can_view, find_run, newest_root_run
 from gateway.platform.runs.skills.specs import parse_skill_spec
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 
 @dataclass(frozen=True, slots=True)

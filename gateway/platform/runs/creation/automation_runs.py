@@ -12,11 +12,11 @@ import msgspec
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.rows import from_row
+from gateway.kernel.types import JsonObject
 from gateway.platform.runs.creation.new_runs import NewRun, insert_run
 from gateway.platform.runs.record.models import RunRecord
-from gateway.store import tables as t
-from gateway.store.rows import from_row
-from gateway.types import JsonObject
 
 SOURCE = "AUTOMATION"  # a run an automation started from within the platform
 

@@ -16,17 +16,17 @@ from datetime import datetime
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.accounts.identities import Principal
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.bulk import BulkInsert, Prepared
+from gateway.foundation.store.types import utcnow
+from gateway.kernel import ids
+from gateway.kernel.types import JsonObject
 from gateway.platform.runs.creation.resolution import resolve_config
 from gateway.platform.runs.creation.worker_pinning import pinned_host, pinned_worker
 from gateway.platform.runs.record import run_events
 from gateway.platform.runs.record.models import AgentConfig, RunArtifact, RunRecord
 from gateway.platform.runs.record.store import json_column, load_run
-from gateway.store import tables as t
-from gateway.store.bulk import BulkInsert, Prepared
-from gateway.store.types import utcnow
-from gateway.types import JsonObject
 
 QUEUED = "QUEUED"  # the state every run starts in
 # The columns a run a delivery starts sets (evaluator/run_rows.py builds its rows in this order);

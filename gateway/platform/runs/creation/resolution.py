@@ -21,8 +21,8 @@ from msgspec import UNSET, structs
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.record.models import AgentConfig, RunAgent, RunHarness
-from gateway.store import tables as t
 
 # the keys a request's config may set over its agent's (the others are the service's)
 _REQUEST_KEYS = (

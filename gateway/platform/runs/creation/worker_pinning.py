@@ -8,9 +8,9 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import InvalidRequest
+from gateway.foundation.store import tables as t
+from gateway.kernel.errors import InvalidRequest
 from gateway.platform.runs.record.models import AgentConfig
-from gateway.store import tables as t
 
 POOL = "warp"
 

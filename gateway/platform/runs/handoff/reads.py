@@ -12,6 +12,7 @@ from collections.abc import Callable
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.handoff.models import (
     ConversationRedirect,
     HandoffAttachment,
@@ -21,7 +22,6 @@ from gateway.platform.runs.handoff.models import (
 from gateway.platform.runs.record.models import known
 from gateway.platform.runs.record.states import TERMINAL
 from gateway.platform.runs.record.store import newest_root_run
-from gateway.store import tables as t
 
 a, e, r = t.run_artifacts, t.run_events, t.runs
 

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from gateway.api.fields import Cursor, Limit, Moment, in_utc
-from gateway.api.pagination import PageInfo
+from gateway.foundation.api.fields import Cursor, Limit, Moment, in_utc
+from gateway.foundation.api.pagination import PageInfo
 from gateway.platform.runs.record.models import RunItem
 from gateway.platform.runs.record.states import RunState
 

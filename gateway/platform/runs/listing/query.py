@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.listing.models import RunFilters
 from gateway.platform.runs.record.models import RunRecord
-from gateway.store import tables as t
 
 r = t.runs
 

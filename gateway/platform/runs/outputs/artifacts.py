@@ -11,8 +11,9 @@ from msgspec import UNSET, structs
 from sqlalchemy import insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
-from gateway.errors import NotFound
+from gateway.foundation.store import tables as t
+from gateway.kernel import ids
+from gateway.kernel.errors import NotFound
 from gateway.platform.runs.outputs.models import NewArtifact, StoredArtifact
 from gateway.platform.runs.record.models import (
     ArtifactItemData,
@@ -21,7 +22,6 @@ from gateway.platform.runs.record.models import (
     file_artifact,
 )
 from gateway.platform.runs.record.store import find_run, json_column
-from gateway.store import tables as t
 
 r = t.runs
 
@@ -86,7 +86,8 @@ async def _attachment_artifact(conn: AsyncConnection, attachment_id: str) -> Sto
     """A file a run came with, listed among its artifacts as a FILE: a webhook run's
     event-payload.json, whose content is the delivery's payload (stored once, in the delivery
     log), or a file in the attachment store (content None here: it is read from there,
-    gateway/blobs). None for a prepared attachment whose content has not been uploaded."""
+    gateway/foundation/blobs). None for a prepared attachment whose content has not been
+    uploaded."""
     a, d = t.attachments, t.deliveries
     query = (
         select(a, d.c.payload)

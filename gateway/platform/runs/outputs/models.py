@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 from msgspec import Meta, Struct
 from sqlalchemy import Row
 
-from gateway.api.fields import Timestamp
-from gateway.store.rows import from_row
+from gateway.foundation.api.fields import Timestamp
+from gateway.foundation.store.rows import from_row
 
 ArtifactType = Literal["FILE", "PULL_REQUEST", "TRANSCRIPT"]
 PrState = Literal["open", "closed", "merged"]

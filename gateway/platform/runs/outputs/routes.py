@@ -11,16 +11,16 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Routes
-from gateway.errors import NotFound
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Routes
+from gateway.kernel.errors import NotFound
+from gateway.kernel.security import SecretBox
 from gateway.platform.runs.attachments.routes import attachment_links
 from gateway.platform.runs.outputs import artifacts
 from gateway.platform.runs.outputs.models import ArtifactDetails
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import Timeline
 from gateway.platform.runs.record.store import can_view, visible_run
-from gateway.security import SecretBox
 
 SIGNED_URL_S = 300  # how long a download URL works
 

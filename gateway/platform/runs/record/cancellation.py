@@ -9,13 +9,13 @@ from typing import NamedTuple
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.errors import NotCancellable, RunPending, RunTerminal
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
+from gateway.kernel.errors import NotCancellable, RunPending, RunTerminal
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import CANCELLABLE_TYPES, RunRecord, StatusMessage
 from gateway.platform.runs.record.states import TERMINAL, allows, next_state, sources
 from gateway.platform.runs.record.store import json_column, lock_run
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 r = t.runs
 # what a cancelled run's status says (not what its runner last reported, such as "running")

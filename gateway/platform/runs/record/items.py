@@ -8,9 +8,9 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.record.models import Creator, RunItem, RunRecord
 from gateway.platform.runs.record.reply_status import run_replies
-from gateway.store import tables as t
 
 
 async def creators(

@@ -13,10 +13,10 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 from sqlalchemy import Row
 
-from gateway.api.fields import Timestamp
+from gateway.foundation.api.fields import Timestamp
+from gateway.kernel.types import JsonObject
 from gateway.platform.runs.record.states import RunState
-from gateway.replies import ReplyTarget
-from gateway.types import JsonObject
+from gateway.webhook_gateway.replies import ReplyTarget
 
 CANCELLABLE_TYPES = frozenset({"cloud"})  # local and CI-action runs cannot be cancelled here
 MAX_PROMPT = 100_000

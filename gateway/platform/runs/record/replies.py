@@ -4,8 +4,8 @@ of the change; when it ends, another that edits the first one's message in place
 (docs/providers.md#replies). The dispatcher sends them (reply_delivery.py).
 
 Where: the run's work item's target (`run_work_item`), the one place a reply's address is read
-from a payload (gateway/providers/work_items.py, when the work item is made). A run of no work
-item has no reply: every provider event a reply can go back to makes a work item with its
+from a payload (gateway/webhook_gateway/providers/work_items.py, when the work item is made). A run
+of no work item has no reply: every provider event a reply can go back to makes a work item with its
 first runs, so only runs started before work items existed lack one, and they stay silent.
 Who caused it (the template's `event.actor`) comes from the run's delivery, by the same reader.
 
@@ -18,8 +18,8 @@ whose payload has no `message_id`), every other one edits what it posted.
 - Each end is keyed by its timeline entry. It edits the message the run's replies delivered
   last; when none exists and a reply that posts is still pending (the start, or an end that
   found nothing to edit), the end is enqueued *held*, and that poster's settling releases it
-  with the id it got (gateway/connections/reply_outbox.py); when none is pending either (the
-  start failed, or there was none), the end posts.
+  with the id it got (gateway/webhook_gateway/connections/reply_outbox.py); when none is pending
+  either (the start failed, or there was none), the end posts.
 Both sides lock the run's pending replies first (a poster's settling updates its row), so
 neither misses the other.
 """
@@ -35,14 +35,14 @@ from msgspec import to_builtins
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.backends.delivery_rows import headers_of
-from gateway.connections.reply_outbox import KIND, ended_key, is_poster, started_key
-from gateway.outbound import enqueue
+from gateway.foundation.backends.delivery_rows import headers_of
+from gateway.foundation.outbound import enqueue
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.record.states import TERMINAL
-from gateway.providers.work_items import source_of
-from gateway.replies import ReplyTarget
-from gateway.replies.work_items import run_work_item
-from gateway.store import tables as t
+from gateway.webhook_gateway.connections.reply_outbox import KIND, ended_key, is_poster, started_key
+from gateway.webhook_gateway.providers.work_items import source_of
+from gateway.webhook_gateway.replies import ReplyTarget
+from gateway.webhook_gateway.replies.work_items import run_work_item
 
 r, c, d, m = t.runs, t.provider_connections, t.deliveries, t.outbound_messages
 STARTED = frozenset({"CLAIMED", "INPROGRESS"})

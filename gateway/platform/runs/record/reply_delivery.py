@@ -2,9 +2,9 @@
 run's reply is made when it is sent, from the run as it is then (its title, state, status
 message and pull requests: what a runner reported after the change that enqueued the reply is
 in it), and posted or edited through the connection's reply sender
-(gateway/connections/reply_sender.py). When a reply is settled: one that posted (the start, or
-an end with no message to edit) releases the edits that waited for its message; a reply that
-failed for good tells the factory's owners in the inbox.
+(gateway/webhook_gateway/connections/reply_sender.py). When a reply is settled: one that posted (the
+start, or an end with no message to edit) releases the edits that waited for its message; a reply
+that failed for good tells the factory's owners in the inbox.
 
 The newest end wins. A run continued by a follow-up ends again, and edits the same message;
 two ends close together may reach the dispatcher in any order (a retry after a 429 waits while
@@ -23,16 +23,16 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.connections.reply_outbox import KIND, ended_change, release_edits
-from gateway.connections.reply_sender import ReplyMessage, ReplySender, run_page
-from gateway.events.catalogue import ReplyFailedData
-from gateway.events.log import record_event
-from gateway.outbound import Delivered, Failed, OutboundMessage, Outcome, RetrySchedule
+from gateway.foundation.events.catalogue import ReplyFailedData
+from gateway.foundation.events.log import record_event
+from gateway.foundation.outbound import Delivered, Failed, OutboundMessage, Outcome, RetrySchedule
+from gateway.foundation.store import Database
+from gateway.foundation.store import tables as t
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs.record.states import TERMINAL
-from gateway.replies import Artifact, ReplyContext, ReplyTarget
-from gateway.store import Database
-from gateway.store import tables as t
+from gateway.webhook_gateway.connections.reply_outbox import KIND, ended_change, release_edits
+from gateway.webhook_gateway.connections.reply_sender import ReplyMessage, ReplySender, run_page
+from gateway.webhook_gateway.replies import Artifact, ReplyContext, ReplyTarget
 
 log = logging.getLogger("gateway.replies")
 r, e = t.runs, t.run_events

@@ -9,10 +9,10 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.connections.reply_outbox import KIND
+from gateway.foundation.store import tables as t
 from gateway.platform.runs.record.models import RunReply
-from gateway.replies import ReplyTarget
-from gateway.store import tables as t
+from gateway.webhook_gateway.connections.reply_outbox import KIND
+from gateway.webhook_gateway.replies import ReplyTarget
 
 m = t.outbound_messages
 

@@ -1,5 +1,5 @@
-"""The events a run's life writes to the event log (gateway/events): `run.created` when it is
-inserted, `run.state_changed` with every timeline entry, and `run.succeeded`, `run.failed` or
+"""The events a run's life writes to the event log (gateway/foundation/events): `run.created` when
+it is inserted, `run.state_changed` with every timeline entry, and `run.succeeded`, `run.failed` or
 `run.cancelled` beside the one that ends it; in the transaction of the change."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from msgspec import UNSET
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.events.catalogue import RUN_END_EVENTS, FollowupEventData, RunEventData
-from gateway.events.log import NewEvent, record_encoded, record_events
+from gateway.foundation.events.catalogue import RUN_END_EVENTS, FollowupEventData, RunEventData
+from gateway.foundation.events.log import NewEvent, record_encoded, record_events
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.bulk import json_value
 from gateway.platform.runs.record.models import RunRecord
 from gateway.platform.runs.record.states import RUN_STATES
-from gateway.store import tables as t
-from gateway.store.bulk import json_value
 
 r = t.runs
 _IDS = ("run_id", "team_uid", "factory_uid", "conversation_id")

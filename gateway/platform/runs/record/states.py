@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from gateway.errors import Conflict
+from gateway.kernel.errors import Conflict
 
 RUN_STATES = (
     "QUEUED",

@@ -11,10 +11,10 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
-from gateway.errors import NotFound
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.kernel.errors import NotFound
 from gateway.platform.runs.record.models import RunArtifact, RunRecord
-from gateway.store import tables as t
 
 r = t.runs
 # what an operation on a run the caller names may answer: one they cannot see is a 404, never a

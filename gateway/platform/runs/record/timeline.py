@@ -10,11 +10,11 @@ from msgspec import Struct, structs
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway import ids
+from gateway.foundation.store import tables as t
+from gateway.kernel import ids
 from gateway.platform.inbox import notifications as inbox
 from gateway.platform.runs.record import replies, run_events
 from gateway.platform.runs.record.models import RunRecord, TimelineEvent
-from gateway.store import tables as t
 
 e = t.run_events
 

@@ -12,12 +12,12 @@ from datetime import timedelta
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.store import tables as t
+from gateway.foundation.store.types import utcnow
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import WORKER_UNAVAILABLE, StatusMessage
 from gateway.platform.runs.record.states import sole_source, target_of
 from gateway.platform.runs.record.store import json_column
-from gateway.store import tables as t
-from gateway.store.types import utcnow
 
 r, w = t.runs, t.runners
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from gateway.api.fields import Timestamp
+from gateway.foundation.api.fields import Timestamp
 
 
 class SkillQuery(Struct, kw_only=True):

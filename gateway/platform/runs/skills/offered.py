@@ -16,9 +16,10 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.accounts.identities import Principal
-from gateway.catalog import EnvironmentSpec, access_of
-from gateway.errors import InvalidRequest
+from gateway.foundation.accounts.identities import Principal
+from gateway.foundation.store import tables as t
+from gateway.kernel.catalog import EnvironmentSpec, access_of
+from gateway.kernel.errors import InvalidRequest
 from gateway.platform.runs.skills.models import (
     AgentSkill,
     Skill,
@@ -28,7 +29,6 @@ from gateway.platform.runs.skills.models import (
     VariantSource,
 )
 from gateway.platform.runs.skills.specs import SkillSpec, parse_skill_spec
-from gateway.store import tables as t
 
 Texts = tuple[str, str]  # what the service read of a skill: (description, base prompt)
 # a source: the skill specs it knows for the given teams, each with its texts

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from gateway.api.auth import principal_of, services_of
-from gateway.api.routing import Query, Routes
+from gateway.foundation.api.auth import principal_of, services_of
+from gateway.foundation.api.routing import Query, Routes
 from gateway.platform.runs.skills.models import AgentSkills, SkillQuery
 from gateway.platform.runs.skills.offered import list_skills
 

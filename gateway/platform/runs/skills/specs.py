@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gateway.errors import InvalidRequest
+from gateway.kernel.errors import InvalidRequest
 
 OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 REPO = r"[A-Za-z0-9._-]{1,100}"

@@ -1,0 +1,223 @@
+"""Many rows per statement, values handed to the driver in its own form.
+
+The evaluator writes hundreds of rows per batch. Through `conn.execute(insert(table), dicts)`
+SQLAlchemy processes every value of every row through its type objects, which cost more than the
+database's own work for the row. A `BulkInsert` compiles its statement once per dialect, encodes
+each row with one small function per column that needs it (chosen once from the column's type)
+and sends tuples through `exec_driver_sql`: one executemany, in the caller's transaction.
+
+Rows are encoded by `prepare`, before the transaction (SQLite has one writer: every microsecond
+of Python inside a write transaction is one every other writer waits), and grouped by one
+column, so the transaction can keep the groups it claimed (`Prepared.only`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import JSON, Table, select
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.foundation.store.types import UTCDateTime
+
+# PostgreSQL and SQLite both take at most 32,766 parameters in one statement
+MAX_PARAMETERS = 30_000
+Row = Mapping[str, Any]
+Encode = Callable[[Any], Any]
+Values = tuple[Any, ...]
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Rows encoded for one dialect, each with its value of the grouping column `column`."""
+
+    column: str
+    groups: list[Any]
+    values: list[Values]
+
+    def only(self, wanted: Collection[Any]) -> Prepared:
+        """The rows whose group is in `wanted`."""
+        kept = [(g, v) for g, v in zip(self.groups, self.values, strict=True) if g in wanted]
+        return Prepared(self.column, [g for g, _ in kept], [v for _, v in kept])
+
+    def unique(self) -> Prepared:
+        """The first row of each group."""
+        seen: dict[Any, Values] = {}
+        for group, values in zip(self.groups, self.values, strict=True):
+            seen.setdefault(group, values)
+        return Prepared(self.column, list(seen), list(seen.values()))
+
+
+class BulkInsert:
+    """INSERT INTO `table` (`columns`) of many rows (mappings by column name; missing keys are
+    NULL). Columns not listed take their defaults."""
+
+    def __init__(self, table: Table, columns: Sequence[str]) -> None:
+        unknown = [name for name in columns if name not in table.c]
+        if unknown:
+            raise ValueError(f"{table.name} has no column {unknown[0]}")
+        self.table = table
+        self.columns = tuple(columns)
+        self._statements: dict[tuple[str, int, str | None], str] = {}
+        self._converters: dict[str, tuple[tuple[int, Encode], ...]] = {}
+        # the row's values in column order; a missing key reads as None (NULL)
+        keys = self.columns
+        self._get: Callable[[Row], Values] = lambda row: tuple(map(row.get, keys))
+
+    def prepare(self, dialect: Dialect, rows: Sequence[Row], group: str) -> Prepared:
+        """`rows` encoded for `dialect`, grouped by their value of `group` (a column, or any
+        other key the mappings hold)."""
+        return Prepared(group, [row[group] for row in rows], self.encode(dialect, rows))
+
+    async def insert(self, conn: AsyncConnection, rows: Prepared | Sequence[Row]) -> None:
+        """All of `rows`, as one executemany."""
+        values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
+        if values:
+            await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
+
+    async def insert_new(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
+        """The rows whose group (a unique column) is not taken yet; returns the groups it
+        inserted.
+
+        PostgreSQL: ON CONFLICT DO NOTHING RETURNING; a row another transaction is inserting
+        waits for that one to end, so two writers never both see a key as new. SQLite has one
+        writer at a time: the taken keys are read first and the others inserted by executemany
+        (a multi-row VALUES ... RETURNING cost twice as much there)."""
+        rows = rows.unique()
+        if conn.dialect.name == "sqlite":
+            return await self._insert_new_sqlite(conn, rows)
+        inserted: set[Any] = set()
+        size = max(1, MAX_PARAMETERS // len(self.columns))
+        for start in range(0, len(rows.values), size):
+            chunk = rows.values[start : start + size]
+            sql = self.sql(conn.dialect, len(chunk), returning=rows.column)
+            result = await conn.exec_driver_sql(sql, tuple(v for row in chunk for v in row))
+            inserted.update(row[0] for row in result)
+        return inserted
+
+    async def _insert_new_sqlite(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
+        column = self.table.c[rows.column]
+        taken: set[Any] = set()
+        for start in range(0, len(rows.groups), MAX_PARAMETERS):
+            query = select(column).where(column.in_(rows.groups[start : start + MAX_PARAMETERS]))
+            taken.update((await conn.execute(query)).scalars())
+        fresh = rows.only(set(rows.groups) - taken)
+        await self.insert(conn, fresh)
+        return set(fresh.groups)
+
+    def encode_value(self, dialect: Dialect, column: str, value: Any) -> Any:
+        """One value of `column` as the driver takes it."""
+        return self.encoder(dialect, column)(value)
+
+    def encoder(self, dialect: Dialect, column: str) -> Encode:
+        """How a value of `column` goes to the driver, for callers that build rows in column
+        order themselves (the evaluator's runs)."""
+        return _encoder(self.table.c[column].type, dialect) or _as_is
+
+    def encode(self, dialect: Dialect, rows: Sequence[Row]) -> list[Values]:
+        """Each row as the driver takes it: the values in column order (one C call per row),
+        then the few that need converting (times, JSON)."""
+        converters = self._converters.get(dialect.name)
+        if converters is None:
+            converters = self._converters[dialect.name] = tuple(
+                (i, encode)
+                for i, name in enumerate(self.columns)
+                if (encode := _encoder(self.table.c[name].type, dialect)) is not None
+            )
+        get = self._get
+        if not converters:
+            return [get(row) for row in rows]
+        # rows of a batch share their few timestamps and small JSON values: each is encoded once
+        memo: dict[tuple[Encode, Any], Any] = {}
+        encoded = []
+        for row in rows:
+            values = list(get(row))
+            for i, encode in converters:
+                value = values[i]
+                try:
+                    key = (encode, value)
+                    found = memo.get(key, _MISSING)
+                except TypeError:  # unhashable (a JSON list or object)
+                    values[i] = encode(value)
+                    continue
+                if found is _MISSING:
+                    found = memo[key] = encode(value)
+                values[i] = found
+            encoded.append(tuple(values))
+        return encoded
+
+    def sql(self, dialect: Dialect, count: int, returning: str | None = None) -> str:
+        """The statement: one row's markers (executemany) when `count` is 0, else `count`
+        rows' and the RETURNING clause."""
+        cached = self._statements.get((dialect.name, count, returning))
+        if cached is not None:
+            return cached
+        quote = dialect.identifier_preparer.quote
+        width = len(self.columns)
+        values = ", ".join(
+            "(" + ", ".join(_marker(dialect, row * width + i) for i in range(width)) + ")"
+            for row in range(max(count, 1))
+        )
+        names = ", ".join(quote(name) for name in self.columns)
+        sql = f"INSERT INTO {quote(self.table.name)} ({names}) VALUES {values}"
+        if returning is not None:
+            sql += f" ON CONFLICT DO NOTHING RETURNING {quote(returning)}"
+        if len(self._statements) < 512:  # one per batch size seen; batch sizes are bounded
+            self._statements[(dialect.name, count, returning)] = sql
+        return sql
+
+
+def _encoder(column_type: Any, dialect: Dialect) -> Encode | None:
+    """How a value of this column type goes to the driver; None: as it is."""
+    if isinstance(column_type, UTCDateTime):
+        return sqlite_time if dialect.name == "sqlite" else _aware_time
+    if isinstance(column_type, JSON):
+        return _json
+    return None
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def json_value(value: Any) -> str | None:
+    """A JSON column's value as `BulkInsert` hands it to either driver: encoded once by a
+    caller that writes the same value in many rows (an automation's runs' agent_config)."""
+    return _json(value)
+
+
+def _aware_time(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value
+
+
+def sqlite_time(value: datetime | None) -> str | None:
+    """The naive UTC text SQLAlchemy stores on SQLite (fixed width: text order is time order)."""
+    if value is None:
+        return None
+    if value.tzinfo is not UTC:
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+    return value.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
+
+
+def _marker(dialect: Dialect, index: int) -> str:
+    """The driver's parameter marker for the `index`-th (0-based) value of a statement."""
+    style = dialect.paramstyle
+    if style == "qmark":
+        return "?"
+    if style == "numeric_dollar":
+        return f"${index + 1}"
+    raise NotImplementedError(f"driver parameter style {style}")

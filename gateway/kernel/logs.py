@@ -1,0 +1,178 @@
+"""Logging set-up; the access log never shows a url_token secret."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import Any
+
+import msgspec
+
+_URL_TOKEN = re.compile(r"(/webhooks/w/[^/\s\"?]+/)[^\s\"?]+")
+
+
+def redact(text: str) -> str:
+    """Replace the token path segment of an ingress URL with {token}."""
+    return _URL_TOKEN.sub(r"\1{token}", text)
+
+
+class RedactTokens(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        record.msg = redact(str(record.msg))
+        return True
+
+
+class LogEntry(msgspec.Struct, kw_only=True):
+    """One line of the JSON log; `exception` only when there is one."""
+
+    time: str
+    level: str
+    logger: str
+    message: str
+    exception: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line (GATEWAY_LOG_FORMAT=json): time, level, logger, message, and
+    the exception when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = LogEntry(
+            time=self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            level=record.levelname.lower(),
+            logger=record.name,
+            message=record.getMessage(),
+        )
+        if record.exc_info:
+            entry.exception = self.formatException(record.exc_info)
+        return _encode(entry).decode()
+
+    converter = time.gmtime  # type: ignore[assignment]  # timestamps in UTC
+
+
+class QuietRunnerCalls(logging.Filter):
+    """The access log without a line per runner protocol call: an idle runner long-polls
+    `POST /api/v1/runner/finish` all day, and a busy one calls once per run, so those lines
+    were most of a server's log. Answered 2xx, they are counted instead, and the count is
+    logged, as one line, with the first such call after `interval` seconds; refusals (4xx,
+    5xx) are logged one by one as any request."""
+
+    PREFIX = "/api/v1/runner/"
+
+    def __init__(self, interval: float = 300.0) -> None:
+        super().__init__()
+        self.interval = interval
+        self._count = 0
+        self._since = time.monotonic()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not (isinstance(args, tuple) and len(args) == 5):  # not uvicorn's access line
+            return True
+        _client, method, path, _version, status = args
+        if not (
+            method == "POST"
+            and isinstance(path, str)
+            and path.startswith(self.PREFIX)
+            and isinstance(status, int)
+            and 200 <= status < 300
+        ):
+            return True
+        self._count += 1
+        now = time.monotonic()
+        if now - self._since < self.interval:
+            return False
+        record.msg = "%d runner protocol calls (POST %s...) answered 2xx in the last %.0f s"
+        record.args = (self._count, self.PREFIX, now - self._since)
+        self._count, self._since = 0, now
+        return True
+
+
+_encode = msgspec.json.Encoder().encode
+JSON_FORMATTER = {"()": "gateway.kernel.logs.JsonFormatter"}
+# a configuration of logging.config.dictConfig, in the form uvicorn takes it
+LogConfig = dict[str, Any]
+
+
+def _as_json(config: LogConfig, fmt: str) -> LogConfig:
+    """`config` with every formatter replaced by the JSON one, for fmt "json"."""
+    if fmt == "json":
+        config["formatters"] = dict.fromkeys(config.get("formatters", {}), JSON_FORMATTER)
+    return config
+
+
+def configure(level: str, fmt: str, text_format: str = "%(levelname)s %(message)s") -> None:
+    """Logging of a process that runs no HTTP server (the worker, the runner)."""
+    handler = logging.StreamHandler()
+    handler.addFilter(RedactTokens())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(text_format))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def uvicorn_log_config(level: str, fmt: str = "text") -> LogConfig:
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: LogConfig = {**LOGGING_CONFIG}
+    config["filters"] = {
+        "redact_tokens": {"()": "gateway.kernel.logs.RedactTokens"},
+        "quiet_runner_calls": {"()": "gateway.kernel.logs.QuietRunnerCalls"},
+    }
+    config["handlers"] = {
+        name: {
+            **handler,
+            "filters": ["redact_tokens", *(["quiet_runner_calls"] if name == "access" else [])],
+        }
+        for name, handler in LOGGING_CONFIG["handlers"].items()
+    }
+    config["loggers"] = {
+        **LOGGING_CONFIG["loggers"],
+        "gateway": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+    }
+    return _as_json(config, fmt)
+
+
+class OutageLog:
+    """Logs a failing dependency once per `interval` instead of once per attempt: the first
+    failure, then a reminder with the count, and the recovery with how long it lasted.
+    Tracebacks only at debug level."""
+
+    def __init__(self, logger: logging.Logger, what: str, interval: float = 30.0) -> None:
+        self.log = logger
+        self.what = what
+        self.interval = interval
+        self._since: float | None = None
+        self._last = 0.0
+        self._failures = 0
+
+    def failed(self, exc: BaseException) -> None:
+        import time
+
+        now = time.monotonic()
+        self._failures += 1
+        self.log.debug("%s: %s", self.what, exc, exc_info=exc)
+        if self._since is None:
+            self._since, self._last = now, now
+            self.log.warning("%s: %s; retrying", self.what, exc)
+        elif now - self._last >= self.interval:
+            self._last = now
+            self.log.warning(
+                "%s: still failing after %.0f s (%d attempts): %s",
+                self.what,
+                now - self._since,
+                self._failures,
+                exc,
+            )
+
+    def succeeded(self) -> None:
+        if self._since is None:
+            return
+        import time
+
+        lasted = time.monotonic() - self._since
+        self.log.warning(
+            "%s: recovered after %.0f s (%d failed attempts)", self.what, lasted, self._failures
+        )
+        self._since, self._failures = None, 0

@@ -1,0 +1,51 @@
+"""What the evaluator reads from every transport: entries, the claim its batch transaction runs,
+and the acknowledgement after the commit (`gateway.webhook_gateway.evaluator.delivery_consumer`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.foundation.backends.contract import DeliveryRecord
+from gateway.webhook_gateway.deliveries.trace import TraceWrites
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    token: Any  # where the entry lives in its source (stream + id, or nothing)
+    record: DeliveryRecord
+
+
+# called inside the batch transaction: marks the entries evaluated in the delivery log; the ids
+# of the deliveries this transaction evaluates (the others were evaluated before)
+Claim = Callable[[AsyncConnection], Awaitable[set[str]]]
+
+
+class Source(Protocol):
+    async def read(self) -> list[Entry]:
+        """The next entries; waits a little when there are none."""
+        ...
+
+    def claim(
+        self, entries: Sequence[Entry], dialect: Dialect, traces: TraceWrites | None = None
+    ) -> Claim:
+        """The batch's claim, prepared before its transaction (whatever can be: the write lock
+        is held only for the statements). A source that inserts the log rows puts the outcome
+        traces into them (`traces.take`); the others are written by the batch."""
+        ...
+
+    async def acknowledge(self, entries: Sequence[Entry]) -> None:
+        """After the commit: the entries are done."""
+        ...
+
+    async def retry_later(self, entries: Sequence[Entry]) -> None:
+        """A batch failed: make sure these entries are read again."""
+        ...
+
+    def stop_waiting(self) -> None:
+        """The consumer is stopping: end an idle wait now, and wait no more."""
+        ...
