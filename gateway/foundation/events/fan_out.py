@@ -10,7 +10,7 @@ deleted or disabled one stops its messages (the sender looks it up on every atte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.foundation.events.catalogue import matches
 from gateway.foundation.outbound.queue import enqueue_many
 from gateway.foundation.store import tables as t
+from gateway.foundation.store.bulk import from_sqlite_time
 from gateway.kernel import ids
 
 KIND = "event"  # the outbound kind of a subscription's message
@@ -66,7 +67,7 @@ async def fan_out(conn: AsyncConnection, events: Sequence[Recorded]) -> int:
 def _body(event_type: str, at: datetime | str, data: Any) -> str:
     """The body subscribers receive, `{type, timestamp, data}`, as text (what is signed)."""
     if isinstance(at, str):
-        at = datetime.fromisoformat(at).replace(tzinfo=UTC)
+        at = from_sqlite_time(at)
     if isinstance(data, str):  # JSON text already (the evaluator's batches)
         data = msgspec.Raw(data.encode())
     return msgspec.json.encode({"type": event_type, "timestamp": at, "data": data}).decode()

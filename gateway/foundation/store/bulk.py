@@ -213,6 +213,11 @@ def sqlite_time(value: datetime | None) -> str | None:
     return value.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
 
 
+def from_sqlite_time(text: str) -> datetime:
+    """The inverse of `sqlite_time`: a UTCDateTime's text as read raw from SQLite -> aware."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
 def _marker(dialect: Dialect, index: int) -> str:
     """The driver's parameter marker for the `index`-th (0-based) value of a statement."""
     style = dialect.paramstyle

@@ -9,7 +9,7 @@ is the one that starts its runs, so a delivery is evaluated exactly once.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -26,7 +26,7 @@ from gateway.foundation.backends.delivery_rows import (
     headers_of,
 )
 from gateway.foundation.store import tables as t
-from gateway.foundation.store.bulk import BulkInsert, Prepared, Row
+from gateway.foundation.store.bulk import BulkInsert, Prepared, Row, from_sqlite_time
 from gateway.foundation.store.types import utcnow
 from gateway.kernel.errors import NotFound
 from gateway.webhook_gateway.deliveries import trace as delivery_trace
@@ -144,11 +144,7 @@ def _pending_query(
 
 def _driver_time(dialect: Dialect) -> Callable[[Any], datetime]:
     """A UTCDateTime as the driver returns it -> an aware datetime."""
-    return _sqlite_time if dialect.name == "sqlite" else _aware_time
-
-
-def _sqlite_time(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    return from_sqlite_time if dialect.name == "sqlite" else _aware_time
 
 
 def _aware_time(value: datetime) -> datetime:

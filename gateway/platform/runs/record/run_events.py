@@ -5,7 +5,7 @@ it is inserted, `run.state_changed` with every timeline entry, and `run.succeede
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.foundation.events.catalogue import RUN_END_EVENTS, FollowupEventData, RunEventData
 from gateway.foundation.events.log import NewEvent, record_encoded, record_events
 from gateway.foundation.store import tables as t
-from gateway.foundation.store.bulk import json_value
+from gateway.foundation.store.bulk import from_sqlite_time, json_value
 from gateway.platform.runs.record.models import RunRecord
 from gateway.platform.runs.record.states import RUN_STATES
 
@@ -92,7 +92,7 @@ def _event_time(value: datetime | str) -> str:
     if not isinstance(value, str):
         return msgspec.to_builtins(value)  # type: ignore[no-any-return]
     if len(value) != 26:
-        return msgspec.to_builtins(datetime.fromisoformat(value).replace(tzinfo=UTC))  # type: ignore[no-any-return]
+        return msgspec.to_builtins(from_sqlite_time(value))  # type: ignore[no-any-return]
     fraction = value[19:]
     return f"{value[:10]}T{value[11:19]}{'' if fraction == '.000000' else fraction}Z"
 

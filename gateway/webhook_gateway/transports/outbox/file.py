@@ -24,7 +24,7 @@ import functools
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import event
@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.backends.first_copies import first_since
 from gateway.foundation.store import Database
-from gateway.foundation.store.bulk import sqlite_time
+from gateway.foundation.store.bulk import from_sqlite_time, sqlite_time
 from gateway.foundation.store.wal_mode import use_wal
 from gateway.kernel.rejections import Reason
 
@@ -305,7 +305,7 @@ class Outbox:
                 (Label.ACCEPTED.value,),
             )
             value = result.scalar()
-        return None if value is None else _time(value)
+        return None if value is None else from_sqlite_time(value)
 
     async def accepted(self) -> list[DeliveryRecord]:
         """Every accepted delivery here, without payloads (de-duplication memory on start)."""
@@ -337,10 +337,6 @@ def row_of(record: DeliveryRecord) -> tuple[Any, ...]:
 def _record(row: Sequence[Any]) -> DeliveryRecord:
     reason = None if row[8] is None else Reason(row[8])
     return DeliveryRecord(
-        row[0], row[1], _time(row[2]), row[3], _LABELS[row[4]], row[5], row[6], row[7], reason,
-        row[9],
+        row[0], row[1], from_sqlite_time(row[2]), row[3], _LABELS[row[4]], row[5], row[6],
+        row[7], reason, row[9],
     )  # fmt: skip
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
