@@ -79,27 +79,35 @@ _VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 def new_uuids(count: int) -> list[str]:
     """`count` ids as `new_uuid` makes them, from one clock reading and one draw of random
     bytes (the evaluator takes two per run, thousands a second)."""
-    made: list[str] = []
-    while len(made) < count:
-        chunk = min(count - len(made), POOL_BYTES // 10)
-        ms = f"{int(time.time() * 1000):012x}"
+
+    def chunk(millis: int, r: str, size: int) -> list[str]:
+        ms = f"{millis:012x}"
         head = f"{ms[:8]}-{ms[8:]}-7"
-        r = random_bytes(10 * chunk).hex()
-        made += [
+        return [
             f"{head}{r[i + 1 : i + 4]}-{_VARIANT[r[i + 4]]}{r[i + 5 : i + 8]}-{r[i + 8 : i + 20]}"
-            for i in range(0, 20 * chunk, 20)
+            for i in range(0, 20 * size, 20)
         ]
-    return made
+
+    return _drawn(count, chunk)
 
 
 def new_ids(prefix: str, count: int) -> list[str]:
     """`count` ids as `new_id(prefix)` makes them, from one clock reading and one draw."""
+
+    def chunk(millis: int, r: str, size: int) -> list[str]:
+        head = f"{prefix}_{millis:012x}"
+        return [head + r[i : i + 20] for i in range(0, 20 * size, 20)]
+
+    return _drawn(count, chunk)
+
+
+def _drawn(count: int, chunk: Callable[[int, str, int], list[str]]) -> list[str]:
+    """`count` ids made by `chunk(milliseconds, hex of 10 random bytes per id, size)`, a pool's
+    worth of random bytes at most per chunk."""
     made: list[str] = []
     while len(made) < count:
-        chunk = min(count - len(made), POOL_BYTES // 10)
-        head = f"{prefix}_{int(time.time() * 1000):012x}"
-        r = random_bytes(10 * chunk).hex()
-        made += [head + r[i : i + 20] for i in range(0, 20 * chunk, 20)]
+        size = min(count - len(made), POOL_BYTES // 10)
+        made += chunk(int(time.time() * 1000), random_bytes(10 * size).hex(), size)
     return made
 
 
