@@ -177,6 +177,16 @@ class _Connection(asyncio.Protocol):
         self._drained += len(chunk)
         return self._drained <= MAX_DRAIN
 
+    def _read_counted(self, buffer: bytearray) -> str:
+        """Up to `_left` body bytes taken from `buffer`: "over" past MAX_DRAIN, "more" while
+        some are still to come, "done" once all are read."""
+        chunk = buffer[: self._left]
+        del buffer[: len(chunk)]
+        self._left -= len(chunk)
+        if not self._take(chunk):
+            return "over"
+        return "more" if self._left else "done"
+
     def _parse(self, eof: bool) -> None:
         buffer = self._buffer
         while True:
@@ -197,17 +207,12 @@ class _Connection(asyncio.Protocol):
                     self._answer(reusable=True)
                     return
             elif stage == "length":
-                chunk = buffer[: self._left]
-                del buffer[: len(chunk)]
-                self._left -= len(chunk)
-                if not self._take(chunk):
-                    self._answer(reusable=False)
-                    return
-                if not self._left:
-                    self._answer(reusable=True)
+                read = self._read_counted(buffer)
+                if read != "more":
+                    self._answer(reusable=read == "done")
                     return
                 if eof:
-                    raise httpx.RemoteProtocolError("the server closed the connection mid-body")
+                    raise _closed_mid_body()
                 return
             elif stage == "close":
                 rest = bytes(buffer)
@@ -229,21 +234,19 @@ class _Connection(asyncio.Protocol):
                     raise httpx.RemoteProtocolError("a bad chunk size in the answer") from None
                 self._stage = "chunk" if self._left else "trailer"
             elif stage == "chunk":
-                chunk = buffer[: self._left]
-                del buffer[: len(chunk)]
-                self._left -= len(chunk)
-                if not self._take(chunk):
+                read = self._read_counted(buffer)
+                if read == "over":
                     self._answer(reusable=False)
                     return
-                if self._left:
+                if read == "more":
                     if eof:
-                        raise httpx.RemoteProtocolError("the server closed the connection mid-body")
+                        raise _closed_mid_body()
                     return
                 self._stage = "chunk-end"
             elif stage == "chunk-end":
                 if len(buffer) < 2:
                     if eof:
-                        raise httpx.RemoteProtocolError("the server closed the connection mid-body")
+                        raise _closed_mid_body()
                     return
                 if buffer[:2] != b"\r\n":
                     raise httpx.RemoteProtocolError("a bad chunk in the answer's body")
@@ -253,7 +256,7 @@ class _Connection(asyncio.Protocol):
                 end = buffer.find(b"\r\n")
                 if end < 0:
                     if eof:
-                        raise httpx.RemoteProtocolError("the server closed the connection mid-body")
+                        raise _closed_mid_body()
                     return
                 del buffer[: end + 2]
                 if end == 0:
@@ -445,3 +448,7 @@ class KeepAliveClient:
         self._idle.clear()
         for connection in list(self._busy):
             connection.close()
+
+
+def _closed_mid_body() -> httpx.RemoteProtocolError:
+    return httpx.RemoteProtocolError("the server closed the connection mid-body")
