@@ -1,7 +1,7 @@
 """Sustained load: an open-loop rate held for a minute, every delivery starting a run.
 
-    python -m benchmarks.run sustained [--fraction 0.5 | --rate R] [--duration 60]
-        [--evaluators 1,2] [--db sqlite|postgresql] [--backend redis|embedded]
+    python -m benchmarks.run sustained [--fraction 0.5 [--of bare|gateway] | --rate R]
+        [--duration 60] [--evaluators 1,2] [--db sqlite|postgresql] [--backend redis|embedded]
         [--auth signature|token] [--quick]
 
 `--backend redis` (default), the gateway as deployed at scale: one ingress-only `gateway serve`
@@ -9,9 +9,11 @@ worker (GATEWAY_EVALUATOR=off) and M `gateway worker` processes reading the same
 one consumer group, at normal CPU priority as dedicated workers run. `--backend embedded`, the
 default deployment: no Redis, SQLite, ingress appending to its outbox and M `gateway worker`
 processes beside it at the priority `gateway serve` gives its evaluator child (M = 1 is exactly
-what `gateway serve` runs). First the ingress's maximum
-is measured (wrk, closed loop, 10 s); then, for each M, a fresh store and Redis take
-`--fraction` of that maximum from the open-loop generator (openloop.c) for `--duration` seconds.
+what `gateway serve` runs). First a maximum is measured (wrk, closed loop, 10 s, 64
+connections): the bare endpoint's (`--of bare`, the default: the grid's `ceiling` server, what
+the performance targets are stated against) or the gateway's own ingress (`--of gateway`); then,
+for each M, a fresh store and Redis take `--fraction` of that maximum from the open-loop
+generator (openloop.c) for `--duration` seconds.
 Each of the 10,000 webhooks has 10 automations, one of which matches every payload. Requests are
 signed (Standard Webhooks) by default, which bounds `--duration` at 450 s; `--auth token`
 (a bearer token per webhook, which does not expire) allows runs of any length, to watch memory
@@ -49,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import accounting, loadgen
-from benchmarks.cases import remove_store
+from benchmarks.cases import APPS, remove_store
 from benchmarks.requests_file import spread_plan, write_requests
 from benchmarks.seed import Seed, seed
 from benchmarks.targets import EVALUATOR, ROOT, Target, serve
@@ -109,7 +111,12 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
             auth_mode=args.auth,
             secret_key=base64.urlsafe_b64decode(key),
         )
-        maximum = args.rate or _maximum(template, redis, key, rundir, embedded)
+        if args.rate:
+            maximum = args.rate
+        elif args.of == "bare":
+            maximum = _bare_maximum(template, rundir)
+        else:
+            maximum = _maximum(template, redis, key, rundir, embedded)
         rate = args.rate or round(maximum * args.fraction, 1)
         print(f"sustained: offering {rate:,.0f} deliveries/s for {duration:.0f} s", flush=True)
         for evaluators in [int(n) for n in args.evaluators.split(",")]:
@@ -123,6 +130,7 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
         "db": args.db,
         "backend": args.backend,
         "maximum_rps": maximum,
+        "maximum_of": None if args.rate else args.of,
         "rate": rate,
         "duration_s": duration,
         "auth": args.auth,
@@ -133,6 +141,9 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
     path = RESULTS / f"sustained-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps(result, indent=1))
     print(f"report: {path}")
+    for row in rows:
+        for verdict in _targets(row):
+            print("target:", verdict)
     failures = [f for row in rows for f in row["failures"]]
     for failure in failures:
         print("FAILED:", failure)
@@ -142,6 +153,8 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run sustained")
     p.add_argument("--fraction", type=float, default=0.5, help="of the measured maximum")
+    p.add_argument("--of", choices=("bare", "gateway"), default="bare",
+                   help="whose closed-loop maximum --fraction takes")  # fmt: skip
     p.add_argument("--rate", type=float, help="deliveries/s (skips measuring the maximum)")
     p.add_argument("--duration", type=float, help="seconds (default 60, quick 20)")
     p.add_argument("--evaluators", default="1,2", help="gateway worker counts to compare")
@@ -188,6 +201,21 @@ def _maximum(template: Seed, redis: RedisServer, key: str, rundir: Path, embedde
             result = run_wrk(f"http://127.0.0.1:{running.port}", requests, 10.0)
             requests.unlink()
     print(f"sustained: ingress maximum {result.rps:,.0f} req/s (wrk, 10 s)", flush=True)
+    return result.rps
+
+
+def _bare_maximum(template: Seed, rundir: Path) -> float:
+    """The bare endpoint's closed-loop maximum (the grid's `ceiling`: an ASGI app that answers
+    202 and does nothing else), under the same HTTP server and wrk settings."""
+    target = Target("ceiling", APPS["ceiling"])
+    plan = spread_plan("bare", len(template.webhooks), min(len(template.webhooks) * 60, 480_000))
+    with serve(target, 1, rundir) as running:
+        requests = rundir / "bare.requests"
+        write_requests(requests, plan, template.webhooks, template.auth_mode, 1024,
+                       f"127.0.0.1:{running.port}")  # fmt: skip
+        result = run_wrk(f"http://127.0.0.1:{running.port}", requests, 10.0)
+        requests.unlink()
+    print(f"sustained: bare endpoint maximum {result.rps:,.0f} req/s (wrk, 10 s)", flush=True)
     return result.rps
 
 
@@ -455,6 +483,28 @@ def _check(row: dict[str, Any]) -> list[str]:
     if row["drain_s_after_load"] is None:
         failures.append(f"{name}: the streams did not drain")
     return failures
+
+
+# issue targets for the open-loop row: ingress p99, evaluation lag p99, and a backlog that does
+# not grow (the last window's lag p99 within twice the first's, or under a second)
+INGRESS_P99_MS = 20.0
+LAG_P99_S = 1.0
+
+
+def _targets(row: dict[str, Any]) -> list[str]:
+    """The open-loop targets, met or not, for the report (a miss is not a failed check)."""
+    name = f"{row['evaluators']} evaluator(s)"
+    ingress, lag = row["ingress_latency_ms"]["p99"], row["lag_s"]
+    windows = [w for w in lag[f"p99_per_{LAG_WINDOW_S:.0f}s"] if w is not None]
+    steady = bool(windows) and (windows[-1] <= max(2 * windows[0], LAG_P99_S))
+    return [
+        f"{name}: ingress p99 {ingress:.1f} ms < {INGRESS_P99_MS:.0f} ms: "
+        + ("met" if ingress < INGRESS_P99_MS else "not met"),
+        f"{name}: evaluation lag p99 {lag['p99']} s < {LAG_P99_S:.0f} s: "
+        + ("met" if lag["p99"] is not None and lag["p99"] < LAG_P99_S else "not met"),
+        f"{name}: no growing backlog (lag p99 per {LAG_WINDOW_S:.0f} s {windows}): "
+        + ("met" if steady and row["drain_s_after_load"] is not None else "not met"),
+    ]
 
 
 def _line(row: dict[str, Any]) -> str:
