@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -26,7 +25,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
-from gateway.foundation.outbound.http import DEFAULT_TIMEOUT_S, check, resolve
+from gateway.foundation.outbound.http import DEFAULT_TIMEOUT_S, check, resolve, tls_context
 
 MAX_HEAD = 64 * 1024
 MAX_DRAIN = 256 * 1024  # an answer's body read to its end to keep the connection, at most
@@ -318,7 +317,6 @@ class KeepAliveClient:
         self._idle: dict[Origin, list[_Connection]] = {}
         self._targets: dict[str, _Target] = {}
         self._busy: set[_Connection] = set()
-        self._ssl: ssl.SSLContext | None = None
         self._trimmed = time.monotonic()
 
     async def __aenter__(self) -> KeepAliveClient:
@@ -426,7 +424,7 @@ class KeepAliveClient:
         address = host
         if not self._allow_private:
             address = check(host, await resolve(host, port, None))  # within the call's timeout
-        context = self._context() if scheme == "https" else None
+        context = tls_context() if scheme == "https" else None
         loop = asyncio.get_running_loop()
         try:
             _, connection = await loop.create_connection(
@@ -435,11 +433,6 @@ class KeepAliveClient:
         except OSError as exc:  # ssl.SSLError included
             raise httpx.ConnectError(f"{host}:{port}: {exc}") from exc
         return connection
-
-    def _context(self) -> ssl.SSLContext:
-        if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()  # certifi's roots, as httpx verifies
-        return self._ssl
 
     async def aclose(self) -> None:
         for kept in self._idle.values():
