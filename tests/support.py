@@ -135,12 +135,14 @@ def eventually(probe: Callable[[], Any], timeout: float = 20.0) -> Any:
     """The first truthy value `probe` returns, polling until `timeout` seconds (on a quiet
     machine: `scaled` by the host's load) have passed."""
     deadline = time.monotonic() + scaled(timeout)
+    pause = 0.005  # most conditions hold within milliseconds: look again soon, then less often
     while True:
         value = probe()
         if value:
             return value
         assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 CLI_SECRET_KEY = base64.urlsafe_b64encode(b"c" * 32).decode()

@@ -87,10 +87,15 @@ def test_bulk_replay_of_a_connection_is_keyed(
     assert answer.status_code == 200, answer.text
     (item,) = answer.json()["items"]
     assert (item["delivery_id"], item["status"]) == (first, "replayed")
-    repeated = world.api("POST", path, json=body, headers=key).json()
-    assert repeated["counts"] == {"replayed_before": 1}
     evaluated(world, github, item["replay_delivery_id"])
     assert started(world.client, item["replay_delivery_id"]) == {bugs}
+    # the replay is in the range now, matched too: sent again, the request replays nothing new
+    repeated = world.api("POST", path, json=body, headers=key).json()
+    assert repeated["counts"] == {"replayed_before": 1}, repeated
+    # and a new request replays what GitHub sent, not the replay
+    again = {**key, "Idempotency-Key": "bulk-q"}
+    (fresh,) = world.api("POST", path, json=body, headers=again).json()["items"]
+    assert (fresh["delivery_id"], fresh["status"]) == (first, "replayed")
 
 
 def test_connection_replays_are_refused_as_a_webhooks_are(

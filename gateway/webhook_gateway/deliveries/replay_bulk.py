@@ -1,5 +1,5 @@
 """Bulk replay: the accepted deliveries of a time range (optionally of one outcome), oldest
-first, replayed one by one through `Replayer.send`.
+first, replayed one by one through `Replayer.send`; replays themselves are not replayed again.
 
 Bounded: at most MAX_BULK deliveries per request. Rate limited: every replay takes a slot of
 the source's delivery rate (a custom webhook's or a provider connection's), and the first one
@@ -61,13 +61,16 @@ def _counts(items: list[BulkItem]) -> dict[str, int]:
 
 
 async def _originals(conn: AsyncConnection, source_uid: str, wanted: BulkReplay) -> list[Original]:
-    d = t.deliveries
+    d, r = t.deliveries, t.delivery_replays
     columns = (d.c.delivery_id, d.c.payload, d.c.received_at, d.c.headers, d.c.trace)
     query = select(*columns).where(
         d.c.webhook_uid == source_uid,
         d.c.label == Label.ACCEPTED.value,
         d.c.payload.is_not(None),
         d.c.received_at >= wanted.since,
+        # what the sender sent: replays are in the range too, and a request continued with
+        # its key (or sent again) would replay the replays it made
+        ~select(r.c.delivery_id).where(r.c.delivery_id == d.c.delivery_id).exists(),
     )
     if wanted.until is not None:
         query = query.where(d.c.received_at < wanted.until)
