@@ -302,11 +302,11 @@ class FailingOnce(RunStarter):
         super().__init__(PLATFORM)
         self.failures = 0
 
-    async def plan(self, conn: Any, batch: Any) -> Any:
+    async def plan(self, conn: Any, batch: Any, unwritten: Any = ()) -> Any:
         if not self.failures:
             self.failures += 1
             raise ConnectionError("store unreachable")
-        return await super().plan(conn, batch)
+        return await super().plan(conn, batch, unwritten)
 
 
 def test_a_batch_that_could_not_be_planned_is_read_again(gwc: GatewayClient) -> None:

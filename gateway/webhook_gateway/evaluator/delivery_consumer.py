@@ -61,6 +61,9 @@ class Consumer:
         self._next_report = time.monotonic() + REPORT_EVERY_S
         self._reported = (0, 0)
         self._stopping = False
+        # planned by the reader, their transactions not ended yet, oldest first: the next
+        # batch is planned as if they were written (`RunStarter.plan`)
+        self._unwritten: list[RunBatch] = []
         # an unreachable Redis or store is logged once per interval, and its recovery
         self._reading = OutageLog(log, "delivery consumer: reading")
         self._writing = OutageLog(log, "delivery consumer: writing")
@@ -106,7 +109,7 @@ class Consumer:
             try:
                 entries = await self.source.read()
                 if entries:
-                    batch = await self._plan(entries)
+                    batch = await self._plan(entries, ahead=True)
                     entries = ()  # planned: the writer owns them now
                     await planned.put(batch)
                 await self._maybe_prune()
@@ -152,7 +155,12 @@ class Consumer:
                     log.error("delivery %s not logged yet: %s", entry.record.delivery_id, exc)
                     await self.source.retry_later([entry])
 
-    async def _plan(self, entries: Sequence[Entry]) -> Planned:
+    async def _plan(self, entries: Sequence[Entry], ahead: bool = False) -> Planned:
+        """`ahead`: the reader's, planned while earlier batches are written (a batch planned
+        to isolate a failed one comes after those, so nothing in flight is earlier)."""
+        # taken before the read: a batch that commits after it is in the list, one before
+        # it is stored
+        unwritten = tuple(self._unwritten) if ahead else ()
         accepted = [
             AcceptedDelivery(
                 r.delivery_id,
@@ -166,16 +174,22 @@ class Consumer:
             if r.label is Label.ACCEPTED and r.payload is not None
         ]
         async with self.database.read() as conn:
-            batch = await self.starter.plan(conn, accepted)
+            batch = await self.starter.plan(conn, accepted, unwritten)
             claim = self.source.claim(entries, conn.dialect, batch.traces)
-            return Planned(entries, claim, batch)
+        if ahead:
+            self._unwritten.append(batch)
+        return Planned(entries, claim, batch)
 
     async def _write(self, planned: Planned) -> None:
         entries = planned.entries
-        async with self.database.transaction() as conn:
-            claimed = await planned.claim(conn)
-            started = await planned.batch.write(conn, claimed)
-            await record_rejections(conn, (entry.record for entry in entries), claimed)
+        try:
+            async with self.database.transaction() as conn:
+                claimed = await planned.claim(conn)
+                started = await planned.batch.write(conn, claimed)
+                await record_rejections(conn, (entry.record for entry in entries), claimed)
+        finally:  # committed (then stored) or rolled back: no longer in flight
+            if planned.batch in self._unwritten:
+                self._unwritten.remove(planned.batch)
         await self.source.acknowledge(entries)
         if self.database.is_sqlite:
             await pause(SQLITE_COMMIT_GAP_S)

@@ -60,7 +60,13 @@ from gateway.webhook_gateway.deliveries.trace import (
     reason_text,
     trace_of,
 )
-from gateway.webhook_gateway.evaluator.run_platform import AgentRunConfig, RunPlatform, WorkItemEnd
+from gateway.webhook_gateway.evaluator.run_platform import (
+    AgentRunConfig,
+    KnownWorkItem,
+    RunPlatform,
+    WorkItemEnd,
+    WorkItemKey,
+)
 from gateway.webhook_gateway.evaluator.run_rows import ATTACHMENTS as ATTACHMENTS
 from gateway.webhook_gateway.evaluator.run_rows import PAYLOAD_NAME as PAYLOAD_NAME
 from gateway.webhook_gateway.evaluator.run_rows import TASKS as TASKS
@@ -195,6 +201,10 @@ class RunBatch:
         """How many deliveries of the batch matched something."""
         return len(self._started)
 
+    def work_items_made(self, refs: Collection[str]) -> dict[WorkItemKey, KnownWorkItem]:
+        """The work items on `refs` this batch makes when it is written."""
+        return {} if self._work_items is None else self._work_items.made(refs)
+
     async def write(self, conn: AsyncConnection, claimed: Collection[str]) -> list[RunRef]:
         """Inserts the runs of the `claimed` deliveries (the others were evaluated before) with
         their attachments and tasks, and the outcome traces of all of them: four statements,
@@ -250,9 +260,18 @@ class RunStarter:
     def compilations(self) -> int:
         return self.index.compilations
 
-    async def plan(self, conn: AsyncConnection, batch: Sequence[AcceptedDelivery]) -> RunBatch:
+    async def plan(
+        self,
+        conn: AsyncConnection,
+        batch: Sequence[AcceptedDelivery],
+        unwritten: Sequence[RunBatch] = (),
+    ) -> RunBatch:
         """Matches each delivery of `batch` against its source's configuration (read through
-        `conn` only when it changed) and builds the rows of the runs to start."""
+        `conn` only when it changed) and builds the rows of the runs to start. `unwritten`:
+        the batches planned before this one whose transactions have not ended (the consumer
+        plans a batch while the previous one is written): their work items count as stored,
+        so that this batch continues them as it would once they are (else it would make
+        them again, and its follow-ups of those would fail the whole batch at its write)."""
         sources = _Sources(await self.index.lookup(conn, {d.webhook_uid for d in batch}))
         matched: list[_Matched] = []
         wanted: dict[str, int] = {}  # automation uid -> its stamp, as matched
@@ -278,6 +297,9 @@ class RunStarter:
         if sources.candidates:  # provider deliveries about a thing: one lookup for the batch
             refs = {c.source.ref for c in sources.candidates}
             known = await self.platform.find_work_items(conn, refs)
+            for earlier in unwritten:  # (one written meanwhile is found stored: the same)
+                for key, item in earlier.work_items_made(refs).items():
+                    known.setdefault(key, item)
             items = plan_work_items(sources.candidates, known)
         configs = await self._agent_configs(conn, matched, automations)
         encode = Encoders.of(conn.dialect, self.platform)

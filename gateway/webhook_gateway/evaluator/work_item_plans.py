@@ -15,7 +15,7 @@ mentions no factory and replies in no thread is never read for its source.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -131,6 +131,16 @@ class WorkItemPlan:
                 message_ref=None if candidate.replay else candidate.source.message_ref,
             )
             self.follow_ups.setdefault(candidate.delivery_id, []).append(follow_up)
+
+    def made(self, refs: Collection[str]) -> dict[WorkItemKey, KnownWorkItem]:
+        """The work items this batch makes (once settled) on these refs, as a later batch's
+        lookup would find them once this one is written."""
+        return {
+            item.key: KnownWorkItem(item.id, item.team_uid, item.run_id)
+            for items in self.new_items.values()
+            for item in items
+            if item.key.ref in refs
+        }
 
 
 def plan_work_items(
