@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import event, select, update
 
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
@@ -94,3 +94,69 @@ def test_each_delivery_continues_once(world: World, github_examples: GithubExamp
     assert _follow_ups(world, run_id) == [f"m1-{RUN}"]
     assert _follow_ups(world, run7) == [f"m7-{RUN}"]
     assert one.stage == seven.stage == "TRIAGE"  # queued runs: a follow-up changes no state
+
+
+def _statements(world: World, starter: RunStarter, batch: list[AcceptedDelivery]) -> int:
+    """How many SQL statements evaluating `batch` takes, its plan and its transaction."""
+
+    async def run(services: Services) -> int:
+        sync_engine = services.database.engine.sync_engine
+        count = 0
+
+        def counted(*_args: Any) -> None:
+            nonlocal count
+            count += 1
+
+        event.listen(sync_engine, "before_cursor_execute", counted)
+        try:
+            await evaluate(services, starter, batch)
+        finally:
+            event.remove(sync_engine, "before_cursor_execute", counted)
+        return count
+
+    return world.client.run(run)
+
+
+def _messages(world: World, run_id: str) -> list[str]:
+    async def read(services: Services) -> list[str]:
+        m = t.run_messages
+        query = select(m.c.routing).where(m.c.run_id == run_id).order_by(m.c.created_at, m.c.id)
+        async with services.database.read() as conn:
+            return list((await conn.execute(query)).scalars())
+
+    return world.client.run(read)
+
+
+def test_follow_ups_cost_statements_per_batch_not_per_delivery(
+    world: World, github_examples: GithubExamples
+) -> None:
+    """A busy issue: a batch's follow-ups of one work item are written in as many statements
+    however many there are, in order (the first of an ended run resumes it, the next ones
+    find it queued)."""
+    gw = world.client
+    set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
+    automation(world, world.factory_uid, "triage", trigger("github", "issue_labeled"))
+    uid = connect(world, "github")["uid"]
+    labeled = next(p for p in github_examples["issues"] if p["action"] == "labeled")
+    starter = RunStarter(PLATFORM)
+    first = gw.run(lambda s: evaluate(s, starter, [_delivery(uid, "l0", "issues", labeled)]))
+    (ref,) = first[f"l0-{RUN}"]
+
+    def batch(name: str, n: int) -> list[AcceptedDelivery]:
+        return [_delivery(uid, f"{name}{i}", "issues", labeled) for i in range(n)]
+
+    few = _statements(world, starter, batch("few", 2))
+    many = _statements(world, starter, batch("many", 40))
+    assert few == many
+
+    async def end(services: Services) -> None:
+        r = t.runs
+        async with services.database.transaction() as conn:
+            await conn.execute(update(r).where(r.c.run_id == ref.run_id).values(state="SUCCEEDED"))
+
+    gw.run(end)
+    gw.run(lambda s: evaluate(s, starter, batch("ended", 3)))
+    (item,) = _items(world)
+    assert item.followup_count == 2 + 40 + 3
+    assert len(_follow_ups(world, ref.run_id)) == 45
+    assert _messages(world, ref.run_id) == ["queued"] * 42 + ["resumed", "queued", "queued"]

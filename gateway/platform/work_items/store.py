@@ -5,14 +5,15 @@ them, all in the batch's transaction (only for the deliveries it claimed: once e
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.store import tables as t
 from gateway.foundation.store.types import utcnow
 from gateway.kernel import ids
-from gateway.platform.runs.conversations.follow_ups import provider_follow_up
+from gateway.platform.runs.conversations.follow_ups import ProviderFollowUp, provider_follow_ups
 from gateway.platform.work_items.events import record_created
 from gateway.webhook_gateway.evaluator.run_platform import (
     KnownWorkItem,
@@ -82,12 +83,17 @@ async def continue_work_items(
     """Each follow-up goes to its run as a message, the delivery's payload attached (a file
     that points at the delivery, like the run's own event-payload.json), and counts on its
     work item. A provider message that already continued the work item (another delivery of
-    the same Slack message) continues it no more."""
+    the same Slack message) continues it no more. A few statements per batch, not per
+    follow-up: a busy issue's deliveries are most of a batch's."""
     r = t.runs
     run_ids = sorted({f.run_id for f in follow_ups})
     query = select(r.c.run_id, r.c.conversation_id).where(r.c.run_id.in_(run_ids))
     conversations = {run_id: conversation for run_id, conversation in await conn.execute(query)}
     seen = await _messages_seen(conn, {f.message_ref for f in follow_ups if f.message_ref})
+    attachments: list[dict[str, object]] = []
+    messages: list[ProviderFollowUp] = []
+    rows: list[dict[str, object]] = []
+    counts: dict[str, tuple[int, datetime]] = {}  # work item id -> follow-ups, the last one's time
     for follow_up in follow_ups:
         conversation_id = conversations.get(follow_up.run_id)
         if conversation_id is None:  # the run was deleted since
@@ -99,34 +105,42 @@ async def continue_work_items(
             seen.add(message)
         now = utcnow()
         attachment_id = ids.new_id("att")
-        await conn.execute(
-            insert(t.attachments).values(
-                attachment_id=attachment_id,
-                conversation_id=conversation_id,
-                run_id=follow_up.run_id,
-                file_name=follow_up_file(follow_up.delivery_id),
-                content_type="application/json",
-                size=follow_up.payload_size,
-                delivery_id=follow_up.delivery_id,
-                created_at=now,
-            )
+        attachments.append(
+            {
+                "attachment_id": attachment_id,
+                "conversation_id": conversation_id,
+                "run_id": follow_up.run_id,
+                "file_name": follow_up_file(follow_up.delivery_id),
+                "content_type": "application/json",
+                "size": follow_up.payload_size,
+                "delivery_id": follow_up.delivery_id,
+                "created_at": now,
+            }
         )
-        await provider_follow_up(conn, follow_up.run_id, follow_up.message, [attachment_id])
-        await conn.execute(
-            insert(t.work_item_follow_ups).values(
-                id=ids.new_id("wif"),
-                work_item_id=follow_up.work_item_id,
-                run_id=follow_up.run_id,
-                delivery_id=follow_up.delivery_id,
-                message_ref=follow_up.message_ref,
-                created_at=now,
-            )
+        messages.append(ProviderFollowUp(follow_up.run_id, follow_up.message, [attachment_id]))
+        rows.append(
+            {
+                "id": ids.new_id("wif"),
+                "work_item_id": follow_up.work_item_id,
+                "run_id": follow_up.run_id,
+                "delivery_id": follow_up.delivery_id,
+                "message_ref": follow_up.message_ref,
+                "created_at": now,
+            }
         )
-        await conn.execute(
-            update(w)
-            .where(w.c.id == follow_up.work_item_id)
-            .values(followup_count=w.c.followup_count + 1, updated_at=now)
-        )
+        count, _at = counts.get(follow_up.work_item_id, (0, now))
+        counts[follow_up.work_item_id] = (count + 1, now)
+    if not rows:
+        return
+    await conn.execute(insert(t.attachments), attachments)
+    await provider_follow_ups(conn, messages)
+    await conn.execute(insert(t.work_item_follow_ups), rows)
+    await conn.execute(
+        update(w)
+        .where(w.c.id == bindparam("item"))
+        .values(followup_count=w.c.followup_count + bindparam("count"), updated_at=bindparam("at")),
+        [{"item": item, "count": n, "at": at} for item, (n, at) in counts.items()],
+    )
 
 
 async def _messages_seen(conn: AsyncConnection, refs: set[str]) -> set[tuple[str, str]]:

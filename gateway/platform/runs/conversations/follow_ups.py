@@ -10,11 +10,14 @@ follow-ups do not extend it.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.foundation.events.log import NewEvent, record_events
 from gateway.foundation.store import tables as t
 from gateway.foundation.store.types import utcnow
 from gateway.kernel import ids
@@ -77,15 +80,81 @@ async def follow_up(
     return await _deliver(conn, run, request.message, attachments, request.mode, routing, state)
 
 
-async def provider_follow_up(
-    conn: AsyncConnection, run_id: str, message: str, attachments: list[str]
-) -> FollowUpResult:
-    """A follow-up a provider event sends to its work item's run (runs of work items,
-    docs/providers.md#work-items): routed like a person's, but an ended run always resumes
-    (no debug session), and its attachments are the platform's own (already stored)."""
-    run = await lock_run(conn, run_id)
-    routing, state = _routing(run, debug=False)
-    return await _deliver(conn, run, message, attachments, None, routing, state)
+class ProviderFollowUp(NamedTuple):
+    run_id: str
+    message: str
+    attachments: list[str]
+
+
+async def provider_follow_ups(
+    conn: AsyncConnection, follow_ups: Sequence[ProviderFollowUp]
+) -> list[FollowUpResult]:
+    """Follow-ups provider events send to their work items' runs (runs of work items,
+    docs/providers.md#work-items), in order: each routed like a person's, but an ended run
+    always resumes (no debug session), and its attachments are the platform's own (already
+    stored). Each is routed by the state the one before left its run in. Those that leave the
+    state as it was (a queued or live run's: nearly all) are written together, a few statements
+    whatever their number (an evaluator's batch may hold hundreds for one run); one that
+    changes it is written alone, after the ones before it, so what hears of the change sees
+    what it would one by one."""
+    runs: dict[str, RunRecord] = {}
+    unchanged = _Unchanged()
+    results: list[FollowUpResult] = []
+    for follow_up in follow_ups:
+        run = runs.get(follow_up.run_id)
+        if run is None:
+            run = runs[follow_up.run_id] = await lock_run(conn, follow_up.run_id)
+        routing, state = _routing(run, debug=False)
+        if state == run.state:
+            unchanged.add(run, follow_up, routing, utcnow())
+            results.append(FollowUpResult(run.run_id, state, routing))
+            continue
+        await unchanged.write(conn)
+        attachments = follow_up.attachments
+        results.append(
+            await _deliver(conn, run, follow_up.message, attachments, None, routing, state)
+        )
+        del runs[follow_up.run_id]  # read again (and locked: its lock is held) when needed
+    await unchanged.write(conn)
+    return results
+
+
+class _Unchanged:
+    """Follow-ups that leave their runs' states as they were, not written yet: what `_deliver`
+    writes for each (a message, the run's updated_at, an event), in one statement per table."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.updated: dict[str, datetime] = {}  # run id -> its last follow-up's time
+        self.events: list[NewEvent] = []
+
+    def add(
+        self, run: RunRecord, follow_up: ProviderFollowUp, routing: Routing, now: datetime
+    ) -> None:
+        self.messages.append(
+            {
+                "id": ids.new_id("msg"),
+                "run_id": run.run_id,
+                "message": follow_up.message,
+                "attachments": follow_up.attachments or None,
+                "mode": None,
+                "routing": routing,
+                "created_at": now,
+            }
+        )
+        self.updated[run.run_id] = now
+        self.events.append(run_events.followup_event(run, run.state, follow_up.message, now))
+
+    async def write(self, conn: AsyncConnection) -> None:
+        if not self.messages:
+            return
+        await conn.execute(insert(t.run_messages), self.messages)
+        await conn.execute(
+            update(r).where(r.c.run_id == bindparam("run")).values(updated_at=bindparam("at")),
+            [{"run": run_id, "at": at} for run_id, at in self.updated.items()],
+        )
+        await record_events(conn, self.events)
+        self.messages, self.updated, self.events = [], {}, []
 
 
 async def _deliver(

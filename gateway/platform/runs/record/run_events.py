@@ -141,6 +141,10 @@ async def on_followup(
     conn: AsyncConnection, run: RunRecord, state: str, message: str, at: datetime
 ) -> None:
     """`run.followup_received`: a follow-up reached the run (now in `state`)."""
+    await record_events(conn, [followup_event(run, state, message, at)])
+
+
+def followup_event(run: RunRecord, state: str, message: str, at: datetime) -> NewEvent:
     data = FollowupEventData(
         run_id=run.run_id,
         factory_uid=run.factory_uid,
@@ -149,6 +153,4 @@ async def on_followup(
         message=message[:2000],
         received_at=at,
     )
-    await record_events(
-        conn, [NewEvent("run.followup_received", run.team_uid, data, run.factory_uid, at)]
-    )
+    return NewEvent("run.followup_received", run.team_uid, data, run.factory_uid, at)
