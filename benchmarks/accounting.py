@@ -71,6 +71,9 @@ class StoreCounts:
     other_records: int
     runs: int
     pending: int  # embedded: accepted, in the outbox or the log, waiting for the evaluator
+    # deliveries that continued a work item's run instead of starting one (the provider rows'
+    # GitHub deliveries name 64 issues: the first of each starts a run, the rest follow it up)
+    follow_ups: int = 0
 
 
 def store_counts(database: Path) -> StoreCounts:
@@ -89,6 +92,7 @@ def store_counts(database: Path) -> StoreCounts:
             )
         )
         runs = conn.execute("SELECT count(*) FROM runs WHERE delivery_id IS NOT NULL").fetchone()[0]
+        follow_ups = conn.execute("SELECT count(*) FROM work_item_follow_ups").fetchone()[0]
         pending = conn.execute(
             "SELECT count(*) FROM deliveries WHERE evaluation = 'pending'"
         ).fetchone()[0]
@@ -98,7 +102,7 @@ def store_counts(database: Path) -> StoreCounts:
                 "(SELECT 1 FROM deliveries d WHERE d.delivery_id = o.delivery_id)"
             ).fetchone()[0]
     accepted = by_label.pop("Accepted", 0)
-    return StoreCounts(accepted, sum(by_label.values()), runs, pending)
+    return StoreCounts(accepted, sum(by_label.values()), runs, pending, follow_ups)
 
 
 def doubled_deliveries(database: Path) -> int:
