@@ -3,7 +3,7 @@
     python -m benchmarks.evaluator_bench                 # the four target figures (below)
     python -m benchmarks.evaluator_bench one [--db sqlite|postgresql] [--source stream|log]
         [--match all|none] [--kind webhook|provider] [--deliveries N] [--webhooks W]
-        [--automations A] [--profile out.html]
+        [--automations A] [--issues N] [--profile out.html]
 
 Seeds W webhooks x A automations by direct inserts (one payload filter per automation; with
 `--match all` exactly one of each webhook's matches the benchmark payload, with `none` none
@@ -12,7 +12,9 @@ automations whose GitHub `issue_labeled` triggers filter on labels (one automati
 matches the benchmark's `agent` label, the rest fail on their label, so a delivery is matched
 against 10 x A compiled triggers and starts one run), and W GitHub connections of the team (the
 deliveries are spread over them: each connection's rate window takes 60 a minute); each
-delivery is a ~1 KB GitHub `issues` `labeled` payload with its stored `X-GitHub-Event` header.
+delivery is a ~1 KB GitHub `issues` `labeled` payload with its stored `X-GitHub-Event` header,
+each about an issue of its own (`--issues N`: about N issues, as the grid's 64 bodies are: the
+first delivery about each starts its run, the later ones follow that run up).
 Then queues N accepted deliveries the way ingress does, before the clock starts:
 `stream` submits them through the Redis backend's SUBMIT script into the shard streams of a
 private redis-server; `log` writes them as pending rows through the embedded backend's
@@ -104,6 +106,7 @@ class Case:
     automations: int
     profile: str | None = None
     kind: str = "webhook"  # or "provider"
+    issues: int = 0  # provider: how many issues the deliveries name (0: one each)
 
 
 async def seed_provider(services: Services, case: Case) -> list[str]:
@@ -291,9 +294,15 @@ def github_payload(i: int) -> bytes:
 
 
 async def queue_deliveries(
-    services: Services, hooks: list[str], n: int, first: int = 0, kind: str = "webhook"
+    services: Services,
+    hooks: list[str],
+    n: int,
+    first: int = 0,
+    kind: str = "webhook",
+    issues: int = 0,
 ) -> None:
-    """N accepted deliveries (numbered from `first`), through the case's ingress backend."""
+    """N accepted deliveries (numbered from `first`), through the case's ingress backend;
+    `issues`: the provider deliveries name that many issues (0: one each)."""
     ingress = services.ingress
     assert isinstance(ingress, Ingress)
     backend = ingress.backend
@@ -305,7 +314,7 @@ async def queue_deliveries(
                 targets[i % len(targets)],
                 ids.new_id("dlv"),
                 f"bench-{i}",
-                github_payload(i) if kind == "provider" else payload(i),
+                github_payload(i % issues if issues else i) if kind == "provider" else payload(i),
                 True,
                 PROVIDER_HEADERS if kind == "provider" else b"",
             )
@@ -337,6 +346,8 @@ async def check(services: Services, case: Case, total: int) -> dict[str, Any]:
             return int((await conn.execute(query)).scalar_one())
 
     expected = total if case.match == "all" else 0
+    # the first delivery about an issue starts its run; the later ones follow that run up
+    runs = min(expected, case.issues) if case.issues else expected
     found = {
         "deliveries_logged": await scalar(select(func.count()).select_from(d)),
         "evaluated": await scalar(
@@ -346,6 +357,7 @@ async def check(services: Services, case: Case, total: int) -> dict[str, Any]:
         "distinct_deliveries_with_runs": await scalar(
             select(func.count(r.c.delivery_id.distinct()))
         ),
+        "follow_ups": await scalar(select(func.count()).select_from(t.work_item_follow_ups)),
         "tasks": await scalar(select(func.count()).select_from(t.tasks)),
         "attachments": await scalar(select(func.count()).select_from(t.attachments)),
         "wrong_automation": await scalar(
@@ -366,12 +378,13 @@ async def check(services: Services, case: Case, total: int) -> dict[str, Any]:
         found["backlog_counter"] = sum([int(await redis.get(c) or 0) for c in counters])
     ok = (
         found["deliveries_logged"] == found["evaluated"] == total
-        and found["runs"] == found["tasks"] == found["attachments"] == expected
-        and found["distinct_deliveries_with_runs"] == expected
+        and found["runs"] == found["tasks"] == found["distinct_deliveries_with_runs"] == runs
+        and found["follow_ups"] == expected - runs
+        and found["attachments"] == expected  # a run's payload, or a follow-up's
         and found["wrong_automation"] == 0
         and found.get("left_in_streams", 0) == found.get("backlog_counter", 0) == 0
     )
-    return {"ok": ok, "expected_runs": expected, **found}
+    return {"ok": ok, "expected_runs": runs, **found}
 
 
 def _settings(case: Case, database_url: str, redis_url: str | None) -> Settings:
@@ -395,8 +408,9 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
         t0 = time.perf_counter()
         hooks = await seed(ingress, case)
         seeded = time.perf_counter() - t0
-        await queue_deliveries(ingress, hooks, len(hooks), kind=case.kind)  # the warm-up
-        await queue_deliveries(ingress, hooks, case.deliveries, first=len(hooks), kind=case.kind)
+        kind, issues = case.kind, case.issues
+        await queue_deliveries(ingress, hooks, len(hooks), kind=kind, issues=issues)  # warm-up
+        await queue_deliveries(ingress, hooks, case.deliveries, len(hooks), kind, issues)
     finally:
         await ingress.close()
     # a `gateway worker` process: only the evaluator, with its batch sizes
@@ -489,6 +503,12 @@ def main() -> None:
         default="webhook",
         help="custom webhook deliveries, or GitHub deliveries to provider connections",
     )
+    one.add_argument(
+        "--issues",
+        type=int,
+        default=0,
+        help="provider: the deliveries name this many issues (the grid's: 64); default one each",
+    )
     args = parser.parse_args()
     if args.command != "one":
         sys.exit(targets(args))
@@ -501,6 +521,7 @@ def main() -> None:
         args.automations,
         args.profile,
         args.kind,
+        args.issues,
     )
     result = run_case(case)
     print(json.dumps(result, indent=2))
