@@ -121,6 +121,9 @@ class Drain:
     drain_s: float | None  # None: not drained within the bounded wait
     evaluated_per_s: float
     runs_per_s: float
+    # runs started or followed up: what a provider delivery about an issue that has a run
+    # already turns into (the grid's GitHub deliveries name 64 issues)
+    work_per_s: float
     final: StoreCounts
 
 
@@ -142,5 +145,6 @@ def wait_for_drain(
         drain_s=(finished - ended) if drained else None,
         evaluated_per_s=counts.accepted / busy if busy else 0.0,
         runs_per_s=counts.runs / busy if busy else 0.0,
+        work_per_s=(counts.runs + counts.follow_ups) / busy if busy else 0.0,
         final=counts,
     )

@@ -117,12 +117,15 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         evaluator_pids = running.companion_pids()
         cpu0, redis0 = cpu_seconds(pids), cpu_seconds(redis_pids)
         eval0 = cpu_seconds(evaluator_pids)
-        spy_out = rundir / f"{name}.pyspy.txt"
-        spy = (
-            profiling.start_record(running.worker_pids()[0], case.duration_s - 1, spy_out)
-            if case.profile
-            else None
-        )
+        # py-spy on every Python process of the case: the serving worker and its evaluator
+        # (Redis is C: its share is the CPU column)
+        spied = {"server": running.worker_pids()[0]}
+        if evaluator_pids:
+            spied["evaluator"] = evaluator_pids[0]
+        spies = {}
+        for role, pid in spied.items() if case.profile else ():
+            out = rundir / f"{name}.{role}.pyspy.txt"
+            spies[role] = (out, profiling.start_record(pid, case.duration_s - 1, out))
         started = time.monotonic()
         host0, wrk0 = host_cpu(), children_cpu_seconds()
         result = run_wrk(
@@ -131,7 +134,7 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         host1, wrk1 = host_cpu(), children_cpu_seconds()
         cpu1, redis1 = cpu_seconds(pids), cpu_seconds(redis_pids)
         eval1 = cpu_seconds(evaluator_pids)
-        profile = profiling.finish_record(spy, spy_out) if case.profile else None
+        profiles = {role: profiling.finish_record(spy, out) for role, (out, spy) in spies.items()}
         rss = peak_rss_kib(pids)
         worker_rss = max(peak_rss_kib([pid]) for pid in running.worker_pids())
         records = _records(case, running, redis, database, result, started)
@@ -173,8 +176,10 @@ def run_case(case: Case, seed: Seed, redis: RedisServer, key: str, rundir: Path)
         "evaluator_peak_rss_mib": evaluator_rss / 1024 if evaluator_rss else None,
         **records,
     }
-    if profile is not None:
-        row["profile"] = profile
+    if "server" in profiles:
+        row["profile"] = profiles["server"]
+    if "evaluator" in profiles:
+        row["evaluator_profile"] = profiles["evaluator"]
     row["failures"] = check(case, row, result)
     return row
 
@@ -222,6 +227,7 @@ def _records(
             "evaluator": {
                 "deliveries_evaluated_per_s": drain.evaluated_per_s,
                 "runs_created_per_s": drain.runs_per_s,
+                "runs_or_follow_ups_per_s": drain.work_per_s,
                 "deliveries_evaluated": drain.final.accepted,
                 "runs_created": drain.final.runs,
                 "follow_ups": drain.final.follow_ups,

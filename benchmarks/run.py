@@ -83,7 +83,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="skip the provider rows (GitHub deliveries to provider connections, 1 KB)",
     )
-    p.add_argument("--profile", action="store_true", help="py-spy the gateway (redis, 1 worker)")
+    p.add_argument(
+        "--profile", action="store_true", help="py-spy the gateway's processes (1 worker)"
+    )
     return p.parse_args(argv)
 
 
@@ -204,10 +206,16 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(report.latency_summary_table(result["latency_summary"]))
     for row in rows:
-        if "profile" in row:
-            print(f"\npy-spy ({row['server']}, 1 worker, under wrk), top self frames %:")
-            for frame, pct in row["profile"].get("top_self_pct", []):
-                print(f"  {pct:5.1f}  {frame}")
+        for key, role in (("profile", "serving worker"), ("evaluator_profile", "its evaluator")):
+            if key in row:
+                print(f"\npy-spy ({row['server']} {row['scenario']}, {role}, under wrk):")
+                for title, frames in (
+                    ("self", "top_self_pct"),
+                    ("the gateway's frames, inclusive", "top_gateway_inclusive_pct"),
+                ):
+                    print(f"  top {title} %:")
+                    for frame, pct in row[key].get(frames, []):
+                        print(f"    {pct:5.1f}  {frame}")
     print(f"\nreport: {path}  ({result['wall_s']:.0f} s)")
     if not failures:
         shutil.rmtree(rundir, ignore_errors=True)
