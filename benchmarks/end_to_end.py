@@ -143,16 +143,18 @@ def table(items: list[dict[str, Any]]) -> str:
 
 def markdown(items: list[dict[str, Any]]) -> str:
     lines = [
-        "| server | body | rounds | runs/s end to end (median) | x bare req/s | all-process CPU "
-        "µs/delivery (median, min-max) | x bare CPU/request | p99 ms (max over rounds) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| server | scenario | body | rounds | runs/s end to end (median) | x bare req/s "
+        "| all-process CPU µs/delivery (median, min-max) | x bare CPU/request "
+        "| p99 ms (max over rounds) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for item in items:
         cpu = item["cpu_us_per_delivery"]
         runs = item["runs_per_s"]
         undrained = f" ({item['undrained_rounds']} not drained)" if item["undrained_rounds"] else ""
         lines.append(
-            f"| {item['server']} | {item['body_bytes'] // 1024} KB | {item['rounds']} "
+            f"| {item['server']} | {item['scenario']} | {item['body_bytes'] // 1024} KB "
+            f"| {item['rounds']} "
             f"| {runs['median'] if runs else 0:,.0f}{undrained} | **{item['ratio']:.2f}** "
             f"| {cpu['median']:,.0f} ({cpu['min']:,.0f}-{cpu['max']:,.0f}) "
             f"| **{item['cpu_ratio'] or 0:.2f}** | {item['p99_ms']['max']:.1f} |"
@@ -163,14 +165,14 @@ def markdown(items: list[dict[str, Any]]) -> str:
 def stage_markdown(items: list[dict[str, Any]]) -> str:
     """Where a delivery's CPU goes: each process's µs per delivery (median over rounds)."""
     lines = [
-        "| server | bare endpoint µs/request | ingress server µs/delivery | evaluator "
-        "| Redis | all |",
-        "|---|---|---|---|---|---|",
+        "| server | scenario | bare endpoint µs/request | ingress server µs/delivery "
+        "| evaluator | Redis | all |",
+        "|---|---|---|---|---|---|---|",
     ]
     for item in items:
         stages = item["stage_us_per_delivery"]
         lines.append(
-            f"| {item['server']} | {item['bare_cpu_us_per_request']:,.0f} "
+            f"| {item['server']} | {item['scenario']} | {item['bare_cpu_us_per_request']:,.0f} "
             + "".join(f"| {stages.get(stage, 0):,.0f} " for stage in STAGES)
             + f"| {item['cpu_us_per_delivery'].get('median', 0):,.0f} |"
         )
