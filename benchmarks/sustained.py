@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -118,6 +119,20 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
         else:
             maximum = _maximum(template, redis, key, rundir, embedded)
         rate = args.rate or round(maximum * args.fraction, 1)
+        # each webhook takes 60 deliveries a minute: a rate past what the seed's webhooks
+        # take (a fast host's half of the bare endpoint) is seeded more webhooks, alike
+        needed = math.ceil(rate / 20 * 1.02)  # factories of 20 webhooks
+        if needed > factories:
+            factories = needed
+            template = seed(
+                rundir / "seed-more.db",
+                factories=factories,
+                webhooks_per_factory=20,
+                automations_per_webhook=10,
+                auth_mode=args.auth,
+                secret_key=base64.urlsafe_b64decode(key),
+            )
+            print(f"sustained: {len(template.webhooks):,} webhooks for that rate", flush=True)
         print(f"sustained: offering {rate:,.0f} deliveries/s for {duration:.0f} s", flush=True)
         for evaluators in [int(n) for n in args.evaluators.split(",")]:
             with _store(args.db, template, rundir, f"m{evaluators}", key) as database:
