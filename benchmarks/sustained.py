@@ -207,30 +207,26 @@ def _maximum(template: Seed, redis: RedisServer, key: str, rundir: Path, embedde
         target = Target(
             _kind(embedded), "gateway.composition.app:app_from_environment", env, EVALUATOR
         )
-        count = min(len(template.webhooks) * 60, 40_000 * 12)
-        plan = spread_plan("max", len(template.webhooks), count)
-        with serve(target, 1, rundir) as running:
-            requests = rundir / "max.requests"
-            write_requests(requests, plan, template.webhooks, template.auth_mode, 1024,
-                           f"127.0.0.1:{running.port}")  # fmt: skip
-            result = run_wrk(f"http://127.0.0.1:{running.port}", requests, 10.0)
-            requests.unlink()
-    print(f"sustained: ingress maximum {result.rps:,.0f} req/s (wrk, 10 s)", flush=True)
-    return result.rps
+        return _closed_loop(target, template, rundir, "ingress")
 
 
 def _bare_maximum(template: Seed, rundir: Path) -> float:
     """The bare endpoint's closed-loop maximum (the grid's `ceiling`: an ASGI app that answers
     202 and does nothing else), under the same HTTP server and wrk settings."""
-    target = Target("ceiling", APPS["ceiling"])
-    plan = spread_plan("bare", len(template.webhooks), min(len(template.webhooks) * 60, 480_000))
+    return _closed_loop(Target("ceiling", APPS["ceiling"]), template, rundir, "bare endpoint")
+
+
+def _closed_loop(target: Target, template: Seed, rundir: Path, name: str) -> float:
+    """req/s of `target` under wrk for 10 s (1 KB deliveries spread over the seed's webhooks)."""
+    count = min(len(template.webhooks) * 60, 40_000 * 12)
+    plan = spread_plan("max", len(template.webhooks), count)
     with serve(target, 1, rundir) as running:
-        requests = rundir / "bare.requests"
+        requests = rundir / "max.requests"
         write_requests(requests, plan, template.webhooks, template.auth_mode, 1024,
                        f"127.0.0.1:{running.port}")  # fmt: skip
         result = run_wrk(f"http://127.0.0.1:{running.port}", requests, 10.0)
         requests.unlink()
-    print(f"sustained: bare endpoint maximum {result.rps:,.0f} req/s (wrk, 10 s)", flush=True)
+    print(f"sustained: {name} maximum {result.rps:,.0f} req/s (wrk, 10 s)", flush=True)
     return result.rps
 
 

@@ -29,7 +29,7 @@ from gateway.webhook_gateway.transports.outbox.file import Outbox
 from gateway.webhook_gateway.transports.outbox.source import OutboxSource
 from gateway.webhook_gateway.transports.pending_log.source import PendingSource
 from gateway.webhook_gateway.transports.redis_stream.source import StreamSource
-from tests.ingress.hooks import add_webhook, backend_settings, redis_url_for
+from tests.ingress.hooks import add_webhook, gateway_on_transport
 from tests.support import GatewayClient, World
 
 # where deliveries wait, with the store each waits for: the outbox beside a SQLite file, the
@@ -45,11 +45,8 @@ def gwc(
     redis_url: str,
     redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    kind, _, store = request.param.partition("+")
-    db = request.getfixturevalue("postgres_url") if store == "postgresql" else sqlite_store()
-    url = redis_url_for(kind, request, redis_url)
-    with GatewayClient.running(backend_settings(kind, db, url, redis_prefix)) as client:
-        yield client
+    with gateway_on_transport(request, request.param, sqlite_store, redis_url, redis_prefix) as gw:
+        yield gw
 
 
 def _source(services: Services, idle_wait: float = 0.01) -> Source:

@@ -34,7 +34,7 @@ from tests.connections.provider_world import (
     trigger,
 )
 from tests.evaluator.test_delivery_consumer import _source
-from tests.ingress.hooks import backend_settings, redis_url_for
+from tests.ingress.hooks import gateway_on_transport
 from tests.providers.conftest import GithubExamples, github_examples
 from tests.support import GatewayClient, World
 
@@ -48,11 +48,8 @@ def gwc(
     redis_url: str,
     redis_prefix: str,
 ) -> Iterator[GatewayClient]:
-    kind, _, store = request.param.partition("+")
-    db = request.getfixturevalue("postgres_url") if store == "postgresql" else sqlite_store()
-    url = redis_url_for(kind, request, redis_url)
-    with GatewayClient.running(backend_settings(kind, db, url, redis_prefix)) as client:
-        yield client
+    with gateway_on_transport(request, request.param, sqlite_store, redis_url, redis_prefix) as gw:
+        yield gw
 
 
 class InBatches:

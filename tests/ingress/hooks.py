@@ -140,6 +140,19 @@ def backend_settings(
 
 
 @contextmanager
+def gateway_on_transport(
+    request: Any, transport: str, sqlite_store: Any, redis_url: str, redis_prefix: str
+) -> Iterator[GatewayClient]:
+    """A served gateway on `transport`, `<backend>+<store>` (memory+sqlite, redis+postgresql,
+    redis-cluster+postgresql...), its evaluator off: the tests drive the consumer."""
+    kind, _, store = transport.partition("+")
+    db = request.getfixturevalue("postgres_url") if store == "postgresql" else sqlite_store()
+    url = redis_url_for(kind, request, redis_url)
+    with GatewayClient.running(backend_settings(kind, db, url, redis_prefix)) as client:
+        yield client
+
+
+@contextmanager
 def gateway_on_own_redis(
     database_url: str, *redis_args: str
 ) -> Iterator[tuple[GatewayClient, Hook, RedisServer]]:
