@@ -55,7 +55,7 @@ class DeliveryRejectedData(Struct, kw_only=True, omit_defaults=True):
 
     source_uid: Annotated[str, Meta(description="the webhook (wh_) or connection (pcn_) uid")]
     factory_uid: str | None
-    reason: Annotated[str, Meta(description="gateway/kernel/rejections.py's reason code")]
+    reason: Annotated[str, Meta(description="the refusal's reason code, as in the delivery log")]
     count: Annotated[int, Meta(ge=1)]
     first_at: Timestamp
     last_at: Timestamp
