@@ -103,15 +103,19 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
     embedded = args.backend == "embedded"
     if embedded and args.db != "sqlite":
         raise SystemExit("--backend embedded runs on its SQLite default (--db sqlite)")
-    with redis_server() as redis:
-        template = seed(
-            rundir / "seed.db",
+
+    def seeded(name: str, factories: int) -> Seed:
+        return seed(
+            rundir / name,
             factories=factories,
             webhooks_per_factory=20,
             automations_per_webhook=10,
             auth_mode=args.auth,
             secret_key=base64.urlsafe_b64decode(key),
         )
+
+    with redis_server() as redis:
+        template = seeded("seed.db", factories)
         if args.rate:
             maximum = args.rate
         elif args.of == "bare":
@@ -123,15 +127,7 @@ def _measure(args: argparse.Namespace, argv: list[str], rundir: Path) -> bool:
         # take (a fast host's half of the bare endpoint) is seeded more webhooks, alike
         needed = math.ceil(rate / 20 * 1.02)  # factories of 20 webhooks
         if needed > factories:
-            factories = needed
-            template = seed(
-                rundir / "seed-more.db",
-                factories=factories,
-                webhooks_per_factory=20,
-                automations_per_webhook=10,
-                auth_mode=args.auth,
-                secret_key=base64.urlsafe_b64decode(key),
-            )
+            template = seeded("seed-more.db", needed)
             print(f"sustained: {len(template.webhooks):,} webhooks for that rate", flush=True)
         print(f"sustained: offering {rate:,.0f} deliveries/s for {duration:.0f} s", flush=True)
         for evaluators in [int(n) for n in args.evaluators.split(",")]:

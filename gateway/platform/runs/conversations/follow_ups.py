@@ -132,15 +132,7 @@ class _Unchanged:
         self, run: RunRecord, follow_up: ProviderFollowUp, routing: Routing, now: datetime
     ) -> None:
         self.messages.append(
-            {
-                "id": ids.new_id("msg"),
-                "run_id": run.run_id,
-                "message": follow_up.message,
-                "attachments": follow_up.attachments or None,
-                "mode": None,
-                "routing": routing,
-                "created_at": now,
-            }
+            _message_row(run.run_id, follow_up.message, follow_up.attachments, None, routing, now)
         )
         self.updated[run.run_id] = now
         self.events.append(run_events.followup_event(run, run.state, follow_up.message, now))
@@ -167,16 +159,11 @@ async def _deliver(
     state: RunState,
 ) -> FollowUpResult:
     now = utcnow()
+    # a message injected into a live session runs in that session's mode
+    mode = None if routing in ("injected", "debug") else mode
     await conn.execute(
         insert(t.run_messages).values(
-            id=ids.new_id("msg"),
-            run_id=run.run_id,
-            message=message,
-            attachments=attachments or None,
-            # a message injected into a live session runs in that session's mode
-            mode=None if routing in ("injected", "debug") else mode,
-            routing=routing,
-            created_at=now,
+            _message_row(run.run_id, message, attachments, mode, routing, now)
         )
     )
     resumed = routing == "resumed"  # a new execution of the same run
@@ -198,6 +185,26 @@ async def _deliver(
         await run_timeline.record(conn, [run.run_id], state, now, reason=f"follow-up ({routing})")
     await run_events.on_followup(conn, run, state, message, now)
     return FollowUpResult(run.run_id, state, routing)
+
+
+def _message_row(
+    run_id: str,
+    message: str,
+    attachments: list[str],
+    mode: str | None,
+    routing: Routing,
+    now: datetime,
+) -> dict[str, Any]:
+    """A follow-up's row in run_messages."""
+    return {
+        "id": ids.new_id("msg"),
+        "run_id": run_id,
+        "message": message,
+        "attachments": attachments or None,
+        "mode": mode,
+        "routing": routing,
+        "created_at": now,
+    }
 
 
 async def _check_attachments(
