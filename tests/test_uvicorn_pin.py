@@ -45,8 +45,7 @@ def test_the_followed_uvicorn_source_is_the_one_checked() -> None:
         f"for connection_lost) and "
         f"gateway/http/response_writes.py against uvicorn.protocols.http.httptools_impl: "
         f"{methods}. Then set FOLLOWED_VERSION, FOLLOWED_DIGEST = {followed_digest()!r} and the "
-        f"uvicorn "
-        f"pin of pyproject.toml."
+        "uvicorn pin of pyproject.toml."
     )
 
 
