@@ -303,7 +303,8 @@ runs = Table(
     metadata,
     Column("run_id", String(64), primary_key=True),
     Column("team_uid", String(64), nullable=True, index=True),
-    Column("factory_uid", String(64), nullable=True, index=True),
+    # looked up by ix_runs_factory_created, below (migration 0028)
+    Column("factory_uid", String(64), nullable=True),
     Column("conversation_id", String(64), nullable=False, index=True),
     Column("parent_run_id", String(64), nullable=True),
     Column("root_run_id", String(64), nullable=False, index=True),
