@@ -3,7 +3,7 @@
     python -m benchmarks.evaluator_bench                 # the four target figures (below)
     python -m benchmarks.evaluator_bench one [--db sqlite|postgresql] [--source stream|log]
         [--match all|none] [--kind webhook|provider] [--deliveries N] [--webhooks W]
-        [--automations A] [--issues N] [--profile out.html]
+        [--automations A] [--issues N] [--profile out.html] [--stages]
 
 Seeds W webhooks x A automations by direct inserts (one payload filter per automation; with
 `--match all` exactly one of each webhook's matches the benchmark payload, with `none` none
@@ -33,6 +33,9 @@ backlog empty). The default command runs the four cases the evaluator is held to
     SQLite, provider deliveries (GitHub issues, 10 factories x 10 automations)
                                                >= 5,000 deliveries/s, <= 150 us CPU each
 
+`--stages` adds where the measured span went: the plan and write stages' wall time and, on
+SQLite, each statement's wall time beside its thread's CPU (benchmarks/stage_timing.py).
+
 SQLite runs in a temporary directory; PostgreSQL in a database of its own (created and
 dropped: testbed/postgres.py).
 """
@@ -55,6 +58,7 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select, text
 
+from benchmarks.stage_timing import timed_stages
 from gateway.composition import wiring
 from gateway.foundation.backends.contract import Submission, Target, shard_of
 from gateway.foundation.services import Services
@@ -107,6 +111,7 @@ class Case:
     profile: str | None = None
     kind: str = "webhook"  # or "provider"
     issues: int = 0  # provider: how many issues the deliveries name (0: one each)
+    stages: bool = False  # time the consumer's stages and SQLite's statements (stage_timing)
 
 
 async def seed_provider(services: Services, case: Case) -> list[str]:
@@ -424,11 +429,13 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
 
             profiler = Profiler(async_mode="disabled")
             profiler.start()
-        cpu0, runs0 = time.process_time(), consumer.runs_started
-        main0 = time.thread_time()
-        elapsed = await evaluate_all(consumer, len(hooks) + case.deliveries)
-        cpu, runs = time.process_time() - cpu0, consumer.runs_started - runs0
-        main_cpu = time.thread_time() - main0
+        with ExitStack() as timing:
+            stages = timing.enter_context(timed_stages()) if case.stages else None
+            cpu0, runs0 = time.process_time(), consumer.runs_started
+            main0 = time.thread_time()
+            elapsed = await evaluate_all(consumer, len(hooks) + case.deliveries)
+            cpu, runs = time.process_time() - cpu0, consumer.runs_started - runs0
+            main_cpu = time.thread_time() - main0
         if profiler is not None and case.profile is not None:
             profiler.stop()
             Path(case.profile).write_text(profiler.output_html())
@@ -445,6 +452,7 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
             "event_loop_cpu_us_per_delivery": round(main_cpu / case.deliveries * 1e6, 1),
             "compilations": consumer.starter.compilations,
             "check": result,
+            **({"stages": stages.report(case.deliveries)} if stages is not None else {}),
         }
     finally:
         await worker.close()
@@ -498,6 +506,11 @@ def main() -> None:
     one.add_argument("--match", choices=("all", "none"), default="all")
     one.add_argument("--profile", help="write a pyinstrument HTML profile here")
     one.add_argument(
+        "--stages",
+        action="store_true",
+        help="report the plan and write stages' wall time and each SQLite statement's",
+    )
+    one.add_argument(
         "--kind",
         choices=("webhook", "provider"),
         default="webhook",
@@ -522,6 +535,7 @@ def main() -> None:
         args.profile,
         args.kind,
         args.issues,
+        args.stages,
     )
     result = run_case(case)
     print(json.dumps(result, indent=2))
