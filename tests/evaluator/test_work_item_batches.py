@@ -150,8 +150,10 @@ def test_follow_ups_cost_statements_per_batch_not_per_delivery(
     def batch(name: str, n: int) -> list[AcceptedDelivery]:
         return [_delivery(uid, f"{name}{i}", "issues", labeled) for i in range(n)]
 
+    # powers of two: SQLite writes a table's rows in one statement per binary digit of their
+    # count (`BulkInsert.insert`), so 2 and 64 rows take one each
     few = _statements(world, starter, batch("few", 2))
-    many = _statements(world, starter, batch("many", 40))
+    many = _statements(world, starter, batch("many", 64))
     assert few == many
 
     async def end(services: Services) -> None:
@@ -162,6 +164,6 @@ def test_follow_ups_cost_statements_per_batch_not_per_delivery(
     gw.run(end)
     gw.run(lambda s: evaluate(s, starter, batch("ended", 3)))
     (item,) = _items(world)
-    assert item.followup_count == 2 + 40 + 3
-    assert len(_follow_ups(world, ref.run_id)) == 45
-    assert _messages(world, ref.run_id) == ["queued"] * 42 + ["resumed", "queued", "queued"]
+    assert item.followup_count == 2 + 64 + 3
+    assert len(_follow_ups(world, ref.run_id)) == 69
+    assert _messages(world, ref.run_id) == ["queued"] * 66 + ["resumed", "queued", "queued"]

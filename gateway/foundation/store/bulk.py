@@ -4,7 +4,8 @@ The evaluator writes hundreds of rows per batch. Through `conn.execute(insert(ta
 SQLAlchemy processes every value of every row through its type objects, which cost more than the
 database's own work for the row. A `BulkInsert` compiles its statement once per dialect, encodes
 each row with one small function per column that needs it (chosen once from the column's type)
-and sends tuples through `exec_driver_sql`: one executemany, in the caller's transaction.
+and sends tuples through `exec_driver_sql`, in the caller's transaction: one executemany on
+PostgreSQL, a few multi-row statements on SQLite (`BulkInsert.insert` says why).
 
 Rows are encoded by `prepare`, before the transaction (SQLite has one writer: every microsecond
 of Python inside a write transaction is one every other writer waits), and grouped by one
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -76,10 +78,25 @@ class BulkInsert:
         return Prepared(group, [row[group] for row in rows], self.encode(dialect, rows))
 
     async def insert(self, conn: AsyncConnection, rows: Prepared | Sequence[Row]) -> None:
-        """All of `rows`, as one executemany."""
+        """All of `rows`: one executemany on PostgreSQL; on SQLite a few multi-row statements
+        (`sqlite_chunks`). sqlite3 releases the GIL around every step of a statement and takes
+        it back after: an executemany of 1,000 rows takes it back 1,000 times, and while the
+        event loop plans the next batch (pure Python) each of those waits for it. Measured in
+        the evaluator bench: the delivery log's INSERT of a batch took ~4x its thread's CPU in
+        wall time; as multi-row statements, ~2x, and the evaluator's write stage, which sets its
+        throughput, got 6-26 % faster (docs/performance.md)."""
         values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
-        if values:
-            await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
+        if conn.dialect.name != "sqlite":
+            if values:
+                await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
+            return
+        for start, count in sqlite_chunks(len(values), len(self.columns)):
+            chunk = values[start : start + count]
+            if count == 1:
+                await conn.exec_driver_sql(self.sql(conn.dialect, 0), chunk)
+            else:
+                flat = tuple(chain.from_iterable(chunk))
+                await conn.exec_driver_sql(self.sql(conn.dialect, count), flat)
 
     async def insert_new(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
         """The rows whose group (a unique column) is not taken yet; returns the groups it
@@ -171,6 +188,20 @@ class BulkInsert:
         if len(self._statements) < 512:  # one per batch size seen; batch sizes are bounded
             self._statements[(dialect.name, count, returning)] = sql
         return sql
+
+
+def sqlite_chunks(rows: int, width: int) -> list[tuple[int, int]]:
+    """(start, count) of each statement: counts are powers of two (a few statement texts,
+    prepared once per connection), the largest under the parameter limit first."""
+    largest = 1 << ((MAX_PARAMETERS // width).bit_length() - 1)
+    chunks, start = [], 0
+    count = largest
+    while start < rows:
+        while count > rows - start:
+            count >>= 1
+        chunks.append((start, count))
+        start += count
+    return chunks
 
 
 def _encoder(column_type: Any, dialect: Dialect) -> Encode | None:

@@ -1,0 +1,96 @@
+"""BulkInsert: every row written once, in order, whatever the count, on both stores; on SQLite
+as a few multi-row statements of power-of-two sizes (`sqlite_chunks`), each under the
+parameter limit."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import JSON, Column, Integer, LargeBinary, MetaData, String, Table, select, text
+
+from gateway.foundation.store.bulk import MAX_PARAMETERS, BulkInsert, sqlite_chunks
+from gateway.foundation.store.db import create_database
+from gateway.foundation.store.types import UTCDateTime
+from tests.store.conftest import empty_store
+
+metadata = MetaData()
+ROWS = Table(
+    "bulk_rows",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(40)),
+    Column("at", UTCDateTime),
+    Column("data", JSON),
+    Column("body", LargeBinary),
+)
+BULK = BulkInsert(ROWS, ("id", "name", "at", "data", "body"))
+START = datetime(2026, 12, 3, tzinfo=UTC)
+
+
+def _rows(count: int) -> list[dict[str, object]]:
+    return [
+        {
+            "id": i,
+            "name": None if i % 7 == 3 else f"row {i}",
+            "at": START + timedelta(microseconds=i),
+            "data": {"n": i, "tags": ["a", "b"]},
+            "body": bytes([i % 256]) * (1 + i % 300),
+        }
+        for i in range(count)
+    ]
+
+
+def _async(url: str) -> str:
+    """The store's URL with its async driver named (as settings name it)."""
+    for scheme, driver in (
+        ("sqlite://", "sqlite+aiosqlite://"),
+        ("postgresql://", "postgresql+asyncpg://"),
+    ):
+        if url.startswith(scheme):
+            return driver + url[len(scheme) :]
+    return url
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("count", [0, 1, 3, 1000, 1537])
+def test_every_row_is_written_once_with_its_values(kind: str, count: int, tmp_path: Path) -> None:
+    async def main(url: str) -> None:
+        database = create_database(_async(url))
+        try:
+            async with database.transaction() as conn:
+                await conn.run_sync(metadata.create_all)
+            rows = _rows(count)
+            async with database.transaction() as conn:
+                await BULK.insert(conn, BULK.prepare(conn.dialect, rows, "id"))
+            async with database.read() as conn:
+                stored = [
+                    dict(r._mapping) for r in await conn.execute(select(ROWS).order_by(ROWS.c.id))
+                ]
+                assert (
+                    await conn.execute(text("SELECT count(*) FROM bulk_rows"))
+                ).scalar() == count
+            assert stored == rows
+        finally:
+            await database.close()
+
+    with empty_store(kind, tmp_path, f"bulk{count}") as url:
+        asyncio.run(main(url))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 3, 100, 1000, 1024, 1025, 5000])
+@pytest.mark.parametrize("width", [1, 5, 14, 40])
+def test_sqlite_chunks_cover_the_rows_in_few_power_of_two_statements(rows: int, width: int) -> None:
+    chunks = sqlite_chunks(rows, width)
+    starts = [start for start, _ in chunks]
+    counts = [count for _, count in chunks]
+    assert sum(counts) == rows
+    assert starts == [sum(counts[:i]) for i in range(len(counts))]  # contiguous, in order
+    assert all(count & (count - 1) == 0 for count in counts)  # powers of two: few texts
+    assert all(count * width <= MAX_PARAMETERS for count in counts)
+    assert counts == sorted(counts, reverse=True)
+    # the largest size the limit allows, then one statement per binary digit of what is left
+    largest = max(c for c in (1 << k for k in range(20)) if c * width <= MAX_PARAMETERS)
+    assert len(chunks) <= rows // largest + largest.bit_length()
