@@ -5,13 +5,20 @@ parameter limit."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import JSON, Column, Integer, LargeBinary, MetaData, String, Table, select, text
 
-from gateway.foundation.store.bulk import MAX_PARAMETERS, BulkInsert, sqlite_chunks
+from gateway.foundation.store.bulk import (
+    MAX_PARAMETERS,
+    SQLITE_PARAMETERS,
+    BulkInsert,
+    sqlite_chunks,
+)
 from gateway.foundation.store.db import create_database
 from gateway.foundation.store.types import UTCDateTime
 from tests.store.conftest import empty_store
@@ -82,15 +89,24 @@ def test_every_row_is_written_once_with_its_values(kind: str, count: int, tmp_pa
 
 @pytest.mark.parametrize("rows", [0, 1, 2, 3, 100, 1000, 1024, 1025, 5000])
 @pytest.mark.parametrize("width", [1, 5, 14, 40])
-def test_sqlite_chunks_cover_the_rows_in_few_power_of_two_statements(rows: int, width: int) -> None:
-    chunks = sqlite_chunks(rows, width)
+@pytest.mark.parametrize("limit", [SQLITE_PARAMETERS, 999])  # 999: SQLite before 3.32
+def test_sqlite_chunks_cover_the_rows_in_few_power_of_two_statements(
+    rows: int, width: int, limit: int
+) -> None:
+    chunks = sqlite_chunks(rows, width, limit)
     starts = [start for start, _ in chunks]
     counts = [count for _, count in chunks]
     assert sum(counts) == rows
     assert starts == [sum(counts[:i]) for i in range(len(counts))]  # contiguous, in order
     assert all(count & (count - 1) == 0 for count in counts)  # powers of two: few texts
-    assert all(count * width <= MAX_PARAMETERS for count in counts)
+    assert all(count * width <= limit for count in counts)
     assert counts == sorted(counts, reverse=True)
     # the largest size the limit allows, then one statement per binary digit of what is left
-    largest = max(c for c in (1 << k for k in range(20)) if c * width <= MAX_PARAMETERS)
+    largest = max(c for c in (1 << k for k in range(20)) if c * width <= limit)
     assert len(chunks) <= rows // largest + largest.bit_length()
+
+
+def test_the_sqlite_limit_is_the_librarys_own() -> None:
+    with closing(sqlite3.connect(":memory:")) as conn:
+        library = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    assert min(MAX_PARAMETERS, library) == SQLITE_PARAMETERS

@@ -14,7 +14,9 @@ column, so the transaction can keep the groups it claimed (`Prepared.only`).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain
@@ -29,6 +31,10 @@ from gateway.foundation.store.types import UTCDateTime
 
 # PostgreSQL and SQLite both take at most 32,766 parameters in one statement
 MAX_PARAMETERS = 30_000
+# ... SQLite since 3.32; a build before it, or built with a lower limit, takes fewer: what this
+# process's library allows (every connection of the process uses the same library)
+with closing(sqlite3.connect(":memory:")) as _probe:
+    SQLITE_PARAMETERS = min(MAX_PARAMETERS, _probe.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
 Row = Mapping[str, Any]
 Encode = Callable[[Any], Any]
 Values = tuple[Any, ...]
@@ -121,8 +127,9 @@ class BulkInsert:
     async def _insert_new_sqlite(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
         column = self.table.c[rows.column]
         taken: set[Any] = set()
-        for start in range(0, len(rows.groups), MAX_PARAMETERS):
-            query = select(column).where(column.in_(rows.groups[start : start + MAX_PARAMETERS]))
+        for start in range(0, len(rows.groups), SQLITE_PARAMETERS):
+            wanted = rows.groups[start : start + SQLITE_PARAMETERS]
+            query = select(column).where(column.in_(wanted))
             taken.update((await conn.execute(query)).scalars())
         fresh = rows.only(set(rows.groups) - taken)
         await self.insert(conn, fresh)
@@ -190,10 +197,10 @@ class BulkInsert:
         return sql
 
 
-def sqlite_chunks(rows: int, width: int) -> list[tuple[int, int]]:
+def sqlite_chunks(rows: int, width: int, limit: int = SQLITE_PARAMETERS) -> list[tuple[int, int]]:
     """(start, count) of each statement: counts are powers of two (a few statement texts,
     prepared once per connection), the largest under the parameter limit first."""
-    largest = 1 << ((MAX_PARAMETERS // width).bit_length() - 1)
+    largest = 1 << (max(1, limit // width).bit_length() - 1)
     chunks, start = [], 0
     count = largest
     while start < rows:
