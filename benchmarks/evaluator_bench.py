@@ -60,7 +60,7 @@ from sqlalchemy import func, select, text
 
 from benchmarks.stage_timing import timed_stages
 from gateway.composition import wiring
-from gateway.foundation.backends.contract import Submission, Target, shard_of
+from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
 from gateway.kernel import ids
@@ -523,6 +523,14 @@ def main() -> None:
         help="provider: the deliveries name this many issues (the grid's: 64); default one each",
     )
     args = parser.parse_args()
+    # one warm-up delivery and the rest per webhook (or connection), all within a minute
+    most = RATE_LIMIT - 1
+    if args.deliveries > most * args.webhooks:
+        parser.error(
+            f"--deliveries {args.deliveries} over --webhooks {args.webhooks} is more than the "
+            f"{most} a webhook's rate window takes besides its warm-up "
+            f"({RATE_LIMIT} a minute): pass --webhooks {-(-args.deliveries // most)} or more"
+        )
     if args.command != "one":
         sys.exit(targets(args))
     case = Case(
