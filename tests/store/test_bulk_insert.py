@@ -1,6 +1,6 @@
 """BulkInsert: every row written once, in order, whatever the count, on both stores; on SQLite
-as a few multi-row statements of power-of-two sizes (`sqlite_chunks`), each under the
-parameter limit."""
+a large batch as a few multi-row statements of power-of-two sizes (`sqlite_chunks`), each under
+the parameter limit, and the rest (all of a small batch) as one executemany."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sqlalchemy import JSON, Column, Integer, LargeBinary, MetaData, String, Tab
 
 from gateway.foundation.store.bulk import (
     MAX_PARAMETERS,
+    MULTI_ROWS_FROM,
     SQLITE_PARAMETERS,
     BulkInsert,
     sqlite_chunks,
@@ -96,14 +97,25 @@ def test_sqlite_chunks_cover_the_rows_in_few_power_of_two_statements(
     chunks = sqlite_chunks(rows, width, limit)
     starts = [start for start, _ in chunks]
     counts = [count for _, count in chunks]
-    assert sum(counts) == rows
-    assert starts == [sum(counts[:i]) for i in range(len(counts))]  # contiguous, in order
+    assert starts == [sum(counts[:i]) for i in range(len(counts))]  # contiguous, from the first
     assert all(count & (count - 1) == 0 for count in counts)  # powers of two: few texts
     assert all(count * width <= limit for count in counts)
     assert counts == sorted(counts, reverse=True)
-    # the largest size the limit allows, then one statement per binary digit of what is left
     largest = max(c for c in (1 << k for k in range(20)) if c * width <= limit)
+    smallest = max(2, min(MULTI_ROWS_FROM, largest))
+    assert all(count >= smallest for count in counts)
+    # what is left for one executemany is fewer rows than the smallest statement takes
+    assert 0 <= rows - sum(counts) < smallest
+    # the largest size as often as it fits, then one statement per binary digit of the rest
     assert len(chunks) <= rows // largest + largest.bit_length()
+
+
+def test_a_small_batch_is_one_executemany_as_before() -> None:
+    assert sqlite_chunks(MULTI_ROWS_FROM - 1, 14) == []
+    assert sqlite_chunks(1, 14) == []
+    assert sqlite_chunks(MULTI_ROWS_FROM, 14) == [(0, MULTI_ROWS_FROM)]
+    assert sqlite_chunks(1000, 14) == [(0, 512), (512, 256), (768, 128), (896, 64)]  # + 40
+    assert sqlite_chunks(1000, 2000, 999) == []  # a row a statement: executemany's way
 
 
 def test_the_sqlite_limit_is_the_librarys_own() -> None:

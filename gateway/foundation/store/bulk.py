@@ -35,6 +35,8 @@ MAX_PARAMETERS = 30_000
 # process's library allows (every connection of the process uses the same library)
 with closing(sqlite3.connect(":memory:")) as _probe:
     SQLITE_PARAMETERS = min(MAX_PARAMETERS, _probe.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+# on SQLite, rows from this many on go as multi-row statements (`BulkInsert.insert`)
+MULTI_ROWS_FROM = 64
 Row = Mapping[str, Any]
 Encode = Callable[[Any], Any]
 Values = tuple[Any, ...]
@@ -85,24 +87,25 @@ class BulkInsert:
 
     async def insert(self, conn: AsyncConnection, rows: Prepared | Sequence[Row]) -> None:
         """All of `rows`: one executemany on PostgreSQL; on SQLite a few multi-row statements
-        (`sqlite_chunks`). sqlite3 releases the GIL around every step of a statement and takes
+        (`sqlite_chunks`), then the rest, fewer than MULTI_ROWS_FROM, and all of a small batch,
+        as one executemany. sqlite3 releases the GIL around every step of a statement and takes
         it back after: an executemany of 1,000 rows takes it back 1,000 times, and while the
         event loop plans the next batch (pure Python) each of those waits for it. Measured in
         the evaluator bench: the delivery log's INSERT of a batch took ~4x its thread's CPU in
-        wall time; as multi-row statements ~2x, and the evaluator alone evaluated 1.18x as many
-        deliveries a second (median of 11 alternated pairs, docs/performance.md)."""
+        wall time; as multi-row statements ~2x, and the evaluator alone evaluated 1.06-1.18x
+        as many deliveries a second (medians of alternated pairs, docs/performance.md)."""
         values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
         if conn.dialect.name != "sqlite":
             if values:
                 await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
             return
+        done = 0
         for start, count in sqlite_chunks(len(values), len(self.columns)):
-            chunk = values[start : start + count]
-            if count == 1:
-                await conn.exec_driver_sql(self.sql(conn.dialect, 0), chunk)
-            else:
-                flat = tuple(chain.from_iterable(chunk))
-                await conn.exec_driver_sql(self.sql(conn.dialect, count), flat)
+            flat = tuple(chain.from_iterable(values[start : start + count]))
+            await conn.exec_driver_sql(self.sql(conn.dialect, count), flat)
+            done = start + count
+        if done < len(values):  # the few rows left (all of a small batch's): one executemany
+            await conn.exec_driver_sql(self.sql(conn.dialect, 0), values[done:])
 
     async def insert_new(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
         """The rows whose group (a unique column) is not taken yet; returns the groups it
@@ -198,16 +201,19 @@ class BulkInsert:
 
 
 def sqlite_chunks(rows: int, width: int, limit: int = SQLITE_PARAMETERS) -> list[tuple[int, int]]:
-    """(start, count) of each statement: counts are powers of two (a few statement texts,
-    prepared once per connection), the largest under the parameter limit first."""
+    """(start, count) of the multi-row statements for `rows` rows: counts are powers of two (a
+    few statement texts, each prepared once per connection), the largest under the parameter
+    limit first, none under MULTI_ROWS_FROM (or the largest, if smaller). The rows after them,
+    fewer than that, go as one executemany: a small batch takes one statement, as before."""
     largest = 1 << (max(1, limit // width).bit_length() - 1)
-    chunks, start = [], 0
-    count = largest
-    while start < rows:
-        while count > rows - start:
+    smallest = max(2, min(MULTI_ROWS_FROM, largest))  # a row a statement: executemany's way
+    chunks, start, count = [], 0, largest
+    while count >= smallest:
+        if rows - start >= count:
+            chunks.append((start, count))
+            start += count
+        else:
             count >>= 1
-        chunks.append((start, count))
-        start += count
     return chunks
 
 
