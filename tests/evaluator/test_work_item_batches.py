@@ -150,8 +150,8 @@ def test_follow_ups_cost_statements_per_batch_not_per_delivery(
     def batch(name: str, n: int) -> list[AcceptedDelivery]:
         return [_delivery(uid, f"{name}{i}", "issues", labeled) for i in range(n)]
 
-    # powers of two: SQLite writes a table's rows in one statement per binary digit of their
-    # count (`BulkInsert.insert`), so 2 and 64 rows take one each
+    # one statement a table either way: on SQLite 2 rows go as one executemany and 64 as one
+    # multi-row statement (`BulkInsert.insert`), so both of its ways are counted
     few = _statements(world, starter, batch("few", 2))
     many = _statements(world, starter, batch("many", 64))
     assert few == many
