@@ -5,12 +5,13 @@ them, all in the batch's transaction (only for the deliveries it claimed: once e
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.store import tables as t
+from gateway.foundation.store.bulk import BulkInsert, Prepared, Values
 from gateway.foundation.store.types import utcnow
 from gateway.kernel import ids
 from gateway.platform.runs.conversations.follow_ups import ProviderFollowUp, provider_follow_ups
@@ -26,6 +27,27 @@ from gateway.webhook_gateway.evaluator.work_item_plans import follow_up_file
 FIRST_STAGE = "TRIAGE"  # a work item's stage when its first event made it
 CHUNK = 500
 w = t.work_items
+# A batch writes a row per new work item and three per follow-up (the follow-up, its payload
+# attachment, its run message): through BulkInsert, encoded once per column type, not through
+# SQLAlchemy's per-value processing (docs/performance.md, "The provider path's rows")
+WORK_ITEMS = BulkInsert(
+    w,
+    (
+        *("id", "team_uid", "factory_uid", "provider", "kind", "ref", "url", "target", "stage"),
+        *("run_id", "followup_count", "created_at", "updated_at"),
+    ),
+)
+FOLLOW_UPS = BulkInsert(
+    t.work_item_follow_ups,
+    ("id", "work_item_id", "run_id", "delivery_id", "message_ref", "created_at"),
+)
+FOLLOW_UP_ATTACHMENTS = BulkInsert(
+    t.attachments,
+    (
+        *("attachment_id", "conversation_id", "run_id", "file_name", "content_type", "size"),
+        *("delivery_id", "created_at"),
+    ),
+)
 
 
 async def find_work_items(
@@ -48,7 +70,7 @@ async def start_work_items(conn: AsyncConnection, items: Sequence[NewWorkItem]) 
     known = await find_work_items(conn, {item.key.ref for item in items})
     fresh = [item for item in items if item.key not in known]
     if fresh:
-        await conn.execute(insert(w), [_row(item) for item in fresh])
+        await WORK_ITEMS.insert(conn, [_row(item) for item in fresh])
         await record_created(conn, fresh, FIRST_STAGE)
     for item in items:
         other = known.get(item.key)
@@ -90,9 +112,14 @@ async def continue_work_items(
     query = select(r.c.run_id, r.c.conversation_id).where(r.c.run_id.in_(run_ids))
     conversations = {run_id: conversation for run_id, conversation in await conn.execute(query)}
     seen = await _messages_seen(conn, {f.message_ref for f in follow_ups if f.message_ref})
-    attachments: list[dict[str, object]] = []
+    # rows in the driver's form, as the evaluator builds a run's: ids from one supply, and one
+    # clock reading, each follow-up a microsecond after the one before (a run's messages list
+    # in the order its follow-ups came)
+    supply, encode_time = ids.IdSupply(), FOLLOW_UPS.encoder(conn.dialect, "created_at")
+    start = utcnow()
+    attachments: list[Values] = []
     messages: list[ProviderFollowUp] = []
-    rows: list[dict[str, object]] = []
+    rows: list[Values] = []
     counts: dict[str, tuple[int, datetime]] = {}  # work item id -> follow-ups, the last one's time
     for follow_up in follow_ups:
         conversation_id = conversations.get(follow_up.run_id)
@@ -103,38 +130,30 @@ async def continue_work_items(
             if message in seen:
                 continue
             seen.add(message)
-        now = utcnow()
-        attachment_id = ids.new_id("att")
+        now = start + timedelta(microseconds=len(rows))
+        at = encode_time(now)
+        attachment_id = supply.id("att")
         attachments.append(
-            {
-                "attachment_id": attachment_id,
-                "conversation_id": conversation_id,
-                "run_id": follow_up.run_id,
-                "file_name": follow_up_file(follow_up.delivery_id),
-                "content_type": "application/json",
-                "size": follow_up.payload_size,
-                "delivery_id": follow_up.delivery_id,
-                "created_at": now,
-            }
+            (
+                *(attachment_id, conversation_id, follow_up.run_id),
+                *(follow_up_file(follow_up.delivery_id), "application/json"),
+                *(follow_up.payload_size, follow_up.delivery_id, at),
+            )
         )
-        messages.append(ProviderFollowUp(follow_up.run_id, follow_up.message, [attachment_id]))
+        messages.append(ProviderFollowUp(follow_up.run_id, follow_up.message, [attachment_id], now))
         rows.append(
-            {
-                "id": ids.new_id("wif"),
-                "work_item_id": follow_up.work_item_id,
-                "run_id": follow_up.run_id,
-                "delivery_id": follow_up.delivery_id,
-                "message_ref": follow_up.message_ref,
-                "created_at": now,
-            }
+            (
+                *(supply.id("wif"), follow_up.work_item_id, follow_up.run_id),
+                *(follow_up.delivery_id, follow_up.message_ref, at),
+            )
         )
         count, _at = counts.get(follow_up.work_item_id, (0, now))
         counts[follow_up.work_item_id] = (count + 1, now)
     if not rows:
         return
-    await conn.execute(insert(t.attachments), attachments)
+    await FOLLOW_UP_ATTACHMENTS.insert(conn, Prepared("attachment_id", [], attachments))
     await provider_follow_ups(conn, messages)
-    await conn.execute(insert(t.work_item_follow_ups), rows)
+    await FOLLOW_UPS.insert(conn, Prepared("id", [], rows))
     await conn.execute(
         update(w)
         .where(w.c.id == bindparam("item"))

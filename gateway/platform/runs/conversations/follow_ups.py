@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.events.log import NewEvent, record_events
 from gateway.foundation.store import tables as t
+from gateway.foundation.store.bulk import BulkInsert
 from gateway.foundation.store.types import utcnow
 from gateway.kernel import ids
 from gateway.kernel.errors import AttachmentNotUploaded, RunNotLive, UnknownAttachment
@@ -37,6 +38,11 @@ from gateway.platform.runs.record.store import lock_run
 
 DEBUG_WINDOW = timedelta(hours=1)
 r = t.runs
+# the run messages of many follow-ups (`_Unchanged`: hundreds in an evaluator's batch), encoded
+# once per column type (`_message_row`'s columns; the others stay NULL)
+MESSAGES = BulkInsert(
+    t.run_messages, ("id", "run_id", "message", "attachments", "mode", "routing", "created_at")
+)
 
 
 def _routing(run: RunRecord, debug: bool = True) -> tuple[Routing, RunState]:
@@ -84,6 +90,7 @@ class ProviderFollowUp(NamedTuple):
     run_id: str
     message: str
     attachments: list[str]
+    at: datetime | None = None  # when it came (its message's time); None: now
 
 
 async def provider_follow_ups(
@@ -106,13 +113,15 @@ async def provider_follow_ups(
             run = runs[follow_up.run_id] = await lock_run(conn, follow_up.run_id)
         routing, state = _routing(run, debug=False)
         if state == run.state:
-            unchanged.add(run, follow_up, routing, utcnow())
+            unchanged.add(run, follow_up, routing, follow_up.at or utcnow())
             results.append(FollowUpResult(run.run_id, state, routing))
             continue
         await unchanged.write(conn)
         attachments = follow_up.attachments
         results.append(
-            await _deliver(conn, run, follow_up.message, attachments, None, routing, state)
+            await _deliver(
+                conn, run, follow_up.message, attachments, None, routing, state, follow_up.at
+            )
         )
         del runs[follow_up.run_id]  # read again (and locked: its lock is held) when needed
     await unchanged.write(conn)
@@ -127,12 +136,21 @@ class _Unchanged:
         self.messages: list[dict[str, Any]] = []
         self.updated: dict[str, datetime] = {}  # run id -> its last follow-up's time
         self.events: list[NewEvent] = []
+        self.ids = ids.IdSupply()
 
     def add(
         self, run: RunRecord, follow_up: ProviderFollowUp, routing: Routing, now: datetime
     ) -> None:
         self.messages.append(
-            _message_row(run.run_id, follow_up.message, follow_up.attachments, None, routing, now)
+            _message_row(
+                run.run_id,
+                follow_up.message,
+                follow_up.attachments,
+                None,
+                routing,
+                now,
+                self.ids.id("msg"),
+            )
         )
         self.updated[run.run_id] = now
         self.events.append(run_events.followup_event(run, run.state, follow_up.message, now))
@@ -140,7 +158,7 @@ class _Unchanged:
     async def write(self, conn: AsyncConnection) -> None:
         if not self.messages:
             return
-        await conn.execute(insert(t.run_messages), self.messages)
+        await MESSAGES.insert(conn, self.messages)
         await conn.execute(
             update(r).where(r.c.run_id == bindparam("run")).values(updated_at=bindparam("at")),
             [{"run": run_id, "at": at} for run_id, at in self.updated.items()],
@@ -157,8 +175,10 @@ async def _deliver(
     mode: str | None,
     routing: Routing,
     state: RunState,
+    now: datetime | None = None,
 ) -> FollowUpResult:
-    now = utcnow()
+    """`now`: when the follow-up came (a provider's, in its batch's order); None: now."""
+    now = now or utcnow()
     # a message injected into a live session runs in that session's mode
     mode = None if routing in ("injected", "debug") else mode
     await conn.execute(
@@ -194,10 +214,11 @@ def _message_row(
     mode: str | None,
     routing: Routing,
     now: datetime,
+    message_id: str | None = None,
 ) -> dict[str, Any]:
-    """A follow-up's row in run_messages."""
+    """A follow-up's row in run_messages (its id made here unless given)."""
     return {
-        "id": ids.new_id("msg"),
+        "id": message_id or ids.new_id("msg"),
         "run_id": run_id,
         "message": message,
         "attachments": attachments or None,
