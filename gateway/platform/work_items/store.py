@@ -29,7 +29,8 @@ CHUNK = 500
 w = t.work_items
 # A batch writes a row per new work item and three per follow-up (the follow-up, its payload
 # attachment, its run message): through BulkInsert, encoded once per column type, not through
-# SQLAlchemy's per-value processing (docs/performance.md, "The provider path's rows")
+# SQLAlchemy's per-value processing (docs/performance.md, "Provider follow-ups: rows in
+# the driver's form")
 WORK_ITEMS = BulkInsert(
     w,
     (
