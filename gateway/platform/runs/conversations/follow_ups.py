@@ -34,7 +34,7 @@ from gateway.platform.runs.record import run_events
 from gateway.platform.runs.record import timeline as run_timeline
 from gateway.platform.runs.record.models import CANCELLABLE_TYPES, SETUP_FAILURE, RunRecord
 from gateway.platform.runs.record.states import LIVE, RunState, allows, next_state
-from gateway.platform.runs.record.store import lock_run
+from gateway.platform.runs.record.store import lock_run, lock_runs
 
 DEBUG_WINDOW = timedelta(hours=1)
 r = t.runs
@@ -104,12 +104,14 @@ async def provider_follow_ups(
     whatever their number (an evaluator's batch may hold hundreds for one run); one that
     changes it is written alone, after the ones before it, so what hears of the change sees
     what it would one by one."""
-    runs: dict[str, RunRecord] = {}
+    # every run locked up front, in one order (a statement, not one per run); one whose state a
+    # follow-up changed is read again, alone, by the next of its follow-ups
+    runs = await lock_runs(conn, {follow_up.run_id for follow_up in follow_ups})
     unchanged = _Unchanged()
     results: list[FollowUpResult] = []
     for follow_up in follow_ups:
         run = runs.get(follow_up.run_id)
-        if run is None:
+        if run is None:  # changed by the one before, or gone (NotFound, as before)
             run = runs[follow_up.run_id] = await lock_run(conn, follow_up.run_id)
         routing, state = _routing(run, debug=False)
         if state == run.state:
