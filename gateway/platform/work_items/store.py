@@ -22,15 +22,16 @@ from gateway.webhook_gateway.evaluator.run_platform import (
     WorkItemFollowUp,
     WorkItemKey,
 )
+from gateway.webhook_gateway.evaluator.run_rows import ATTACHMENTS
 from gateway.webhook_gateway.evaluator.work_item_plans import follow_up_file
 
 FIRST_STAGE = "TRIAGE"  # a work item's stage when its first event made it
 CHUNK = 500
 w = t.work_items
 # A batch writes a row per new work item and three per follow-up (the follow-up, its payload
-# attachment, its run message): through BulkInsert, encoded once per column type, not through
-# SQLAlchemy's per-value processing (docs/performance.md, "Provider follow-ups: rows in
-# the driver's form")
+# attachment in the layout of a run's own, `run_rows.ATTACHMENTS`, and its run message): through
+# BulkInsert, encoded once per column type, not through SQLAlchemy's per-value processing
+# (docs/performance.md, "Provider follow-ups: rows in the driver's form")
 WORK_ITEMS = BulkInsert(
     w,
     (
@@ -41,13 +42,6 @@ WORK_ITEMS = BulkInsert(
 FOLLOW_UPS = BulkInsert(
     t.work_item_follow_ups,
     ("id", "work_item_id", "run_id", "delivery_id", "message_ref", "created_at"),
-)
-FOLLOW_UP_ATTACHMENTS = BulkInsert(
-    t.attachments,
-    (
-        *("attachment_id", "conversation_id", "run_id", "file_name", "content_type", "size"),
-        *("delivery_id", "created_at"),
-    ),
 )
 
 
@@ -152,7 +146,7 @@ async def continue_work_items(
         counts[follow_up.work_item_id] = (count + 1, now)
     if not rows:
         return
-    await FOLLOW_UP_ATTACHMENTS.insert(conn, Prepared("attachment_id", [], attachments))
+    await ATTACHMENTS.insert(conn, Prepared("attachment_id", [], attachments))
     await provider_follow_ups(conn, messages)
     await FOLLOW_UPS.insert(conn, Prepared("id", [], rows))
     await conn.execute(
