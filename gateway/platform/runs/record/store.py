@@ -40,24 +40,22 @@ async def find_run(conn: AsyncConnection, run_id: str) -> RunRecord | None:
 
 
 async def lock_run(conn: AsyncConnection, run_id: str) -> RunRecord:
-    """The run, re-read under a row lock (PostgreSQL; SQLite has one writer anyway), so state
-    changes decided on it cannot interleave."""
-    query = select(r).where(r.c.run_id == run_id)
-    if conn.dialect.name == "postgresql":
-        query = query.with_for_update()
-    row = (await conn.execute(query)).first()
-    if row is None:
+    """The run, re-read under a row lock (`lock_runs`), so state changes decided on it cannot
+    interleave; NotFound when it does not exist."""
+    run = (await lock_runs(conn, (run_id,))).get(run_id)
+    if run is None:
         raise NotFound(f"run_id: {run_id} not found")
-    return RunRecord.from_row(row)
+    return run
 
 
 LOCK_CHUNK = 500  # run ids per statement of `lock_runs`
 
 
 async def lock_runs(conn: AsyncConnection, run_ids: Collection[str]) -> dict[str, RunRecord]:
-    """The runs of `run_ids` that exist, re-read under row locks as `lock_run` does, a statement
-    per LOCK_CHUNK of them instead of one each (an evaluator's batch follows up dozens of runs),
-    in run id order: two transactions locking overlapping sets take their locks in one order."""
+    """The runs of `run_ids` that exist, re-read under row locks (PostgreSQL; SQLite has one
+    writer anyway), a statement per LOCK_CHUNK of them (an evaluator's batch follows up dozens
+    of runs), in run id order: two transactions locking overlapping sets take their locks in
+    one order."""
     wanted = sorted(set(run_ids))
     found: dict[str, RunRecord] = {}
     for start in range(0, len(wanted), LOCK_CHUNK):
