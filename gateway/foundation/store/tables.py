@@ -307,7 +307,8 @@ runs = Table(
     Column("factory_uid", String(64), nullable=True),
     Column("conversation_id", String(64), nullable=False, index=True),
     Column("parent_run_id", String(64), nullable=True),
-    Column("root_run_id", String(64), nullable=False, index=True),
+    # a root run's is its own run_id; looked up by ix_runs_root_run_id, below (migration 0029)
+    Column("root_run_id", String(64), nullable=False),
     Column("title", String(500), nullable=True),
     Column("prompt", Text, nullable=False),
     Column("state", String(16), nullable=False),
@@ -358,6 +359,13 @@ runs = Table(
     Index(
         "ix_runs_parent_run_id",
         "parent_run_id",
+        sqlite_where=text("parent_run_id IS NOT NULL"),
+        postgresql_where=text("parent_run_id IS NOT NULL"),
+    ),
+    # a tree's descendants (cancelling it); a root is found by its run_id
+    Index(
+        "ix_runs_root_run_id",
+        "root_run_id",
         sqlite_where=text("parent_run_id IS NOT NULL"),
         postgresql_where=text("parent_run_id IS NOT NULL"),
     ),

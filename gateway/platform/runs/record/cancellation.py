@@ -39,10 +39,11 @@ async def cancel(conn: AsyncConnection, run: RunRecord) -> list[str]:
     """Cancels the run and every non-terminal, cancellable descendant; returns their ids."""
     run = await lock_run(conn, run.run_id)
     check_cancellable(run)
-    query = select(r.c.run_id, r.c.parent_run_id, r.c.state, r.c.run_type)
-    tree = [
-        _Node(*node) for node in await conn.execute(query.where(r.c.root_run_id == run.root_run_id))
-    ]
+    # the tree's runs below its root (ix_runs_root_run_id holds those only)
+    query = select(r.c.run_id, r.c.parent_run_id, r.c.state, r.c.run_type).where(
+        r.c.root_run_id == run.root_run_id, r.c.parent_run_id.is_not(None)
+    )
+    tree = [_Node(*node) for node in await conn.execute(query)]
     ids = [run.run_id] + [
         d.run_id
         for d in _descendants(run.run_id, tree)
