@@ -58,6 +58,7 @@ from typing import Any
 import orjson
 from sqlalchemy import func, select, text
 
+from benchmarks.seed import webhook_trigger
 from benchmarks.stage_timing import timed_stages
 from gateway.composition import wiring
 from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
@@ -235,11 +236,7 @@ async def seed(services: Services, case: Case) -> list[str]:
             auto_uid = f"aut_{uid[4:]}a{a:02d}"
             matches = a == 0 and case.match == "all"
             payload_filter = {"type": [MATCH_TYPE if matches else f"bench.other{a}"]}
-            trigger = {
-                "provider": "webhook",
-                "event": "received",
-                "filter": {"webhook_ids": [uid], "payload": payload_filter},
-            }
+            trigger = webhook_trigger(uid, payload_filter)
             rows["automations"].append(
                 {
                     "uid": auto_uid,

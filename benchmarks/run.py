@@ -217,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
                     for frame, pct in row[key].get(frames, []):
                         print(f"    {pct:5.1f}  {frame}")
     print(f"\nreport: {path}  ({result['wall_s']:.0f} s)")
+    for raw in sorted(rundir.glob("*.pyspy.txt")):  # the samples themselves, beside the report
+        kept = path.with_name(f"{path.stem}.{raw.name}")
+        shutil.move(raw, kept)
+        print(f"py-spy samples: {kept}")
     if not failures:
         shutil.rmtree(rundir, ignore_errors=True)
     else:
@@ -274,7 +278,7 @@ def _grid(
                         github = provider_plan(tag, len(seeded.connections), count)
                         cases.append(
                             Case(Target(server, APPS[server], http=http), w, github, body,
-                                 duration, r + 1, evaluator, drain_wait,
+                                 duration, r + 1, evaluator, drain_wait, profile and r == 0,
                                  connections=args.connections, matching=args.match == "all")
                         )  # fmt: skip
     if not args.no_paths:

@@ -18,9 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from factory_format import Trigger
+from factory_format.triggers.matchers import Matcher
 from gateway.foundation.store import migrate, tables
 from gateway.foundation.store.db import create_database
 from gateway.kernel.security import SecretBox, hash_token
+from gateway.webhook_gateway.automations.models import encode_triggers
 
 AuthMode = Literal["token", "signature"]
 MATCH_TYPE = "bench.match"
@@ -28,6 +31,17 @@ MATCH_LABEL = "agent"  # the label of the provider deliveries one automation of 
 PROVIDER_REPOSITORY = "acme/widgets"
 PROVIDER_FACTORIES = 10
 CHUNK = 5_000
+
+
+def webhook_trigger(webhook_uid: str, payload_filter: dict[str, Any]) -> dict[str, Any]:
+    """One webhook trigger as the automations table holds it: the canonical form the API and
+    factory apply write (`encode_triggers`), which the evaluator reads back with msgspec. (An
+    older shape here was unreadable to it: every compile of the team's provider triggers logged
+    an error per webhook automation, and the grid's provider rows paid for it.)"""
+    matcher = {"webhook_ids": Matcher(in_=(webhook_uid,))}
+    trigger = Trigger(provider="webhook", event="received", filter=matcher, payload=payload_filter)
+    stored: dict[str, Any] = encode_triggers([trigger])[0]
+    return stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +118,7 @@ async def _seed(
                 auto_uid = f"aut_{uid[4:]}a{a:02d}"
                 wanted = MATCH_TYPE if a == 0 else f"bench.other{a}"
                 payload_filter = {"type": [wanted]}
-                trigger = {
-                    "provider": "webhook",
-                    "filter": {"webhook_ids": [uid], "payload": payload_filter},
-                }
+                trigger = webhook_trigger(uid, payload_filter)
                 rows["automations"].append(
                     {"uid": auto_uid, "factory_uid": factory_uid, "name": f"bench {uid} {a}",
                      "prompt": f"Handle {{{{payload.type}}}} for {uid}", "enabled": True,

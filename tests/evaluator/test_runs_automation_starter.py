@@ -23,6 +23,7 @@ from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunRef, RunStarter
 from gateway.webhook_gateway.webhooks import management as webhooks
 from gateway.webhook_gateway.webhooks.models import WebhookCreate, WebhookPatch
+from tests.connections.provider_world import automation, connect, trigger
 from tests.support import GatewayClient, World
 
 
@@ -257,6 +258,32 @@ def test_a_webhook_run_has_its_task_at_once(client: GatewayClient) -> None:
     client.run(scenario)
 
 
+def test_warm_up_compiles_the_teams_of_live_provider_connections(client: GatewayClient) -> None:
+    """A team's provider triggers are compiled from all its automations: at start, not at the
+    first delivery of one of its connections."""
+    world = World.create(client)
+    automation(world, world.factory_uid, "triage", trigger("github", "issue_labeled"))
+    first, second = connect(world, "github")["uid"], connect(world, "github")["uid"]
+    idle = World.create(client)  # a team whose only connection is disabled: not compiled
+    automation(idle, idle.factory_uid, "triage", trigger("github", "issue_labeled"))
+    off = connect(idle, "github")["uid"]
+    patched = idle.api("PATCH", f"/provider-connections/{off}", json={"enabled": False})
+    assert patched.status_code == 200, patched.text
+
+    async def scenario(services: Services) -> None:
+        index = RunStarter(PLATFORM).index
+        warmed = await index.warm_up(services.database)
+        assert warmed.teams >= 1  # the store may hold other tests' teams
+        assert index.cached(min(first, second)) and not index.cached(off)
+        compiled = index.compilations
+        async with services.database.read() as conn:
+            found = await index.lookup(conn, [first, second])
+        assert set(found.live) == {first, second}
+        assert index.compilations == compiled  # both found their team's triggers compiled
+
+    client.run(scenario)
+
+
 def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: GatewayClient) -> None:
     world = World.create(client)
 
@@ -274,7 +301,7 @@ def test_warm_up_compiles_live_webhooks_before_their_first_delivery(client: Gate
             await webhooks.delete_webhook(conn, services, factory, gone)
 
         starter = RunStarter(PLATFORM)
-        assert await starter.index.warm_up(services.database) >= 1
+        assert (await starter.index.warm_up(services.database)).webhooks >= 1
         index = starter.index
         assert index.cached(live) and not index.cached(off) and not index.cached(gone)
         compiled = starter.compilations

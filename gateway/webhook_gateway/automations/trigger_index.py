@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from filters import Filter, MultiMatcher, compile_many
@@ -45,6 +45,13 @@ from gateway.webhook_gateway.automations.source_rows import (
 MAX_CACHED_SCOPES = 20_480
 MAX_CACHED_SOURCES = 81_920
 WARM_UP_CHUNK = 1_000  # webhooks per read at start-up
+
+
+class WarmedUp(NamedTuple):
+    """What `TriggerIndex.warm_up` compiled: webhooks, and teams of provider connections."""
+
+    webhooks: int
+    teams: int
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -233,26 +240,36 @@ class TriggerIndex:
         updated_at stamp), whatever its source."""
         return await self.prompts.automations(conn, wanted)
 
-    async def warm_up(self, database: Database) -> int:
+    async def warm_up(self, database: Database) -> WarmedUp:
         """Reads and compiles the triggers of the store's live webhooks (the most recently
-        updated first, as many as are cached), before the first delivery needs them: else the
-        first minute after a start spends its CPU compiling the filters of every webhook seen
-        for the first time, and evaluation lags behind (a team's provider triggers are compiled
-        at its first delivery). How many webhooks it read."""
-        w = t.webhooks
-        query = (
+        updated first, as many as are cached) and of the teams of its live provider
+        connections, before the first delivery needs them: else the first minute after a start
+        spends its CPU compiling the filters of every source seen for the first time, and
+        evaluation lags behind (a team's provider triggers are compiled from all its
+        automations: seconds for a team of 100,000, at its first delivery)."""
+        w, c = t.webhooks, t.provider_connections
+        hooks = (
             select(w.c.uid)
             .where(w.c.deleted_at.is_(None), w.c.enabled)
             .order_by(w.c.updated_at.desc())
             .limit(MAX_CACHED_SCOPES)
         )
+        # one live connection per team: its team's scope is every connection's of the team
+        teams = (
+            select(func.min(c.c.uid))
+            .where(c.c.deleted_at.is_(None), c.c.enabled)
+            .group_by(c.c.team_uid)
+            .limit(MAX_CACHED_SCOPES)
+        )
         async with database.read() as conn:
-            uids = list((await conn.execute(query)).scalars())
-        for start in range(0, len(uids), WARM_UP_CHUNK):  # short reads: writers get their turns
-            async with database.read() as conn:
-                await self.lookup(conn, uids[start : start + WARM_UP_CHUNK])
-            await asyncio.sleep(0)
-        return len(uids)
+            webhook_uids = list((await conn.execute(hooks)).scalars())
+            connection_uids = list((await conn.execute(teams)).scalars())
+        for uids, chunk in ((webhook_uids, WARM_UP_CHUNK), (connection_uids, 1)):
+            for start in range(0, len(uids), chunk):  # short reads: writers get their turns
+                async with database.read() as conn:
+                    await self.lookup(conn, uids[start : start + chunk])
+                await asyncio.sleep(0)
+        return WarmedUp(len(webhook_uids), len(connection_uids))
 
     def cached(self, source_uid: str) -> bool:
         """Whether a live source's triggers are compiled at the current revision."""

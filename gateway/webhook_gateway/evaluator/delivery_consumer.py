@@ -83,13 +83,15 @@ class Consumer:
     async def _warm_up(self) -> None:
         started = time.monotonic()
         try:
-            webhooks = await self.starter.index.warm_up(self.database)
+            warmed = await self.starter.index.warm_up(self.database)
         except Exception as exc:  # the deliveries' own look-ups read what they need all the same
             log.warning("delivery consumer: automations not read ahead: %s", exc)
         else:
             log.info(
-                "delivery consumer: automations of %d webhooks compiled in %.1f s",
-                webhooks,
+                "delivery consumer: automations of %d webhooks and of %d teams' provider "
+                "connections compiled in %.1f s",
+                warmed.webhooks,
+                warmed.teams,
                 time.monotonic() - started,
             )
         # The compiled configuration (millions of objects on a large store) lives as long as the
