@@ -29,6 +29,7 @@ from gateway.webhook_gateway.evaluator.delivery_runs import RunStarter
 from gateway.webhook_gateway.ingress.pipeline import Ingress
 from gateway.webhook_gateway.transports.embedded.backend import MemoryBackend
 from gateway.webhook_gateway.transports.outbox import file as outbox
+from gateway.webhook_gateway.transports.outbox import source as source_module
 from gateway.webhook_gateway.transports.outbox.file import Outbox, create_schema
 from gateway.webhook_gateway.transports.outbox.source import OutboxSource
 from tests.backends.outbox_support import (
@@ -121,6 +122,34 @@ async def test_prune_goes_slice_by_slice_up_to_what_the_evaluator_moved(tmp_path
         left = [r.delivery_id for _, r in await reader.read(0, 10 * outbox.PRUNE_SLICE)]
         assert left == [r.delivery_id for r in records[len(moved) :]]
         assert await reader.count_waiting() == len(left)
+
+
+async def test_large_bodies_mean_fewer_rows_per_read(tmp_path: Path) -> None:
+    """The source reads `READ_BYTES` of bodies a pass, as the Redis streams do: once it has seen
+    bodies of 1 MB it asks for 4 rows at a time, and for its whole batch again once they are
+    small."""
+    body = b'{"pad": "' + b"x" * (1024 * 1024 - 11) + b'"}'
+
+    def record(i: int, payload: bytes) -> DeliveryRecord:
+        when = datetime(2026, 11, 24, 12, 0, 0, i, tzinfo=UTC)
+        return DeliveryRecord(f"d-{i}", "wh-1", when, len(payload), Label.ACCEPTED, None, None,
+                              payload)  # fmt: skip
+
+    async with store_with_outbox(tmp_path) as box:
+        source = OutboxSource(box.reader, batch=100, idle_wait=0.01)
+        assert source_module.READ_BYTES // len(body) == 4
+        append_to_outbox(box.appender, [record(i, body) for i in range(10)])
+        first = await source.read()  # how large they are is learned from this one
+        assert len(first) == 10 and source.count == 4
+        append_to_outbox(box.appender, [record(i, body) for i in range(10, 20)])
+        assert [e.record.delivery_id for e in await source.read()] == [
+            f"d-{i}" for i in range(10, 14)
+        ]
+        append_to_outbox(box.appender, [record(i, b"{}") for i in range(20, 150)])
+        assert len(await source.read()) == 4  # 4 of the 6 bodies of 1 MB left
+        assert len(await source.read()) == 4 and source.count == 4  # the last 2, 2 small ones
+        assert len(await source.read()) == 4 and source.count == 100  # small ones only
+        assert len(await source.read()) == 100
 
 
 async def test_an_append_of_many_statements_is_one_transaction(tmp_path: Path) -> None:

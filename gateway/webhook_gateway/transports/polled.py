@@ -61,8 +61,9 @@ class PolledSource:
             await pause(wait)
         self.wake.clear()
 
-    def _after_read(self, rows: int) -> None:
-        if rows < self.batch:
+    def _after_read(self, rows: int, limit: int | None = None) -> None:
+        """`limit`: what the read asked for (the batch, unless the source asked for fewer)."""
+        if rows < (self.batch if limit is None else limit):
             self._not_before = asyncio.get_running_loop().time() + self.linger
 
     def stop_waiting(self) -> None:

@@ -33,6 +33,11 @@ from gateway.webhook_gateway.transports.polled import (
     PolledSource,
 )
 
+# bodies read per pass, as the Redis streams' (16 shards x 256 KB): large bodies mean fewer rows
+# per read (from the read after the one that found them large), so that a batch does not fill
+# the evaluator's memory (1,024 of 256 KB: 256 MB)
+READ_BYTES = 4 * 1024 * 1024
+
 
 class OutboxSource(PolledSource):
     def __init__(
@@ -50,13 +55,17 @@ class OutboxSource(PolledSource):
         )
         self.outbox = outbox
         self._after = 0  # the last seq read
+        self.count = batch  # rows per read, lowered while bodies are large
 
     async def read(self) -> list[Entry]:
         await self._before_read()
-        rows = await self.outbox.read(self._after, self.batch)
-        self._after_read(len(rows))
+        limit = self.count
+        rows = await self.outbox.read(self._after, limit)
+        self._after_read(len(rows), limit)
         if rows:
             self._after = rows[-1][0]
+            largest = max(record.size for _, record in rows)
+            self.count = max(1, min(self.batch, READ_BYTES // max(largest, 1)))
         fresh = [Entry(seq, r) for seq, r in rows if not self._is_in_flight(r.delivery_id)]
         return self._take(fresh) if fresh else await self._idle()
 
@@ -82,8 +91,12 @@ class OutboxSource(PolledSource):
 
 
 # rows per transaction of a worker of its own: ingress never waits for its transactions (the
-# outbox is a file of its own), so they can be long enough to amortise per-batch statements
-WORKER_OUTBOX_BATCH = 512
+# outbox is a file of its own), so they can be long enough to amortise per-batch statements,
+# and each commit's rewrite of the last page of every table and index it adds to. As many as
+# the Redis streams' (16 x 64) on the same store: 1,024 against 512 evaluated 1.13-1.32x the
+# deliveries a second for 0.80-0.93x the CPU each (docs/performance.md); an API write on SQLite
+# waits for at most one such transaction (~0.1 s)
+WORKER_OUTBOX_BATCH = 1024
 
 
 def evaluator_source(outbox: Outbox, beside: BesideIngress | None) -> OutboxSource:
