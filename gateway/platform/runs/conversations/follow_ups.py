@@ -15,11 +15,12 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.events.log import NewEvent, record_events
 from gateway.foundation.store import tables as t
-from gateway.foundation.store.bulk import BulkInsert
+from gateway.foundation.store.bulk import BulkInsert, Prepared, Values
 from gateway.foundation.store.types import utcnow
 from gateway.kernel import ids
 from gateway.kernel.errors import AttachmentNotUploaded, RunNotLive, UnknownAttachment
@@ -107,7 +108,7 @@ async def provider_follow_ups(
     # every run locked up front, in one order (a statement, not one per run); one whose state a
     # follow-up changed is read again, alone, by the next of its follow-ups
     runs = await lock_runs(conn, {follow_up.run_id for follow_up in follow_ups})
-    unchanged = _Unchanged()
+    unchanged = _Unchanged(conn.dialect)
     results: list[FollowUpResult] = []
     for follow_up in follow_ups:
         run = runs.get(follow_up.run_id)
@@ -132,26 +133,26 @@ async def provider_follow_ups(
 
 class _Unchanged:
     """Follow-ups that leave their runs' states as they were, not written yet: what `_deliver`
-    writes for each (a message, the run's updated_at, an event), in one statement per table."""
+    writes for each (a message, the run's updated_at, an event), in one statement per table.
+    The messages' rows are built as the driver takes them (MESSAGES' columns, as
+    `_message_row`'s), each follow-up's time encoded once."""
 
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
+    def __init__(self, dialect: Dialect) -> None:
+        self.messages: list[Values] = []
         self.updated: dict[str, datetime] = {}  # run id -> its last follow-up's time
         self.events: list[NewEvent] = []
         self.ids = ids.IdSupply()
+        self._time = MESSAGES.encoder(dialect, "created_at")
+        self._json = MESSAGES.encoder(dialect, "attachments")
 
     def add(
         self, run: RunRecord, follow_up: ProviderFollowUp, routing: Routing, now: datetime
     ) -> None:
+        attachments = self._json(follow_up.attachments or None)
         self.messages.append(
-            _message_row(
-                run.run_id,
-                follow_up.message,
-                follow_up.attachments,
-                None,
-                routing,
-                now,
-                self.ids.id("msg"),
+            (
+                *(self.ids.id("msg"), run.run_id, follow_up.message, attachments),
+                *(None, routing, self._time(now)),  # no mode: a queued or live run's
             )
         )
         self.updated[run.run_id] = now
@@ -160,7 +161,7 @@ class _Unchanged:
     async def write(self, conn: AsyncConnection) -> None:
         if not self.messages:
             return
-        await MESSAGES.insert(conn, self.messages)
+        await MESSAGES.insert(conn, Prepared("id", [], self.messages))
         await conn.execute(
             update(r).where(r.c.run_id == bindparam("run")).values(updated_at=bindparam("at")),
             [{"run": run_id, "at": at} for run_id, at in self.updated.items()],
@@ -216,11 +217,10 @@ def _message_row(
     mode: str | None,
     routing: Routing,
     now: datetime,
-    message_id: str | None = None,
 ) -> dict[str, Any]:
-    """A follow-up's row in run_messages (its id made here unless given)."""
+    """A follow-up's row in run_messages (`_Unchanged.add` builds the same row as a tuple)."""
     return {
-        "id": message_id or ids.new_id("msg"),
+        "id": ids.new_id("msg"),
         "run_id": run_id,
         "message": message,
         "attachments": attachments or None,
