@@ -18,12 +18,13 @@ from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
 from gateway.webhook_gateway.automations import management as automations
+from gateway.webhook_gateway.automations import source_rows
 from gateway.webhook_gateway.automations.models import AutomationCreate, AutomationPatch
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunRef, RunStarter
 from gateway.webhook_gateway.webhooks import management as webhooks
 from gateway.webhook_gateway.webhooks.models import WebhookCreate, WebhookPatch
-from tests.connections.provider_world import automation, connect, trigger
+from tests.connections.provider_world import automation, connect, set_repositories, trigger
 from tests.support import GatewayClient, World
 
 
@@ -280,6 +281,43 @@ def test_warm_up_compiles_the_teams_of_live_provider_connections(client: Gateway
             found = await index.lookup(conn, [first, second])
         assert set(found.live) == {first, second}
         assert index.compilations == compiled  # both found their team's triggers compiled
+
+    client.run(scenario)
+
+
+def test_a_teams_provider_triggers_are_read_without_its_webhook_automations(
+    client: GatewayClient,
+) -> None:
+    """Compiling a team's provider triggers reads its automations that have a trigger other than
+    a webhook's (a webhook-only one is not read at all), and the aliases of all its factories
+    with an enabled automation, whatever their automations listen to."""
+    world = World.create(client)
+    set_repositories(client, world.factory_uid, "Codertocat/Hello-World")  # GitHub's routes
+    github = automation(world, world.factory_uid, "github", trigger("github", "issue_labeled"))
+    connection = connect(world, "github")["uid"]
+
+    async def scenario(services: Services) -> None:
+        factory, team = world.factory_uid, world.team_uid
+        hook = await _webhook(services, factory, team, "h")
+        mixed = await _automation(
+            services, factory, "mixed", [_trigger(hook), trigger("github", "issue_created")]
+        )
+        await _automation(services, factory, "webhook only", [_trigger(hook)])
+        async with services.database.transaction() as conn:
+            other = await factories.create_factory(conn, team, "B", "fb", world.agent_uid)
+        other_hook = await _webhook(services, other, team, "h2")
+        await _automation(services, other, "its webhook", [_trigger(other_hook)])
+
+        a = t.automations
+        async with services.database.read() as conn:
+            read = {
+                uid for _team, uid in await conn.execute(source_rows._team_query([team], a.c.uid))
+            }
+            (source,) = (await source_rows.live_sources(conn, [connection], {})).values()
+            found = (await source_rows.compiled(conn, [source]))[team]
+        assert read == {github, mixed}
+        assert {row.uid for row in found.triggers} == {github, mixed}
+        assert found.aliases == {factory: "fa", other: "fb"}
 
     client.run(scenario)
 

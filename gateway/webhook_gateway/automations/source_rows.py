@@ -4,9 +4,10 @@ only part of it that differs, because the two kinds' configuration lives in diff
 - Live sources: a custom webhook (enabled, not deleted, with its factory's team) is its own
   scope; a provider connection's scope is its team.
 - Signatures: per scope, a digest of what its compiled triggers depend on (a webhook's: its
-  listening automations' (uid, updated_at) and its factory's foreman; a team's: its enabled
-  automations' (uid, updated_at) and its factories' foremen, repositories and aliases). An
-  entry whose signature stands after a configuration change is kept, not compiled again.
+  listening automations' (uid, updated_at) and its factory's foreman; a team's: the (uid,
+  updated_at) of its enabled automations with a trigger other than a webhook's, their
+  factories' foremen and repositories, and its factories' aliases). An entry whose signature
+  stands after a configuration change is kept, not compiled again.
 - Triggers: per scope, each trigger as (route, automation, position, filter): a webhook's
   payload filters filed under the webhook's route, run by the factory's foreman; a team's
   provider triggers filed under (provider, event) or, for GitHub and GitLab, one route per
@@ -22,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import msgspec
-from sqlalchemy import select, type_coerce
+from sqlalchemy import func, select, type_coerce
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.types import NullType
 
@@ -143,9 +144,11 @@ async def signatures(conn: AsyncConnection, scopes: Sequence[LiveSource]) -> dic
         for webhook_uid, *rest in await conn.execute(query.select_from(joined).where(*where)):
             parts[webhook_uid].append(rest)
     for chunk in chunks({s.scope for s in scopes if not s.is_webhook}):
-        columns = (a.c.uid, STAMP, f.c.uid, f.c.foreman_agent_uid, f.c.repositories, f.c.alias)
+        columns = (a.c.uid, STAMP, f.c.uid, f.c.foreman_agent_uid, f.c.repositories)
         for team_uid, *rest in await conn.execute(_team_query(chunk, *columns)):
             parts[team_uid].append(rest)
+        for team_uid, factory_uid, alias in await conn.execute(_aliases_query(chunk)):
+            parts[team_uid].append([factory_uid, alias])
     # the order of the rows does not matter, only what they hold
     return {scope: _digest(sorted(map(repr, found))) for scope, found in parts.items()}
 
@@ -207,12 +210,33 @@ async def _webhook_rows(
 
 
 def _team_query(team_uids: Sequence[str], *columns: Any) -> Any:
-    a, f = t.automations, t.factories
+    """The team's enabled automations that have a trigger other than a webhook's: fewer
+    triggers in automation_triggers (which indexes the webhook ones) than in `triggers`. A
+    team's webhook automations (10,000 webhooks of 10: 100,000 of them) are not read and
+    parsed for its provider triggers."""
+    a, f, tr = t.automations, t.factories, t.automation_triggers
+    webhook_triggers = select(func.count()).where(tr.c.automation_uid == a.c.uid).scalar_subquery()
     return (
         select(f.c.team_uid, *columns)
         .join(f, f.c.uid == a.c.factory_uid)
-        .where(f.c.team_uid.in_(team_uids), a.c.enabled)
+        .where(
+            f.c.team_uid.in_(team_uids),
+            a.c.enabled,
+            func.json_array_length(a.c.triggers) > webhook_triggers,
+        )
         .order_by(f.c.team_uid, a.c.created_at, a.c.uid)
+    )
+
+
+def _aliases_query(team_uids: Sequence[str]) -> Any:
+    """The aliases of the team's factories that have an enabled automation, of any kind (a
+    mention continues a factory's work items whatever its automations listen to)."""
+    a, f = t.automations, t.factories
+    enabled = select(a.c.uid).where(a.c.factory_uid == f.c.uid, a.c.enabled).exists()
+    return (
+        select(f.c.team_uid, f.c.uid, f.c.alias)
+        .where(f.c.team_uid.in_(team_uids), f.c.alias.is_not(None), enabled)
+        .order_by(f.c.team_uid, f.c.uid)
     )
 
 
@@ -222,13 +246,14 @@ async def _team_rows(
     a, f = t.automations, t.factories
     columns = (
         *(a.c.uid, a.c.factory_uid, a.c.triggers, a.c.agent_uid, STAMP),
-        *(f.c.foreman_agent_uid, f.c.repositories, f.c.alias),
+        *(f.c.foreman_agent_uid, f.c.repositories),
     )
     for chunk in chunks(team_uids):
+        for team_uid, factory_uid, alias in await conn.execute(_aliases_query(chunk)):
+            if isinstance(alias, str) and alias.strip():
+                found[team_uid].aliases[factory_uid] = alias.strip()
         for row in await conn.execute(_team_query(chunk, *columns)):
             into = found[row.team_uid]
-            if isinstance(row.alias, str) and row.alias.strip():
-                into.aliases[row.factory_uid] = row.alias.strip()
             agent = row.agent_uid or row.foreman_agent_uid
             stamp = stamp_micros(row.stamp)
             repositories = repository_keys(row.repositories)
