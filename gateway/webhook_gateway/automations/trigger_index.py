@@ -245,8 +245,8 @@ class TriggerIndex:
         updated first, as many as are cached) and of the teams of its live provider
         connections, before the first delivery needs them: else the first minute after a start
         spends its CPU compiling the filters of every source seen for the first time, and
-        evaluation lags behind (a team's provider triggers are compiled from all its
-        automations: seconds for a team of 100,000, at its first delivery)."""
+        evaluation lags behind (a team's provider triggers were compiled at its first
+        delivery, holding that delivery's whole batch)."""
         w, c = t.webhooks, t.provider_connections
         hooks = (
             select(w.c.uid)

@@ -20,6 +20,13 @@ class Entry:
     record: DeliveryRecord
 
 
+def rows_per_read(batch: int, read_bytes: int, records: Sequence[DeliveryRecord]) -> int:
+    """How many entries a source asks for next, after reading `records`: its `batch`, fewer
+    while bodies are large, so that one read holds about `read_bytes` of them at most."""
+    largest = max((record.size for record in records), default=0)
+    return max(1, min(batch, read_bytes // max(largest, 1)))
+
+
 # called inside the batch transaction: marks the entries evaluated in the delivery log; the ids
 # of the deliveries this transaction evaluates (the others were evaluated before)
 Claim = Callable[[AsyncConnection], Awaitable[set[str]]]

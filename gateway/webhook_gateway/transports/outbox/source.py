@@ -23,7 +23,7 @@ from gateway.foundation.backends.contract import Label
 from gateway.kernel.event_waits import pause
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.deliveries.trace import TraceWrites
-from gateway.webhook_gateway.transports.contract import Claim, Entry
+from gateway.webhook_gateway.transports.contract import Claim, Entry, rows_per_read
 from gateway.webhook_gateway.transports.outbox.file import Outbox
 from gateway.webhook_gateway.transports.polled import (
     INLINE_BATCH,
@@ -64,8 +64,7 @@ class OutboxSource(PolledSource):
         self._after_read(len(rows), limit)
         if rows:
             self._after = rows[-1][0]
-            largest = max(record.size for _, record in rows)
-            self.count = max(1, min(self.batch, READ_BYTES // max(largest, 1)))
+            self.count = rows_per_read(self.batch, READ_BYTES, [record for _, record in rows])
         fresh = [Entry(seq, r) for seq, r in rows if not self._is_in_flight(r.delivery_id)]
         return self._take(fresh) if fresh else await self._idle()
 

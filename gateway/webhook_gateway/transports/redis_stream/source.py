@@ -37,7 +37,7 @@ from gateway.foundation.backends.redis_keys import KeySpace
 from gateway.kernel.event_waits import wait_event
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.deliveries.trace import TraceWrites
-from gateway.webhook_gateway.transports.contract import Claim, Entry
+from gateway.webhook_gateway.transports.contract import Claim, Entry, rows_per_read
 from gateway.webhook_gateway.transports.redis_stream.entries import (
     RawEntry,
     body_key,
@@ -124,8 +124,8 @@ class StreamSource:
                 raw += raw_entries(stream, items)
         entries = await self._entries(raw)
         if entries:
-            largest = max(entry.record.size for entry in entries)
-            self.count = max(1, min(self.batch, READ_BYTES_PER_SHARD // max(largest, 1)))
+            records = [entry.record for entry in entries]
+            self.count = rows_per_read(self.batch, READ_BYTES_PER_SHARD, records)
         return entries
 
     async def _claim(self) -> list[Entry]:
