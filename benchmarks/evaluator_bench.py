@@ -62,6 +62,7 @@ from sqlalchemy import func, select, text
 
 from benchmarks.seed import webhook_trigger
 from benchmarks.stage_timing import timed_stages
+from benchmarks.thread_cpu import ThreadCpu
 from gateway.composition import wiring
 from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
 from gateway.foundation.services import Services
@@ -442,9 +443,12 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
             stages = timing.enter_context(timed_stages()) if case.stages else None
             cpu0, runs0 = time.process_time(), consumer.runs_started
             main0 = time.thread_time()
+            threads = ThreadCpu()
+            threads.start()
             elapsed = await evaluate_all(consumer, len(hooks) + case.deliveries)
             cpu, runs = time.process_time() - cpu0, consumer.runs_started - runs0
             main_cpu = time.thread_time() - main0
+            by_thread = threads.stop()
         if profiler is not None and case.profile is not None:
             profiler.stop()
             Path(case.profile).write_text(profiler.output_html())
@@ -459,6 +463,11 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
             "runs_per_s": round(runs / elapsed, 1),
             "cpu_us_per_delivery": round(cpu / case.deliveries * 1e6, 1),
             "event_loop_cpu_us_per_delivery": round(main_cpu / case.deliveries * 1e6, 1),
+            # /proc's ticks (10 ms): rounded, unlike the two figures above
+            "cpu_us_per_delivery_by_thread": {
+                name: round(seconds / case.deliveries * 1e6, 1)
+                for name, seconds in sorted(by_thread.items(), key=lambda kv: -kv[1])
+            },
             "compilations": consumer.starter.compilations,
             "check": result,
             **({"stages": stages.report(case.deliveries)} if stages is not None else {}),

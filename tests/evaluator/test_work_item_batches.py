@@ -102,7 +102,7 @@ def _statements(world: World, starter: RunStarter, batch: list[AcceptedDelivery]
     statements of this task only)."""
 
     async def run(services: Services) -> int:
-        sync_engine = services.database.engine.sync_engine
+        engines = [engine.sync_engine for engine in services.database.engines]
         evaluating = asyncio.current_task()
         count = 0
 
@@ -112,11 +112,13 @@ def _statements(world: World, starter: RunStarter, batch: list[AcceptedDelivery]
             if asyncio.current_task() is evaluating:
                 count += 1
 
-        event.listen(sync_engine, "before_cursor_execute", counted)
+        for engine in engines:
+            event.listen(engine, "before_cursor_execute", counted)
         try:
             await evaluate(services, starter, batch)
         finally:
-            event.remove(sync_engine, "before_cursor_execute", counted)
+            for engine in engines:
+                event.remove(engine, "before_cursor_execute", counted)
         return count
 
     return world.client.run(run)

@@ -29,7 +29,7 @@ def test_prune_on_sqlite_finds_old_deliveries_by_the_time_index(tmp_path: Path) 
                 if sql.lstrip().upper().startswith("DELETE FROM DELIVERIES"):
                     statements.append((sql, params))
 
-            event.listen(database.engine.sync_engine, "before_cursor_execute", capture)
+            event.listen(database.writer.sync_engine, "before_cursor_execute", capture)
             async with database.transaction() as conn:
                 await delivery_log.prune(conn)
         finally:

@@ -27,6 +27,12 @@ from gateway.foundation.store.sqlite_driver import OneCallDbapi
 from gateway.foundation.store.wal_mode import use_wal
 
 AfterCommit = Callable[[], Awaitable[None]]
+# The writer's page cache (SQLite's default is 2 MB): an evaluator's batch of 1,024 deliveries
+# writes ~6 MB of pages; with 2 MB, SQLite spilled dirty pages to the log before the commit and
+# read the indexes' pages again in the next transaction. At most this much memory per process,
+# filled as pages are touched (an HTTP worker that seldom writes fills little of it).
+WRITER_CACHE_KIB = 32 * 1024
+WRITER_OVERFLOW = 2  # connections beside the writer's own, for a nested transaction
 POSTGRES_TRANSACTIONS = "READ COMMITTED"
 _AFTER_COMMIT = "gateway.after_commit"
 
@@ -84,8 +90,10 @@ class WriteGate:
 class Database:
     """Owns the engine; `transaction()` is the unit of work for domain code."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, engine: AsyncEngine, writer: AsyncEngine | None = None) -> None:
+        self.engine = engine  # reads; and writes, but for a SQLite file
+        # SQLite file: this process's write transactions, on one connection (`writer_engine`)
+        self.writer = writer if writer is not None else engine
         # SQLite: this process's write transactions take turns here instead of in busy_timeout
         self.write_gate: WriteGate | None = WriteGate() if self.is_sqlite else None
         self._checkpointer: WalCheckpointer | None = None
@@ -101,6 +109,11 @@ class Database:
         if not self.is_sqlite or name in ("", ":memory:") or name.startswith("file:"):
             return None
         return name
+
+    @property
+    def engines(self) -> tuple[AsyncEngine, ...]:
+        """Each engine once: the pool's, and the writer's when it has one of its own."""
+        return (self.engine,) if self.writer is self.engine else (self.engine, self.writer)
 
     @property
     def background_checkpoints(self) -> bool:
@@ -146,10 +159,10 @@ class Database:
             return
         async with self.write_gate.hold(urgent=urgent):
             if self.file_lock is None:
-                async with self.engine.begin() as conn:
+                async with self.writer.begin() as conn:
                     yield conn
                 return
-            async with self.file_lock.held_async(), self.engine.begin() as conn:
+            async with self.file_lock.held_async(), self.writer.begin() as conn:
                 yield conn
 
     @asynccontextmanager
@@ -161,6 +174,8 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self.writer is not self.engine:
+            await self.writer.dispose()
         if self.file_lock is not None:
             self.file_lock.close()
         if self._checkpointer is not None:
@@ -171,6 +186,13 @@ class Database:
         """Pragmas for every new SQLite connection of this process (see `sqlite_pragmas`)."""
         checkpoints = self.background_checkpoints
         sqlite_pragmas(dbapi_connection, _record, background_checkpoints=checkpoints)
+
+    def on_writer_connect(self, dbapi_connection: Any, _record: Any = None) -> None:
+        """The writer's pragmas: every connection's, and its larger page cache."""
+        self.on_connect(dbapi_connection, _record)
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        cursor.close()
 
 
 def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
@@ -185,11 +207,13 @@ def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
 def create_database(url: str, **engine_options: Any) -> Database:
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
-        engine = create_async_engine(
-            url, connect_args={"timeout": 30}, module=OneCallDbapi(), **engine_options
-        )
-        database = Database(engine)
+        options = {"connect_args": {"timeout": 30}, "module": OneCallDbapi(), **engine_options}
+        engine = create_async_engine(url, **options)
+        writer = writer_engine(engine, url, options)
+        database = Database(engine, writer)
         event.listen(engine.sync_engine, "connect", database.on_connect)
+        if writer is not None:
+            event.listen(writer.sync_engine, "connect", database.on_writer_connect)
         return database
     else:
         engine_options.setdefault("pool_size", 10)
@@ -202,6 +226,20 @@ def create_database(url: str, **engine_options: Any) -> Database:
         engine_options.setdefault("isolation_level", "AUTOCOMMIT")
         engine = create_async_engine(url, **engine_options)
     return Database(engine)
+
+
+def writer_engine(engine: AsyncEngine, url: str, options: dict[str, Any]) -> AsyncEngine | None:
+    """A SQLite file's engine for this process's write transactions: one connection (they
+    take turns on `WriteGate` anyway; a nested one gets a second), with a page cache of
+    WRITER_CACHE_KIB. A connection's page cache lasts from one transaction to the next only
+    while no other connection wrote in between: from a pool of several, every transaction
+    found its cache emptied by the previous one's commit on another connection and read its
+    pages again. None for an in-memory store, whose connections must be the pool's own."""
+    name = engine.url.database or ""
+    if name in ("", ":memory:") or name.startswith("file:") or "mode=memory" in url:
+        return None
+    options = {**options, "pool_size": 1, "max_overflow": WRITER_OVERFLOW}
+    return create_async_engine(url, **options)
 
 
 def _ensure_sqlite_dir(url: str) -> None:
