@@ -26,6 +26,7 @@ from gateway.kernel.rejections import Reason
 from gateway.platform.run_start import PLATFORM
 from gateway.webhook_gateway.evaluator.delivery_consumer import Consumer
 from gateway.webhook_gateway.evaluator.delivery_runs import RunStarter
+from gateway.webhook_gateway.ingress.body import MAX_BODY
 from gateway.webhook_gateway.ingress.pipeline import Ingress
 from gateway.webhook_gateway.transports.embedded.backend import MemoryBackend
 from gateway.webhook_gateway.transports.outbox import file as outbox
@@ -125,9 +126,9 @@ async def test_prune_goes_slice_by_slice_up_to_what_the_evaluator_moved(tmp_path
 
 
 async def test_large_bodies_mean_fewer_rows_per_read(tmp_path: Path) -> None:
-    """The source reads `READ_BYTES` of bodies a pass, as the Redis streams do: once it has seen
-    bodies of 1 MB it asks for 4 rows at a time, and for its whole batch again once they are
-    small."""
+    """The source reads `READ_BYTES` of bodies a pass, as the Redis streams do: before it has
+    read any it assumes the largest, once it has seen bodies of 1 MB it asks for 4 rows at a
+    time, and for its whole batch again once they are small."""
     body = b'{"pad": "' + b"x" * (1024 * 1024 - 11) + b'"}'
 
     def record(i: int, payload: bytes) -> DeliveryRecord:
@@ -137,6 +138,8 @@ async def test_large_bodies_mean_fewer_rows_per_read(tmp_path: Path) -> None:
 
     async with store_with_outbox(tmp_path) as box:
         source = OutboxSource(box.reader, batch=100, idle_wait=0.01)
+        # none read yet: bodies of the largest size ingress takes are assumed
+        assert source.count == source_module.READ_BYTES // MAX_BODY == 16
         assert source_module.READ_BYTES // len(body) == 4
         append_to_outbox(box.appender, [record(i, body) for i in range(10)])
         first = await source.read()  # how large they are is learned from this one

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.backends.contract import DeliveryRecord
 from gateway.webhook_gateway.deliveries.trace import TraceWrites
+from gateway.webhook_gateway.ingress.body import MAX_BODY
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,13 @@ def rows_per_read(batch: int, read_bytes: int, records: Sequence[DeliveryRecord]
     while bodies are large, so that one read holds about `read_bytes` of them at most."""
     largest = max((record.size for record in records), default=0)
     return max(1, min(batch, read_bytes // max(largest, 1)))
+
+
+def first_rows_per_read(batch: int, read_bytes: int) -> int:
+    """How many entries a source asks for before it has read any (after a start, a backlog may
+    be all bodies of the largest size ingress takes): `read_bytes` of those, at most `batch`.
+    The read after it asks for what that one's sizes allow (`rows_per_read`)."""
+    return max(1, min(batch, read_bytes // MAX_BODY))
 
 
 # called inside the batch transaction: marks the entries evaluated in the delivery log; the ids

@@ -23,7 +23,12 @@ from gateway.foundation.backends.contract import Label
 from gateway.kernel.event_waits import pause
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.deliveries.trace import TraceWrites
-from gateway.webhook_gateway.transports.contract import Claim, Entry, rows_per_read
+from gateway.webhook_gateway.transports.contract import (
+    Claim,
+    Entry,
+    first_rows_per_read,
+    rows_per_read,
+)
 from gateway.webhook_gateway.transports.outbox.file import Outbox
 from gateway.webhook_gateway.transports.polled import (
     INLINE_BATCH,
@@ -34,8 +39,9 @@ from gateway.webhook_gateway.transports.polled import (
 )
 
 # bodies read per pass, as the Redis streams' (16 shards x 256 KB): large bodies mean fewer rows
-# per read (from the read after the one that found them large), so that a batch does not fill
-# the evaluator's memory (1,024 of 256 KB: 256 MB)
+# per read (from the read after the one that found them large; the first read after a start
+# assumes the largest), so that a batch does not fill the evaluator's memory (1,024 of 256 KB:
+# 256 MB)
 READ_BYTES = 4 * 1024 * 1024
 
 
@@ -55,7 +61,8 @@ class OutboxSource(PolledSource):
         )
         self.outbox = outbox
         self._after = 0  # the last seq read
-        self.count = batch  # rows per read, lowered while bodies are large
+        # rows per read, lowered while bodies are large
+        self.count = first_rows_per_read(batch, READ_BYTES)
 
     async def read(self) -> list[Entry]:
         await self._before_read()

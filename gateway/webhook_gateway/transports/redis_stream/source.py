@@ -9,9 +9,11 @@ The batch transaction logs the entries in SQL (`claim`: a delivery already logge
 before and is skipped). Only after it commits are they acknowledged and deleted, one ACK script
 per shard that also lowers the backlog counter, drops their pending-index fields (read-your-writes
 for the delivery log API) and deletes the keys holding large bodies (the entry's field `k`).
-Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for CLAIM_IDLE_MS;
-this consumer's own unacknowledged entries are re-read after a failed batch. Every RECOUNT_EVERY_S
-the backlog counter is set to what the streams hold, in case something deleted entries by hand.
+Entries a dead consumer left pending are taken over with XAUTOCLAIM once idle for CLAIM_IDLE_MS
+(looked for every CLAIM_EVERY_S, and at once again while a look finds some: one takes at most a
+read's worth); this consumer's own unacknowledged entries are re-read after a failed batch. Every
+RECOUNT_EVERY_S the backlog counter is set to what the streams hold, in case something deleted
+entries by hand.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ from gateway.foundation.backends.redis_keys import KeySpace
 from gateway.kernel.event_waits import wait_event
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.deliveries.trace import TraceWrites
-from gateway.webhook_gateway.transports.contract import Claim, Entry, rows_per_read
+from gateway.webhook_gateway.transports.contract import (
+    Claim,
+    Entry,
+    first_rows_per_read,
+    rows_per_read,
+)
 from gateway.webhook_gateway.transports.redis_stream.entries import (
     RawEntry,
     body_key,
@@ -69,7 +76,9 @@ class StreamSource:
         # most entries per stream and pass: at most 16 * batch per SQL transaction (wiring.py
         # picks it: small beside ingress in one event loop, larger in a process of its own)
         self.batch = batch
-        self.count = batch  # entries per shard and read, lowered while bodies are large
+        # entries per shard and read, lowered while bodies are large (the first read after a
+        # start, a take-over of dead consumers' entries among them, assumes the largest)
+        self.count = first_rows_per_read(batch, READ_BYTES_PER_SHARD)
         self.idle_wait = idle_wait
         self.consumer = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self._groups_ready = False
@@ -81,10 +90,10 @@ class StreamSource:
         if not self._groups_ready:
             await self._create_groups()
         if time.monotonic() >= self._next_claim:
-            self._next_claim = time.monotonic() + CLAIM_EVERY_S
             claimed = await self._claim()
-            if claimed:
+            if claimed:  # taken over `count` a shard at most: more may be left, claim again
                 return claimed
+            self._next_claim = time.monotonic() + CLAIM_EVERY_S
         if time.monotonic() >= self._next_recount:
             self._next_recount = time.monotonic() + RECOUNT_EVERY_S
             for counter, streams in self.keyspace.backlog_counters():
@@ -132,12 +141,14 @@ class StreamSource:
         raw: list[RawEntry] = []
         for stream in self.streams:
             reply: Any = await self.redis.xautoclaim(
-                stream, GROUP, self.consumer, CLAIM_IDLE_MS, "0-0", count=self.batch
+                stream, GROUP, self.consumer, CLAIM_IDLE_MS, "0-0", count=self.count
             )
             raw += raw_entries(stream, list(reply[1]))
         entries = await self._entries(raw)
         if entries:
             log.info("delivery consumer: took over %d entries of dead consumers", len(entries))
+            records = [entry.record for entry in entries]
+            self.count = rows_per_read(self.batch, READ_BYTES_PER_SHARD, records)
         return entries
 
     async def _entries(self, raw: list[RawEntry]) -> list[Entry]:
