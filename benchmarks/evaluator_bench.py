@@ -64,6 +64,7 @@ from benchmarks.seed import webhook_trigger
 from benchmarks.stage_timing import timed_stages
 from benchmarks.thread_cpu import ThreadCpu
 from gateway.composition import wiring
+from gateway.composition.worker_process import collect_less_often
 from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
@@ -428,7 +429,8 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
         await queue_deliveries(ingress, hooks, case.deliveries, len(hooks), kind, issues)
     finally:
         await ingress.close()
-    # a `gateway worker` process: only the evaluator, with its batch sizes
+    # a `gateway worker` process: only the evaluator, with its batch sizes and its collector
+    collect_less_often()
     worker, consumer = await wiring.start(settings, with_worker=True)
     try:
         assert consumer is not None
