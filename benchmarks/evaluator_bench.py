@@ -64,7 +64,7 @@ from benchmarks.seed import webhook_trigger
 from benchmarks.stage_timing import timed_stages
 from benchmarks.thread_cpu import ThreadCpu
 from gateway.composition import wiring
-from gateway.composition.worker_process import collect_less_often
+from gateway.composition.collector import collect_less_often
 from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t

@@ -12,6 +12,7 @@ import signal
 import sys
 
 from gateway.composition import wiring
+from gateway.composition.collector import collect_less_often
 from gateway.kernel import logs
 from gateway.kernel.settings import Settings
 from gateway.webhook_gateway.evaluator.cpu_priority import leave_idle_cgroup, lower_priority
@@ -19,12 +20,6 @@ from gateway.webhook_gateway.evaluator.cpu_priority import leave_idle_cgroup, lo
 log = logging.getLogger("gateway.evaluator")
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-# The cyclic collector's thresholds in an evaluator process (Python's: 700, 10, 10). Its objects
-# are short-lived and acyclic (a batch's rows, freed with the batch): at 700 net allocations a
-# young collection ran ~75 times a batch of 1,024 deliveries, each walking the batch's live rows,
-# and freed ~1 object each: ~12 % of the event loop's CPU (docs/performance.md). At 50,000 a
-# batch's objects are gone before one runs; cyclic garbage waits at most that many allocations.
-EVALUATOR_GC_THRESHOLDS = (50_000, 10, 10)
 
 
 async def run_worker(
@@ -68,11 +63,6 @@ async def run_worker(
         if priority.idle_cgroup is not None:
             leave_idle_cgroup(priority.idle_cgroup)
         log.info("gateway worker stopped")
-
-
-def collect_less_often() -> None:
-    """This process's cyclic collector runs at EVALUATOR_GC_THRESHOLDS (see above)."""
-    gc.set_threshold(*EVALUATOR_GC_THRESHOLDS)
 
 
 def die_with_parent() -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.composition import worker_process
+from gateway.composition.collector import GC_THRESHOLDS
 from gateway.webhook_gateway.evaluator import child_process as evaluator_child
 from gateway.webhook_gateway.evaluator.child_process import EvaluatorProcess
 from gateway.webhook_gateway.evaluator.cpu_priority import (
@@ -123,8 +123,7 @@ def test_serve_runs_the_evaluator_child_at_normal_priority_and_it_never_outlives
         assert os.sched_getscheduler(child) == os.SCHED_OTHER
         assert "normal priority" in log.read_text()
         # its batches' short-lived rows are not walked by the cyclic collector ~75 times each
-        threshold = worker_process.EVALUATOR_GC_THRESHOLDS[0]
-        assert f"cyclic collector every {threshold} allocations" in log.read_text()
+        assert f"cyclic collector every {GC_THRESHOLDS[0]} allocations" in log.read_text()
         assert _idle_groups(idle_cgroup_name(deployment)) == []  # the host's tree untouched
     finally:
         stop_gateway(server)
