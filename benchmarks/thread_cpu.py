@@ -1,7 +1,7 @@
 """CPU time of a process's threads, by kind (Linux /proc), to tell where a stage's CPU went:
 the event loop, the SQLite driver's threads, the WAL checkpointer, and how much of each was
-spent in the kernel. Threads that ended between
-two readings are counted in `other`, as the difference from the whole process's CPU."""
+spent in the kernel. Threads that ended between two readings are counted in `other`, as the
+difference from the whole process's CPU."""
 
 from __future__ import annotations
 

@@ -105,10 +105,7 @@ class Database:
     @property
     def sqlite_file(self) -> str | None:
         """The SQLite database file, when the store is one (not in memory)."""
-        name = self.engine.url.database or ""
-        if not self.is_sqlite or name in ("", ":memory:") or name.startswith("file:"):
-            return None
-        return name
+        return sqlite_file_of(self.engine)
 
     @property
     def engines(self) -> tuple[AsyncEngine, ...]:
@@ -209,7 +206,7 @@ def create_database(url: str, **engine_options: Any) -> Database:
         _ensure_sqlite_dir(url)
         options = {"connect_args": {"timeout": 30}, "module": OneCallDbapi(), **engine_options}
         engine = create_async_engine(url, **options)
-        writer = writer_engine(engine, url, options)
+        writer = writer_engine(url, options) if sqlite_file_of(engine) is not None else None
         database = Database(engine, writer)
         event.listen(engine.sync_engine, "connect", database.on_connect)
         if writer is not None:
@@ -228,16 +225,21 @@ def create_database(url: str, **engine_options: Any) -> Database:
     return Database(engine)
 
 
-def writer_engine(engine: AsyncEngine, url: str, options: dict[str, Any]) -> AsyncEngine | None:
+def sqlite_file_of(engine: AsyncEngine) -> str | None:
+    """The SQLite database file `engine` opens; None for another database, or one in memory."""
+    name = engine.url.database or ""
+    if engine.dialect.name != "sqlite" or name in ("", ":memory:") or name.startswith("file:"):
+        return None
+    return name
+
+
+def writer_engine(url: str, options: dict[str, Any]) -> AsyncEngine:
     """A SQLite file's engine for this process's write transactions: one connection (they
     take turns on `WriteGate` anyway; a nested one gets a second), with a page cache of
     WRITER_CACHE_KIB. A connection's page cache lasts from one transaction to the next only
     while no other connection wrote in between: from a pool of several, every transaction
     found its cache emptied by the previous one's commit on another connection and read its
-    pages again. None for an in-memory store, whose connections must be the pool's own."""
-    name = engine.url.database or ""
-    if name in ("", ":memory:") or name.startswith("file:") or "mode=memory" in url:
-        return None
+    pages again. Not for an in-memory store, whose connections must be the pool's own."""
     options = {**options, "pool_size": 1, "max_overflow": WRITER_OVERFLOW}
     return create_async_engine(url, **options)
 

@@ -132,9 +132,7 @@ class StreamSource:
             for stream, items in reply or []:
                 raw += raw_entries(stream, items)
         entries = await self._entries(raw)
-        if entries:
-            records = [entry.record for entry in entries]
-            self.count = rows_per_read(self.batch, READ_BYTES_PER_SHARD, records)
+        self._learn_sizes(entries)
         return entries
 
     async def _claim(self) -> list[Entry]:
@@ -147,9 +145,14 @@ class StreamSource:
         entries = await self._entries(raw)
         if entries:
             log.info("delivery consumer: took over %d entries of dead consumers", len(entries))
+        self._learn_sizes(entries)
+        return entries
+
+    def _learn_sizes(self, entries: list[Entry]) -> None:
+        """The next read's count, from the sizes of the bodies just read (none read: unchanged)."""
+        if entries:
             records = [entry.record for entry in entries]
             self.count = rows_per_read(self.batch, READ_BYTES_PER_SHARD, records)
-        return entries
 
     async def _entries(self, raw: list[RawEntry]) -> list[Entry]:
         """Records of the read entries; large bodies are fetched from their own keys."""
