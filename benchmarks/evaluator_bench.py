@@ -48,9 +48,11 @@ import argparse
 import asyncio
 import base64
 import json
+import multiprocessing
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -62,7 +64,7 @@ from sqlalchemy import func, select, text
 
 from benchmarks.seed import webhook_trigger
 from benchmarks.stage_timing import timed_stages
-from benchmarks.thread_cpu import ThreadCpu
+from benchmarks.thread_cpu import ThreadCpu, ThreadIo
 from gateway.composition import wiring
 from gateway.composition.collector import collect_less_often
 from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
@@ -416,10 +418,9 @@ def _settings(case: Case, database_url: str, redis_url: str | None) -> Settings:
     return load_settings(env)
 
 
-async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[str, Any]:
-    settings = _settings(case, database_url, redis_url)
-    # an ingress process: seeds the store and queues the deliveries, then goes away
-    ingress, _none = await wiring.start(settings)
+async def _ingress(case: Case, database_url: str, redis_url: str | None) -> tuple[list[str], float]:
+    """Seeds the store and queues the deliveries: (the sources, the seed's seconds)."""
+    ingress, _none = await wiring.start(_settings(case, database_url, redis_url))
     try:
         t0 = time.perf_counter()
         hooks = await seed(ingress, case)
@@ -427,8 +428,24 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
         kind, issues = case.kind, case.issues
         await queue_deliveries(ingress, hooks, len(hooks), kind=kind, issues=issues)  # warm-up
         await queue_deliveries(ingress, hooks, case.deliveries, len(hooks), kind, issues)
+        return hooks, seeded
     finally:
         await ingress.close()
+
+
+def _ingress_process(
+    case: Case, database_url: str, redis_url: str | None
+) -> tuple[list[str], float]:
+    return asyncio.run(_ingress(case, database_url, redis_url))
+
+
+async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[str, Any]:
+    settings = _settings(case, database_url, redis_url)
+    # an ingress process of its own (spawned, so that its CPU and a tool following this process,
+    # such as benchmarks.evaluator_cost's callgrind, leave it out), then gone
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        hooks, seeded = pool.submit(_ingress_process, case, database_url, redis_url).result()
     # a `gateway worker` process: only the evaluator, with its batch sizes and its collector
     collect_less_often()
     worker, consumer = await wiring.start(settings, with_worker=True)
@@ -447,10 +464,13 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
             main0 = time.thread_time()
             threads = ThreadCpu()
             threads.start()
+            io = ThreadIo()
+            io.start()
             elapsed = await evaluate_all(consumer, len(hooks) + case.deliveries)
             cpu, runs = time.process_time() - cpu0, consumer.runs_started - runs0
             main_cpu = time.thread_time() - main0
             by_thread = threads.stop()
+            io_by_thread = io.stop()
         if profiler is not None and case.profile is not None:
             profiler.stop()
             Path(case.profile).write_text(profiler.output_html())
@@ -469,6 +489,11 @@ async def bench(case: Case, database_url: str, redis_url: str | None) -> dict[st
             "cpu_us_per_delivery_by_thread": {
                 name: round(seconds / case.deliveries * 1e6, 1)
                 for name, seconds in sorted(by_thread.items(), key=lambda kv: -kv[1])
+            },
+            # the system calls' bytes and calls a delivery, per thread kind
+            "io_per_delivery_by_thread": {
+                name: {label: round(n / case.deliveries, 1) for label, n in counts.items()}
+                for name, counts in io_by_thread.items()
             },
             "compilations": consumer.starter.compilations,
             "check": result,
