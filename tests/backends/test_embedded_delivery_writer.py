@@ -4,7 +4,6 @@ delivery log itself on PostgreSQL)."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import sqlite3
 import threading
@@ -261,7 +260,7 @@ async def test_small_batches_commit_on_the_event_loop_large_ones_on_the_outbox_t
     large = b'{"pad": "' + b"x" * THREAD_APPEND_BYTES + b'"}'
     try:
         await writer.write(_record(1))
-        await writer.write(dataclasses.replace(_record(2), payload=large, size=len(large)))
+        await writer.write(_record(2)._replace(payload=large, size=len(large)))
         await writer.write(_record(3))
     finally:
         await writer.close()

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -119,8 +118,7 @@ _ENVELOPE_TAIL = _TAIL.format(file=PAYLOAD_NAME)
 YIELD_EVERY = 32
 
 
-@dataclass(frozen=True, slots=True)
-class AcceptedDelivery:
+class AcceptedDelivery(NamedTuple):
     delivery_id: str
     webhook_uid: str  # its source: a custom webhook's, or a provider connection's uid
     received_at: datetime

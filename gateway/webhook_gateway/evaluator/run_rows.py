@@ -38,14 +38,12 @@ TASKS = BulkInsert(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RunRef:
+class RunRef(NamedTuple):
     automation_uid: str
     run_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class StartedRows:
+class StartedRows(NamedTuple):
     """The rows of one run a delivery starts, encoded for the driver."""
 
     ref: RunRef
@@ -110,8 +108,7 @@ class RunTimes:
         return Moment(self._stored_head + fraction, f"{self._iso_head}{fraction}+00:00")
 
 
-@dataclass(frozen=True, slots=True)
-class RunSpec:
+class RunSpec(NamedTuple):
     """What differs between the runs deliveries start."""
 
     delivery_id: str

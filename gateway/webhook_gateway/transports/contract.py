@@ -4,8 +4,7 @@ and the acknowledgement after the commit (`gateway.webhook_gateway.evaluator.del
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -15,8 +14,7 @@ from gateway.webhook_gateway.deliveries.trace import TraceWrites
 from gateway.webhook_gateway.ingress.body import MAX_BODY
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     token: Any  # where the entry lives in its source (stream + id, or nothing)
     record: DeliveryRecord
 
