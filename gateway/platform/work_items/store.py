@@ -45,14 +45,19 @@ FOLLOW_UPS = BulkInsert(
 )
 
 
+# built once: a list given to `in_` is coerced value by value each time (~0.2 µs a ref)
+_BY_REFS = select(w.c.id, w.c.team_uid, w.c.factory_uid, w.c.provider, w.c.ref, w.c.run_id).where(
+    w.c.ref.in_(bindparam("refs", expanding=True))
+)
+
+
 async def find_work_items(
     conn: AsyncConnection, refs: Collection[str]
 ) -> dict[WorkItemKey, KnownWorkItem]:
     found: dict[WorkItemKey, KnownWorkItem] = {}
     wanted = sorted(refs)
     for i in range(0, len(wanted), CHUNK):
-        query = select(w.c.id, w.c.team_uid, w.c.factory_uid, w.c.provider, w.c.ref, w.c.run_id)
-        rows = await conn.execute(query.where(w.c.ref.in_(wanted[i : i + CHUNK])))
+        rows = await conn.execute(_BY_REFS, {"refs": wanted[i : i + CHUNK]})
         for row in rows:
             key = WorkItemKey(row.factory_uid, row.provider, row.ref)
             found[key] = KnownWorkItem(row.id, row.team_uid, row.run_id)

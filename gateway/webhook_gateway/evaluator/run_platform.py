@@ -38,8 +38,7 @@ class KnownWorkItem(NamedTuple):
     run_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class NewWorkItem:
+class NewWorkItem(NamedTuple):
     """A work item the first matching event of its source makes, with that event's runs."""
 
     id: str
@@ -53,8 +52,7 @@ class NewWorkItem:
     created_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class WorkItemFollowUp:
+class WorkItemFollowUp(NamedTuple):
     """A later delivery about a work item: a follow-up of its run, not a new run."""
 
     work_item_id: str

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from gateway.kernel.types import JsonObject
 
@@ -28,8 +27,9 @@ from .payload import obj, text
 __all__ = ["Source", "mentions_alias", "source_of"]
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
+    """What a provider event is about (a NamedTuple: made per delivery)."""
+
     provider: str
     kind: str  # issue | pull_request | merge_request | thread
     ref: str  # the work item's key within its provider
