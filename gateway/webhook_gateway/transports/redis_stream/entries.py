@@ -30,21 +30,20 @@ def body_key(fields: dict[bytes, bytes]) -> bytes | None:
 
 
 def record_of(fields: dict[bytes, bytes], payload: bytes | None) -> DeliveryRecord:
-    """The entry's record; `payload` is its inline `p` field or its large body's value."""
-
-    def text(name: bytes) -> str | None:
-        value = fields.get(name)
-        return value.decode() if value else None
-
+    """The entry's record; `payload` is its inline `p` field or its large body's value (made per
+    delivery: positional, without a helper per field)."""
+    get = fields.get
+    identity, first = get(b"i"), get(b"f")
+    label = fields[b"l"]
     return DeliveryRecord(
-        delivery_id=fields[b"d"].decode(),
-        webhook_uid=fields[b"w"].decode(),
-        received_at=datetime.fromtimestamp(int(fields[b"t"]) / 1000, UTC),
-        size=int(fields[b"n"]),
-        label=_LABELS[fields[b"l"]],
-        identity=text(b"i"),
-        duplicate_of=text(b"f"),
-        payload=payload if fields[b"l"] == _ACCEPTED else None,
-        reason=_REASONS.get(fields.get(b"r", b"")),
-        headers=fields.get(b"h") or None,
+        fields[b"d"].decode(),
+        fields[b"w"].decode(),
+        datetime.fromtimestamp(int(fields[b"t"]) / 1000, UTC),
+        int(fields[b"n"]),
+        _LABELS[label],
+        identity.decode() if identity else None,
+        first.decode() if first else None,
+        payload if label == _ACCEPTED else None,
+        _REASONS.get(get(b"r", b"")),
+        get(b"h") or None,
     )

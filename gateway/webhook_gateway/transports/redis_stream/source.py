@@ -201,20 +201,20 @@ class StreamSource:
 
     def _ack_call(self, stream: Any, entries: list[Entry]) -> tuple[list[Any], list[Any]]:
         """ACK_SCRIPT's keys and arguments for one stream's entries."""
-        pending: dict[str, list[str]] = {}  # pending-index key -> delivery ids
+        shard = shard_of(entries[0].record.webhook_uid)  # every entry of a stream has its shard
+        by_webhook: dict[str, list[str]] = {}  # webhook uid -> its accepted delivery ids
         body_keys = []
         for entry in entries:
             record = entry.record
             if record.label is Label.ACCEPTED:
-                index = self.keyspace.pending(record.webhook_uid, shard_of(record.webhook_uid))
-                pending.setdefault(index, []).append(record.delivery_id)
+                by_webhook.setdefault(record.webhook_uid, []).append(record.delivery_id)
             if entry.token[2] is not None:
                 body_keys.append(entry.token[2])
         args: list[Any] = [GROUP, len(entries), *(entry.token[1] for entry in entries)]
-        args.append(len(pending))
-        for ids in pending.values():
+        args.append(len(by_webhook))
+        for ids in by_webhook.values():
             args += [len(ids), *ids]
-        shard = shard_of(entries[0].record.webhook_uid)  # every entry of a stream has its shard
+        pending = [self.keyspace.pending(uid, shard) for uid in by_webhook]  # their indexes
         return [stream, self.keyspace.backlog(shard), *pending, *body_keys], args
 
     async def retry_later(self, entries: Sequence[Entry]) -> None:
