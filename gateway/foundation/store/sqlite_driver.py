@@ -27,6 +27,10 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 )
 from sqlalchemy.util.concurrency import await_
 
+from gateway.foundation.store.sqlite_params import bind_as_is
+
+bind_as_is()  # every SQLite connection of the store (this module's docstring: the same sqlite3)
+
 # what one statement leaves behind: description, rows, rowcount, lastrowid, in a transaction
 _Outcome = tuple[Any, list[Any], int, int | None, bool]
 

@@ -34,8 +34,11 @@ from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.backends.first_copies import first_since
 from gateway.foundation.store import Database
 from gateway.foundation.store.bulk import from_sqlite_time, sqlite_time
+from gateway.foundation.store.sqlite_params import bind_as_is
 from gateway.foundation.store.wal_mode import use_wal
 from gateway.kernel.rejections import Reason
+
+bind_as_is()  # the outbox binds payloads and header blocks (bytes) and NULLs a row
 
 SUFFIX = "-outbox"
 COLUMNS = (
