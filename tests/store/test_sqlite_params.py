@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 
-import gateway.foundation.store.sqlite_driver
-import gateway.webhook_gateway.transports.outbox.file  # noqa: F401  (registers too)
+from gateway.foundation.store import sqlite_driver
 from gateway.foundation.store.sqlite_params import bind_as_is
+from gateway.webhook_gateway.transports.outbox import file as outbox
 
 
 def test_the_store_registers_the_adapters_when_it_is_imported() -> None:
-    assert gateway.foundation.store.sqlite_driver is not None
+    assert sqlite_driver.bind_as_is is outbox.bind_as_is is bind_as_is  # both call it on import
     for kind in (bytes, type(None), bool):
         assert (kind, sqlite3.PrepareProtocol) in sqlite3.adapters, kind
 
