@@ -18,6 +18,7 @@ import orjson
 from gateway.composition.preflight import masked, reachable
 from gateway.foundation.services import Services, build_services
 from gateway.foundation.store import migrate
+from gateway.foundation.store.db import sqlite_file
 from gateway.kernel.settings import Settings, SettingsError, database_url_setting, load_settings
 from gateway.kernel.types import JsonObject
 from gateway.webhook_gateway.signatures import PROVIDER_VERIFIERS
@@ -520,15 +521,8 @@ def _show_plan(plan: msgspec.Struct, args: argparse.Namespace) -> None:
 def _store_file(database_url: str) -> Path | None:
     """The SQLite file a store URL names (a relative path from the current directory); None
     for PostgreSQL and in-memory databases."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(database_url)
-    if not url.drivername.startswith("sqlite"):
-        return None
-    name = url.database or ""
-    if not name or name == ":memory:" or name.startswith("file:") or "mode=memory" in str(url):
-        return None
-    return Path(name).resolve()
+    name = sqlite_file(database_url)
+    return None if name is None else Path(name).resolve()
 
 
 def _missing_store(database_url: str, given: str | None, command: str) -> str | None:

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import URL, event, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from gateway.foundation.store.checkpoints import WalCheckpointer
@@ -225,12 +225,23 @@ def create_database(url: str, **engine_options: Any) -> Database:
     return Database(engine)
 
 
-def sqlite_file_of(engine: AsyncEngine) -> str | None:
-    """The SQLite database file `engine` opens; None for another database, or one in memory."""
-    name = engine.url.database or ""
-    if engine.dialect.name != "sqlite" or name in ("", ":memory:") or name.startswith("file:"):
+def sqlite_file(url: str | URL) -> str | None:
+    """The SQLite database file a store URL names (as given: relative to the current
+    directory); None for another database, or one in memory (`:memory:`, a `file:` URI, or
+    `mode=memory`). The one rule: the store's writer and checkpoints, the outbox and the CLI's
+    check for a missing store all ask it."""
+    url = make_url(url)
+    name = url.database or ""
+    if not url.drivername.startswith("sqlite") or name in ("", ":memory:"):
+        return None
+    if name.startswith("file:") or url.query.get("mode") == "memory":
         return None
     return name
+
+
+def sqlite_file_of(engine: AsyncEngine) -> str | None:
+    """The SQLite database file `engine` opens (`sqlite_file`)."""
+    return sqlite_file(engine.url)
 
 
 def writer_engine(url: str, options: dict[str, Any]) -> AsyncEngine:
@@ -245,8 +256,8 @@ def writer_engine(url: str, options: dict[str, Any]) -> AsyncEngine:
 
 
 def _ensure_sqlite_dir(url: str) -> None:
-    path = url.split(":///", 1)[-1]
-    if path and path != ":memory:" and not path.startswith("file:"):
+    path = sqlite_file(url)
+    if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 

@@ -104,8 +104,6 @@ def outbox_path(database: Database) -> str | None:
     path = database.sqlite_file
     if path is None or database.engine.url.drivername != "sqlite+aiosqlite":
         return None
-    if "mode=memory" in str(database.engine.url):
-        return None
     return path + SUFFIX
 
 
