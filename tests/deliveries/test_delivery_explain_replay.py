@@ -10,14 +10,16 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
 from gateway.foundation.store.types import utcnow
 from gateway.kernel.settings import Settings
 from gateway.platform.factories.foreman import set_foreman as assign_foreman
+from gateway.webhook_gateway.automations.source_rows import stamp_micros
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from tests.conftest import make_settings
 from tests.support import GatewayClient, World, eventually
@@ -119,6 +121,67 @@ def test_the_trace_names_the_automations_and_the_first_failing_path(app: Gateway
     ]
     assert triage["filter_changed"] is True
     assert triage["mismatch"] == '$.action: "edited" not in ["reopened"]'
+
+
+def test_traces_stored_in_earlier_forms_explain_the_same(app: GatewayClient) -> None:
+    """A trace holds each automation's stamp (its updated_at in microseconds) as a number;
+    traces written before held its digits as text, and before those the stored updated_at
+    itself. Each form tells a changed filter from an unchanged one."""
+    hook = Hook(World.create(app))
+    delivery_id = hook.evaluated(hook.send({"action": "edited"}))["delivery_id"]
+    d, a = t.deliveries, t.automations
+
+    def stored_as(form: str) -> None:
+        async def rewrite(services: Services) -> None:
+            async with services.database.transaction() as conn:
+                where = d.c.delivery_id == delivery_id
+                raw = orjson.loads(
+                    (await conn.execute(select(d.c.trace).where(where))).scalar_one()
+                )
+                times = {
+                    r.uid: r.updated_at for r in await conn.execute(select(a.c.uid, a.c.updated_at))
+                }
+                raw["automations"] = [
+                    [
+                        uid,
+                        hit,
+                        str(stamp_micros(times[uid])) if form == "digits" else str(times[uid]),
+                    ]
+                    for uid, hit, _stamp in raw["automations"]
+                ]
+                await conn.execute(update(d).where(where).values(trace=orjson.dumps(raw)))
+
+        app.run(rewrite)
+
+    def stamps() -> list[object]:
+        async def read(services: Services) -> list[object]:
+            async with services.database.read() as conn:
+                where = d.c.delivery_id == delivery_id
+                raw = orjson.loads(
+                    (await conn.execute(select(d.c.trace).where(where))).scalar_one()
+                )
+                return [stamp for _uid, _hit, stamp in raw["automations"]]
+
+        return app.run(read)
+
+    def changed() -> dict[str, bool]:
+        got = hook.world.api("GET", f"{hook.base}/deliveries/{delivery_id}").json()
+        return {e["automation_uid"]: e["filter_changed"] for e in got["trace"]["automations"]}
+
+    unchanged = {uid: False for uid in hook.automations.values()}
+    assert all(isinstance(stamp, int) for stamp in stamps())  # as written now: numbers
+    assert changed() == unchanged
+    for form in ("digits", "updated_at"):
+        stored_as(form)
+        assert changed() == unchanged, form
+    trigger = {
+        "provider": "webhook",
+        "event": "received",
+        "filter": {"webhook_ids": [hook.uid], "payload": {"action": ["reopened"]}},
+    }
+    path = f"{hook.factory}/automations/{hook.automations['triage']}"
+    assert hook.world.api("PATCH", path, json={"triggers": [trigger]}).status_code == 200
+    assert changed() == {**unchanged, hook.automations["triage"]: True}
 
 
 def test_matches_without_a_foreman_are_a_failed_evaluation(app: GatewayClient) -> None:

@@ -46,7 +46,7 @@ def test_a_webhook_s_deliveries_share_the_trace_of_the_same_matches() -> None:
     assert first.outcome == delivery_trace.MATCHED
     assert orjson.loads(first.encoded) == {
         "outcome": "matched",
-        "automations": [["w1-a", True, str(JAN_1)], ["w1-b", False, str(JAN_2)]],
+        "automations": [["w1-a", True, JAN_1], ["w1-b", False, JAN_2]],
     }
     assert first.evaluation == "evaluated"
     other = _trace(entry, [])

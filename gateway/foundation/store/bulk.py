@@ -23,7 +23,7 @@ from itertools import chain
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Table, select
+from sqlalchemy import JSON, Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -75,6 +75,7 @@ class BulkInsert:
         self.table = table
         self.columns = tuple(columns)
         self._statements: dict[tuple[str, int, str | None], str] = {}
+        self._taken: dict[tuple[str, int], str] = {}  # SQLite's, by (column, count)
         self._converters: dict[str, tuple[tuple[int, Encode], ...]] = {}
         # the row's values in column order; a missing key reads as None (NULL)
         keys = self.columns
@@ -128,15 +129,28 @@ class BulkInsert:
         return inserted
 
     async def _insert_new_sqlite(self, conn: AsyncConnection, rows: Prepared) -> set[Any]:
-        column = self.table.c[rows.column]
         taken: set[Any] = set()
         for start in range(0, len(rows.groups), SQLITE_PARAMETERS):
-            wanted = rows.groups[start : start + SQLITE_PARAMETERS]
-            query = select(column).where(column.in_(wanted))
-            taken.update((await conn.execute(query)).scalars())
+            wanted = tuple(rows.groups[start : start + SQLITE_PARAMETERS])
+            sql = self._taken_sql(conn.dialect, rows.column, len(wanted))
+            taken.update(row[0] for row in await conn.exec_driver_sql(sql, wanted))
         fresh = rows.only(set(rows.groups) - taken)
         await self.insert(conn, fresh)
         return set(fresh.groups)
+
+    def _taken_sql(self, dialect: Dialect, column: str, count: int) -> str:
+        """The SELECT of the values of `column` among `count` given ones, as text: a select
+        built per batch (its IN list coerced value by value) cost ~2 µs a delivery."""
+        key = (column, count)
+        cached = self._taken.get(key)
+        if cached is not None:
+            return cached
+        table, name = (dialect.identifier_preparer.quote(n) for n in (self.table.name, column))
+        markers = ", ".join(_marker(dialect, i) for i in range(count))
+        sql = f"SELECT {name} FROM {table} WHERE {name} IN ({markers})"
+        if len(self._taken) < 512:  # one per batch size seen; batch sizes are bounded
+            self._taken[key] = sql
+        return sql
 
     def encode_value(self, dialect: Dialect, column: str, value: Any) -> Any:
         """One value of `column` as the driver takes it."""

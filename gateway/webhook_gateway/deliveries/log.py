@@ -66,12 +66,12 @@ def prepare_log(
                 trace, evaluation = taken
         values.append(
             (
-                *(r.delivery_id, r.webhook_uid, time(r.received_at), r.size, r.label.value),
-                *(r.identity, r.duplicate_of, r.payload if accepted else None, evaluation),
-                *(evaluated_at, None if r.reason is None else r.reason.value),
-                *(r.headers if accepted else None, trace),
+                r.delivery_id, r.webhook_uid, time(r.received_at), r.size, r.label.value,
+                r.identity, r.duplicate_of, r.payload if accepted else None, evaluation,
+                evaluated_at, None if r.reason is None else r.reason.value,
+                r.headers if accepted else None, trace,
             )
-        )
+        )  # fmt: skip
     return Prepared("delivery_id", [r.delivery_id for r in records], values)
 
 

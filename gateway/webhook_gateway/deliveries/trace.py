@@ -90,12 +90,13 @@ TriggerKey = tuple[str, int]
 class Trace(NamedTuple):
     outcome: str
     evaluation: str  # of the delivery: evaluated, or failed
-    # {"outcome", "automations": [[automation uid, matched, its updated_at (`stamp_micros`) as
-    # the evaluator held it], ...] in the matcher's order}, encoded once: deliveries share it
+    # {"outcome", "automations": [[automation uid, matched, its updated_at (`stamp_micros`, a
+    # JSON number; traces written before 2026-12-03 hold it as text) as the evaluator held it],
+    # ...] in the matcher's order}, encoded once: deliveries share it
     encoded: bytes
 
 
-def _trace(outcome: str, automations: Sequence[tuple[str, bool, str]] = (), **events: Any) -> Trace:
+def _trace(outcome: str, automations: Sequence[tuple[str, bool, int]] = (), **events: Any) -> Trace:
     """`events`: a provider delivery's (`provider`, `events`, `considered`), stored beside."""
     evaluation = FAILED if outcome == NO_FOREMAN else EVALUATED
     raw = {"outcome": outcome, **events, "automations": automations}
@@ -184,9 +185,12 @@ async def explain_trace(
         entry.filter_changed = current.get(uid) != stamps.get(uid)
 
 
-def _canonical(stamp: str) -> str:
-    """A trace's stamp as traces hold it now (microseconds); traces written before held the
-    stored text of updated_at."""
+def _canonical(stamp: int | str) -> str:
+    """A trace's stamp as the text of its microseconds, whichever way the trace holds it: a
+    number (since 2026-12-03: the evaluator no longer formats it per delivery), the digits, or
+    (before those) the stored text of updated_at."""
+    if isinstance(stamp, int):
+        return str(stamp)
     return stamp if stamp.isdigit() else str(stamp_micros(stamp))
 
 
@@ -267,12 +271,12 @@ def _make(
     )
     if source.is_webhook:  # every automation listening, matched or not
         hit = set(hits)
-        return _trace(outcome, [(a.uid, a in hit, str(a.stamp)) for a in automations])
+        return _trace(outcome, [(a.uid, a in hit, a.stamp) for a in automations])
     names = [event.event for event in events]
     if outcome == NO_AUTOMATIONS:
         reason = no_automations_reason(entry, events)
         return _provider(NO_AUTOMATIONS, source.kind, names, reason=reason)
-    matched = [(a.uid, True, str(a.stamp)) for a in hits]
+    matched = [(a.uid, True, a.stamp) for a in hits]
     return _provider(outcome, source.kind, names, len(automations), matched)
 
 
@@ -281,7 +285,7 @@ def _provider(
     provider: str,
     events: Sequence[str] = (),
     considered: int = 0,
-    matched: Sequence[tuple[str, bool, str]] = (),  # the matched ones only: [uid, true, stamp]
+    matched: Sequence[tuple[str, bool, int]] = (),  # the matched ones only: [uid, true, stamp]
     reason: str | None = None,
 ) -> Trace:
     stored = {"provider": provider, "events": events, "considered": considered}
@@ -350,7 +354,7 @@ async def explain_events(
         for e in normalized
     ]
     raw = orjson.loads(stored)
-    matched = {uid: stamp for uid, _hit, stamp in raw["automations"]}
+    matched = {uid: _canonical(stamp) for uid, _hit, stamp in raw["automations"]}
     if not events:
         return
     if trace.outcome == NO_AUTOMATIONS:

@@ -327,12 +327,12 @@ def row_of(record: DeliveryRecord) -> tuple[Any, ...]:
     its part in the append."""
     accepted = record.label is Label.ACCEPTED
     return (
-        *(record.delivery_id, record.webhook_uid, sqlite_time(record.received_at), record.size),
-        *(record.label.value, record.identity, record.duplicate_of),
+        record.delivery_id, record.webhook_uid, sqlite_time(record.received_at), record.size,
+        record.label.value, record.identity, record.duplicate_of,
         record.payload if accepted else None,
         None if record.reason is None else record.reason.value,
         record.headers if accepted else None,
-    )
+    )  # fmt: skip
 
 
 def _record(row: Sequence[Any]) -> DeliveryRecord:
