@@ -70,7 +70,7 @@ def target_env(
         # `gateway serve` runs it by default
         "GATEWAY_EVALUATOR": "process" if evaluator else "off",
         "GATEWAY_LOG_LEVEL": "warning",
-        "GATEWAY_ACCESS_LOG": "off",  # as uvicorn --no-access-log for the other targets
+        # GATEWAY_ACCESS_LOG as shipped (`on`): accepted deliveries counted, not a line each
         # the grid measures what ingress accepts at full load, where the evaluator falls behind
         # by design; at the default bound (100,000) a 15 s run would end in 503 backlog_full
         # answers, which cost ingress almost nothing and would flatter its figure

@@ -78,7 +78,8 @@ class Running:
 
 def uvicorn_argv(app: str, port: int, workers: int) -> list[str]:
     """The same server settings for every target; the gateway as `gateway serve` runs it (its
-    protocol layer, uvicorn's proxy-header reading off), with the access log off as here."""
+    protocol layer, uvicorn's proxy-header reading off, its access log as shipped: a line per
+    refusal and per API call, accepted deliveries counted); the others without access log."""
     if app == http_server.APP:
         return [sys.executable, "-m", "benchmarks.servers.gateway_serve", str(port), str(workers)]
     return [

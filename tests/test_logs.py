@@ -87,12 +87,14 @@ def test_serve_starts_with_one_block_saying_what_it_runs_with(tmp_path: Path) ->
     assert done.returncode != 0  # the port was taken
 
 
-def test_runner_calls_are_counted_in_the_access_log_not_logged_one_by_one() -> None:
-    from gateway.kernel.logs import QuietRunnerCalls, uvicorn_log_config
+def test_runner_calls_and_accepted_deliveries_are_counted_in_the_access_log() -> None:
+    from gateway.kernel.logs import CountedCalls, uvicorn_log_config
 
-    config = uvicorn_log_config("info")
-    assert config["handlers"]["access"]["filters"] == ["redact_tokens", "quiet_runner_calls"]
-    assert "quiet_runner_calls" not in config["handlers"]["default"]["filters"]
+    config = uvicorn_log_config("info")  # GATEWAY_ACCESS_LOG=on, the default
+    assert config["handlers"]["access"]["filters"] == ["counted_calls", "redact_tokens"]
+    assert "counted_calls" not in config["handlers"]["default"]["filters"]
+    every = uvicorn_log_config("info", access="all")  # a line per request
+    assert every["handlers"]["access"]["filters"] == ["redact_tokens"]
 
     def line(method: str, path: str, status: int) -> logging.LogRecord:
         args = ("127.0.0.1:50000", method, path, "1.1", status)
@@ -100,15 +102,32 @@ def test_runner_calls_are_counted_in_the_access_log_not_logged_one_by_one() -> N
             "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d', args, None
         )
 
-    quiet = QuietRunnerCalls(interval=3600)
+    quiet = CountedCalls(interval=3600)
     assert not quiet.filter(line("POST", "/api/v1/runner/finish", 200))
     assert not quiet.filter(line("POST", "/api/v1/runner/claim", 200))
+    assert not quiet.filter(line("POST", "/webhooks/w/wh_1", 202))
+    assert not quiet.filter(line("POST", "/webhooks/w/wh_1/secret-token", 202))
+    assert not quiet.filter(line("POST", "/webhooks/p/pcn_1", 202))
     assert quiet.filter(line("POST", "/api/v1/runner/finish", 409))  # refusals are shown
+    assert quiet.filter(line("POST", "/webhooks/w/wh_1", 429))
+    assert quiet.filter(line("POST", "/webhooks/w/wh_1", 503))
     assert quiet.filter(line("GET", "/api/v1/agent/runs", 200))
-    assert quiet.filter(line("POST", "/webhooks/w/wh_1", 202))
-    counting = QuietRunnerCalls(interval=0.0)
-    summary = line("POST", "/api/v1/runner/finish", 200)
-    assert counting.filter(summary)
-    assert summary.getMessage().startswith(
+    assert quiet.filter(line("POST", "/api/v1/webhooks/wh_1/replay", 202))  # an API call
+    counting = CountedCalls(interval=0.0)
+    runner = line("POST", "/api/v1/runner/finish", 200)
+    assert counting.filter(runner)
+    assert runner.getMessage().startswith(
         "1 runner protocol calls (POST /api/v1/runner/...) answered 2xx in the last"
     )
+    deliveries = line("POST", "/webhooks/p/pcn_1", 202)
+    assert counting.filter(deliveries)
+    assert deliveries.getMessage().startswith(
+        "1 webhook deliveries (POST /webhooks/w/..., /webhooks/p/...) answered 2xx in the last"
+    )
+
+
+def test_the_access_log_counts_the_ingress_endpoint_s_paths() -> None:
+    from gateway.kernel.logs import INGRESS_PREFIXES
+    from gateway.webhook_gateway.ingress.endpoint import PREFIXES
+
+    assert tuple(INGRESS_PREFIXES) == tuple(PREFIXES)

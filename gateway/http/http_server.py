@@ -32,8 +32,8 @@ def run(settings: Settings, host: str, port: int, workers: int) -> None:
         workers=workers,
         http=BoundedHttpTools,
         log_level=settings.log_level,
-        access_log=settings.access_log == "on",
-        log_config=uvicorn_log_config(settings.log_level, settings.log_format),
+        access_log=settings.access_log != "off",
+        log_config=uvicorn_log_config(settings.log_level, settings.log_format, settings.access_log),
         # forwarded headers are the app's to read, from GATEWAY_TRUSTED_PROXIES only
         # (gateway/http/trusted_proxies.py); uvicorn's own reading would trust 127.0.0.1 by default
         # and rewrite the peer the app sees

@@ -34,7 +34,7 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
-AccessLog = Literal["on", "off"]
+AccessLog = Literal["on", "all", "off"]
 Choice = TypeVar("Choice", bound=str)
 Item = TypeVar("Item")
 # as Settings holds a store URL: with its driver (GATEWAY_DATABASE_URL may leave it out)
@@ -206,7 +206,7 @@ def load_settings(
         scheduler_poll_s=_positive_float(env, "scheduler_poll_s"),
         log_level=_choice(env, "log_level", LOG_LEVELS),
         log_format=_choice(env, "log_format", LOG_FORMATS),
-        access_log=_choice(env, "access_log", ("on", "off")),
+        access_log=_choice(env, "access_log", ("on", "all", "off")),
         models=_catalog(env, "MODELS", lambda text, _: parse_models(text)) or DEFAULTS.models,
         strict_model_catalogue=_choice(
             env,

@@ -1,5 +1,6 @@
-"""uvicorn's access log on a real `gateway serve` (on stdout): one line per request at info
-level, a url_token path shown as `{token}`; none with GATEWAY_ACCESS_LOG=off."""
+"""uvicorn's access log on a real `gateway serve` (on stdout): with GATEWAY_ACCESS_LOG=all one line
+per request at info level, a url_token path shown as `{token}`; with `on` (the default) accepted
+deliveries are counted, not logged one by one, and refusals are logged; none with `off`."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.support import scaled
 pytestmark = pytest.mark.slow  # starts processes of its own
 
 
-@pytest.mark.parametrize("access_log", ["on", "off"])
+@pytest.mark.parametrize("access_log", ["all", "on", "off"])
 def test_access_log_follows_the_setting(access_log: str, tmp_path: Path) -> None:
     token = uuid.uuid4().hex
     database_url = f"sqlite:///{tmp_path}/gw.db"
@@ -62,12 +63,19 @@ def test_access_log_follows_the_setting(access_log: str, tmp_path: Path) -> None
                 continue
             assert answer.status_code == 202, answer.text
             sent += 1
+        refused = httpx.post(url, content=b"{}", headers={"Authorization": "Bearer wrong"})
+        assert refused.status_code == 401, refused.text
     finally:
         stop_gateway(proc)
     lines = out.read_text().splitlines()
     access = [line for line in lines if "POST /webhooks/w/" in line]
-    if access_log == "on":
-        assert len(access) == 3 and all(" 202" in line for line in access), access
+    if access_log == "all":
+        assert len([line for line in access if " 202" in line]) == 3, access
+        assert len([line for line in access if " 401" in line]) == 1, access
+    elif access_log == "on":
+        assert [line for line in access if " 202" in line] == [], access
+        refused = [line for line in access if " 401" in line]
+        assert len(refused) == 1, access  # a refusal is a line of its own
     else:
         assert access == []
         assert any("Application startup complete" in line for line in lines)  # info still on
