@@ -131,3 +131,33 @@ def test_the_access_log_counts_the_ingress_endpoint_s_paths() -> None:
     from gateway.webhook_gateway.ingress.endpoint import PREFIXES
 
     assert tuple(INGRESS_PREFIXES) == tuple(PREFIXES)
+
+
+def test_a_counted_call_builds_no_log_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn's access logger as a connection holds it (gateway/http/uvicorn_protocol.py):
+    with the counting filter on its handler (`on`) a counted call makes no record at all."""
+    from gateway.kernel.logs import CountedCalls, CountingAccessLogger, counting_access_logger
+
+    access = logging.getLogger(f"test.access.{os.getpid()}")  # as uvicorn_log_config sets it up
+    handler = logging.NullHandler()
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    assert counting_access_logger(access) is access  # `all`: no counting filter, a line each
+    handler.addFilter(CountedCalls())
+    counting = counting_access_logger(access)
+    assert isinstance(counting, CountingAccessLogger)
+    made: list[tuple[object, ...]] = []
+    real = access.makeRecord
+
+    def spy(*args: object, **kwargs: object) -> logging.LogRecord:
+        made.append(args[5])  # type: ignore[arg-type]  # the record's arguments
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(access, "makeRecord", spy)
+    line = '%s - "%s %s HTTP/%s" %d'
+    counting.info(line, "127.0.0.1:1", "POST", "/webhooks/w/wh_1", "1.1", 202)
+    counting.info(line, "127.0.0.1:1", "POST", "/webhooks/p/pcn_1", "1.1", 202)
+    assert made == []
+    counting.info(line, "127.0.0.1:1", "POST", "/webhooks/w/wh_1", "1.1", 401)
+    counting.info(line, "127.0.0.1:1", "GET", "/api/v1/agent/runs", "1.1", 200)
+    assert [args[4] for args in made] == [401, 200]

@@ -38,6 +38,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from gateway.http.request_head import READ_BUFFER, trailer_error
 from gateway.http.response_writes import OneWriteResponses
 from gateway.kernel.errors import HeadersTooLarge, RequestTimeout, ServiceError
+from gateway.kernel.logs import counting_access_logger as _access_logger
 from gateway.kernel.problem import PROBLEM_CONTENT_TYPE, render
 
 SWEEP_S = 1.0
@@ -91,6 +92,8 @@ class BoundedHttpTools(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.access_log:  # the calls the access log counts build no record (kernel/logs.py)
+            self.access_logger = _access_logger(self.access_logger)  # type: ignore[assignment]
         self.section: Section | None = None
         # when the open section is due: a float object of its own, which also tells one section
         # from the next (data_received); None when no section is open

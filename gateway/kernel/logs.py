@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -89,26 +89,64 @@ class CountedCalls(logging.Filter):
             ),
         )
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
+    def take(self, args: Any) -> Literal[True] | tuple[str, tuple[Any, ...]] | None:
+        """For the arguments of an access line (client, method, path, HTTP version, status):
+        None, not a call this counts (log the line); True, counted (no line); or the summary
+        line (message, arguments) to log instead of it, when its kind's interval has passed."""
         if not (isinstance(args, tuple) and len(args) == 5):  # not uvicorn's access line
-            return True
+            return None
         _client, method, path, _version, status = args
         if method != "POST" or not isinstance(status, int) or not 200 <= status < 300:
-            return True
+            return None
         if not isinstance(path, str):
-            return True
+            return None
         kind = next((k for k in self._kinds if path.startswith(k.prefixes)), None)
         if kind is None:
-            return True
+            return None
         kind.count += 1
         now = time.monotonic()
         if now - kind.since < self.interval:
-            return False
-        record.msg = "%d %s answered 2xx in the last %.0f s"
-        record.args = (kind.count, kind.name, now - kind.since)
+            return True
+        summary = (kind.count, kind.name, now - kind.since)
         kind.count, kind.since = 0, now
+        return "%d %s answered 2xx in the last %.0f s", summary
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        taken = self.take(record.args)
+        if taken is None:
+            return True
+        if not isinstance(taken, tuple):  # counted
+            return False
+        record.msg, record.args = taken
         return True
+
+
+class CountingAccessLogger:
+    """uvicorn's access logger as a connection holds it, asking the `CountedCalls` of its
+    handlers first: a call that is only counted builds no log record (a record made to be
+    dropped by the filter cost ~6.6 µs a request, against ~32 µs for a line written)."""
+
+    __slots__ = ("_counted", "_logger")
+
+    def __init__(self, logger: logging.Logger, counted: CountedCalls) -> None:
+        self._logger, self._counted = logger, counted
+
+    def info(self, msg: str, *args: Any) -> None:
+        taken = self._counted.take(args)
+        if taken is None:
+            self._logger.info(msg, *args)
+        elif isinstance(taken, tuple):  # the summary line, instead of this call's
+            self._logger.info(taken[0], *taken[1])
+
+
+def counting_access_logger(logger: logging.Logger) -> logging.Logger | CountingAccessLogger:
+    """`logger` (uvicorn's access logger), asking its handlers' `CountedCalls` before it makes a
+    record, when one of them has one (GATEWAY_ACCESS_LOG=on)."""
+    for handler in logger.handlers:
+        for found in handler.filters:
+            if isinstance(found, CountedCalls):
+                return CountingAccessLogger(logger, found)
+    return logger
 
 
 _encode = msgspec.json.Encoder().encode
