@@ -43,15 +43,25 @@ class Hook:
         self.base = f"{self.factory}/webhooks/{self.uid}"
         self.automations: dict[str, str] = {}
         for name, action in (("triage", "opened"), ("closer", "closed")):
-            trigger = {
-                "provider": "webhook",
-                "event": "received",
-                "filter": {"webhook_ids": [self.uid], "payload": {"action": [action]}},
-            }
-            body = {"name": name, "prompt": f"Please {name}.", "triggers": [trigger]}
+            body = {"name": name, "prompt": f"Please {name}.", "triggers": [self.on(action)]}
             created = world.api("POST", f"{self.factory}/automations", json=body)
             assert created.status_code == 201, created.text
             self.automations[name] = created.json()["uid"]
+
+    def on(self, action: str) -> dict[str, Any]:
+        """A trigger on this webhook's deliveries whose `action` is `action`."""
+        payload = {"action": [action]}
+        return {
+            "provider": "webhook",
+            "event": "received",
+            "filter": {"webhook_ids": [self.uid], "payload": payload},
+        }
+
+    def refilter(self, name: str, action: str) -> None:
+        """Automation `name` now listens to `action` only."""
+        path = f"{self.factory}/automations/{self.automations[name]}"
+        answer = self.world.api("PATCH", path, json={"triggers": [self.on(action)]})
+        assert answer.status_code == 200, answer.text
 
     def send(self, payload: dict[str, Any]) -> str:
         answer = self.world.client.post(
@@ -108,13 +118,7 @@ def test_the_trace_names_the_automations_and_the_first_failing_path(app: Gateway
     assert outcomes == {opened["delivery_id"]: "matched", other["delivery_id"]: "no_match"}
 
     # the filter changes later: the explanation says it is against today's filter
-    trigger = {
-        "provider": "webhook",
-        "event": "received",
-        "filter": {"webhook_ids": [hook.uid], "payload": {"action": ["reopened"]}},
-    }
-    path = f"{hook.factory}/automations/{hook.automations['triage']}"
-    assert hook.world.api("PATCH", path, json={"triggers": [trigger]}).status_code == 200
+    hook.refilter("triage", "reopened")
     again = hook.world.api("GET", f"{hook.base}/deliveries/{other['delivery_id']}").json()
     triage = {a["automation_uid"]: a for a in again["trace"]["automations"]}[
         hook.automations["triage"]
@@ -174,13 +178,7 @@ def test_traces_stored_in_earlier_forms_explain_the_same(app: GatewayClient) -> 
     for form in ("digits", "updated_at"):
         stored_as(form)
         assert changed() == unchanged, form
-    trigger = {
-        "provider": "webhook",
-        "event": "received",
-        "filter": {"webhook_ids": [hook.uid], "payload": {"action": ["reopened"]}},
-    }
-    path = f"{hook.factory}/automations/{hook.automations['triage']}"
-    assert hook.world.api("PATCH", path, json={"triggers": [trigger]}).status_code == 200
+    hook.refilter("triage", "reopened")
     assert changed() == {**unchanged, hook.automations["triage"]: True}
 
 
