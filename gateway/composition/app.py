@@ -140,10 +140,14 @@ async def _crash(request: Request, exc: Exception) -> Response:
 
 
 def app_from_environment() -> ASGIApp:
-    """For `uvicorn --factory gateway.composition.app:app_from_environment`."""
+    """For `uvicorn --factory gateway.composition.app:app_from_environment`: run by each HTTP
+    worker process, which also takes the protocol's deadlines from the settings here."""
+    from gateway.http.http_server import configure_protocol
     from gateway.kernel.settings import load_settings
 
-    return create_app(load_settings())
+    settings = load_settings()
+    configure_protocol(settings)
+    return create_app(settings)
 
 
 __all__ = ["State", "app_from_environment", "create_app", "openapi_document"]

@@ -22,8 +22,7 @@ def run(settings: Settings, host: str, port: int, workers: int) -> None:
     from gateway.http.uvicorn_protocol import BoundedHttpTools
     from gateway.kernel.logs import uvicorn_log_config
 
-    BoundedHttpTools.header_timeout = settings.header_timeout
-    BoundedHttpTools.body_timeout = settings.body_timeout
+    configure_protocol(settings)  # for a single worker, served in this process
     uvicorn.run(
         APP,
         factory=True,
@@ -40,3 +39,13 @@ def run(settings: Settings, host: str, port: int, workers: int) -> None:
         proxy_headers=False,
         server_header=False,
     )
+
+
+def configure_protocol(settings: Settings) -> None:
+    """The request-head and body deadlines of the protocol, in the process that serves. With
+    `--workers` > 1 uvicorn spawns its workers: a class attribute set in the parent does not
+    reach them, so the app factory, which each worker runs, calls this too."""
+    from gateway.http.uvicorn_protocol import BoundedHttpTools
+
+    BoundedHttpTools.header_timeout = settings.header_timeout
+    BoundedHttpTools.body_timeout = settings.body_timeout

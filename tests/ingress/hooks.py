@@ -173,10 +173,11 @@ SERVE_START_S = 30.0  # migrations, imports and the first answer, on a quiet mac
 
 
 def serve_gateway(
-    env: dict[str, str], port: int, log: Path | None = None
+    env: dict[str, str], port: int, log: Path | None = None, workers: int = 1
 ) -> subprocess.Popen[bytes]:
-    """`gateway serve` as a real OS process (stderr to `log`); returns once it answers HTTP
-    (within SERVE_START_S on a quiet machine, longer on a loaded one: `scaled`)."""
+    """`gateway serve` as a real OS process (stderr to `log`), with `workers` HTTP workers;
+    returns once it answers HTTP (within SERVE_START_S on a quiet machine, longer on a loaded
+    one: `scaled`)."""
     import sys
 
     import httpx
@@ -188,7 +189,16 @@ def serve_gateway(
             stderr = os.dup(handle.fileno())
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "serve",
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -316,10 +326,10 @@ class Served:
 
 @contextmanager
 def served_gateway(
-    backend: str, tmp: Path, token: str, redis_prefix: str, **values: str
+    backend: str, tmp: Path, token: str, redis_prefix: str, workers: int = 1, **values: str
 ) -> Iterator[Served]:
-    """`gateway serve` on `backend` (evaluator off), with `prepare_world` done;
-    `values` are further settings (GATEWAY_<NAME>). Stopped at the end."""
+    """`gateway serve` on `backend` (evaluator off) with `workers` HTTP workers, with
+    `prepare_world` done; `values` are further settings (GATEWAY_<NAME>). Stopped at the end."""
     from tests.conftest import REDIS_URL
 
     env = {
@@ -336,7 +346,7 @@ def served_gateway(
     settings = make_settings(env["database_url"], redis_url, prefix=env.get("redis_prefix", "gw"))
     prepared = asyncio.run(prepare_world(settings, token))
     port = free_port()
-    proc = serve_gateway(gateway_env(**env), port, tmp / "serve.log")
+    proc = serve_gateway(gateway_env(**env), port, tmp / "serve.log", workers)
     try:
         yield Served(proc, port, prepared)
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -124,3 +125,23 @@ def test_delivery_ids_sharing_300_characters_are_distinct_deliveries(served: Hea
     first = [served.deliver(value) for value in ids]
     assert len(set(first)) == len(ids)  # none of them was taken for another's duplicate
     assert [served.deliver(value) for value in ids] == first  # each repeat is its duplicate
+
+
+def test_every_http_worker_keeps_the_configured_head_deadline(
+    tmp_path: Path, redis_prefix: str
+) -> None:
+    """With `--workers 2` uvicorn spawns its workers: each takes GATEWAY_HEADER_TIMEOUT from the
+    settings (it kept the 10 s default before), so an unfinished head is answered 408 after
+    ~1 s on every connection, whichever worker holds it."""
+    timeout = str(HEADER_TIMEOUT_S)
+    with served_gateway(
+        "redis", tmp_path, TOKEN, redis_prefix, workers=2, header_timeout=timeout
+    ) as gateway:
+        for _ in range(4):  # connections spread over the workers
+            with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as sock:
+                sock.sendall(b"POST /webhooks/w/x HTTP/1.1\r\nHost: t\r\n")
+                started = time.monotonic()
+                answer = sock.recv(4096)
+                waited = time.monotonic() - started
+            assert status(answer) == 408, answer
+            assert waited < 5, f"answered after {waited:.1f} s, not after ~{timeout} s"
