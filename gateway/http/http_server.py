@@ -22,8 +22,7 @@ def run(settings: Settings, host: str, port: int, workers: int) -> None:
     from gateway.http.uvicorn_protocol import BoundedHttpTools
     from gateway.kernel.logs import uvicorn_log_config
 
-    configure_protocol(settings)  # for a single worker, served in this process
-    uvicorn.run(
+    uvicorn.run(  # the app factory sets the protocol's deadlines (configure_protocol)
         APP,
         factory=True,
         host=host,
@@ -42,9 +41,9 @@ def run(settings: Settings, host: str, port: int, workers: int) -> None:
 
 
 def configure_protocol(settings: Settings) -> None:
-    """The request-head and body deadlines of the protocol, in the process that serves. With
-    `--workers` > 1 uvicorn spawns its workers: a class attribute set in the parent does not
-    reach them, so the app factory, which each worker runs, calls this too."""
+    """The request-head and body deadlines of the protocol, in the process that serves: called
+    by the app factory (APP), which uvicorn runs in each worker. With `--workers` > 1 uvicorn
+    spawns its workers, so a class attribute set in the parent would not reach them."""
     from gateway.http.uvicorn_protocol import BoundedHttpTools
 
     BoundedHttpTools.header_timeout = settings.header_timeout

@@ -105,7 +105,7 @@ class Database:
     @property
     def sqlite_file(self) -> str | None:
         """The SQLite database file, when the store is one (not in memory)."""
-        return sqlite_file_of(self.engine)
+        return sqlite_file(self.engine.url)
 
     @property
     def engines(self) -> tuple[AsyncEngine, ...]:
@@ -203,10 +203,12 @@ def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
 
 def create_database(url: str, **engine_options: Any) -> Database:
     if url.startswith("sqlite"):
-        _ensure_sqlite_dir(url)
+        path = sqlite_file(url)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         options = {"connect_args": {"timeout": 30}, "module": OneCallDbapi(), **engine_options}
         engine = create_async_engine(url, **options)
-        writer = writer_engine(url, options) if sqlite_file_of(engine) is not None else None
+        writer = writer_engine(url, options) if path is not None else None
         database = Database(engine, writer)
         event.listen(engine.sync_engine, "connect", database.on_connect)
         if writer is not None:
@@ -239,11 +241,6 @@ def sqlite_file(url: str | URL) -> str | None:
     return name
 
 
-def sqlite_file_of(engine: AsyncEngine) -> str | None:
-    """The SQLite database file `engine` opens (`sqlite_file`)."""
-    return sqlite_file(engine.url)
-
-
 def writer_engine(url: str, options: dict[str, Any]) -> AsyncEngine:
     """A SQLite file's engine for this process's write transactions: one connection (they
     take turns on `WriteGate` anyway; a nested one gets a second), with a page cache of
@@ -253,12 +250,6 @@ def writer_engine(url: str, options: dict[str, Any]) -> AsyncEngine:
     pages again. Not for an in-memory store, whose connections must be the pool's own."""
     options = {**options, "pool_size": 1, "max_overflow": WRITER_OVERFLOW}
     return create_async_engine(url, **options)
-
-
-def _ensure_sqlite_dir(url: str) -> None:
-    path = sqlite_file(url)
-    if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def sqlite_pragmas(
