@@ -320,3 +320,40 @@ def test_openers_racing_on_a_new_outbox_all_get_wal(tmp_path: Path) -> None:
             opener.join()
         assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert failures == []
+
+
+def test_an_outbox_made_with_the_earlier_index_is_opened_with_the_delivery_index(
+    tmp_path: Path,
+) -> None:
+    # before 2026-12-03 the outbox was indexed by (webhook_uid, delivery_id); each append then
+    # landed on a page of its own. Opened now, a file of then keeps its rows and loses that index
+    path = str(tmp_path / "store.db-outbox")
+    with sqlite3.connect(path) as then:
+        then.execute(outbox.SCHEMA[0])
+        then.execute("CREATE UNIQUE INDEX outbox_webhook ON outbox (webhook_uid, delivery_id)")
+        then.execute(
+            f"INSERT INTO outbox ({', '.join(outbox.COLUMNS)}) VALUES "
+            f"({', '.join('?' * len(outbox.COLUMNS))})",
+            outbox.row_of(_record(1)),
+        )
+    appender = outbox.OutboxAppender(path)
+    appender.append([outbox.row_of(_record(2))])
+    appender.close()
+    with sqlite3.connect(path) as now:
+        indexes = {row[1] for row in now.execute("PRAGMA index_list(outbox)")}
+        plan = now.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM outbox WHERE delivery_id = ? AND webhook_uid = ?",
+            ("d-1", "wh-1"),
+        ).fetchall()
+        kept = [row[0] for row in now.execute("SELECT delivery_id FROM outbox ORDER BY seq")]
+    assert "outbox_delivery" in indexes and "outbox_webhook" not in indexes
+    assert "outbox_delivery" in str(plan)
+    assert kept == ["d-1", "d-2"]
+
+
+def test_a_delivery_id_is_appended_once(tmp_path: Path) -> None:
+    appender = outbox.OutboxAppender(str(tmp_path / "store.db-outbox"))
+    appender.append([outbox.row_of(_record(1))])
+    with pytest.raises(sqlite3.IntegrityError):
+        appender.append([outbox.row_of(_record(1))])
+    appender.close()
