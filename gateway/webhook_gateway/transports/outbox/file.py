@@ -55,7 +55,7 @@ SCHEMA = (
     "reason TEXT, headers BLOB)",
     # the delivery log API's look-up of one delivery. Ids are made in time order, so a new one
     # lands on the index's last page. Not (webhook_uid, delivery_id): a webhook's uid put each
-    # append on a page of its own, and the appends of a commit on as many pages (~10 µs of the
+    # append on a page of its own, and the appends of a commit on as many pages (6-9 µs of the
     # serving process's CPU a delivery, measured: benchmarks/outbox_append.py), so a webhook's
     # waiting deliveries are read by a scan of the outbox (`Outbox.of_webhook`)
     "CREATE UNIQUE INDEX IF NOT EXISTS outbox_delivery ON outbox (delivery_id)",
