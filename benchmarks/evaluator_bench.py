@@ -15,7 +15,8 @@ deliveries are spread over them: each connection's rate window takes 60 a minute
 delivery is a ~1 KB GitHub `issues` `labeled` payload with its stored `X-GitHub-Event` header,
 each about an issue of its own (`--issues N`: about N issues, as the grid's 64 bodies are: the
 first delivery about each starts its run, the later ones follow that run up).
-Then queues N accepted deliveries the way ingress does, before the clock starts:
+Then queues N accepted deliveries the way ingress does, before the clock starts (passes
+over the webhooks, each pass in a random order of its own, as the grid sends them):
 `stream` submits them through the Redis backend's SUBMIT script into the shard streams of a
 private redis-server; `log` writes them as pending rows through the embedded backend's
 delivery writer. Then the real delivery consumer (the source, RunStarter, the batch transaction,
@@ -62,6 +63,7 @@ from typing import Any, NamedTuple
 import orjson
 from sqlalchemy import func, select, text
 
+from benchmarks.requests_file import spread_order
 from benchmarks.seed import webhook_trigger
 from benchmarks.stage_timing import timed_stages
 from benchmarks.thread_cpu import ThreadCpu, ThreadIo
@@ -326,10 +328,14 @@ async def queue_deliveries(
     backend = ingress.backend
     targets = [Target(uid, 1, shard_of(uid)) for uid in hooks]
     backend.prepare(targets)
+    # passes over every webhook, each in an order of its own, as the grid's requests arrive
+    # (`requests_file.spread_order`): not in the seed's order, which swept the delivery log's
+    # indexes by webhook from end to end
+    order = spread_order(f"evaluator-{first}", len(targets), n)
     for start in range(first, first + n, 500):
         submissions = [
             Submission(
-                targets[i % len(targets)],
+                targets[order[i - first]],
                 ids.new_id("dlv"),
                 f"bench-{i}",
                 github_payload(i % issues if issues else i) if kind == "provider" else payload(i),
