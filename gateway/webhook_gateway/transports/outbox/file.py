@@ -55,9 +55,11 @@ SCHEMA = (
     "reason TEXT, headers BLOB)",
     # the delivery log API's look-up of one delivery. Ids are made in time order, so a new one
     # lands on the index's last page. Not (webhook_uid, delivery_id): a webhook's uid put each
-    # append on a page of its own, and the appends of a commit on as many pages (6-9 µs of the
-    # serving process's CPU a delivery, measured: benchmarks/outbox_append.py), so a webhook's
-    # waiting deliveries are read by a scan of the outbox (`Outbox.of_webhook`)
+    # append on a page of its own, and the appends of a commit on as many pages, once the
+    # outbox holds more than a few hundred rows (the evaluator behind): 9-11 µs of the serving
+    # process's CPU a delivery more with 3,000 held, 17-20 µs with 20,000
+    # (benchmarks/outbox_append.py). So a webhook's waiting deliveries are read by a scan of
+    # the outbox (`Outbox.of_webhook`)
     "CREATE UNIQUE INDEX IF NOT EXISTS outbox_delivery ON outbox (delivery_id)",
     "DROP INDEX IF EXISTS outbox_webhook",  # an outbox made before 2026-12-03 had it
 )
