@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gateway.foundation.backends.contract import DeliveryRecord, Submission, Target, shard_of
+from gateway.foundation.backends.identity_index import ensure_identity_index
 from gateway.foundation.backends.seen_deliveries import MIN_EXACT
 from gateway.foundation.services import Services
 from gateway.foundation.store import Database, create_database, migrate
@@ -32,11 +33,13 @@ class StoreWithOutbox(NamedTuple):
 
 @asynccontextmanager
 async def store_with_outbox(tmp_path: Path) -> AsyncIterator[StoreWithOutbox]:
-    """A migrated store file, the outbox's writer, the writer's look-ups and the outbox's reader;
-    all closed on exit."""
+    """A migrated store file (with the de-duplication index the embedded backend makes when it
+    starts), the outbox's writer, the writer's look-ups and the outbox's reader; all closed on
+    exit."""
     store = str(tmp_path / "g.db")
     database = create_database(f"sqlite+aiosqlite:///{store}")
     await migrate(database)
+    await ensure_identity_index(database)
     path = store + outbox.SUFFIX
     appender = OutboxAppender(path)
     lookups = OutboxLookups(path, store)

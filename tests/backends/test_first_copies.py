@@ -16,6 +16,7 @@ from sqlalchemy.dialects import sqlite
 from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.foundation.backends.first_copies import MAX_BATCH, FirstCopies, Wanted
+from gateway.foundation.backends.identity_index import ensure_identity_index
 from gateway.foundation.backends.seen_deliveries import (
     MIN_EXACT,
     DayFilter,
@@ -87,6 +88,7 @@ def test_the_writer_finds_each_first_copy_in_the_log_in_one_call(
     async def check(url: str) -> None:
         database = create_database(make_settings(url).database_url)
         await migrate(database)
+        await ensure_identity_index(database)  # as the embedded backend does when it starts
         writer = DeliveryWriter(database)
         try:
             async with database.transaction() as conn:

@@ -18,8 +18,10 @@ from sqlalchemy import event, text
 from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, delivery_row
 from gateway.foundation.backends.first_copies import Wanted
+from gateway.foundation.backends.identity_index import ensure_identity_index, exists
 from gateway.foundation.store import create_database, migrate
-from gateway.webhook_gateway.transports.embedded.writer import _firsts_in_log
+from gateway.webhook_gateway.transports.embedded.backend import MemoryBackend
+from gateway.webhook_gateway.transports.embedded.writer import DeliveryWriter, _firsts_in_log
 from gateway.webhook_gateway.transports.outbox.file import _FIRST_IN_LOG
 from tests.conftest import make_settings
 
@@ -39,6 +41,7 @@ def test_a_lookup_beside_a_sqlite_file_reads_the_identity_index(tmp_path: Path) 
     async def migrated() -> None:
         database = create_database(f"sqlite+aiosqlite:///{path}")
         await migrate(database)
+        await ensure_identity_index(database)  # as the embedded backend does when it starts
         await database.close()
 
     asyncio.run(migrated())
@@ -59,6 +62,7 @@ def test_a_batch_of_lookups_reads_the_identity_index(
         statements: list[tuple[str, Any]] = []
         try:
             await migrate(database)
+            await ensure_identity_index(database)  # as the embedded backend does when it starts
             async with database.transaction() as conn:
                 rows = [
                     delivery_row(
@@ -96,3 +100,38 @@ def test_a_batch_of_lookups_reads_the_identity_index(
     assert found == ["d-7", "d-19999", None]
     assert "ix_deliveries_identity" in plan, plan
     assert "ix_deliveries_received" not in plan and "webhook_received" not in plan, plan
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_the_identity_index_is_the_embedded_backends_alone(
+    own_store: Callable[[str], str], store: str
+) -> None:
+    """The shared schema has no index by (webhook, identity): with Redis nothing reads one, and
+    each logged delivery wrote a page of it. The embedded backend makes it when it starts,
+    over the deliveries logged already, once."""
+
+    async def indexes_and_lookup(url: str) -> tuple[bool, bool, bool, list[str | None]]:
+        database = create_database(make_settings(url).database_url)
+        writer = DeliveryWriter(database)
+        try:
+            await migrate(database)
+            migrated = await exists(database)
+            async with database.transaction() as conn:
+                record = DeliveryRecord(
+                    "d-1", "whk_1", NOW, 2, Label.ACCEPTED, "evt-1", None, b"{}"
+                )
+                await DELIVERIES.insert(conn, [delivery_row(record, EVALUATED, NOW)])
+            await MemoryBackend(database, writer, auth_failure_limit=10, max_backlog=10).preload()
+            made = await exists(database)
+            await ensure_identity_index(database)  # the next start finds it
+            again = await exists(database)
+            async with database.read() as conn:
+                found = await _firsts_in_log(conn, [Wanted("whk_1", "evt-1", WEEK_AGO, NOW)])
+            return migrated, made, again, found
+        finally:
+            await writer.close()
+            await database.close()
+
+    migrated, made, again, found = asyncio.run(indexes_and_lookup(own_store(store)))
+    assert (migrated, made, again) == (False, True, True)
+    assert found == ["d-1"]

@@ -261,9 +261,8 @@ deliveries = Table(
     Index("ix_deliveries_webhook_received", "webhook_uid", "received_at"),
     # pruning past the retention reads only the old deliveries (migration 0013)
     Index("ix_deliveries_received", "received_at"),
-    # the embedded backend's de-duplication past its memory
-    # (gateway/foundation/backends/seen_deliveries)
-    Index("ix_deliveries_identity", "webhook_uid", "identity"),
+    # (ix_deliveries_identity, by webhook and identity, is the embedded backend's: made when it
+    # starts, gateway/foundation/backends/identity_index.py)
     Index(
         "ix_deliveries_pending",
         "received_at",

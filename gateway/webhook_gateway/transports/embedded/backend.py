@@ -32,6 +32,7 @@ from gateway.foundation.backends.contract import (
 )
 from gateway.foundation.backends.delivery_rows import PENDING
 from gateway.foundation.backends.first_copies import FirstCopies, Wanted
+from gateway.foundation.backends.identity_index import ensure_identity_index
 from gateway.foundation.backends.refusal_tally import RefusalTally
 from gateway.foundation.backends.seen_deliveries import MAYBE, SeenDeliveries, seen_key
 from gateway.foundation.backends.sliding_window import SlidingWindow
@@ -84,7 +85,8 @@ class MemoryBackend:
 
     async def preload(self) -> None:
         """Restore the 7-day de-duplication memory and the backlog from the log after a
-        restart."""
+        restart (and make the log's index its look-ups past that memory read)."""
+        await ensure_identity_index(self.database)
         since = datetime.now(UTC) - timedelta(seconds=DEDUP_WINDOW_S)
         d = t.deliveries
         query = (

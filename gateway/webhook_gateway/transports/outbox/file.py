@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
+from gateway.foundation.backends import identity_index
 from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.backends.first_copies import first_since
 from gateway.foundation.store import Database
@@ -91,7 +92,7 @@ _SELECT_WITHOUT_PAYLOAD = (
 # the ORDER BY) and read every delivery of the webhook in the window for each look-up: ~0.7 ms
 # each at 2.5 million deliveries, and ingress fell behind once the day filters filled
 _FIRST_IN_LOG = (
-    "SELECT delivery_id FROM deliveries INDEXED BY ix_deliveries_identity "
+    f"SELECT delivery_id FROM deliveries INDEXED BY {identity_index.NAME} "
     "WHERE webhook_uid = ? AND identity = ? "
     f"AND label = '{Label.ACCEPTED.value}' AND received_at >= ? "
     "ORDER BY received_at, delivery_id LIMIT 1"
