@@ -135,3 +135,22 @@ def test_the_identity_index_is_the_embedded_backends_alone(
     migrated, made, again, found = asyncio.run(indexes_and_lookup(own_store(store)))
     assert (migrated, made, again) == (False, True, True)
     assert found == ["d-1"]
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_processes_starting_together_all_find_the_identity_index(
+    own_store: Callable[[str], str], store: str
+) -> None:
+    """Several embedded backends starting on one store at once (each its own engine, as
+    processes have): every one of them starts, and the store has the index once."""
+
+    async def start_together(url: str) -> list[bool]:
+        databases = [create_database(make_settings(url).database_url) for _ in range(4)]
+        try:
+            await asyncio.gather(*(ensure_identity_index(d) for d in databases))
+            return [await exists(d) for d in databases]
+        finally:
+            for database in databases:
+                await database.close()
+
+    assert asyncio.run(start_together(own_store(store))) == [True] * 4
