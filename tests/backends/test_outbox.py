@@ -331,11 +331,7 @@ def test_an_outbox_made_with_the_earlier_index_is_opened_with_the_delivery_index
     with sqlite3.connect(path) as then:
         then.execute(outbox.SCHEMA[0])
         then.execute("CREATE UNIQUE INDEX outbox_webhook ON outbox (webhook_uid, delivery_id)")
-        then.execute(
-            f"INSERT INTO outbox ({', '.join(outbox.COLUMNS)}) VALUES "
-            f"({', '.join('?' * len(outbox.COLUMNS))})",
-            outbox.row_of(_record(1)),
-        )
+        then.execute(outbox._insert_statement(1), outbox.row_of(_record(1)))
     appender = outbox.OutboxAppender(path)
     appender.append([outbox.row_of(_record(2))])
     appender.close()
