@@ -1,6 +1,6 @@
-"""BulkInsert: every row written once, in order, whatever the count, on both stores; on SQLite
-a large batch as a few multi-row statements of power-of-two sizes (`sqlite_chunks`), each under
-the parameter limit, and the rest (all of a small batch) as one executemany."""
+"""BulkInsert: every row written once, in order, whatever the count, on both stores; a large
+batch as a few multi-row statements of power-of-two sizes (`row_chunks`), each under the
+store's parameter limit, and the rest (all of a small batch) as one executemany."""
 
 from __future__ import annotations
 
@@ -9,16 +9,28 @@ import sqlite3
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import JSON, Column, Integer, LargeBinary, MetaData, String, Table, select, text
+from sqlalchemy import (
+    JSON,
+    Column,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    event,
+    select,
+    text,
+)
 
 from gateway.foundation.store.bulk import (
     MAX_PARAMETERS,
     MULTI_ROWS_FROM,
     SQLITE_PARAMETERS,
     BulkInsert,
-    sqlite_chunks,
+    row_chunks,
 )
 from gateway.foundation.store.db import create_database
 from gateway.foundation.store.types import UTCDateTime
@@ -88,13 +100,49 @@ def test_every_row_is_written_once_with_its_values(kind: str, count: int, tmp_pa
         asyncio.run(main(url))
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_large_batch_goes_as_multi_row_statements(kind: str, tmp_path: Path) -> None:
+    """1,000 rows: a statement per chunk and one executemany of the rest, on either store (on
+    PostgreSQL an executemany is one execution a row in the server)."""
+    count = 1000
+    limit = SQLITE_PARAMETERS if kind == "sqlite" else MAX_PARAMETERS
+    chunks = row_chunks(count, len(BULK.columns), limit)
+    assert chunks and sum(n for _, n in chunks) < count  # some rows are left for executemany
+
+    async def main(url: str) -> None:
+        database = create_database(_async(url))
+        executed: list[tuple[int, bool]] = []  # (rows in the statement's VALUES, executemany)
+
+        def seen(_conn: Any, _cursor: Any, sql: str, _params: Any, _ctx: Any, many: bool) -> None:
+            if sql.startswith("INSERT INTO bulk_rows"):
+                executed.append((sql.count("("), many))
+
+        try:
+            async with database.transaction() as conn:
+                await conn.run_sync(metadata.create_all)
+            for engine in database.engines:
+                event.listen(engine.sync_engine, "before_cursor_execute", seen)
+            async with database.transaction() as conn:
+                await BULK.insert(conn, BULK.prepare(conn.dialect, _rows(count), "id"))
+            async with database.read() as conn:
+                stored = (await conn.execute(text("SELECT count(*) FROM bulk_rows"))).scalar()
+            assert stored == count
+        finally:
+            await database.close()
+        # "(": the column list's, then each row's VALUES
+        assert executed == [(1 + n, False) for _, n in chunks] + [(2, True)]
+
+    with empty_store(kind, tmp_path, "bulkchunks") as url:
+        asyncio.run(main(url))
+
+
 @pytest.mark.parametrize("rows", [0, 1, 2, 3, 100, 1000, 1024, 1025, 5000])
 @pytest.mark.parametrize("width", [1, 5, 14, 40])
 @pytest.mark.parametrize("limit", [SQLITE_PARAMETERS, 999])  # 999: SQLite before 3.32
-def test_sqlite_chunks_cover_the_rows_in_few_power_of_two_statements(
+def test_row_chunks_cover_the_rows_in_few_power_of_two_statements(
     rows: int, width: int, limit: int
 ) -> None:
-    chunks = sqlite_chunks(rows, width, limit)
+    chunks = row_chunks(rows, width, limit)
     starts = [start for start, _ in chunks]
     counts = [count for _, count in chunks]
     assert starts == [sum(counts[:i]) for i in range(len(counts))]  # contiguous, from the first
@@ -111,11 +159,11 @@ def test_sqlite_chunks_cover_the_rows_in_few_power_of_two_statements(
 
 
 def test_a_small_batch_is_one_executemany_as_before() -> None:
-    assert sqlite_chunks(MULTI_ROWS_FROM - 1, 14) == []
-    assert sqlite_chunks(1, 14) == []
-    assert sqlite_chunks(MULTI_ROWS_FROM, 14) == [(0, MULTI_ROWS_FROM)]
-    assert sqlite_chunks(1000, 14) == [(0, 512), (512, 256), (768, 128), (896, 64)]  # + 40
-    assert sqlite_chunks(1000, 2000, 999) == []  # a row a statement: executemany's way
+    assert row_chunks(MULTI_ROWS_FROM - 1, 14) == []
+    assert row_chunks(1, 14) == []
+    assert row_chunks(MULTI_ROWS_FROM, 14) == [(0, MULTI_ROWS_FROM)]
+    assert row_chunks(1000, 14) == [(0, 512), (512, 256), (768, 128), (896, 64)]  # + 40
+    assert row_chunks(1000, 2000, 999) == []  # a row a statement: executemany's way
 
 
 def test_the_sqlite_limit_is_the_librarys_own() -> None:

@@ -4,8 +4,8 @@ The evaluator writes hundreds of rows per batch. Through `conn.execute(insert(ta
 SQLAlchemy processes every value of every row through its type objects, which cost more than the
 database's own work for the row. A `BulkInsert` compiles its statement once per dialect, encodes
 each row with one small function per column that needs it (chosen once from the column's type)
-and sends tuples through `exec_driver_sql`, in the caller's transaction: one executemany on
-PostgreSQL, a few multi-row statements on SQLite (`BulkInsert.insert` says why).
+and sends tuples through `exec_driver_sql`, in the caller's transaction: a few multi-row
+statements (`BulkInsert.insert` says why).
 
 Rows are encoded by `prepare`, before the transaction (SQLite has one writer: every microsecond
 of Python inside a write transaction is one every other writer waits), and grouped by one
@@ -87,21 +87,22 @@ class BulkInsert:
         return Prepared(group, [row[group] for row in rows], self.encode(dialect, rows))
 
     async def insert(self, conn: AsyncConnection, rows: Prepared | Sequence[Row]) -> None:
-        """All of `rows`: one executemany on PostgreSQL; on SQLite a few multi-row statements
-        (`sqlite_chunks`), then the rest, fewer than MULTI_ROWS_FROM, and all of a small batch,
-        as one executemany. sqlite3 releases the GIL around every step of a statement and takes
-        it back after: an executemany of 1,000 rows takes it back 1,000 times, and while the
-        event loop plans the next batch (pure Python) each of those waits for it. Measured in
-        the evaluator bench: the delivery log's INSERT of a batch took ~4x its thread's CPU in
-        wall time; as multi-row statements ~2x, and the evaluator alone evaluated 1.06-1.18x
-        as many deliveries a second (medians of alternated pairs, docs/performance.md)."""
+        """All of `rows`: a few multi-row statements (`row_chunks`), then the rest, fewer
+        than MULTI_ROWS_FROM, and all of a small batch, as one executemany.
+
+        SQLite: sqlite3 releases the GIL around every step of a statement and takes it back
+        after: an executemany of 1,000 rows takes it back 1,000 times, and while the event loop
+        plans the next batch (pure Python) each of those waits for it. Measured in the evaluator
+        bench: the delivery log's INSERT of a batch took ~4x its thread's CPU in wall time; as
+        multi-row statements ~2x, and the evaluator alone evaluated 1.06-1.18x as many
+        deliveries a second (medians of alternated pairs, docs/performance.md).
+        PostgreSQL: an executemany is a statement execution a row in the server (its executor
+        started and ended, its statement triggers fired); the evaluator alone evaluated
+        1.2-1.3x as many deliveries a second with multi-row statements (docs/performance.md)."""
         values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
-        if conn.dialect.name != "sqlite":
-            if values:
-                await conn.exec_driver_sql(self.sql(conn.dialect, 0), values)
-            return
+        limit = SQLITE_PARAMETERS if conn.dialect.name == "sqlite" else MAX_PARAMETERS
         done = 0
-        for start, count in sqlite_chunks(len(values), len(self.columns)):
+        for start, count in row_chunks(len(values), len(self.columns), limit):
             flat = tuple(chain.from_iterable(values[start : start + count]))
             await conn.exec_driver_sql(self.sql(conn.dialect, count), flat)
             done = start + count
@@ -214,7 +215,7 @@ class BulkInsert:
         return sql
 
 
-def sqlite_chunks(rows: int, width: int, limit: int = SQLITE_PARAMETERS) -> list[tuple[int, int]]:
+def row_chunks(rows: int, width: int, limit: int = SQLITE_PARAMETERS) -> list[tuple[int, int]]:
     """(start, count) of the multi-row statements for `rows` rows: counts are powers of two (a
     few statement texts, each prepared once per connection), the largest under the parameter
     limit first, none under MULTI_ROWS_FROM (or the largest, if smaller). The rows after them,
