@@ -72,7 +72,7 @@ from gateway.composition.collector import collect_less_often
 from gateway.foundation.backends.contract import RATE_LIMIT, Submission, Target, shard_of
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
-from gateway.foundation.store.bulk import MAX_PARAMETERS
+from gateway.foundation.store.bulk import BulkInsert
 from gateway.kernel import ids
 from gateway.kernel.settings import Settings, load_settings
 from gateway.webhook_gateway.evaluator.delivery_consumer import Consumer
@@ -81,7 +81,6 @@ from testbed.postgres import temporary_database
 
 MATCH_TYPE = "bench.match"
 HOOKS_PER_FACTORY = 10
-CHUNK = 5_000
 PROVIDER_FACTORIES = 10
 PROVIDER_MATCH = "aut_pbench00a00"  # the one automation of the team the deliveries match
 PROVIDER_HEADERS = b"content-type: application/json\r\nx-github-event: issues"
@@ -204,14 +203,13 @@ async def _insert(services: Services, rows: dict[str, list[dict[str, Any]]], now
             [{"uid": "agt_bench", "team_uid": "team_bench", "name": "foreman", "created_at": now}],
         )
         for name, batch in rows.items():
-            table = t.metadata.tables[name]
-            # one multi-row statement a chunk: on PostgreSQL the config tables' statement
-            # triggers update the one config_revision row once a statement, and one row's
-            # updates in one transaction cost more each time (an executemany of 100,000
-            # automations took 13 minutes)
-            chunk = min(CHUNK, MAX_PARAMETERS // len(table.columns))
-            for start in range(0, len(batch), chunk):
-                await conn.execute(table.insert().values(batch[start : start + chunk]))
+            # as the evaluator writes: a few multi-row statements (on PostgreSQL the config
+            # tables' statement trigger updates the one config_revision row once a statement,
+            # and one row's updates in one transaction cost more each time: an executemany of
+            # 100,000 automations took 13 minutes)
+            columns = tuple(dict.fromkeys(key for row in batch for key in row))
+            bulk = BulkInsert(t.metadata.tables[name], columns)
+            await bulk.insert(conn, batch)
     if not services.database.is_sqlite:  # planner statistics, as autovacuum would gather
         async with services.database.transaction() as conn:
             await conn.execute(text("ANALYZE"))

@@ -30,6 +30,7 @@ from gateway.foundation.store.bulk import (
     MULTI_ROWS_FROM,
     SQLITE_PARAMETERS,
     BulkInsert,
+    parameter_limit,
     row_chunks,
 )
 from gateway.foundation.store.db import create_database
@@ -105,8 +106,7 @@ def test_a_large_batch_goes_as_multi_row_statements(kind: str, tmp_path: Path) -
     """1,000 rows: a statement per chunk and one executemany of the rest, on either store (on
     PostgreSQL an executemany is one execution a row in the server)."""
     count = 1000
-    limit = SQLITE_PARAMETERS if kind == "sqlite" else MAX_PARAMETERS
-    chunks = row_chunks(count, len(BULK.columns), limit)
+    chunks = row_chunks(count, len(BULK.columns), parameter_limit(kind))
     assert chunks and sum(n for _, n in chunks) < count  # some rows are left for executemany
 
     async def main(url: str) -> None:

@@ -97,11 +97,11 @@ class BulkInsert:
         multi-row statements ~2x, and the evaluator alone evaluated 1.06-1.18x as many
         deliveries a second (medians of alternated pairs, docs/performance.md).
         PostgreSQL: an executemany is a statement execution a row in the server (its executor
-        started and ended, its statement triggers fired); the evaluator alone evaluated
+        started and ended, a table's statement triggers fired); the evaluator alone evaluated
         1.2-1.3x as many deliveries a second with multi-row statements (docs/performance.md)."""
         values = rows.values if isinstance(rows, Prepared) else self.encode(conn.dialect, rows)
-        limit = SQLITE_PARAMETERS if conn.dialect.name == "sqlite" else MAX_PARAMETERS
         done = 0
+        limit = parameter_limit(conn.dialect.name)
         for start, count in row_chunks(len(values), len(self.columns), limit):
             flat = tuple(chain.from_iterable(values[start : start + count]))
             await conn.exec_driver_sql(self.sql(conn.dialect, count), flat)
@@ -213,6 +213,11 @@ class BulkInsert:
         if len(self._statements) < 512:  # one per batch size seen; batch sizes are bounded
             self._statements[(dialect.name, count, returning)] = sql
         return sql
+
+
+def parameter_limit(dialect_name: str) -> int:
+    """The most parameters one statement takes on this store."""
+    return SQLITE_PARAMETERS if dialect_name == "sqlite" else MAX_PARAMETERS
 
 
 def row_chunks(rows: int, width: int, limit: int = SQLITE_PARAMETERS) -> list[tuple[int, int]]:
