@@ -349,3 +349,23 @@ def test_stopping_ends_an_idle_wait(gwc: GatewayClient) -> None:
         await asyncio.wait_for(task, 30)  # a guard: without the wake-up, an hour
 
     gwc.run(run)
+
+
+def test_the_progress_line_says_how_many_batches_carried_the_deliveries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An operator reads the batch size off it: deliveries / batches."""
+    consumer = Consumer(None, None, RunStarter(PLATFORM))  # type: ignore[arg-type]
+    consumer.processed, consumer.batches, consumer.runs_started = 4096, 4, 4000
+    consumer._next_report = 0.0  # the interval is over
+    with caplog.at_level("INFO", logger="gateway.evaluator"):
+        consumer._maybe_report()
+    (line,) = [r.getMessage() for r in caplog.records if "delivery consumer" in r.getMessage()]
+    assert line.startswith("delivery consumer: 4096 deliveries (")
+    assert "/s) in 4 batches, 4000 runs started in the last" in line
+    caplog.clear()
+    consumer.processed, consumer.batches = 4100, 5
+    consumer._next_report = 0.0
+    with caplog.at_level("INFO", logger="gateway.evaluator"):
+        consumer._maybe_report()
+    assert "4 deliveries" in caplog.text and "in 1 batches, 0 runs started" in caplog.text

@@ -56,10 +56,11 @@ class Consumer:
         self.starter = starter
         self.on_runs_started = on_runs_started  # after the commit of a batch that started runs
         self.processed = 0
+        self.batches = 0  # transactions written: processed / batches is the batch size
         self.runs_started = 0
         self._next_prune = time.monotonic() + 5.0
         self._next_report = time.monotonic() + REPORT_EVERY_S
-        self._reported = (0, 0)
+        self._reported = (0, 0, 0)
         self._stopping = False
         # planned by the reader, their transactions not ended yet, oldest first: the next
         # batch is planned as if they were written (`RunStarter.plan`)
@@ -196,6 +197,7 @@ class Consumer:
         if self.database.is_sqlite:
             await pause(SQLITE_COMMIT_GAP_S)
         self.processed += len(entries)
+        self.batches += 1
         self.runs_started += len(started)
         if started and self.on_runs_started is not None:
             self.on_runs_started()
@@ -206,17 +208,21 @@ class Consumer:
         now = time.monotonic()
         if now < self._next_report:
             return
-        done, runs = self.processed - self._reported[0], self.runs_started - self._reported[1]
+        done = self.processed - self._reported[0]
+        batches = self.batches - self._reported[1]
+        runs = self.runs_started - self._reported[2]
         elapsed = REPORT_EVERY_S + (now - self._next_report)
         if done:
             log.info(
-                "delivery consumer: %d deliveries (%.0f/s), %d runs started in the last %.0f s",
+                "delivery consumer: %d deliveries (%.0f/s) in %d batches, %d runs started "
+                "in the last %.0f s",
                 done,
                 done / elapsed,
+                batches,
                 runs,
                 elapsed,
             )
-        self._reported = (self.processed, self.runs_started)
+        self._reported = (self.processed, self.batches, self.runs_started)
         self._next_report = now + REPORT_EVERY_S
 
     async def _maybe_prune(self) -> None:
