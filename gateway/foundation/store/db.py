@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import URL, event, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from gateway.foundation.store.checkpoints import WalCheckpointer
+from gateway.foundation.store.checkpoints import JOURNAL_SIZE_LIMIT, WalCheckpointer
 from gateway.foundation.store.file_lock import FileWriteLock
 from gateway.foundation.store.sqlite_driver import OneCallDbapi
 from gateway.foundation.store.wal_mode import use_wal
@@ -262,4 +262,7 @@ def sqlite_pragmas(
     cursor.execute("PRAGMA foreign_keys=ON")
     if background_checkpoints:
         cursor.execute("PRAGMA wal_autocheckpoint=0")
+        # the checkpointer restarts the log in place; a restart's first commit cuts a longer
+        # file back to this (gateway.foundation.store.checkpoints)
+        cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
     cursor.close()
