@@ -14,10 +14,12 @@ from typing import Any
 import orjson
 from sqlalchemy import event, select, update
 
+from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
-from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
+from gateway.webhook_gateway.deliveries import log as delivery_log
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
 from tests.evaluator.test_runs_automation_starter import evaluate
 from tests.providers.conftest import GithubExamples, github_examples
@@ -169,3 +171,77 @@ def test_follow_ups_cost_statements_per_batch_not_per_delivery(
     assert item.followup_count == 2 + 64 + 3
     assert len(_follow_ups(world, ref.run_id)) == 69
     assert _messages(world, ref.run_id) == ["queued"] * 66 + ["resumed", "queued", "queued"]
+
+
+async def _log_and_write(conn: Any, plan: RunBatch, delivery: AcceptedDelivery) -> None:
+    """The consumer's transaction for one delivery: logged, then its planned rows."""
+    record = DeliveryRecord(
+        delivery.delivery_id, delivery.webhook_uid, delivery.received_at, len(delivery.payload),
+        Label.ACCEPTED, payload=delivery.payload,
+    )  # fmt: skip
+    log = delivery_log.prepare_log(conn.dialect, [record])
+    await plan.write(conn, await delivery_log.log_new(conn, log))
+
+
+def test_two_evaluators_making_one_work_item_at_once_share_it(
+    world: World, github_examples: GithubExamples
+) -> None:
+    """Two evaluators each plan the first run of the same new issue (neither saw the other's
+    work item) and write at the same time: the second batch waits for the first's commit and
+    its run joins that work item. On PostgreSQL its transaction used to fail on the work item's
+    unique key, which put the whole batch through isolation, one delivery at a time."""
+    gw = world.client
+    set_repositories(gw, world.factory_uid, "Codertocat/Hello-World")
+    automation(world, world.factory_uid, "triage", trigger("github", "issue_created"))
+    uid = connect(world, "github")["uid"]
+    opened = copy.deepcopy(next(p for p in github_examples["issues"] if p["action"] == "opened"))
+    opened["issue"]["number"] = 41
+    first, second = (_delivery(uid, name, "issues", opened) for name in ("race-a", "race-b"))
+
+    async def race(services: Services) -> None:
+        database = services.database
+        plans = []
+        for delivery in (first, second):  # each its own evaluator, both before either writes
+            async with database.read() as conn:
+                plans.append(await RunStarter(PLATFORM).plan(conn, [delivery]))
+
+        async def write_second() -> None:
+            async with database.transaction() as conn:
+                await _log_and_write(conn, plans[1], second)
+
+        async with database.transaction() as conn:
+            await _log_and_write(conn, plans[0], first)
+            later = asyncio.create_task(write_second())
+            await asyncio.sleep(0.3)
+            assert not later.done()  # waiting for this transaction (its row, or the writer's turn)
+        await later
+
+    gw.run(race)
+    (item,) = [row for row in _items(world) if row.ref == "Codertocat/Hello-World#41"]
+
+    async def read(services: Services) -> tuple[dict[str, tuple[str, str]], list[Any]]:
+        r, e = t.runs, t.events
+        wanted = [first.delivery_id, second.delivery_id]
+        async with services.database.read() as conn:
+            runs = await conn.execute(
+                select(r.c.delivery_id, r.c.run_id, r.c.work_item_id).where(
+                    r.c.delivery_id.in_(wanted)
+                )
+            )
+            announced = await conn.execute(
+                select(e.c.data).where(
+                    e.c.type == "work_item.created", e.c.factory_uid == world.factory_uid
+                )
+            )
+            return {row.delivery_id: (row.run_id, row.work_item_id) for row in runs}, [
+                data["work_item_id"] for (data,) in announced
+            ]
+
+    runs, announced = gw.run(read)
+    (first_run, first_item), (second_run, second_item) = (
+        runs[first.delivery_id],
+        runs[second.delivery_id],
+    )
+    assert first_item == second_item == item.id  # the second run joined the first's
+    assert item.run_id == first_run != second_run  # later activity continues the first run
+    assert announced.count(item.id) == 1  # work_item.created once

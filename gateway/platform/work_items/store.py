@@ -65,16 +65,31 @@ async def find_work_items(
 
 
 async def start_work_items(conn: AsyncConnection, items: Sequence[NewWorkItem]) -> None:
-    """Inserts the work items, one statement. Another evaluator may have made the same one
-    since the batch looked (PostgreSQL, concurrent batches): the runs then join that one."""
-    known = await find_work_items(conn, {item.key.ref for item in items})
-    fresh = [item for item in items if item.key not in known]
+    """Inserts the work items, and announces those this transaction made. Another evaluator
+    may have made one of them since the batch looked (a batch is planned before its
+    transaction): the runs then join that one.
+
+    PostgreSQL: ON CONFLICT DO NOTHING, then a look-up of the few that were there. A batch
+    writing the same work item at the same time waits for the other's commit and skips it; a
+    look-up first would not see it, and the insert would fail the whole batch on the unique key
+    (the consumer then writes it again a delivery at a time). SQLite's writers take turns, so
+    a look-up first sees every one there is (and a multi-row INSERT ... RETURNING costs twice
+    as much there, `BulkInsert.insert_new`)."""
+    rows = WORK_ITEMS.prepare(conn.dialect, [_row(item) for item in items], "id")
+    if conn.dialect.name == "sqlite":
+        known = await find_work_items(conn, {item.key.ref for item in items})
+        fresh = [item for item in items if item.key not in known]
+        await WORK_ITEMS.insert(conn, rows.only({item.id for item in fresh}))
+    else:
+        made = await WORK_ITEMS.insert_new(conn, rows)
+        fresh = [item for item in items if item.id in made]
+        there = {item.key.ref for item in items if item.id not in made}
+        known = await find_work_items(conn, there) if there else {}
     if fresh:
-        await WORK_ITEMS.insert(conn, [_row(item) for item in fresh])
         await record_created(conn, fresh, FIRST_STAGE)
     for item in items:
         other = known.get(item.key)
-        if other is not None:
+        if other is not None and other.id != item.id:
             r = t.runs
             await conn.execute(
                 update(r).where(r.c.work_item_id == item.id).values(work_item_id=other.id)
