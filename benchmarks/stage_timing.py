@@ -1,11 +1,16 @@
-"""Where the evaluator's batches spend their time: each stage's wall time, and on SQLite each
-statement's wall time beside the CPU its thread spent on it (`evaluator_bench one --stages`).
+"""Where the evaluator's batches spend their time: each stage's wall time, and each
+statement's wall time: on SQLite beside the CPU its thread spent on it, on PostgreSQL with the
+statement preparations apart (`prepare: ...`, called before each execution: asyncpg prepares a
+statement text once on each connection it runs on and keeps it, so a call costs next to nothing
+but where the text changes from batch to batch or the connection has not run it yet)
+(`evaluator_bench one --stages`).
 
 The consumer plans a batch while the one before it is written, so throughput is set by the
 slower of the two stages; a statement whose wall time is far above its thread's CPU waited
-(for the write lock, the GIL or a core) rather than worked. The functions are wrapped for the
-measured span only and restored after; the wrappers cost a few microseconds a batch and a
-statement, not a delivery.
+(for the write lock, the GIL or a core) rather than worked. On PostgreSQL a statement's wall
+time also holds the time the event loop took to come back to it from planning the next
+batch. The functions are wrapped for the measured span only and restored after; the wrappers
+cost a few microseconds a batch and a statement, not a delivery.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy.dialects.postgresql.asyncpg import (
+    AsyncAdapt_asyncpg_connection,
+    AsyncAdapt_asyncpg_cursor,
+)
 
 from gateway.foundation.store import sqlite_driver
 from gateway.webhook_gateway.deliveries import log as delivery_log
@@ -71,6 +81,9 @@ def timed_stages() -> Iterator[StageTimes]:
     times = StageTimes()
     plan, write = Consumer._plan, Consumer._write
     statement = sqlite_driver._whole_statement
+    pg_execute = AsyncAdapt_asyncpg_cursor._prepare_and_execute
+    pg_executemany = AsyncAdapt_asyncpg_cursor._executemany
+    pg_prepare = AsyncAdapt_asyncpg_connection._prepare
 
     def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         """`function` (a coroutine function), its calls' wall time added to stage `name`."""
@@ -101,6 +114,19 @@ def timed_stages() -> Iterator[StageTimes]:
             with times._lock:
                 _add(times.statements[_statement_key(operation)], wall, spent)
 
+    def timed_pg(function: Callable[..., Any], prefix: str = "") -> Callable[..., Any]:
+        """A PostgreSQL cursor's (or connection's) coroutine, its wall time by statement."""
+
+        async def timed_call(self: Any, operation: str, *args: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await function(self, operation, *args)
+            finally:
+                key = prefix + _statement_key(operation)
+                _add(times.statements[key], time.perf_counter() - started)
+
+        return timed_call
+
     patches: list[tuple[Any, str, Callable[..., Any]]] = [
         (Consumer, "_plan", timed_plan),
         (Consumer, "_write", timed(WRITE, write)),
@@ -109,6 +135,9 @@ def timed_stages() -> Iterator[StageTimes]:
         (RunBatch, "write", timed("  the runs and their rows", RunBatch.write)),
         (StreamSource, "acknowledge", timed("  acknowledged (Redis)", StreamSource.acknowledge)),
         (sqlite_driver, "_whole_statement", timed_statement),
+        (AsyncAdapt_asyncpg_cursor, "_prepare_and_execute", timed_pg(pg_execute)),
+        (AsyncAdapt_asyncpg_cursor, "_executemany", timed_pg(pg_executemany)),
+        (AsyncAdapt_asyncpg_connection, "_prepare", timed_pg(pg_prepare, "prepare: ")),
     ]
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, replacement in patches:

@@ -72,3 +72,36 @@ def test_a_cancelled_transaction_stays_cancelled(postgres_url: str) -> None:
             await database.close()
 
     asyncio.run(main())
+
+
+def test_sessions_one_after_another_reuse_the_last_connection(postgres_url: str) -> None:
+    """The pool hands out the connection returned last: a process's statements stay on the few
+    connections it keeps busy, whose prepared statements (asyncpg prepares each statement text
+    once a connection) are then reused. Handed out in turn, every connection the pool ever
+    opened prepared the evaluator's statements again (docs/performance.md, 2026-12-04)."""
+    backend = text("SELECT pg_backend_pid()")
+
+    async def main() -> None:
+        database = create_database(postgres_url.replace("postgresql://", "postgresql+asyncpg://"))
+        try:
+
+            async def held_while_another_works() -> int:
+                async with database.read() as conn:
+                    pid = (await conn.execute(backend)).scalar()
+                    await asyncio.sleep(0.1)
+                    return int(pid)
+
+            # three connections in the pool, returned in this order
+            opened = await asyncio.gather(*(held_while_another_works() for _ in range(3)))
+            assert len(set(opened)) == 3
+            async with database.read() as conn:
+                last = (await conn.execute(backend)).scalar()
+            for _ in range(5):
+                async with database.transaction() as conn:
+                    assert (await conn.execute(backend)).scalar() == last
+                async with database.read() as conn:
+                    assert (await conn.execute(backend)).scalar() == last
+        finally:
+            await database.close()
+
+    asyncio.run(main())
