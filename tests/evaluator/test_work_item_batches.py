@@ -18,8 +18,10 @@ from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
+from gateway.platform.work_items.store import WORK_ITEMS, find_work_items
 from gateway.webhook_gateway.deliveries import log as delivery_log
 from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.webhook_gateway.evaluator.run_platform import KnownWorkItem, WorkItemKey
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
 from tests.evaluator.test_runs_automation_starter import evaluate
 from tests.providers.conftest import GithubExamples, github_examples
@@ -245,3 +247,28 @@ def test_two_evaluators_making_one_work_item_at_once_share_it(
     assert first_item == second_item == item.id  # the second run joined the first's
     assert item.run_id == first_run != second_run  # later activity continues the first run
     assert announced.count(item.id) == 1  # work_item.created once
+
+
+def test_a_batch_looks_up_more_work_items_than_one_statement_takes(world: World) -> None:
+    """A batch's look-up finds every work item it names, however many: SQLite's IN lists go a
+    chunk at a time (its parameter limit), PostgreSQL's refs as one array."""
+    now = datetime.now(UTC)
+    refs = [f"acme/many-{RUN}#{n}" for n in range(1_200)]
+    rows = [
+        {
+            "id": f"wi_many{n}{RUN}", "team_uid": world.team_uid,
+            "factory_uid": world.factory_uid, "provider": "github", "kind": "issue", "ref": ref,
+            "stage": "TRIAGE", "followup_count": 0, "created_at": now, "updated_at": now,
+        }
+        for n, ref in enumerate(refs)
+    ]  # fmt: skip
+
+    async def look_up(services: Services) -> dict[WorkItemKey, KnownWorkItem]:
+        async with services.database.transaction() as conn:
+            await WORK_ITEMS.insert(conn, rows)
+        async with services.database.read() as conn:
+            return await find_work_items(conn, [*refs, f"acme/many-{RUN}#absent"])
+
+    found = world.client.run(look_up)
+    assert sorted(found) == sorted(WorkItemKey(world.factory_uid, "github", r) for r in refs)
+    assert found[WorkItemKey(world.factory_uid, "github", refs[700])].id == f"wi_many700{RUN}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import ARRAY, String, any_, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.store import tables as t
@@ -46,9 +46,11 @@ FOLLOW_UPS = BulkInsert(
 
 
 # built once: a list given to `in_` is coerced value by value each time (~0.2 µs a ref)
-_BY_REFS = select(w.c.id, w.c.team_uid, w.c.factory_uid, w.c.provider, w.c.ref, w.c.run_id).where(
-    w.c.ref.in_(bindparam("refs", expanding=True))
-)
+_COLUMNS = (w.c.id, w.c.team_uid, w.c.factory_uid, w.c.provider, w.c.ref, w.c.run_id)
+_BY_REFS = select(*_COLUMNS).where(w.c.ref.in_(bindparam("refs", expanding=True)))
+# PostgreSQL: the refs as one array, so the statement's text is the same whatever their count
+# (asyncpg prepares a text once a connection; an IN list of another length is another text)
+_BY_REF_ARRAY = select(*_COLUMNS).where(w.c.ref == any_(bindparam("refs", type_=ARRAY(String))))
 
 
 async def find_work_items(
@@ -56,8 +58,14 @@ async def find_work_items(
 ) -> dict[WorkItemKey, KnownWorkItem]:
     found: dict[WorkItemKey, KnownWorkItem] = {}
     wanted = sorted(refs)
-    for i in range(0, len(wanted), CHUNK):
-        rows = await conn.execute(_BY_REFS, {"refs": wanted[i : i + CHUNK]})
+    if conn.dialect.name == "postgresql":
+        chunks = [await conn.execute(_BY_REF_ARRAY, {"refs": wanted})]
+    else:
+        chunks = [
+            await conn.execute(_BY_REFS, {"refs": wanted[i : i + CHUNK]})
+            for i in range(0, len(wanted), CHUNK)
+        ]
+    for rows in chunks:
         for row in rows:
             key = WorkItemKey(row.factory_uid, row.provider, row.ref)
             found[key] = KnownWorkItem(row.id, row.team_uid, row.run_id)
