@@ -36,8 +36,9 @@ backlog empty). The default command runs the cases the evaluator is held to (`TA
     GitHub deliveries (10 factories x 10 automations), an issue each or about 64 issues, on
     the streams and the outbox      >= 0.9x the custom webhooks' rate of the same source and run
 
-`--stages` adds where the measured span went: the plan and write stages' wall time and, on
-SQLite, each statement's wall time beside its thread's CPU (benchmarks/stage_timing.py).
+`--stages` adds where the measured span went: the plan and write stages' wall time and each
+statement's, on SQLite beside its thread's CPU, on PostgreSQL with the statements' preparations
+apart (benchmarks/stage_timing.py).
 
 SQLite runs in a temporary directory; PostgreSQL in a database of its own (created and
 dropped: testbed/postgres.py).
@@ -130,7 +131,7 @@ class Case:
     profile: str | None = None
     kind: str = "webhook"  # or "provider"
     issues: int = 0  # provider: how many issues the deliveries name (0: one each)
-    stages: bool = False  # time the consumer's stages and SQLite's statements (stage_timing)
+    stages: bool = False  # time the consumer's stages and the statements (stage_timing)
 
 
 async def seed_provider(services: Services, case: Case) -> list[str]:
@@ -568,7 +569,7 @@ def main() -> None:
     one.add_argument(
         "--stages",
         action="store_true",
-        help="report the plan and write stages' wall time and each SQLite statement's",
+        help="report the plan and write stages' wall time and each statement's",
     )
     one.add_argument(
         "--kind",
