@@ -5,12 +5,14 @@ claim the deliveries in the log and write the runs in one transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 import orjson
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.accounts import factories
 from gateway.foundation.backends.contract import DeliveryRecord, Label
@@ -21,7 +23,12 @@ from gateway.webhook_gateway.automations import management as automations
 from gateway.webhook_gateway.automations import source_rows
 from gateway.webhook_gateway.automations.models import AutomationCreate, AutomationPatch
 from gateway.webhook_gateway.deliveries import log as delivery_log
-from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunRef, RunStarter
+from gateway.webhook_gateway.evaluator.delivery_runs import (
+    AcceptedDelivery,
+    RunBatch,
+    RunRef,
+    RunStarter,
+)
 from gateway.webhook_gateway.webhooks import management as webhooks
 from gateway.webhook_gateway.webhooks.models import WebhookCreate, WebhookPatch
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
@@ -58,10 +65,11 @@ def _delivery(webhook_uid: str, delivery_id: str, payload: bytes) -> AcceptedDel
     return AcceptedDelivery(delivery_id, webhook_uid, datetime.now(UTC), payload)
 
 
-async def evaluate(
-    services: Services, starter: RunStarter, batch: list[AcceptedDelivery]
-) -> dict[str, list[RunRef]]:
-    """Evaluates `batch` as the consumer does; the runs each delivery has (in match order)."""
+async def log_and_write(
+    conn: AsyncConnection, planned: RunBatch, batch: Sequence[AcceptedDelivery]
+) -> None:
+    """The consumer's transaction for `batch`: its deliveries logged, then the rows `planned`
+    for those it claimed."""
     records = [
         DeliveryRecord(
             d.delivery_id, d.webhook_uid, d.received_at, len(d.payload), Label.ACCEPTED,
@@ -69,11 +77,18 @@ async def evaluate(
         )
         for d in batch
     ]  # fmt: skip
+    claimed = await delivery_log.log_new(conn, delivery_log.prepare_log(conn.dialect, records))
+    await planned.write(conn, claimed)
+
+
+async def evaluate(
+    services: Services, starter: RunStarter, batch: list[AcceptedDelivery]
+) -> dict[str, list[RunRef]]:
+    """Evaluates `batch` as the consumer does; the runs each delivery has (in match order)."""
     async with services.database.read() as conn:
         planned = await starter.plan(conn, batch)
     async with services.database.transaction() as conn:
-        claimed = await delivery_log.log_new(conn, delivery_log.prepare_log(conn.dialect, records))
-        await planned.write(conn, claimed)
+        await log_and_write(conn, planned, batch)
     r = t.runs
     query = (
         select(r.c.delivery_id, r.c.automation_uid, r.c.run_id)

@@ -14,16 +14,14 @@ from typing import Any
 import orjson
 from sqlalchemy import event, select, update
 
-from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.services import Services
 from gateway.foundation.store import tables as t
 from gateway.platform.run_start import PLATFORM
 from gateway.platform.work_items.store import WORK_ITEMS, find_work_items
-from gateway.webhook_gateway.deliveries import log as delivery_log
-from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunBatch, RunStarter
+from gateway.webhook_gateway.evaluator.delivery_runs import AcceptedDelivery, RunStarter
 from gateway.webhook_gateway.evaluator.run_platform import KnownWorkItem, WorkItemKey
 from tests.connections.provider_world import automation, connect, set_repositories, trigger
-from tests.evaluator.test_runs_automation_starter import evaluate
+from tests.evaluator.test_runs_automation_starter import evaluate, log_and_write
 from tests.providers.conftest import GithubExamples, github_examples
 from tests.support import World
 
@@ -175,16 +173,6 @@ def test_follow_ups_cost_statements_per_batch_not_per_delivery(
     assert _messages(world, ref.run_id) == ["queued"] * 66 + ["resumed", "queued", "queued"]
 
 
-async def _log_and_write(conn: Any, plan: RunBatch, delivery: AcceptedDelivery) -> None:
-    """The consumer's transaction for one delivery: logged, then its planned rows."""
-    record = DeliveryRecord(
-        delivery.delivery_id, delivery.webhook_uid, delivery.received_at, len(delivery.payload),
-        Label.ACCEPTED, payload=delivery.payload,
-    )  # fmt: skip
-    log = delivery_log.prepare_log(conn.dialect, [record])
-    await plan.write(conn, await delivery_log.log_new(conn, log))
-
-
 def test_two_evaluators_making_one_work_item_at_once_share_it(
     world: World, github_examples: GithubExamples
 ) -> None:
@@ -209,10 +197,10 @@ def test_two_evaluators_making_one_work_item_at_once_share_it(
 
         async def write_second() -> None:
             async with database.transaction() as conn:
-                await _log_and_write(conn, plans[1], second)
+                await log_and_write(conn, plans[1], [second])
 
         async with database.transaction() as conn:
-            await _log_and_write(conn, plans[0], first)
+            await log_and_write(conn, plans[0], [first])
             later = asyncio.create_task(write_second())
             await asyncio.sleep(0.3)
             assert not later.done()  # waiting for this transaction (its row, or the writer's turn)
