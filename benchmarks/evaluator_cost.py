@@ -2,6 +2,7 @@
 noisy host cannot move, for changes too small for timings to show (a few percent).
 
     python -m benchmarks.evaluator_cost [--deliveries 4000] [--source stream|log] [--db sqlite]
+        [--kind webhook|provider] [--issues N]
 
 Runs `benchmarks.evaluator_bench one` under `valgrind --tool=callgrind` twice, with 2,000
 deliveries and with 2,000 + `--deliveries`; the difference over `--deliveries` is what one more
@@ -69,10 +70,15 @@ def main() -> None:
     parser.add_argument("--source", choices=("stream", "log"), default="stream")
     parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--kind", choices=("webhook", "provider"), default="webhook")
+    parser.add_argument(
+        "--issues", type=int, default=0, help="provider: about this many issues (default one each)"
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (apt-get install -y valgrind)")
     bench = ["--source", args.source, "--db", args.db, "--kind", args.kind]
+    if args.issues:
+        bench += ["--issues", str(args.issues)]
     base = _instructions(BASE, bench)
     more = _instructions(BASE + args.deliveries, bench)
     per_delivery = {
