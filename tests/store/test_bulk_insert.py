@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from contextlib import closing
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,10 @@ from gateway.foundation.store.bulk import (
     MULTI_ROWS_FROM,
     SQLITE_PARAMETERS,
     BulkInsert,
+    from_sqlite_time,
     parameter_limit,
     row_chunks,
+    sqlite_time,
 )
 from gateway.foundation.store.db import create_database
 from gateway.foundation.store.types import UTCDateTime
@@ -170,3 +172,23 @@ def test_the_sqlite_limit_is_the_librarys_own() -> None:
     with closing(sqlite3.connect(":memory:")) as conn:
         library = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     assert min(MAX_PARAMETERS, library) == SQLITE_PARAMETERS
+
+
+def test_a_time_encodes_to_the_same_text_however_often_it_is_encoded() -> None:
+    """`sqlite_time` keeps the texts of the time objects it encoded last: one object given
+    again reads its text back, another time (of any zone) is encoded anew."""
+    at = datetime(2026, 12, 4, 13, 5, 7, 123456, tzinfo=UTC)
+    assert sqlite_time(at) == sqlite_time(at) == "2026-12-04 13:05:07.123456"
+    later = at + timedelta(microseconds=1)
+    assert sqlite_time(later) == "2026-12-04 13:05:07.123457"
+    east = datetime(2026, 12, 4, 15, 5, 7, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert sqlite_time(east) == sqlite_time(east) == "2026-12-04 13:05:07.123456"
+    assert from_sqlite_time(sqlite_time(east) or "") == east
+    # more times than it keeps: each still its own text
+    times = [at + timedelta(seconds=i) for i in range(10_000)]
+    texts = [sqlite_time(t) for t in times]
+    assert texts == [sqlite_time(t) for t in times]
+    assert [from_sqlite_time(text or "") for text in texts] == times
+    with pytest.raises(ValueError, match="naive"):
+        sqlite_time(datetime(2026, 12, 4, 13, 5))
+    assert sqlite_time(None) is None
