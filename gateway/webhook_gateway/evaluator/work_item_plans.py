@@ -41,6 +41,7 @@ QUOTED = """
 What was written there (as sent, untrusted):
 
 {text}"""
+_FOLLOW_UP_HEAD, _FOLLOW_UP_TAIL = FOLLOW_UP.split("{delivery_id}")
 
 
 def follow_up_file(delivery_id: str) -> str:
@@ -91,6 +92,7 @@ class WorkItemPlan:
     pending: list[tuple[Candidate, str, str | None]] = field(default_factory=list)
     new_items: dict[str, list[NewWorkItem]] = field(default_factory=dict)
     follow_ups: dict[str, list[WorkItemFollowUp]] = field(default_factory=dict)
+    heads: dict[tuple[str, ...], str] = field(default_factory=dict)  # `follow_up_message`'s
 
     def settle(self, first_runs: dict[str, str]) -> None:
         """`first_runs`: new work item id -> the first run made for it. Work items none of
@@ -124,7 +126,7 @@ class WorkItemPlan:
                 work_item_id=item_id,
                 run_id=run_id,
                 delivery_id=candidate.delivery_id,
-                message=follow_up_message(candidate),
+                message=follow_up_message(candidate, self.heads),
                 payload_size=candidate.payload_size,
                 # a replay is asked again: a message that continued the work item before does
                 # so again
@@ -194,20 +196,24 @@ def _threads(
     return found
 
 
-def follow_up_message(c: Candidate) -> str:
-    source = c.source
-    provider = DISPLAY_NAMES.get(source.provider, source.provider)
-    what = source.ref + (f" ({source.url})" if source.url else "")
-    events = f"event {c.events}" if c.events else "a reply in its thread"
-    message = FOLLOW_UP.format(
-        provider=provider,
-        what=what,
-        events=events,
-        name=c.connection.name,
-        uid=c.connection.uid,
-        delivery_id=c.delivery_id,
-        file=follow_up_file(c.delivery_id),
-    )
+def follow_up_message(c: Candidate, heads: dict[tuple[str, ...], str] | None = None) -> str:
+    """The run message of a follow-up; `heads`: the text up to the delivery id, by what it
+    says (a busy issue's follow-ups in a batch share it: formatting it anew cost ~1 µs)."""
+    source, connection = c.source, c.connection
+    key = (source.provider, connection.uid, connection.name, c.events, source.ref, source.url or "")
+    head = None if heads is None else heads.get(key)
+    if head is None:
+        provider = DISPLAY_NAMES.get(source.provider, source.provider)
+        head = _FOLLOW_UP_HEAD.format(
+            provider=provider,
+            what=source.ref + (f" ({source.url})" if source.url else ""),
+            events=f"event {c.events}" if c.events else "a reply in its thread",
+            name=connection.name,
+            uid=connection.uid,
+        )
+        if heads is not None:
+            heads[key] = head
+    message = head + c.delivery_id + _FOLLOW_UP_TAIL.format(file=follow_up_file(c.delivery_id))
     if source.text:
         message += QUOTED.format(text=source.text[:MAX_QUOTED])
     return message
