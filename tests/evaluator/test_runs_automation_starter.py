@@ -218,6 +218,33 @@ def test_disabled_or_deleted_webhooks_and_no_foreman(client: GatewayClient) -> N
     client.run(scenario)
 
 
+def test_a_renamed_webhooks_next_run_names_it_by_its_new_name(client: GatewayClient) -> None:
+    """The starter keeps each source's envelope text across batches: a rename is not served
+    the old one."""
+    world = World.create(client)
+
+    async def prompt(services: Services, run_id: str) -> str:
+        async with services.database.read() as conn:
+            query = select(t.runs.c.prompt).where(t.runs.c.run_id == run_id)
+            return str((await conn.execute(query)).scalar_one())
+
+    async def scenario(services: Services) -> None:
+        hook = await _webhook(services, world.factory_uid, world.team_uid, "Old name")
+        await _automation(services, world.factory_uid, "a", [_trigger(hook)])
+        starter = RunStarter(PLATFORM)
+        [before] = await _start(services, starter, _delivery(hook, "d_before", b"{}"))
+        async with services.database.transaction() as conn:
+            patch = WebhookPatch(name="New name")
+            await webhooks.update_webhook(conn, services, world.factory_uid, hook, patch)
+        [after] = await _start(services, starter, _delivery(hook, "d_after", b"{}"))
+        assert 'webhook "Old name"' in await prompt(services, before.run_id)
+        renamed = await prompt(services, after.run_id)
+        assert 'webhook "New name"' in renamed and "Old name" not in renamed
+        assert "d_after" in renamed and "d_before" not in renamed
+
+    client.run(scenario)
+
+
 def test_changed_automation_is_recompiled(client: GatewayClient) -> None:
     world = World.create(client)
 
