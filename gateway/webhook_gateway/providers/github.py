@@ -100,6 +100,9 @@ def _push(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
 def _issues(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     action = payload.get("action")
     issue = obj(payload, "issue")
+    if action == "labeled":  # the label added, not the issue's others
+        added = texts([obj(payload, "label")], "name")
+        return [repo.event("issue_labeled", _issue_values(issue, added))]
     labels = _labels(issue)
     if action == "opened":
         events = [repo.event("issue_created", _issue_values(issue, labels))]
@@ -107,9 +110,6 @@ def _issues(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
         if mentioned:
             events.append(_mention("issue_mentioned", repo, mentioned, labels))
         return events
-    if action == "labeled":
-        added = texts([obj(payload, "label")], "name")
-        return [repo.event("issue_labeled", _issue_values(issue, added))]
     if action == "assigned":
         values: EventValues = {"assignees": _login(obj(payload, "assignee")), "labels": labels}
         return [repo.event("issue_assigned", values)]
@@ -139,13 +139,13 @@ _PR_ACTIONS: Final = {
 def _pull_request(payload: JsonObject, repo: _Repo) -> list[TriggerEvent]:
     action = payload.get("action")
     pr = obj(payload, "pull_request")
+    if action == "labeled":  # the label added, not the pull request's others
+        added = texts([obj(payload, "label")], "name")
+        return [repo.event("pull_request_labeled", _pr_values(payload, pr, added))]
     labels = _labels(pr)
     if action == "closed":  # merged and closed-unmerged are two events, never both
         name = "pull_request_merged" if pr.get("merged") is True else "pull_request_closed"
         return [repo.event(name, _pr_values(payload, pr, labels))]
-    if action == "labeled":
-        added = texts([obj(payload, "label")], "name")
-        return [repo.event("pull_request_labeled", _pr_values(payload, pr, added))]
     if action == "assigned":
         values: EventValues = {"assignees": _login(obj(payload, "assignee")), "labels": labels}
         return [repo.event("pull_request_assigned", values)]
