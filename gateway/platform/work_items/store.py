@@ -8,6 +8,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import ARRAY, String, any_, bindparam, select, update
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.foundation.store import tables as t
@@ -84,7 +85,7 @@ async def start_work_items(conn: AsyncConnection, items: Sequence[NewWorkItem]) 
     (the consumer then writes it again a delivery at a time). SQLite's writers take turns, so
     a look-up first sees every one there is (and a multi-row INSERT ... RETURNING costs twice
     as much there, `BulkInsert.insert_new`)."""
-    rows = WORK_ITEMS.prepare(conn.dialect, [_row(item) for item in items], "id")
+    rows = _rows(conn.dialect, items)
     if conn.dialect.name == "sqlite":
         known = await find_work_items(conn, {item.key.ref for item in items})
         fresh = [item for item in items if item.key not in known]
@@ -105,22 +106,20 @@ async def start_work_items(conn: AsyncConnection, items: Sequence[NewWorkItem]) 
             )
 
 
-def _row(item: NewWorkItem) -> dict[str, object]:
-    return {
-        "id": item.id,
-        "team_uid": item.team_uid,
-        "factory_uid": item.key.factory_uid,
-        "provider": item.key.provider,
-        "kind": item.kind,
-        "ref": item.key.ref,
-        "url": item.url,
-        "target": item.target,
-        "stage": FIRST_STAGE,
-        "run_id": item.run_id,
-        "followup_count": 0,
-        "created_at": item.created_at,
-        "updated_at": item.created_at,
-    }
+def _rows(dialect: Dialect, items: Sequence[NewWorkItem]) -> Prepared:
+    """The work items' rows as the driver takes them, in WORK_ITEMS' column order (a mapping a
+    row, through the generic encoder, cost ~2.5 µs more a work item)."""
+    encode_time, encode_json = (WORK_ITEMS.encoder(dialect, c) for c in ("created_at", "target"))
+    values: list[Values] = []
+    for item in items:
+        key, at = item.key, encode_time(item.created_at)
+        values.append(
+            (
+                *(item.id, item.team_uid, key.factory_uid, key.provider, item.kind, key.ref),
+                *(item.url, encode_json(item.target), FIRST_STAGE, item.run_id, 0, at, at),
+            )
+        )
+    return Prepared("id", [item.id for item in items], values)
 
 
 async def continue_work_items(
