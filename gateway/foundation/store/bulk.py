@@ -272,7 +272,9 @@ def _aware_time(value: datetime | None) -> datetime | None:
 # little more (hashing an aware time by value would cost half the encoding). Each object is
 # kept with its text, alive: its id stays its own while it is held
 _TIME_TEXTS: dict[int, tuple[datetime, str]] = {}
-_TIME_TEXTS_HELD = 4096  # emptied when full: a batch's times, not a process's
+# a batch's times, not a process's: when full, the older half goes (emptied whole, a batch's
+# follow-ups lost their texts between their rows a time in four)
+_TIME_TEXTS_HELD = 8192
 
 
 def sqlite_time(value: datetime | None) -> str | None:
@@ -289,7 +291,9 @@ def sqlite_time(value: datetime | None) -> str | None:
         utc = utc.astimezone(UTC)
     text = utc.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
     if len(_TIME_TEXTS) >= _TIME_TEXTS_HELD:
+        newest = list(_TIME_TEXTS.items())[_TIME_TEXTS_HELD // 2 :]
         _TIME_TEXTS.clear()
+        _TIME_TEXTS.update(newest)
     _TIME_TEXTS[id(value)] = (value, text)
     return text
 
