@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, TypeAlias
+from typing import NamedTuple, Protocol, TypeAlias
 
 __all__ = ["EventValues", "Headers", "TriggerEvent"]
 
@@ -18,9 +17,9 @@ class Headers(Protocol):
     def get(self, name: str, /) -> str | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class TriggerEvent:
-    """One provider event a delivery was normalized to (factory-format.md §4).
+class TriggerEvent(NamedTuple):
+    """One provider event a delivery was normalized to (factory-format.md §4); a NamedTuple:
+    made per delivery (a frozen dataclass's constructor cost twice as much).
 
     ``values`` holds, for each canonical filter key of the event, the values a trigger filter
     is matched on, in the comparison form of ``values.py`` (GitHub logins case-folded,
