@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -192,3 +194,36 @@ def test_a_time_encodes_to_the_same_text_however_often_it_is_encoded() -> None:
     with pytest.raises(ValueError, match="naive"):
         sqlite_time(datetime(2026, 12, 4, 13, 5))
     assert sqlite_time(None) is None
+
+
+def test_times_are_encoded_from_several_threads_at_once() -> None:
+    """The ingress's event loop and its outbox thread both encode times, and share the texts
+    kept. Threads switched as often as they can be, with garbage whose finalizers run Python
+    code in the middle of the kept texts' upkeep (as the gateway's objects do): no error, and
+    every text its time's."""
+
+    class Cycle:  # collected by the garbage collector, which runs its finalizer
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            pass
+
+    start = datetime(2026, 12, 4, tzinfo=UTC)
+
+    def encode(offset: int) -> bool:
+        ok = True
+        for i in range(50_000):
+            at = start + timedelta(seconds=offset + i)
+            ok = ok and from_sqlite_time(sqlite_time(at) or "") == at
+            if i % 3 == 0:
+                Cycle()
+        return ok
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            assert all(pool.map(encode, range(0, 400_000, 100_000)))
+    finally:
+        sys.setswitchinterval(interval)

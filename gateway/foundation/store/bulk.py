@@ -270,18 +270,23 @@ def _aware_time(value: datetime | None) -> datetime | None:
 # several rows (a follow-up's time into its attachment, message and event, each built by
 # another module), and a look-up by identity costs a tenth of the encoding (~0.8 µs), a miss
 # little more (hashing an aware time by value would cost half the encoding). Each object is
-# kept with its text, alive: its id stays its own while it is held
+# kept with its text, alive: its id stays its own while it is held. Two generations of a
+# batch's size, not a process's: when the recent one is full it becomes the older one and the
+# older one goes (emptied whole at once, a batch's follow-ups lost their texts between their
+# rows a time in four). The dictionaries are only swapped, never iterated: the event loop and
+# a thread of the same process encode times at once.
 _TIME_TEXTS: dict[int, tuple[datetime, str]] = {}
-# a batch's times, not a process's: when full, the older half goes (emptied whole, a batch's
-# follow-ups lost their texts between their rows a time in four)
-_TIME_TEXTS_HELD = 8192
+_OLDER_TIME_TEXTS: dict[int, tuple[datetime, str]] = {}
+_TIME_TEXTS_HELD = 4096  # a generation's
 
 
 def sqlite_time(value: datetime | None) -> str | None:
     """The naive UTC text SQLAlchemy stores on SQLite (fixed width: text order is time order)."""
+    global _TIME_TEXTS, _OLDER_TIME_TEXTS
     if value is None:
         return None
-    found = _TIME_TEXTS.get(id(value))
+    key = id(value)
+    found = _TIME_TEXTS.get(key) or _OLDER_TIME_TEXTS.get(key)
     if found is not None and found[0] is value:
         return found[1]
     utc = value
@@ -290,11 +295,11 @@ def sqlite_time(value: datetime | None) -> str | None:
             raise ValueError("naive datetime given to a UTC column")
         utc = utc.astimezone(UTC)
     text = utc.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
-    if len(_TIME_TEXTS) >= _TIME_TEXTS_HELD:
-        newest = list(_TIME_TEXTS.items())[_TIME_TEXTS_HELD // 2 :]
-        _TIME_TEXTS.clear()
-        _TIME_TEXTS.update(newest)
-    _TIME_TEXTS[id(value)] = (value, text)
+    recent = _TIME_TEXTS
+    if len(recent) >= _TIME_TEXTS_HELD:
+        _OLDER_TIME_TEXTS, recent = recent, {}
+        _TIME_TEXTS = recent
+    recent[key] = (value, text)
     return text
 
 
