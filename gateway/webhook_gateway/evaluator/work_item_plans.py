@@ -196,23 +196,20 @@ def _threads(
     return found
 
 
-def follow_up_message(c: Candidate, heads: dict[tuple[str, ...], str] | None = None) -> str:
+def follow_up_message(c: Candidate, heads: dict[tuple[str, ...], str]) -> str:
     """The run message of a follow-up; `heads`: the text up to the delivery id, by what it
     says (a busy issue's follow-ups in a batch share it: formatting it anew cost ~1 µs)."""
     source, connection = c.source, c.connection
     key = (source.provider, connection.uid, connection.name, c.events, source.ref, source.url or "")
-    head = None if heads is None else heads.get(key)
+    head = heads.get(key)
     if head is None:
-        provider = DISPLAY_NAMES.get(source.provider, source.provider)
-        head = _FOLLOW_UP_HEAD.format(
-            provider=provider,
+        head = heads[key] = _FOLLOW_UP_HEAD.format(
+            provider=DISPLAY_NAMES.get(source.provider, source.provider),
             what=source.ref + (f" ({source.url})" if source.url else ""),
             events=f"event {c.events}" if c.events else "a reply in its thread",
             name=connection.name,
             uid=connection.uid,
         )
-        if heads is not None:
-            heads[key] = head
     message = head + c.delivery_id + _FOLLOW_UP_TAIL.format(file=follow_up_file(c.delivery_id))
     if source.text:
         message += QUOTED.format(text=source.text[:MAX_QUOTED])
