@@ -29,6 +29,13 @@ from tests.test_cli import admin, gateway
 pytestmark = pytest.mark.slow
 
 
+# The tests wait for a changed secret by posting with it until it passes: each post before the
+# server's change poller (every POLL_S, 0.5 s) reloads the webhook fails authentication, and at
+# the default failed-auth budget (10 a minute per webhook and address) a wait of ~0.4 s spent it,
+# so the closing post with the old secret got 429 instead of 401. A budget no wait can spend.
+AUTH_FAILURE_LIMIT = 1_000_000
+
+
 @pytest.fixture
 def server(sqlite_store: Callable[..., str]) -> Iterator[httpx.Client]:
     """`gateway serve` on the same SQLite file (migrated) and key the CLI helpers use."""
@@ -36,6 +43,7 @@ def server(sqlite_store: Callable[..., str]) -> Iterator[httpx.Client]:
         database_url=sqlite_store("cli.db"),
         secret_key=base64.urlsafe_b64encode(b"c" * 32).decode(),
         log_level="warning",
+        auth_failure_limit=str(AUTH_FAILURE_LIMIT),
     )
     port = free_port()
     proc = serve_gateway(env, port)
