@@ -9,6 +9,7 @@ import hmac
 import json
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -136,6 +137,40 @@ def test_the_poller_starts_from_what_the_cache_preloaded(client: GatewayClient) 
 
     unchanged, changed = client.run(run)
     assert (unchanged, changed) == (0, 1)
+
+
+def test_a_late_poll_still_reloads_what_changed_before_its_overlap(client: GatewayClient) -> None:
+    """A poll that comes late (a stalled event loop, or polls that failed on a locked store in
+    between) reads from where the last one that succeeded began: a change made more than OVERLAP
+    before it is still reloaded (a window of the last OVERLAP alone left it behind for good)."""
+    world = World.create(client)
+    hook = add_webhook(client, world)
+
+    async def run(services: Services) -> tuple[int, int, int]:
+        cache = ConfigCache(services.database, services.secret_box)
+        await cache.preload()
+        preloaded = cache.live(hook.uid)
+        assert preloaded is not None
+        poller = ChangePoller(services.database, cache)
+        first = utcnow()
+        unchanged = await poller.poll(first)
+        async with services.database.transaction() as conn:
+            await conn.execute(
+                update(t.webhooks)
+                .where(t.webhooks.c.uid == hook.uid)
+                .values(
+                    config_version=t.webhooks.c.config_version + 1,
+                    updated_at=first + timedelta(seconds=1),
+                )
+            )
+        late = first + timedelta(seconds=1) + 2 * OVERLAP
+        reloaded = await poller.poll(late)
+        live = cache.live(hook.uid)
+        assert live is not None
+        return unchanged, reloaded, live.version - preloaded.version
+
+    unchanged, reloaded, newer_by = client.run(run)
+    assert (unchanged, reloaded, newer_by) == (0, 1, 1)
 
 
 def test_a_connection_made_and_rekeyed_from_the_cli_reaches_the_server(

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import datetime
 
 from gateway.foundation.store import Database
+from gateway.foundation.store.types import utcnow
 from gateway.kernel import ids
 from gateway.kernel.security import SecretBox
 from gateway.webhook_gateway.ingress import connection_config, webhook_config
@@ -33,8 +35,11 @@ class ConfigCache:
         self._live: dict[str, WebhookConfig] = {}  # enabled webhooks
         self._negative: dict[str, tuple[float, WebhookConfig | None]] = {}  # absent or disabled
         self._misses = asyncio.Semaphore(MISS_CONCURRENCY)
+        # when the last preload began reading: what changed after it may not be in the cache
+        self.preloaded_at: datetime | None = None
 
     async def preload(self) -> int:
+        self.preloaded_at = utcnow()
         async with self._database.read() as conn:
             configs = await webhook_config.load_all(conn, self._box)
             connections = await connection_config.load_all(conn, self._box)

@@ -4,7 +4,9 @@ With Redis, every process publishes config versions there. Without it, the servi
 hears of changes made through its own API; `gateway admin set-secret` or `gateway apply` run in a
 process of their own. So the server looks for recently changed webhook and provider connection
 rows every POLL_S seconds (every change sets `updated_at`) and reloads those whose version it has
-not seen. Each poll reads only the rows changed in the last few seconds.
+not seen. Each poll reads the rows changed since the last poll that succeeded began (less OVERLAP):
+a poll that fails (a locked store) or comes late (a stalled event loop) widens the next one's
+window instead of leaving a change behind it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ class ChangePoller:
         # the versions the cache holds: a webhook changed shortly before the start was loaded by
         # the preload already (reloading every recently seeded webhook cost seconds of CPU)
         self._seen: dict[str, int] = {config.uid: config.version for config in cache.configs()}
+        # when the last poll that succeeded began (at first: when the cache's preload read)
+        self._covered_from: datetime = cache.preloaded_at or utcnow()
+
+    async def poll(self, started: datetime) -> int:
+        """One poll begun at `started`: reloads what changed since the last one that succeeded
+        began; returns how many."""
+        reloaded = await self.poll_once(self._covered_from - OVERLAP)
+        self._covered_from = started
+        return reloaded
 
     async def poll_once(self, since: datetime) -> int:
         """Reloads webhooks changed since `since` whose version is new; returns how many."""
@@ -54,9 +65,8 @@ class ChangePoller:
 
     async def run(self) -> None:
         while True:
-            started = utcnow()
             try:
-                reloaded = await self.poll_once(started - OVERLAP)
+                reloaded = await self.poll(utcnow())
                 if reloaded:
                     log.debug("ingress config cache: %d webhooks changed elsewhere", reloaded)
             except asyncio.CancelledError:
