@@ -17,6 +17,11 @@ built before the clock starts) for each layout of the outbox's one index, rounds
   row of a commit on a page of its own;
 - `none`: no index at all (the floor).
 
+Then, in the shipped layout, each `--synchronous` setting (GATEWAY_SQLITE_SYNCHRONOUS; `full`,
+the default, syncs the log to disk at each commit): the appender's CPU and its wall time a
+delivery (the wall time is what the event loop waits while a batch of small payloads commits on
+it), rounds alternated.
+
 Then, at `--waiting` and at 100,000 rows (GATEWAY_MAX_BACKLOG's default) held in the shipped
 layout, the delivery log API's two reads: one delivery (`Outbox.find`, indexed) and one webhook's
 waiting deliveries (`Outbox.of_webhook`, a scan), each the median of 5.
@@ -70,21 +75,40 @@ def rows(count: int, webhooks: list[str]) -> list[tuple[Any, ...]]:
     ]
 
 
-def appender(directory: Path, layout: str) -> tuple[outbox.OutboxAppender, str]:
+def appender(
+    directory: Path, layout: str, synchronous: str = "full"
+) -> tuple[outbox.OutboxAppender, str]:
     """A new outbox file in `layout`, and its path."""
     path = str(directory / f"{layout.replace(' ', '-')}-{ids.new_id('o')}{outbox.SUFFIX}")
-    made = outbox.OutboxAppender(path)
+    made = outbox.OutboxAppender(path, synchronous)
     for statement in LAYOUTS[layout]:
         made._conn.execute(statement)
     return made, path
 
 
 def append_cost(
-    directory: Path, layout: str, batches: list[list[tuple[Any, ...]]], waiting: int
+    directory: Path,
+    layout: str,
+    batches: list[list[tuple[Any, ...]]],
+    waiting: int,
+    synchronous: str = "full",
 ) -> float:
     """The appender's CPU (µs) a delivery: every batch appended, pruned to `waiting` rows."""
-    writer, _path = appender(directory, layout)
+    return append_costs(directory, layout, batches, waiting, synchronous)[0]
+
+
+def append_costs(
+    directory: Path,
+    layout: str,
+    batches: list[list[tuple[Any, ...]]],
+    waiting: int,
+    synchronous: str = "full",
+) -> tuple[float, float]:
+    """The appender's CPU and wall time (µs) a delivery: every batch appended, pruned to
+    `waiting` rows."""
+    writer, _path = appender(directory, layout, synchronous)
     held = 0
+    started = time.perf_counter()
     start = time.thread_time()
     for batch in batches:
         writer.append(batch)
@@ -95,9 +119,10 @@ def append_cost(
             ).fetchall()
             writer.delete([seq for (seq,) in oldest])
             held -= len(oldest)
-    spent = time.thread_time() - start
+    spent, waited = time.thread_time() - start, time.perf_counter() - started
     writer.close()
-    return spent / sum(len(b) for b in batches) * 1e6
+    deliveries = sum(len(b) for b in batches)
+    return spent / deliveries * 1e6, waited / deliveries * 1e6
 
 
 async def read_times(directory: Path, held: int, webhooks: list[str]) -> dict[str, float]:
@@ -136,6 +161,7 @@ def main() -> None:
     parser.add_argument("--commit", default="4,16", help="rows a commit, comma-separated")
     parser.add_argument("--waiting", type=int, default=3_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--synchronous", default="full,normal", help="comma-separated")
     args = parser.parse_args()
     webhooks = [ids.new_id("whk") for _ in range(args.webhooks)]
     with tempfile.TemporaryDirectory() as temp:
@@ -153,6 +179,17 @@ def main() -> None:
                 for layout, found in costs.items()
             )
             print(f"{size} rows a commit: µs a delivery (rounds): {shown}")
+            settings = args.synchronous.split(",")
+            found: dict[str, list[tuple[float, float]]] = {setting: [] for setting in settings}
+            for round_ in range(args.rounds):
+                for setting in settings if round_ % 2 == 0 else list(reversed(settings)):
+                    cost = append_costs(directory, "shipped", batches, args.waiting, setting)
+                    found[setting].append(cost)
+            shown = ", ".join(
+                f"{setting} {' / '.join(f'{cpu:.1f} CPU, {wall:.1f} wall' for cpu, wall in c)}"
+                for setting, c in found.items()
+            )
+            print(f"{size} rows a commit, shipped, by synchronous (rounds): {shown}")
         for held in (args.waiting, 100_000):
             times = asyncio.run(read_times(directory, held, webhooks))
             shown = ", ".join(f"{name} {value:.2f}" for name, value in times.items())
