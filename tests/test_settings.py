@@ -29,6 +29,12 @@ def test_an_empty_environment_takes_every_default_of_the_settings_type() -> None
     assert loaded == DEFAULTS
     assert (loaded.evaluator, loaded.evaluator_priority) == ("process", "normal")
     assert not loaded.evaluator_idle_cgroup
+    assert loaded.sqlite_synchronous == "full"
+
+
+def test_a_store_may_trade_its_commits_durability_for_speed() -> None:
+    assert settings(SQLITE_SYNCHRONOUS="NORMAL").sqlite_synchronous == "normal"
+    assert settings(SQLITE_SYNCHRONOUS="full").sqlite_synchronous == "full"
 
 
 def test_a_server_other_than_uvicorn_is_refused() -> None:
@@ -96,6 +102,7 @@ def test_trusted_proxies_parse_as_networks() -> None:
         ("AUTH_FAILURE_LIMIT", "0"),
         ("EVALUATOR", "sometimes"),
         ("EVALUATOR_PRIORITY", "urgent"),
+        ("SQLITE_SYNCHRONOUS", "off"),
         ("MAX_BACKLOG", "0"),
         ("MAX_BACKLOG", "many"),
         ("LOG_LEVEL", "loud"),

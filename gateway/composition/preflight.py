@@ -37,7 +37,7 @@ def reachable(settings: Settings, say: Say | None = None) -> bool:
 async def _preflight(settings: Settings, say: Say) -> list[str]:
     from gateway.foundation.store import create_database
 
-    database = create_database(settings.database_url)
+    database = create_database(settings.database_url, synchronous=settings.sqlite_synchronous)
     redis = None
     probes = {f"the store at {masked(settings.database_url)}": readiness.store_probe(database)}
     if settings.redis_url is not None:

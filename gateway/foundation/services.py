@@ -141,7 +141,7 @@ def build_services(settings: Settings, lifetime: Lifetime | None = None) -> Serv
     from gateway.foundation.store import create_database
 
     lifetime = lifetime or Lifetime()
-    database = create_database(settings.database_url)
+    database = create_database(settings.database_url, synchronous=settings.sqlite_synchronous)
     lifetime.on_close(database.close)  # registered first: closed last
     blobs = open_blob_store(settings.attachments, database)
     lifetime.on_close(blobs.close)

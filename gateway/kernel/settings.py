@@ -34,6 +34,8 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
+SqliteSynchronous = Literal["full", "normal"]
+SQLITE_SYNCHRONOUS: tuple[SqliteSynchronous, ...] = ("full", "normal")
 AccessLog = Literal["on", "all", "off"]
 Choice = TypeVar("Choice", bound=str)
 Item = TypeVar("Item")
@@ -86,6 +88,10 @@ class Settings:
     egress_ranges: tuple[str, ...] = ("203.0.113.0/24", "2001:db8::/32")
     body_timeout: float = 10.0
     header_timeout: float = 10.0
+    # a SQLite store's (and its outbox's) commits: `full` syncs the log to disk before a commit
+    # returns, so a 202 and a run survive a power loss; `normal` skips that sync (a process
+    # kill loses nothing, a power loss or kernel crash may take the last commits back)
+    sqlite_synchronous: SqliteSynchronous = "full"
     # derived from the store and Redis (load_settings applies the same rules to those given)
     evaluator: EvaluatorMode = EMBEDDED_EVALUATOR
     # normal on every backend: a lower priority buys ingress a little CPU on a host with none to
@@ -192,6 +198,7 @@ def load_settings(
         or DEFAULTS.egress_ranges,
         body_timeout=_positive_float(env, "body_timeout"),
         header_timeout=_header_timeout(env),
+        sqlite_synchronous=_choice(env, "sqlite_synchronous", SQLITE_SYNCHRONOUS),
         evaluator=_evaluator(env, database_url, redis_url is not None),
         evaluator_priority=_choice(env, "evaluator_priority", EVALUATOR_PRIORITIES),
         evaluator_idle_cgroup=_idle_cgroup(env),

@@ -21,9 +21,9 @@ from gateway.foundation.backends.delivery_rows import DELIVERIES, EVALUATED, del
 from gateway.foundation.store import Database, create_database, migrate
 from gateway.foundation.store import tables as t
 from gateway.foundation.store.db import WriteGate
-from gateway.webhook_gateway.transports.embedded import writer as delivery_writer
 from gateway.webhook_gateway.transports.embedded.writer import (
     PRUNE_EVERY_S,
+    SYNC_INTERVAL_S,
     THREAD_APPEND_BYTES,
     DeliveryWriter,
 )
@@ -110,16 +110,16 @@ async def _keep_the_queue_full(writer: DeliveryWriter, first: int) -> None:
 
 
 @pytest.fixture(params=["on the thread", "on the loop"])
-def appends(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both of the writer's append paths: small batches on the event loop, or every batch on
-    the outbox thread (its threshold at 0)."""
-    if request.param == "on the thread":
-        monkeypatch.setattr(delivery_writer, "THREAD_APPEND_BYTES", 0)
+def appends(request: pytest.FixtureRequest) -> str:
+    """Both of the writer's append paths: every batch on the outbox thread (commits that wait
+    for the disk, the default), or small batches on the event loop (GATEWAY_SQLITE_SYNCHRONOUS
+    normal)."""
     return str(request.param)
 
 
-async def _started_writer(tmp_path: Path) -> tuple[Database, DeliveryWriter]:
-    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
+async def _started_writer(tmp_path: Path, appends: str) -> tuple[Database, DeliveryWriter]:
+    synchronous = "normal" if appends == "on the loop" else "full"
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db", synchronous=synchronous)
     await migrate(database)
     writer = DeliveryWriter(database)
     writer.start()
@@ -131,7 +131,7 @@ async def test_a_cancelled_caller_s_row_is_committed_and_the_others_answered(
 ) -> None:
     """A caller cancelled while its row waits (a shutdown) leaves the row to be committed like
     the others; the writer skips its cancelled future and answers the rest."""
-    database, writer = await _started_writer(tmp_path)
+    database, writer = await _started_writer(tmp_path, appends)
     try:
         callers = [asyncio.create_task(writer.write(_record(i))) for i in range(3)]
         await asyncio.sleep(0)  # each has queued its row
@@ -151,7 +151,7 @@ async def test_writer_prunes_the_outbox_under_sustained_load(tmp_path: Path, app
     """On the thread, each commit awaits and more records queue meanwhile: the queue never
     empties, and the prune must happen inside the drain. On the loop, a commit takes no turn of
     the loop, and the drain returns between turns."""
-    database, writer = await _started_writer(tmp_path)
+    database, writer = await _started_writer(tmp_path, appends)
     moved = [_record(i) for i in range(100)]
     try:
         await asyncio.gather(*(writer.write(r) for r in moved))
@@ -243,7 +243,9 @@ async def test_a_prune_round_under_load_goes_one_slice_between_commits(tmp_path:
 async def test_small_batches_commit_on_the_event_loop_large_ones_on_the_outbox_thread(
     tmp_path: Path,
 ) -> None:
-    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db")
+    """GATEWAY_SQLITE_SYNCHRONOUS=normal: a commit does not wait for the disk, and a batch of
+    small payloads commits on the loop."""
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db", synchronous="normal")
     await migrate(database)
     writer = DeliveryWriter(database)
     appender = writer._appender
@@ -273,6 +275,81 @@ async def test_small_batches_commit_on_the_event_loop_large_ones_on_the_outbox_t
     finally:
         conn.close()
     assert stored == large
+
+
+@pytest.mark.parametrize(("synchronous", "pragma"), [("full", 2), ("normal", 1)])
+async def test_commits_wait_for_the_disk_by_default_and_never_on_the_event_loop(
+    tmp_path: Path, synchronous: str, pragma: int
+) -> None:
+    """By default (full) every commit of the store and of the outbox syncs the log to disk
+    before it returns, so a 202 survives a power loss; the outbox's then all run on its thread,
+    the event loop never waits for the disk. `normal` is PRAGMA synchronous=NORMAL everywhere."""
+    options = {} if synchronous == "full" else {"synchronous": synchronous}
+    database = create_database(f"sqlite+aiosqlite:///{tmp_path}/g.db", **options)
+    await migrate(database)
+    writer = DeliveryWriter(database)
+    appender = writer._appender
+    assert appender is not None
+    on_loop: list[bool] = []
+    append = appender.append
+
+    def recorded_append(rows: Any) -> None:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        append(rows)
+
+    appender.append = recorded_append  # type: ignore[method-assign]
+    writer.start()
+    try:
+        for i in range(3):
+            await writer.write(_record(i))
+        (outbox_pragma,) = appender._conn.execute("PRAGMA synchronous").fetchone()
+        async with database.read() as conn:
+            read_pragma = (await conn.exec_driver_sql("PRAGMA synchronous")).scalar()
+        async with database.transaction() as conn:
+            write_pragma = (await conn.exec_driver_sql("PRAGMA synchronous")).scalar()
+    finally:
+        await writer.close()
+        await database.close()
+    assert (outbox_pragma, read_pragma, write_pragma) == (pragma, pragma, pragma)
+    assert on_loop == [synchronous == "normal"] * 3
+    assert [d for d, _ in _outbox_rows(tmp_path)] == ["d-0", "d-1", "d-2"]
+
+
+async def test_commits_that_wait_for_the_disk_start_at_most_every_sync_interval(
+    tmp_path: Path,
+) -> None:
+    """Under load, the rows that arrive while a synced commit waits for the disk, and for the
+    rest of SYNC_INTERVAL_S, share the next commit's sync: at most one sync an interval, and
+    every row committed."""
+    database, writer = await _started_writer(tmp_path, "on the thread")
+    appender = writer._appender
+    assert appender is not None and appender.syncs
+    commits: list[int] = []
+    append = appender.append
+
+    def counted_append(rows: Any) -> None:
+        commits.append(len(rows))
+        append(rows)
+
+    appender.append = counted_append  # type: ignore[method-assign]
+
+    async def trickle() -> None:  # a row every 0.2 ms: without the pause, a sync for 1 or 2
+        for n in itertools.count():
+            writer.write_later(_record(n, Label.AUTH))
+            await asyncio.sleep(0.0002)
+
+    load = asyncio.create_task(trickle())
+    started = asyncio.get_running_loop().time()
+    try:
+        await asyncio.sleep(0.3)
+    finally:
+        load.cancel()
+        await asyncio.gather(load, return_exceptions=True)
+        await writer.close()
+        elapsed = asyncio.get_running_loop().time() - started
+        await database.close()
+    assert 2 <= len(commits) <= elapsed / SYNC_INTERVAL_S + 2
+    assert sum(commits) == len(_outbox_rows(tmp_path))
 
 
 async def test_writer_reports_a_failed_commit(tmp_path: Path) -> None:

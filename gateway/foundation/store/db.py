@@ -90,10 +90,14 @@ class WriteGate:
 class Database:
     """Owns the engine; `transaction()` is the unit of work for domain code."""
 
-    def __init__(self, engine: AsyncEngine, writer: AsyncEngine | None = None) -> None:
+    def __init__(
+        self, engine: AsyncEngine, writer: AsyncEngine | None = None, *, synchronous: str = "full"
+    ) -> None:
         self.engine = engine  # reads; and writes, but for a SQLite file
         # SQLite file: this process's write transactions, on one connection (`writer_engine`)
         self.writer = writer if writer is not None else engine
+        # SQLite: PRAGMA synchronous of every connection (GATEWAY_SQLITE_SYNCHRONOUS)
+        self.synchronous = synchronous
         # SQLite: this process's write transactions take turns here instead of in busy_timeout
         self.write_gate: WriteGate | None = WriteGate() if self.is_sqlite else None
         self._checkpointer: WalCheckpointer | None = None
@@ -182,7 +186,12 @@ class Database:
     def on_connect(self, dbapi_connection: Any, _record: Any = None) -> None:
         """Pragmas for every new SQLite connection of this process (see `sqlite_pragmas`)."""
         checkpoints = self.background_checkpoints
-        sqlite_pragmas(dbapi_connection, _record, background_checkpoints=checkpoints)
+        sqlite_pragmas(
+            dbapi_connection,
+            _record,
+            background_checkpoints=checkpoints,
+            synchronous=self.synchronous,
+        )
 
     def on_writer_connect(self, dbapi_connection: Any, _record: Any = None) -> None:
         """The writer's pragmas: every connection's, and its larger page cache."""
@@ -201,7 +210,14 @@ def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
         raise RuntimeError("after_commit: not inside Database.transaction()") from None
 
 
-def create_database(url: str, **engine_options: Any) -> Database:
+# PRAGMA synchronous by GATEWAY_SQLITE_SYNCHRONOUS (a KeyError for any other: no text of a
+# caller's reaches the PRAGMA)
+SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+
+
+def create_database(url: str, *, synchronous: str = "full", **engine_options: Any) -> Database:
+    """`synchronous`: a SQLite store's PRAGMA synchronous (`full`: a commit is on disk when it
+    returns; `normal`: it may be lost to a power loss), ignored on PostgreSQL."""
     if url.startswith("sqlite"):
         path = sqlite_file(url)
         if path is not None:
@@ -209,7 +225,7 @@ def create_database(url: str, **engine_options: Any) -> Database:
         options = {"connect_args": {"timeout": 30}, "module": OneCallDbapi(), **engine_options}
         engine = create_async_engine(url, **options)
         writer = writer_engine(url, options) if path is not None else None
-        database = Database(engine, writer)
+        database = Database(engine, writer, synchronous=synchronous)
         event.listen(engine.sync_engine, "connect", database.on_connect)
         if writer is not None:
             event.listen(writer.sync_engine, "connect", database.on_writer_connect)
@@ -258,12 +274,18 @@ def writer_engine(url: str, options: dict[str, Any]) -> AsyncEngine:
 
 
 def sqlite_pragmas(
-    dbapi_connection: Any, _record: Any = None, *, background_checkpoints: bool = False
+    dbapi_connection: Any,
+    _record: Any = None,
+    *,
+    background_checkpoints: bool = False,
+    synchronous: str = "full",
 ) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout=30000")
     use_wal(cursor)
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    # WAL: FULL syncs the log at each commit; NORMAL only at checkpoints (durable against a
+    # process kill, not a power loss)
+    cursor.execute(f"PRAGMA synchronous={SYNCHRONOUS[synchronous]}")
     cursor.execute("PRAGMA foreign_keys=ON")
     if background_checkpoints:
         cursor.execute("PRAGMA wal_autocheckpoint=0")

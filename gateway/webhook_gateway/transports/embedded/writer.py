@@ -8,12 +8,15 @@ process after each commit.
 
 On a SQLite file the rows go to the outbox (`gateway.webhook_gateway.transports.outbox.file`), a
 file of its own whose only writer is this writer: a commit never waits for the evaluator's
-transactions on the store. It commits small batches on the event loop, large ones
-(THREAD_APPEND_BYTES) on a thread of its own. Every PRUNE_EVERY_S, on that thread, it deletes the
-outbox rows the evaluator has moved into the store, a slice at a time between commits
-(`outbox.PRUNE_SLICE`); it also reads there what the de-duplication memory looks up
-(`first_copies`). On other stores (PostgreSQL, an in-memory SQLite) accepted deliveries go into the
-delivery log itself as "pending", the evaluator's queue there.
+transactions on the store. Commits that wait for the disk (GATEWAY_SQLITE_SYNCHRONOUS=full, the
+default) run on a thread of its own, so the event loop goes on answering meanwhile, at most one
+every SYNC_INTERVAL_S (the rows that arrive in between share its sync); without that sync, small
+batches commit on the event loop and large ones (THREAD_APPEND_BYTES) on the thread. Every
+PRUNE_EVERY_S, on that thread, it deletes the outbox rows the evaluator has moved into the store,
+a slice at a time between commits (`outbox.PRUNE_SLICE`); it also reads there what the
+de-duplication memory looks up (`first_copies`). On other stores (PostgreSQL, an in-memory
+SQLite) accepted deliveries go into the delivery log itself as "pending", the evaluator's queue
+there.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ THREAD_APPEND_BYTES = 128 * 1024
 # the GIL it holds; 1 ms took ~6 ms off the embedded ingress p99 at 64 connections
 # (docs/performance-history.md)
 GIL_SWITCH_S = 0.001
+# synced commits start at most this often: a sync costs ~80 µs of CPU on a small VM, and one
+# per batch of one or two deliveries cost embedded ingress a third of its rate
+# (docs/performance.md, "The outbox's commits wait for the disk"); a 202 under load waits up
+# to this much more
+SYNC_INTERVAL_S = 0.002
 _SQLITE = sqlite.dialect()
 
 
@@ -72,10 +80,11 @@ class DeliveryWriter:
         self._executor: ThreadPoolExecutor | None = None
         self._next_prune = 0.0
         self._prune_after: int | None = None  # the seq the next slice starts after, in a round
+        self._last_sync = 0.0  # when the last commit that waits for the disk began
         path = outbox.outbox_path(database)
         if path is not None:
             assert database.sqlite_file is not None
-            self._appender = outbox.OutboxAppender(path)
+            self._appender = outbox.OutboxAppender(path, database.synchronous)
             self._lookups = outbox.OutboxLookups(path, database.sqlite_file)
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox")
 
@@ -140,12 +149,24 @@ class DeliveryWriter:
 
     async def _drain(self) -> None:
         while self._queue:
+            await self._sync_pause()
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
             await self._commit(batch)
             # under sustained load the queue never empties: pruned only once it did, the outbox
             # grew by the whole load, and look-ups that must read it slowed ingress to a stall
             await self._prune_slice()
+
+    async def _sync_pause(self) -> None:
+        """Commits that wait for the disk start at most every SYNC_INTERVAL_S: the rows that
+        arrive meanwhile share the next one's sync."""
+        appender = self._appender
+        if appender is None or not appender.syncs or self._closing:
+            return
+        wait = self._last_sync + SYNC_INTERVAL_S - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._last_sync = time.monotonic()
 
     async def _commit(self, batch: list[Pending]) -> None:
         rows = [row for row, _ in batch]
@@ -164,11 +185,12 @@ class DeliveryWriter:
         self.committed.set()
 
     def _appended_on_loop(self, rows: list[Row]) -> bool:
-        """Appends a batch of small payloads to the outbox here, on the event loop (its commits
-        never wait: OutboxAppender), and says so. No await, no task: nothing can cancel it
-        midway, and the commit goes out in this turn of the loop."""
+        """Appends a batch of small payloads to the outbox here, on the event loop, when its
+        commit does not wait for the disk (nor for a lock: OutboxAppender), and says so. No
+        await, no task: nothing can cancel it midway, and the commit goes out in this turn of
+        the loop."""
         appender = self._appender
-        if appender is None or _payload_bytes(rows) >= THREAD_APPEND_BYTES:
+        if appender is None or appender.syncs or _payload_bytes(rows) >= THREAD_APPEND_BYTES:
             return False
         appender.append(rows)
         return True

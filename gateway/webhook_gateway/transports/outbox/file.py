@@ -35,6 +35,7 @@ from gateway.foundation.backends.contract import DeliveryRecord, Label
 from gateway.foundation.backends.first_copies import first_since
 from gateway.foundation.store import Database
 from gateway.foundation.store.bulk import from_sqlite_time, sqlite_time
+from gateway.foundation.store.db import SYNCHRONOUS
 from gateway.foundation.store.sqlite_params import bind_as_is
 from gateway.foundation.store.wal_mode import use_wal
 from gateway.kernel.rejections import Reason
@@ -139,14 +140,16 @@ class OutboxAppender:
     against 95 µs per request with the evaluator off), and on the outbox thread for large ones
     and for deletes; one call at a time."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, synchronous: str = "full") -> None:
         create_schema(path)
         # cached_statements: each INSERT size is a statement of its own (ROWS_PER_INSERT)
         self._conn = sqlite3.connect(
             path, timeout=30, isolation_level=None, check_same_thread=False, cached_statements=512
         )
-        # WAL, synchronous=NORMAL: a commit is durable against a process kill without an fsync
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        # the store's (GATEWAY_SQLITE_SYNCHRONOUS): FULL, a commit (the 202 after it) survives
+        # a power loss; NORMAL, a process kill only
+        self._conn.execute(f"PRAGMA synchronous={SYNCHRONOUS[synchronous]}")
+        self.syncs = synchronous == "full"  # each commit waits for the disk
 
     def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """One transaction: returns once committed."""
