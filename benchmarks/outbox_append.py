@@ -86,17 +86,6 @@ def appender(
     return made, path
 
 
-def append_cost(
-    directory: Path,
-    layout: str,
-    batches: list[list[tuple[Any, ...]]],
-    waiting: int,
-    synchronous: str = "full",
-) -> float:
-    """The appender's CPU (µs) a delivery: every batch appended, pruned to `waiting` rows."""
-    return append_costs(directory, layout, batches, waiting, synchronous)[0]
-
-
 def append_costs(
     directory: Path,
     layout: str,
@@ -173,7 +162,8 @@ def main() -> None:
             for round_ in range(args.rounds):
                 order = list(LAYOUTS) if round_ % 2 == 0 else list(reversed(LAYOUTS))
                 for layout in order:
-                    costs[layout].append(append_cost(directory, layout, batches, args.waiting))
+                    cost, _wall = append_costs(directory, layout, batches, args.waiting)
+                    costs[layout].append(cost)
             shown = ", ".join(
                 f"{layout} {' / '.join(f'{c:.1f}' for c in found)}"
                 for layout, found in costs.items()
