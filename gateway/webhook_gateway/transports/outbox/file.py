@@ -134,11 +134,12 @@ class PruneSlice(NamedTuple):
 
 class OutboxAppender:
     """The outbox's only writer: appends batches, deletes moved rows. Its statements never
-    wait: no other connection writes this file, and in WAL mode readers never block a writer.
-    The delivery writer calls it on the event loop for batches of small payloads (handing each
-    to a thread and back cost ~15 µs of CPU per delivery more: the embedded grid, 1 KB, 81
-    against 95 µs per request with the evaluator off), and on the outbox thread for large ones
-    and for deletes; one call at a time."""
+    wait for a lock: no other connection writes this file, and in WAL mode readers never block
+    a writer. The delivery writer calls it on the outbox thread when its commits wait for the
+    disk (`syncs`, the default), for large batches and for deletes; else on the event loop for
+    batches of small payloads (handing each to a thread and back cost ~15 µs of CPU per
+    delivery more: the embedded grid, 1 KB, 81 against 95 µs per request with the evaluator
+    off); one call at a time."""
 
     def __init__(self, path: str, synchronous: str = "full") -> None:
         create_schema(path)
