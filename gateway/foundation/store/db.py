@@ -25,6 +25,7 @@ from gateway.foundation.store.checkpoints import JOURNAL_SIZE_LIMIT, WalCheckpoi
 from gateway.foundation.store.file_lock import FileWriteLock
 from gateway.foundation.store.sqlite_driver import OneCallDbapi
 from gateway.foundation.store.wal_mode import use_wal
+from gateway.kernel.settings import SQLITE_SYNCHRONOUS, SqliteSynchronous
 
 AfterCommit = Callable[[], Awaitable[None]]
 # The writer's page cache (SQLite's default is 2 MB): an evaluator's batch of 1,024 deliveries
@@ -91,7 +92,11 @@ class Database:
     """Owns the engine; `transaction()` is the unit of work for domain code."""
 
     def __init__(
-        self, engine: AsyncEngine, writer: AsyncEngine | None = None, *, synchronous: str = "full"
+        self,
+        engine: AsyncEngine,
+        writer: AsyncEngine | None = None,
+        *,
+        synchronous: SqliteSynchronous = "full",
     ) -> None:
         self.engine = engine  # reads; and writes, but for a SQLite file
         # SQLite file: this process's write transactions, on one connection (`writer_engine`)
@@ -210,12 +215,14 @@ def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
         raise RuntimeError("after_commit: not inside Database.transaction()") from None
 
 
-# PRAGMA synchronous by GATEWAY_SQLITE_SYNCHRONOUS (a KeyError for any other: no text of a
-# caller's reaches the PRAGMA)
-SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+# PRAGMA synchronous by GATEWAY_SQLITE_SYNCHRONOUS's values (a KeyError for any other: no text
+# of a caller's reaches the PRAGMA)
+SYNCHRONOUS: dict[str, str] = {value: value.upper() for value in SQLITE_SYNCHRONOUS}
 
 
-def create_database(url: str, *, synchronous: str = "full", **engine_options: Any) -> Database:
+def create_database(
+    url: str, *, synchronous: SqliteSynchronous = "full", **engine_options: Any
+) -> Database:
     """`synchronous`: a SQLite store's PRAGMA synchronous (`full`: a commit is on disk when it
     returns; `normal`: it may be lost to a power loss), ignored on PostgreSQL."""
     if url.startswith("sqlite"):
@@ -278,7 +285,7 @@ def sqlite_pragmas(
     _record: Any = None,
     *,
     background_checkpoints: bool = False,
-    synchronous: str = "full",
+    synchronous: SqliteSynchronous = "full",
 ) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout=30000")

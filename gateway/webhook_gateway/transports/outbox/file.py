@@ -39,6 +39,7 @@ from gateway.foundation.store.db import SYNCHRONOUS
 from gateway.foundation.store.sqlite_params import bind_as_is
 from gateway.foundation.store.wal_mode import use_wal
 from gateway.kernel.rejections import Reason
+from gateway.kernel.settings import SqliteSynchronous
 
 bind_as_is()  # the outbox binds payloads and header blocks (bytes) and NULLs a row
 
@@ -141,7 +142,7 @@ class OutboxAppender:
     delivery more: the embedded grid, 1 KB, 81 against 95 µs per request with the evaluator
     off); one call at a time."""
 
-    def __init__(self, path: str, synchronous: str = "full") -> None:
+    def __init__(self, path: str, synchronous: SqliteSynchronous = "full") -> None:
         create_schema(path)
         # cached_statements: each INSERT size is a statement of its own (ROWS_PER_INSERT)
         self._conn = sqlite3.connect(
